@@ -1,0 +1,3 @@
+from clustergen.cli import main
+
+raise SystemExit(main())

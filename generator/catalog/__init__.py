@@ -1,0 +1,1 @@
+"""Data tables: each names its source; code elsewhere only reads them."""

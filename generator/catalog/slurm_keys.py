@@ -1,0 +1,76 @@
+"""slurm.conf keys each Slurm version's parser accepts, and the keys clustergen writes itself.
+
+Source of slurm_keys/*.txt: the s_p_options_t tables of src/common/read_config.c
+for each release, as collected in shared/reference/slurm-keys/.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from clustergen.catalog.versions import VersionTuple, parse_version
+
+KEY_LIST_VERSIONS: tuple[VersionTuple, ...] = ((22, 5), (23, 11), (24, 11), (25, 11))
+
+# Keys clustergen derives from the spec, with the spec key that sets them.
+DERIVED_KEYS: dict[str, str] = {
+    "ClusterName": "cluster.name",
+    "SlurmctldHost": "slurm.controllers",
+    "NodeName": "nodes and hardware",
+    "PartitionName": "slurm.partitions",
+    "GresTypes": "hardware.*.gpu",
+    "SelectType": "(always select/cons_tres)",
+    "ProctrackType": "(always proctrack/cgroup)",
+    "TaskPlugin": "(always task/cgroup,task/affinity)",
+    "JobAcctGatherType": "(always jobacct_gather/cgroup)",
+    "TopologyPlugin": "network.fabric.switches",
+    "AccountingStorageType": "slurm.accounting",
+    "AccountingStorageHost": "slurm.accounting.host",
+    "AccountingStoragePort": "slurm.accounting.port",
+    "AccountingStorageTRES": "slurm.accounting",
+    "PriorityType": "slurm.priority.type",
+    "PriorityWeightAge": "slurm.priority.weights.age",
+    "PriorityWeightFairshare": "slurm.priority.weights.fairshare",
+    "PriorityWeightJobSize": "slurm.priority.weights.job_size",
+    "PriorityWeightPartition": "slurm.priority.weights.partition",
+    "PriorityWeightQOS": "slurm.priority.weights.qos",
+    "PriorityDecayHalfLife": "slurm.priority.decay_half_life",
+    "PriorityUsageResetPeriod": "slurm.priority.usage_reset_period",
+    "PriorityMaxAge": "slurm.priority.max_age",
+    "PreemptType": "slurm.preemption.type",
+    "PreemptMode": "slurm.preemption.mode",
+    "Epilog": "slurm.health_check.epilog",
+    "DownNodes": "(not supported: drain nodes with scontrol)",
+    "NodeSet": "(not supported: use partitions)",
+    "FrontendName": "(not supported)",
+}
+
+# Accepted by some parsers but deprecated: refused with the replacement.
+DEPRECATED_KEYS: dict[str, str] = {
+    "ControlMachine": "slurm.controllers (written as SlurmctldHost)",
+    "ControlAddr": "slurm.controllers (written as SlurmctldHost)",
+    "BackupController": "slurm.controllers (written as SlurmctldHost)",
+    "BackupAddr": "slurm.controllers (written as SlurmctldHost)",
+}
+
+
+def release_name(version: VersionTuple) -> str:
+    """(22, 5) -> '22.05', as Slurm names its releases."""
+    return f"{version[0]}.{version[1]:02d}"
+
+
+def key_list_version(slurm_version: str) -> VersionTuple | None:
+    """The newest key list not newer than the pinned version; None if older than all."""
+    pinned = parse_version(slurm_version)[:2]
+    candidates = [v for v in KEY_LIST_VERSIONS if v <= pinned]
+    return max(candidates) if candidates else None
+
+
+@cache
+def accepted_keys(list_version: VersionTuple) -> dict[str, str]:
+    """Lowercased key -> key as Slurm spells it, for one key list."""
+    name = f"slurm.conf-{release_name(list_version)}.txt"
+    text = resources.files("clustergen.catalog").joinpath("slurm_keys", name).read_text()
+    keys = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return {key.lower(): key for key in keys}

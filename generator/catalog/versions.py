@@ -1,0 +1,14 @@
+"""Version strings as comparable tuples."""
+
+from __future__ import annotations
+
+VersionTuple = tuple[int, ...]
+
+
+def parse_version(text: str) -> VersionTuple:
+    return tuple(int(part) for part in text.split("."))
+
+
+def major_minor(text: str) -> str:
+    major, minor = parse_version(text)[:2]
+    return f"{major}.{minor}"

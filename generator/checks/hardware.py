@@ -1,0 +1,35 @@
+"""Hardware profiles: GPUs from the catalog, memory held back for the OS on Slurm nodes."""
+
+from __future__ import annotations
+
+from clustergen.catalog.gpus import GPU_MODELS
+from clustergen.errors import Problem
+from clustergen.hosts import Host
+from clustergen.model import Spec
+from clustergen.suggest import did_you_mean
+
+
+def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    problems = []
+    for name, profile in spec.hardware.items():
+        if profile.gpu is not None and profile.gpu.model not in GPU_MODELS:
+            problems.append(
+                Problem(
+                    ("hardware", name, "gpu", "model"),
+                    f"unknown GPU model '{profile.gpu.model}'"
+                    f"{did_you_mean(profile.gpu.model, GPU_MODELS)}; known models: "
+                    + ", ".join(GPU_MODELS),
+                )
+            )
+    compute_profiles = {h.hardware_name for h in hosts if h.is_slurm_compute}
+    for name in sorted(compute_profiles & set(spec.hardware)):
+        if spec.hardware[name].reserved_memory_gib is None:
+            problems.append(
+                Problem(
+                    ("hardware", name),
+                    "Slurm compute nodes need reserved_memory_gib: the OS sees less than the "
+                    "installed memory, and a node reporting less than RealMemory is drained as INVAL",
+                    at="key",
+                )
+            )
+    return problems

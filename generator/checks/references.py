@@ -1,0 +1,117 @@
+"""Names and references: unique node names, and every name used refers to something."""
+
+from __future__ import annotations
+
+from clustergen.errors import Problem
+from clustergen.hosts import Host
+from clustergen.model import Spec
+from clustergen.model.nodes import KNOWN_ROLES
+from clustergen.suggest import did_you_mean
+
+
+def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return [
+        *_unique_node_names(hosts),
+        *_hardware_exists(spec),
+        *_roles_known(spec),
+        *_unused_profiles(spec),
+        *_rack_positions(spec, hosts),
+        *_storage_nodes(spec, hosts),
+    ]
+
+
+def unknown_node(name: str, hosts: list[Host]) -> str:
+    return f"unknown node '{name}'{did_you_mean(name, (h.name for h in hosts))}"
+
+
+def _unique_node_names(hosts: list[Host]) -> list[Problem]:
+    first_group: dict[str, int] = {}
+    problems = []
+    for host in hosts:
+        earlier = first_group.setdefault(host.name, host.group_index)
+        if earlier != host.group_index:
+            problems.append(
+                Problem(("nodes", host.group_index, "names"),
+                        f"node '{host.name}' is already defined in nodes[{earlier}]")
+            )
+    return problems
+
+
+def _hardware_exists(spec: Spec) -> list[Problem]:
+    return [
+        Problem(
+            ("nodes", index, "hardware"),
+            f"unknown hardware profile '{group.hardware}'{did_you_mean(group.hardware, spec.hardware)}",
+        )
+        for index, group in enumerate(spec.nodes)
+        if group.hardware not in spec.hardware
+    ]
+
+
+def _roles_known(spec: Spec) -> list[Problem]:
+    valid = (*KNOWN_ROLES, *spec.cluster.extra_roles)
+    problems = []
+    for index, group in enumerate(spec.nodes):
+        for role_index, role in enumerate(group.roles):
+            if role not in valid:
+                problems.append(
+                    Problem(
+                        ("nodes", index, "roles", role_index),
+                        f"unknown role '{role}'{did_you_mean(role, valid)}; declare your own "
+                        "roles in cluster.extra_roles",
+                    )
+                )
+            elif role in group.roles[:role_index]:
+                problems.append(
+                    Problem(("nodes", index, "roles", role_index), f"role '{role}' is listed twice")
+                )
+    return problems
+
+
+def _unused_profiles(spec: Spec) -> list[Problem]:
+    used = {group.hardware for group in spec.nodes}
+    return [
+        Problem(("hardware", name), f"hardware profile '{name}' is used by no node group",
+                severity="warning", at="key")
+        for name in spec.hardware
+        if name not in used
+    ]
+
+
+def _rack_positions(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    known = {host.name for host in hosts}
+    placed: dict[str, str] = {}
+    problems = []
+    for rack_index, rack in enumerate(spec.racks):
+        for device_index, device in enumerate(rack.devices):
+            if device.node is None:
+                continue
+            path = ("racks", rack_index, "devices", device_index, "node")
+            if device.node not in known:
+                problems.append(Problem(path, unknown_node(device.node, hosts)))
+            elif device.node in placed:
+                problems.append(
+                    Problem(path, f"node '{device.node}' is already placed at {placed[device.node]}")
+                )
+            else:
+                placed[device.node] = f"{rack.name} U{device.u}"
+    return problems
+
+
+def _storage_nodes(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    lustre = spec.storage.lustre if spec.storage else None
+    if lustre is None:
+        return []
+    known = {host.name for host in hosts}
+    base = ("storage", "lustre")
+    targets = [((*base, "mgs", "node"), lustre.mgs.node)]
+    targets += [((*base, "mdts", i, "node"), t.node) for i, t in enumerate(lustre.mdts)]
+    targets += [((*base, "osts", i, "node"), t.node) for i, t in enumerate(lustre.osts)]
+    problems = [Problem(path, unknown_node(name, hosts)) for path, name in targets if name not in known]
+    roles = (*KNOWN_ROLES, *spec.cluster.extra_roles)
+    problems += [
+        Problem((*base, "mount", "clients", i), f"unknown role '{role}'{did_you_mean(role, roles)}")
+        for i, role in enumerate(lustre.mount.clients)
+        if role not in roles
+    ]
+    return problems

@@ -1,0 +1,177 @@
+"""Slurm: controllers, accounting, partitions and extra slurm.conf keys."""
+
+from __future__ import annotations
+
+from clustergen.catalog.slurm_keys import (
+    DEPRECATED_KEYS,
+    DERIVED_KEYS,
+    accepted_keys,
+    key_list_version,
+    release_name,
+)
+from clustergen.checks.references import unknown_node
+from clustergen.errors import Problem
+from clustergen.hosts import Host, hosts_by_name
+from clustergen.model import Spec
+from clustergen.model.common import expand_hostlist, parse_slurm_time
+from clustergen.suggest import did_you_mean
+
+# Keys from blog posts that no parser since 22.05 accepts, with where the setting lives now.
+_FOLKLORE_KEYS = {
+    "maxjobsperuser": "per-user job limits belong to QOS or associations (sacctmgr)",
+    "maxconcurrentjobs": "job limits belong to QOS or associations (sacctmgr)",
+    "cachegroups": "removed from Slurm; group caching is automatic",
+    "schedulerport": "removed from Slurm (the builtin/backfill schedulers need no port)",
+    "memlimitenforce": "removed from Slurm; memory is enforced by cgroup.conf ConstrainRAMSpace",
+}
+
+
+def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return [
+        *_compute_nodes_exist(hosts),
+        *_controllers(spec, hosts),
+        *_accounting(spec, hosts),
+        *_partitions(spec, hosts),
+        *_options(spec),
+        *_policies(spec),
+    ]
+
+
+def _compute_nodes_exist(hosts: list[Host]) -> list[Problem]:
+    if any(host.is_slurm_compute for host in hosts):
+        return []
+    return [Problem(("nodes",), "no node group has the compute role, so Slurm has no nodes", at="key")]
+
+
+def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    table = hosts_by_name(hosts)
+    problems = []
+    for index, name in enumerate(spec.slurm.controllers):
+        path = ("slurm", "controllers", index)
+        host = table.get(name)
+        if host is None:
+            problems.append(Problem(path, unknown_node(name, hosts)))
+        elif "slurm_controller" not in host.roles:
+            problems.append(Problem(path, f"node '{name}' does not have the slurm_controller role"))
+        elif name in spec.slurm.controllers[:index]:
+            problems.append(Problem(path, f"controller '{name}' is listed twice"))
+    listed = set(spec.slurm.controllers)
+    for host in hosts:
+        if "slurm_controller" in host.roles and host.name not in listed:
+            problems.append(Problem(("nodes", host.group_index, "roles"),
+                                    f"node '{host.name}' has the slurm_controller role but is not "
+                                    "in slurm.controllers", severity="warning"))
+    return problems
+
+
+def _accounting(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    accounting = spec.slurm.accounting
+    dbd_hosts = [h for h in hosts if "slurm_dbd" in h.roles]
+    if accounting is None:
+        if dbd_hosts:
+            return [Problem(("nodes", dbd_hosts[0].group_index, "roles"),
+                            f"node '{dbd_hosts[0].name}' has the slurm_dbd role but slurm.accounting "
+                            "is not set, so slurmdbd is not configured", severity="warning")]
+        return []
+    host = hosts_by_name(hosts).get(accounting.host)
+    path = ("slurm", "accounting", "host")
+    if host is None:
+        return [Problem(path, unknown_node(accounting.host, hosts))]
+    if "slurm_dbd" not in host.roles:
+        return [Problem(path, f"node '{accounting.host}' does not have the slurm_dbd role")]
+    return []
+
+
+def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    table = hosts_by_name(hosts)
+    problems = []
+    seen: dict[str, int] = {}
+    defaults: list[int] = []
+    in_some_partition: set[str] = set()
+    for index, partition in enumerate(spec.slurm.partitions):
+        base = ("slurm", "partitions", index)
+        if partition.name in seen:
+            problems.append(Problem((*base, "name"),
+                                    f"partition '{partition.name}' is already defined at "
+                                    f"slurm.partitions[{seen[partition.name]}]"))
+        seen.setdefault(partition.name, index)
+        if partition.default:
+            defaults.append(index)
+            if len(defaults) > 1:
+                problems.append(Problem((*base, "default"),
+                                        f"only one partition may be the default; "
+                                        f"slurm.partitions[{defaults[0]}] already is"))
+        for name in expand_hostlist(partition.nodes):
+            host = table.get(name)
+            if host is None:
+                problems.append(Problem((*base, "nodes"), unknown_node(name, hosts)))
+            elif not host.is_slurm_compute:
+                problems.append(Problem((*base, "nodes"),
+                                        f"node '{name}' is not a Slurm compute node (it has no "
+                                        "compute role)"))
+            in_some_partition.add(name)
+        if partition.max_time is not None and partition.default_time is not None:
+            max_minutes = parse_slurm_time(str(partition.max_time))
+            default_minutes = parse_slurm_time(str(partition.default_time))
+            if default_minutes is None and max_minutes is not None or (
+                default_minutes is not None and max_minutes is not None
+                and default_minutes > max_minutes
+            ):
+                problems.append(Problem((*base, "default_time"),
+                                        f"default_time {partition.default_time} exceeds max_time "
+                                        f"{partition.max_time}"))
+        if partition.def_mem_per_gpu_mib is not None:
+            clash = [k for k in spec.slurm.options if k.lower() in ("defmempercpu", "defmempernode")]
+            if clash:
+                problems.append(Problem((*base, "def_mem_per_gpu_mib"),
+                                        f"DefMemPerGPU excludes slurm.options {clash[0]}"))
+    for host in hosts:
+        if host.is_slurm_compute and host.name not in in_some_partition:
+            problems.append(Problem(("nodes", host.group_index, "names"),
+                                    f"compute node '{host.name}' is in no partition, so no job can "
+                                    "run on it", severity="warning"))
+    return problems
+
+
+def _options(spec: Spec) -> list[Problem]:
+    list_version = key_list_version(spec.software.slurm)
+    if list_version is None:
+        return []  # the software check reports the unsupported version
+    accepted = accepted_keys(list_version)
+    derived = {key.lower(): (key, where) for key, where in DERIVED_KEYS.items()}
+    deprecated = {key.lower(): (key, where) for key, where in DEPRECATED_KEYS.items()}
+    problems = []
+    for key in spec.slurm.options:
+        path = ("slurm", "options", key)
+        lowered = key.lower()
+        if lowered in deprecated:
+            name, where = deprecated[lowered]
+            problems.append(Problem(path, f"{name} is deprecated and not written; use {where}", at="key"))
+        elif lowered in derived:
+            name, where = derived[lowered]
+            problems.append(Problem(path, f"clustergen writes {name} itself from {where}", at="key"))
+        elif lowered not in accepted:
+            hint = _FOLKLORE_KEYS.get(lowered)
+            detail = f"; {hint}" if hint else did_you_mean(key, accepted.values())
+            problems.append(Problem(
+                path,
+                f"'{key}' is not a slurm.conf key in Slurm {release_name(list_version)} "
+                f"(slurmctld would refuse to start){detail}",
+                at="key",
+            ))
+    return problems
+
+
+def _policies(spec: Spec) -> list[Problem]:
+    problems = []
+    preemption = spec.slurm.preemption
+    if preemption is not None and preemption.type == "qos" and spec.slurm.accounting is None:
+        problems.append(Problem(("slurm", "preemption", "type"),
+                                "preempt/qos needs slurm.accounting: QOS are kept by slurmdbd"))
+    priority = spec.slurm.priority
+    if (priority is not None and priority.weights is not None and priority.weights.fairshare
+            and spec.slurm.accounting is None):
+        problems.append(Problem(("slurm", "priority", "weights", "fairshare"),
+                                "a fairshare weight has no effect without slurm.accounting",
+                                severity="warning"))
+    return problems

@@ -1,0 +1,93 @@
+"""The pinned stack: CUDA against the GPUs and the driver, Fabric Manager against NVSwitch."""
+
+from __future__ import annotations
+
+from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
+from clustergen.catalog.gpus import GPU_MODELS
+from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, key_list_version, release_name
+from clustergen.catalog.versions import parse_version
+from clustergen.errors import Problem
+from clustergen.hosts import Host
+from clustergen.model import Spec
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return [*_cuda_and_driver(spec), *_gpu_architectures(spec), *_fabric_manager(spec),
+            *_slurm_version(spec)]
+
+
+def _cuda_and_driver(spec: Spec) -> list[Problem]:
+    software = spec.software
+    cuda = parse_version(software.cuda)
+    if cuda[:2] == (12, 7):
+        return [Problem(("software", "cuda"), "there is no CUDA 12.7 release (12.6 is followed by 12.8)")]
+    needed = minimum_driver(cuda)
+    if needed is None:
+        known = ", ".join(_dotted(v) for v in MIN_DRIVER)
+        return [Problem(("software", "cuda"),
+                        f"CUDA {software.cuda} is not in the driver table ({known}); its driver "
+                        "requirement is not checked", severity="warning")]
+    minimum, rule = needed
+    driver = parse_version(software.nvidia_driver)
+    if driver < minimum:
+        return [Problem(
+            ("software", "nvidia_driver"),
+            f"driver {software.nvidia_driver} is older than {_dotted(minimum)}, the minimum for "
+            f"CUDA {software.cuda} ({rule} row of the CUDA release notes)",
+        )]
+    return []
+
+
+def _gpu_architectures(spec: Spec) -> list[Problem]:
+    cuda = parse_version(spec.software.cuda)[:2]
+    problems = []
+    for name, profile in spec.hardware.items():
+        if profile.gpu is None or profile.gpu.model not in GPU_MODELS:
+            continue
+        model = GPU_MODELS[profile.gpu.model]
+        if cuda < model.first_cuda:
+            problems.append(Problem(
+                ("software", "cuda"),
+                f"CUDA {spec.software.cuda} cannot target {model.name} ({model.sm}, "
+                f"hardware.{name}); it needs CUDA {_dotted(model.first_cuda)} or newer",
+            ))
+        elif model.last_cuda_exclusive and cuda >= model.last_cuda_exclusive:
+            problems.append(Problem(
+                ("software", "cuda"),
+                f"CUDA {spec.software.cuda} no longer supports {model.name} ({model.sm}, "
+                f"hardware.{name}); the last CUDA for it is below {_dotted(model.last_cuda_exclusive)}",
+            ))
+    return problems
+
+
+def _fabric_manager(spec: Spec) -> list[Problem]:
+    # Every defined profile counts, used or not: a mistyped reference must not make the
+    # fabric manager look unneeded.
+    nvswitch = sorted(name for name, p in spec.hardware.items() if p.gpu and p.gpu.nvswitch)
+    software = spec.software
+    if nvswitch and software.fabric_manager is None:
+        return [Problem(("software",),
+                        f"fabric_manager is required: hardware {', '.join(nvswitch)} has NVSwitch; "
+                        f"set it to the driver version {software.nvidia_driver}", at="key")]
+    if nvswitch and software.fabric_manager != software.nvidia_driver:
+        return [Problem(("software", "fabric_manager"),
+                        f"fabric_manager {software.fabric_manager} must equal nvidia_driver "
+                        f"{software.nvidia_driver} exactly, or nvidia-fabricmanager will not start")]
+    if not nvswitch and software.fabric_manager is not None:
+        return [Problem(("software", "fabric_manager"),
+                        "fabric_manager is set but no node's hardware has NVSwitch (gpu.nvswitch: true); "
+                        "remove it")]
+    return []
+
+
+def _slurm_version(spec: Spec) -> list[Problem]:
+    if key_list_version(spec.software.slurm) is None:
+        oldest = release_name(KEY_LIST_VERSIONS[0])
+        return [Problem(("software", "slurm"),
+                        f"Slurm {spec.software.slurm} is older than {oldest}, the oldest version "
+                        "clustergen supports")]
+    return []

@@ -1,0 +1,163 @@
+"""Command line: one small function per subcommand, each returning an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from clustergen import __version__
+from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInvalid, UsageError
+from clustergen.load import load_spec
+from clustergen.model import Spec
+from clustergen.render import RenderedFile, render_all
+from clustergen.schema import schema_text
+from clustergen.validate import validate
+from clustergen.write import plan, unified_diff, with_manifest, write
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.command(args)
+        return code
+    except ClustergenError as exc:
+        _report(exc.problems)
+        if not exc.problems:
+            print(f"clustergen: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("clustergen: interrupted", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except RecursionError:
+        print("clustergen: the spec is nested too deeply", file=sys.stderr)
+        return int(ExitCode.INVALID_SPEC)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`); say nothing more and do not let
+        # the interpreter complain while flushing stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.USAGE)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
+        if os.environ.get("CLUSTERGEN_DEBUG"):
+            raise
+        print(f"clustergen: internal error ({type(exc).__name__}: {exc}); this is a bug in "
+              "clustergen: please report it with the spec. Set CLUSTERGEN_DEBUG=1 for a traceback.",
+              file=sys.stderr)
+        return int(ExitCode.INTERNAL)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clustergen",
+        description="Check a GPU cluster spec and render everything the cluster runs on.",
+    )
+    parser.add_argument("--version", action="version", version=f"clustergen {__version__}")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    check = commands.add_parser("validate", help="report every problem in the spec(s)")
+    check.add_argument("specs", nargs="+", metavar="SPEC")
+    check.set_defaults(command=cmd_validate)
+
+    render = commands.add_parser("render", help="validate, then write the rendered tree")
+    render.add_argument("spec", metavar="SPEC")
+    render.add_argument("-o", "--output", default=".", metavar="DIR",
+                        help="output directory (default: the current directory)")
+    render.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if the tree on disk is not what the spec renders")
+    render.add_argument("--diff", action="store_true", help="print a unified diff of every change")
+    render.set_defaults(command=cmd_render)
+
+    schema = commands.add_parser("schema", help="write the JSON Schema of the spec language")
+    schema.add_argument("-o", "--output", default="schemas/clustergen.schema.json", metavar="FILE",
+                        help="where to write it; '-' for standard output "
+                             "(default: schemas/clustergen.schema.json)")
+    schema.set_defaults(command=cmd_schema)
+    return parser
+
+
+def _report(problems: Sequence[LocatedProblem]) -> None:
+    for problem in problems:
+        print(problem.format(), file=sys.stderr)
+
+
+def _load_valid(path: str) -> tuple[Spec, str]:
+    """Load and validate one spec; warnings are printed, errors raise SpecInvalid."""
+    loaded = load_spec(path)
+    spec, problems = validate(loaded)
+    if spec is None:
+        raise SpecInvalid(problems)
+    _report(problems)
+    return spec, loaded.name
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    worst = ExitCode.OK
+    for path in args.specs:
+        try:
+            loaded = load_spec(path)
+        except SpecInvalid as exc:
+            _report(exc.problems)
+            worst = max(worst, ExitCode.INVALID_SPEC)
+            continue
+        except UsageError as exc:
+            print(f"clustergen: {exc}", file=sys.stderr)
+            worst = ExitCode.USAGE
+            continue
+        spec, problems = validate(loaded)
+        _report(problems)
+        errors = sum(p.severity == "error" for p in problems)
+        warnings = len(problems) - errors
+        if spec is None:
+            print(f"{path}: {errors} error(s), {warnings} warning(s)", file=sys.stderr)
+            worst = max(worst, ExitCode.INVALID_SPEC)
+        else:
+            print(f"{path}: valid" + (f" ({warnings} warning(s))" if warnings else ""))
+    return int(worst)
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    spec, spec_name = _load_valid(args.spec)
+    files: dict[str, RenderedFile] = with_manifest(render_all(spec, spec_name))
+    out_dir = Path(args.output)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"{out_dir}: exists and is not a directory")
+    changes = plan(out_dir, files)
+    pending = [c for c in changes if c.action != "unchanged"]
+    if args.diff:
+        sys.stdout.write("".join(unified_diff(c) for c in pending))
+    if args.check:
+        for change in pending:
+            print(f"stale: {change.action} {out_dir / change.path}", file=sys.stderr)
+        if pending:
+            print(f"{out_dir}: {len(pending)} file(s) differ from what {args.spec} renders; "
+                  f"run `clustergen render {args.spec} -o {out_dir}`", file=sys.stderr)
+            return int(ExitCode.INVALID_SPEC)
+        print(f"{out_dir}: up to date with {args.spec}")
+        return int(ExitCode.OK)
+    write(out_dir, files, changes)
+    counts = {action: sum(c.action == action for c in changes)
+              for action in ("create", "change", "remove", "unchanged")}
+    print(f"{out_dir}: {counts['create']} created, {counts['change']} changed, "
+          f"{counts['remove']} removed, {counts['unchanged']} unchanged")
+    return int(ExitCode.OK)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    text = schema_text()
+    if args.output == "-":
+        sys.stdout.write(text)
+        return int(ExitCode.OK)
+    target = Path(args.output)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    print(f"wrote {target}")
+    return int(ExitCode.OK)
+
+
+

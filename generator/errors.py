@@ -1,0 +1,98 @@
+"""Problems found in a spec, and the exit codes every command maps them to.
+
+Exit codes are decided here and nowhere else:
+0 the spec is valid (warnings allowed), 1 the spec is invalid (or `render
+--check` found stale output), 2 the invocation is unusable or a file cannot be
+read or written, 3 an internal error (a bug).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Literal
+
+SpecPath = tuple[str | int, ...]
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    INVALID_SPEC = 1  # also: `render --check` found the tree on disk out of date
+    USAGE = 2
+    INTERNAL = 3  # a bug in clustergen; never expected
+
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    line: int  # 1-based
+    col: int  # 1-based
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a spec, located by its path inside the spec.
+
+    `at` says whether the problem is with a mapping key itself (an unknown or
+    duplicate key) or with the value under it (the usual case).
+    """
+
+    path: SpecPath
+    message: str
+    severity: Severity = "error"
+    at: Literal["key", "value"] = "value"
+
+
+@dataclass(frozen=True)
+class LocatedProblem:
+    file: str
+    position: Position
+    path: SpecPath
+    message: str
+    severity: Severity = "error"
+
+    def format(self) -> str:
+        where = f"{self.file}:{self.position.line}:{self.position.col}"
+        dotted = format_path(self.path)
+        label = "warning: " if self.severity == "warning" else ""
+        if dotted:
+            return f"{where}: {dotted}: {label}{self.message}"
+        return f"{where}: {label}{self.message}"
+
+
+@dataclass
+class ClustergenError(Exception):
+    """The one base error: anything that ends a command with a message, not a traceback."""
+
+    message: str
+    exit_code: ExitCode = ExitCode.USAGE
+    problems: list[LocatedProblem] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(ClustergenError):
+    """Unusable invocation, unreadable input or unwritable output (exit 2)."""
+
+
+class SpecInvalid(ClustergenError):
+    """The spec was read but is not valid (exit 1)."""
+
+    def __init__(self, problems: list[LocatedProblem]) -> None:
+        super().__init__("spec is invalid", ExitCode.INVALID_SPEC, problems)
+
+
+def format_path(path: SpecPath) -> str:
+    """('nodes', 0, 'hardware') -> 'nodes[0].hardware'."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif out:
+            out += f".{part}"
+        else:
+            out = str(part)
+    return out

@@ -1,0 +1,76 @@
+"""Every node of the spec, expanded from its group: name, profile, roles and addresses.
+
+Checks and derive both read this table; it is computed from the model alone.
+A group's addresses are its first address plus the node's position in the group.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from clustergen.model import Spec
+from clustergen.model.common import expand_hostlist
+from clustergen.model.hardware import HardwareProfile
+
+ADDRESS_KINDS = ("management_ip", "bmc_ip", "fabric_ip")
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    group_index: int
+    position: int  # place within its group, 0-based
+    hardware_name: str
+    hardware: HardwareProfile | None  # None when the profile does not exist (a check says so)
+    roles: tuple[str, ...]
+    management_ip: str | None
+    bmc_ip: str | None
+    fabric_ip: str | None
+
+    @property
+    def is_slurm_compute(self) -> bool:
+        return "compute" in self.roles
+
+    def address(self, kind: str) -> str | None:
+        value: str | None = getattr(self, kind)
+        return value
+
+
+def nth_address(first: str, offset: int) -> str | None:
+    """first + offset, or None past the end of the IPv4 space."""
+    try:
+        return str(ipaddress.IPv4Address(first) + offset)
+    except ipaddress.AddressValueError:
+        return None
+
+
+def expand_hosts(spec: Spec) -> list[Host]:
+    hosts = []
+    for group_index, group in enumerate(spec.nodes):
+        for position, name in enumerate(expand_hostlist(group.names)):
+            addresses = {
+                kind: nth_address(first, position) if first else None
+                for kind in ADDRESS_KINDS
+                for first in [getattr(group, kind)]
+            }
+            hosts.append(
+                Host(
+                    name=name,
+                    group_index=group_index,
+                    position=position,
+                    hardware_name=group.hardware,
+                    hardware=spec.hardware.get(group.hardware),
+                    roles=tuple(group.roles),
+                    **addresses,
+                )
+            )
+    return hosts
+
+
+def hosts_by_name(hosts: list[Host]) -> dict[str, Host]:
+    """First occurrence wins; duplicates are reported by the names check."""
+    table: dict[str, Host] = {}
+    for host in hosts:
+        table.setdefault(host.name, host)
+    return table

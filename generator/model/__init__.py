@@ -1,0 +1,5 @@
+"""The spec language as pydantic models; no I/O and no cross-section checks here."""
+
+from clustergen.model.spec import Spec
+
+__all__ = ["Spec"]

@@ -1,0 +1,94 @@
+"""hardware: reusable hardware profiles, referenced by nodes[].hardware."""
+
+from __future__ import annotations
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from clustergen.model.common import StrictModel
+
+
+class Cpu(StrictModel):
+    sockets: int = Field(ge=1, le=16, description="CPU sockets (Slurm SocketsPerBoard).")
+    cores_per_socket: int = Field(
+        ge=1, le=1024, description="Physical cores per socket (Slurm CoresPerSocket)."
+    )
+    threads_per_core: int = Field(
+        ge=1, le=8, description="Hardware threads per core; 2 with SMT/Hyper-Threading on."
+    )
+
+    @property
+    def cpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+
+class Gpu(StrictModel):
+    model: str = Field(description="GPU model from the catalog, e.g. h100-sxm5-80gb, l40s.")
+    count: int = Field(ge=1, le=64, description="GPUs per node.")
+    nvswitch: bool = Field(
+        default=False,
+        description="True for NVSwitch systems (HGX/DGX): they need NVIDIA Fabric Manager.",
+    )
+    gres_type: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9_]*$",
+        description="Slurm GRES type; defaults to the catalog's type for the model (e.g. h100).",
+    )
+
+
+class Interfaces(StrictModel):
+    management: str = Field(
+        pattern=r"^[A-Za-z0-9_.:-]{1,15}$", description="Management (Ethernet) interface name."
+    )
+    fabric: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.:-]{1,15}$",
+        description="High-speed fabric interface (IPoIB or RoCE netdev); NCCL_SOCKET_IFNAME.",
+    )
+
+
+class Power(StrictModel):
+    max_watts: int = Field(ge=1, description="Maximum power draw of the whole device in watts.")
+    psu_count: int = Field(ge=1, description="Installed power supplies.")
+    psu_watts: int = Field(ge=1, description="Rating of one power supply in watts.")
+    redundant_psus: int = Field(
+        default=0, ge=0, description="Power supplies that may fail without losing the node."
+    )
+
+    @field_validator("redundant_psus")
+    @classmethod
+    def _redundancy_leaves_a_supply(cls, redundant: int, info: ValidationInfo) -> int:
+        psu_count = info.data.get("psu_count")
+        if psu_count is not None and redundant >= psu_count:
+            raise ValueError(f"redundant_psus ({redundant}) must be below psu_count ({psu_count})")
+        return redundant
+
+
+class HardwareProfile(StrictModel):
+    description: str | None = Field(default=None, description="Free text for people.")
+    rack_units: int = Field(ge=1, le=60, description="Height in rack units.")
+    cpu: Cpu
+    memory_gib: int = Field(ge=1, description="Installed memory in GiB.")
+    reserved_memory_gib: int | None = Field(
+        default=None,
+        ge=0,
+        description="Memory held back from Slurm for the OS: RealMemory = memory_gib - "
+        "reserved_memory_gib. Required for Slurm compute nodes, because a node that reports less "
+        "than RealMemory is drained as INVAL.",
+    )
+    gpu: Gpu | None = Field(default=None, description="GPUs; omit for a node without GPUs.")
+    fabric_hcas: list[str] = Field(
+        default_factory=list,
+        description="RDMA devices used by NCCL (NCCL_IB_HCA), e.g. [mlx5_0, mlx5_1].",
+    )
+    interfaces: Interfaces
+    power: Power | None = Field(default=None, description="Power supplies and draw.")
+
+    @field_validator("reserved_memory_gib")
+    @classmethod
+    def _reserve_below_installed(cls, reserved: int | None, info: ValidationInfo) -> int | None:
+        installed = info.data.get("memory_gib")
+        if reserved is not None and installed is not None and reserved >= installed:
+            raise ValueError(
+                f"reserved_memory_gib ({reserved}) must be below memory_gib ({installed})"
+            )
+        return reserved

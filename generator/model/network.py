@@ -1,0 +1,89 @@
+"""network: management, BMC and high-speed fabric networks, and the fabric's switch tree."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from clustergen.model.common import CIDR, IPv4, Hostlist, Hostname, StrictModel
+
+INFINIBAND_RATES = ("edr", "hdr", "ndr", "xdr")  # 100, 200, 400, 800 Gb/s
+ROCE_RATES = ("100g", "200g", "400g", "800g")
+
+
+class EthernetNetwork(StrictModel):
+    cidr: CIDR = Field(description="The network in CIDR notation, e.g. 10.0.1.0/24.")
+    gateway: IPv4 | None = Field(default=None, description="Default gateway; inside the network.")
+
+
+class Switch(StrictModel):
+    name: Hostname = Field(description="Switch name (Slurm SwitchName).")
+    nodes: Hostlist | None = Field(
+        default=None,
+        description="Hostlist of the nodes cabled to this leaf switch. Nodes that are not Slurm "
+        "compute nodes may be listed; they are left out of topology.conf.",
+    )
+    switches: Hostlist | None = Field(
+        default=None, description="Hostlist of the child switches of this spine switch."
+    )
+
+    @model_validator(mode="after")
+    def _has_children(self) -> Self:
+        if (self.nodes is None) == (self.switches is None):
+            raise ValueError(
+                f"switch '{self.name}' needs exactly one of 'nodes' (a leaf) or 'switches' (a spine)"
+            )
+        return self
+
+
+class Roce(StrictModel):
+    gid_index: int = Field(
+        default=3,
+        ge=-1,
+        le=255,
+        description="NCCL_IB_GID_INDEX; 3 is RoCE v2 over IPv4 on most NICs, -1 is auto "
+        "(NCCL >= 2.21).",
+    )
+    traffic_class: int | None = Field(
+        default=None, ge=0, le=255, description="NCCL_IB_TC, the traffic class for RDMA traffic."
+    )
+
+
+class Fabric(StrictModel):
+    type: Literal["infiniband", "roce"] = Field(description="Fabric technology.")
+    rate: str = Field(
+        description="Link rate: infiniband edr | hdr | ndr | xdr; roce 100g | 200g | 400g | 800g."
+    )
+    cidr: CIDR = Field(description="Network of the fabric addresses (IPoIB or RoCE).")
+    roce: Roce | None = Field(default=None, description="RoCE settings; only with type roce.")
+    switches: list[Switch] = Field(
+        default_factory=list,
+        description="Fabric switches; becomes Slurm topology.conf (topology/tree).",
+    )
+
+    @field_validator("rate")
+    @classmethod
+    def _rate_fits_type(cls, rate: str, info: ValidationInfo) -> str:
+        fabric_type = info.data.get("type")
+        if fabric_type is None:
+            return rate
+        rates, label = (
+            (INFINIBAND_RATES, "an InfiniBand") if fabric_type == "infiniband" else (ROCE_RATES, "a RoCE")
+        )
+        if rate not in rates:
+            raise ValueError(f"'{rate}' is not {label} rate (expected one of {', '.join(rates)})")
+        return rate
+
+    @field_validator("roce")
+    @classmethod
+    def _roce_only_on_roce(cls, roce: Roce | None, info: ValidationInfo) -> Roce | None:
+        if roce is not None and info.data.get("type") == "infiniband":
+            raise ValueError("'roce' settings apply only to a fabric of type roce")
+        return roce
+
+
+class Network(StrictModel):
+    management: EthernetNetwork = Field(description="Management network (node management_ip).")
+    bmc: EthernetNetwork | None = Field(default=None, description="BMC network (node bmc_ip).")
+    fabric: Fabric | None = Field(default=None, description="High-speed fabric (node fabric_ip).")

@@ -1,0 +1,129 @@
+"""slurm: controllers, accounting, partitions, scheduling policy and extra slurm.conf keys."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from clustergen.model.common import ConfValue, Hostlist, Hostname, SlurmTime, StrictModel
+
+_SLURM_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+_VAULT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class AccountingDatabase(StrictModel):
+    host: str = Field(default="localhost", description="MariaDB/MySQL host seen from slurmdbd.")
+    port: int = Field(default=3306, ge=1, le=65535, description="Database port.")
+    name: str = Field(default="slurm_acct_db", pattern=r"^[A-Za-z0-9_]+$", description="Database name.")
+    user: str = Field(default="slurm", pattern=r"^[A-Za-z0-9_]+$", description="Database user.")
+    password_variable: str = Field(
+        default="vault_slurmdbd_storage_pass",
+        description="Ansible (vault) variable holding the database password. The password "
+        "never appears in rendered files; Ansible adds it when it installs slurmdbd.conf.",
+    )
+
+    @field_validator("password_variable")
+    @classmethod
+    def _is_variable_name(cls, name: str) -> str:
+        if not _VAULT_VARIABLE.match(name):
+            raise ValueError(f"'{name}' is not an Ansible variable name")
+        return name
+
+
+class Accounting(StrictModel):
+    host: Hostname = Field(description="Node running slurmdbd (it needs the slurm_dbd role).")
+    port: int = Field(default=6819, ge=1, le=65535, description="slurmdbd port (DbdPort).")
+    database: AccountingDatabase = Field(
+        default_factory=AccountingDatabase, description="The database behind slurmdbd."
+    )
+
+
+class Partition(StrictModel):
+    name: str = Field(pattern=_SLURM_NAME, description="Partition name.")
+    nodes: Hostlist = Field(description="Hostlist of the partition's nodes (Slurm compute nodes).")
+    default: bool = Field(default=False, description="The default partition (at most one).")
+    max_time: SlurmTime | None = Field(default=None, description="MaxTime: longest job time.")
+    default_time: SlurmTime | None = Field(default=None, description="DefaultTime for jobs.")
+    priority_tier: int | None = Field(default=None, ge=0, le=65533, description="PriorityTier.")
+    state: Literal["UP", "DOWN", "DRAIN", "INACTIVE"] = Field(default="UP", description="State.")
+    oversubscribe: Literal["NO", "YES", "EXCLUSIVE", "FORCE"] | None = Field(
+        default=None, description="OverSubscribe."
+    )
+    allow_accounts: list[str] = Field(default_factory=list, description="AllowAccounts.")
+    allow_groups: list[str] = Field(default_factory=list, description="AllowGroups.")
+    allow_qos: list[str] = Field(default_factory=list, description="AllowQos.")
+    qos: str | None = Field(default=None, description="Partition QOS.")
+    def_cpu_per_gpu: int | None = Field(default=None, ge=1, description="DefCpuPerGPU.")
+    def_mem_per_gpu_mib: int | None = Field(default=None, ge=1, description="DefMemPerGPU in MiB.")
+    preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] | None = Field(
+        default=None, description="PreemptMode of this partition."
+    )
+
+
+class PriorityWeights(StrictModel):
+    age: int = Field(default=0, ge=0, description="PriorityWeightAge.")
+    fairshare: int = Field(default=0, ge=0, description="PriorityWeightFairshare.")
+    job_size: int = Field(default=0, ge=0, description="PriorityWeightJobSize.")
+    partition: int = Field(default=0, ge=0, description="PriorityWeightPartition.")
+    qos: int = Field(default=0, ge=0, description="PriorityWeightQOS.")
+
+
+class Priority(StrictModel):
+    type: Literal["multifactor", "basic"] = Field(
+        default="multifactor", description="PriorityType: priority/multifactor or priority/basic."
+    )
+    weights: PriorityWeights | None = Field(default=None, description="Multifactor weights.")
+    decay_half_life: SlurmTime | None = Field(
+        default=None, description="PriorityDecayHalfLife, e.g. 7-0 (days-hours)."
+    )
+    usage_reset_period: (
+        Literal["NONE", "NOW", "DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY"] | None
+    ) = Field(default=None, description="PriorityUsageResetPeriod.")
+    max_age: SlurmTime | None = Field(default=None, description="PriorityMaxAge.")
+
+    @model_validator(mode="after")
+    def _multifactor_settings(self) -> Self:
+        if self.type == "basic" and (
+            self.weights or self.decay_half_life or self.usage_reset_period or self.max_age
+        ):
+            raise ValueError("weights, decay and reset settings need type multifactor")
+        return self
+
+
+class Preemption(StrictModel):
+    type: Literal["qos", "partition_prio", "none"] = Field(
+        description="PreemptType: preempt/qos, preempt/partition_prio or preempt/none."
+    )
+    mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] = Field(
+        default="CANCEL", description="PreemptMode; SUSPEND is written as SUSPEND,GANG."
+    )
+
+
+class HealthCheck(StrictModel):
+    epilog: bool = Field(
+        default=False,
+        description="Install a GPU health-check Epilog: GPU count, ECC errors and temperature; "
+        "a failing node is drained with a reason.",
+    )
+    max_gpu_temp_c: int = Field(
+        default=85, ge=30, le=120, description="Drain a node when a GPU is hotter than this."
+    )
+
+
+class Slurm(StrictModel):
+    controllers: list[Hostname] = Field(
+        min_length=1, description="slurmctld hosts, primary first; the rest are backups."
+    )
+    accounting: Accounting | None = Field(default=None, description="slurmdbd accounting.")
+    partitions: list[Partition] = Field(min_length=1, description="Slurm partitions.")
+    priority: Priority | None = Field(default=None, description="Job priority policy.")
+    preemption: Preemption | None = Field(default=None, description="Preemption policy.")
+    health_check: HealthCheck | None = Field(default=None, description="GPU health checks.")
+    options: dict[str, ConfValue] = Field(
+        default_factory=dict,
+        description="Further slurm.conf keys, written as given after clustergen's own. Checked "
+        "against the pinned Slurm version's parser; keys clustergen derives from the spec are "
+        "refused with the spec key to use instead.",
+    )

@@ -1,0 +1,50 @@
+"""software: the one pinned stack, identical on every node that runs it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from clustergen.model.common import Identifier, StrictModel, Version
+
+OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "rocky-9", "rhel-9"]
+
+
+class Repository(StrictModel):
+    name: Identifier = Field(description="Short name of the package repository, used in file names.")
+    url: str = Field(
+        pattern=r"^(https?|file)://\S+$", description="Base URL of the repository."
+    )
+    key_url: str | None = Field(
+        default=None,
+        pattern=r"^(https?|file)://\S+$",
+        description="URL of the repository's signing key; omit for a trusted local repository.",
+    )
+
+
+class Software(StrictModel):
+    os: OperatingSystem = Field(description="Operating system of every node; selects apt or dnf packaging.")
+    nvidia_driver: Version = Field(description="Exact NVIDIA driver version, e.g. 550.90.07.")
+    fabric_manager: Version | None = Field(
+        default=None,
+        description="NVIDIA Fabric Manager version. Required, and equal to nvidia_driver, when any "
+        "hardware profile has NVSwitch; must be absent otherwise.",
+    )
+    cuda: Version = Field(description="CUDA toolkit version, e.g. 12.4.1. Checked against the driver.")
+    nccl: Version = Field(description="NCCL version, e.g. 2.21.5; packaged with the CUDA build suffix.")
+    cudnn: Version | None = Field(default=None, description="cuDNN version, e.g. 9.1.0.70.")
+    dcgm: Version | None = Field(default=None, description="NVIDIA DCGM version, e.g. 3.3.6.")
+    slurm: Version = Field(
+        description="Slurm version, e.g. 23.11.10. slurm.options keys are checked against this "
+        "version's parser."
+    )
+    lustre: Version | None = Field(default=None, description="Lustre client/server version.")
+    repositories: list[Repository] = Field(
+        default_factory=list, description="Extra package repositories configured on every node."
+    )
+    packages: dict[str, str] = Field(
+        default_factory=dict,
+        description="Exact package version strings that override the derived ones, by package "
+        "name (e.g. libnccl2: 2.21.5-1+cuda12.4). Use when a repository adds a revision suffix.",
+    )

@@ -1,0 +1,36 @@
+"""The whole spec: one model per section, composed."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from clustergen.model.cluster import Cluster
+from clustergen.model.common import StrictModel
+from clustergen.model.hardware import HardwareProfile
+from clustergen.model.network import Network
+from clustergen.model.nccl import Nccl
+from clustergen.model.nodes import NodeGroup
+from clustergen.model.racks import Facility, Rack
+from clustergen.model.slurm import Slurm
+from clustergen.model.software import Software
+from clustergen.model.storage import Storage
+
+
+class Spec(StrictModel):
+    """A GPU cluster, described once: clustergen checks it and renders everything from it."""
+
+    version: Literal[1] = Field(description="Spec language version; 1.")
+    cluster: Cluster
+    software: Software = Field(description="The pinned software stack.")
+    hardware: dict[str, HardwareProfile] = Field(
+        min_length=1, description="Hardware profiles by name."
+    )
+    network: Network
+    nodes: list[NodeGroup] = Field(min_length=1, description="Node groups.")
+    racks: list[Rack] = Field(default_factory=list, description="Racks and what is in them.")
+    facility: Facility | None = Field(default=None, description="Site-wide limits.")
+    slurm: Slurm = Field(description="The Slurm configuration.")
+    storage: Storage | None = Field(default=None, description="Shared storage.")
+    nccl: Nccl | None = Field(default=None, description="NCCL settings for GPU nodes.")

@@ -1,0 +1,15 @@
+"""Output families: each maps the render context to {relative path: RenderedFile}."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jinja2
+
+from clustergen.derive import Context
+from clustergen.outputs import slurm
+from clustergen.render import RenderedFile
+
+Family = Callable[[Context, jinja2.Environment], dict[str, RenderedFile]]
+
+FAMILIES: tuple[Family, ...] = (slurm.render,)
