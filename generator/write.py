@@ -38,6 +38,7 @@ def with_manifest(files: dict[str, RenderedFile]) -> dict[str, RenderedFile]:
 def plan(out_dir: Path, files: dict[str, RenderedFile]) -> list[Change]:
     changes = []
     for path, rendered in sorted(files.items()):
+        _refuse_non_file(out_dir, path)
         old = _read(out_dir / path)
         if old is None:
             changes.append(Change(path, "create", None, rendered.text))
@@ -95,6 +96,16 @@ def _stage(target: Path, rendered: RenderedFile) -> Path:
         os.fsync(handle.fileno())
     os.chmod(temporary, rendered.mode)
     return temporary
+
+
+def _refuse_non_file(out_dir: Path, path: str) -> None:
+    """Fail before anything is written if a target, or a folder on its way, is in the way."""
+    target = out_dir / path
+    for parent in reversed(target.parents):
+        if parent.is_relative_to(out_dir) and parent.exists() and not parent.is_dir():
+            raise UsageError(f"cannot write {target}: {parent} is not a directory")
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        raise UsageError(f"cannot write {target}: it exists and is not a regular file")
 
 
 def _prune_empty_parents(root: Path, path: Path) -> None:

@@ -8,6 +8,8 @@ from clustergen.model.common import Identifier, StrictModel
 
 
 class Cluster(StrictModel):
+    """The cluster's identity: its Slurm name and DNS domain."""
+
     name: str = Field(
         pattern=r"^[a-z][a-z0-9_-]{0,39}$",
         description="Cluster name (Slurm ClusterName): lowercase, as slurmdbd stores it.",

@@ -8,6 +8,8 @@ from clustergen.model.common import StrictModel
 
 
 class Cpu(StrictModel):
+    """CPU topology; Slurm CPUs = sockets x cores_per_socket x threads_per_core."""
+
     sockets: int = Field(ge=1, le=16, description="CPU sockets (Slurm SocketsPerBoard).")
     cores_per_socket: int = Field(
         ge=1, le=1024, description="Physical cores per socket (Slurm CoresPerSocket)."
@@ -22,6 +24,8 @@ class Cpu(StrictModel):
 
 
 class Gpu(StrictModel):
+    """The GPUs of a profile; becomes Gres=gpu:<type>:<count> and gres.conf File= lines."""
+
     model: str = Field(description="GPU model from the catalog, e.g. h100-sxm5-80gb, l40s.")
     count: int = Field(ge=1, le=64, description="GPUs per node.")
     nvswitch: bool = Field(
@@ -36,6 +40,8 @@ class Gpu(StrictModel):
 
 
 class Interfaces(StrictModel):
+    """Network interface names on the node."""
+
     management: str = Field(
         pattern=r"^[A-Za-z0-9_.:-]{1,15}$", description="Management (Ethernet) interface name."
     )
@@ -47,6 +53,8 @@ class Interfaces(StrictModel):
 
 
 class Power(StrictModel):
+    """Power supplies: (psu_count - redundant_psus) x psu_watts must cover max_watts."""
+
     max_watts: int = Field(ge=1, description="Maximum power draw of the whole device in watts.")
     psu_count: int = Field(ge=1, description="Installed power supplies.")
     psu_watts: int = Field(ge=1, description="Rating of one power supply in watts.")
@@ -64,6 +72,8 @@ class Power(StrictModel):
 
 
 class HardwareProfile(StrictModel):
+    """A reusable hardware profile: what one node of this kind is."""
+
     description: str | None = Field(default=None, description="Free text for people.")
     rack_units: int = Field(ge=1, le=60, description="Height in rack units.")
     cpu: Cpu

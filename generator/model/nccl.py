@@ -10,6 +10,8 @@ from clustergen.model.common import ConfValue, StrictModel
 
 
 class Nccl(StrictModel):
+    """NCCL settings, written to /etc/nccl.conf on GPU nodes."""
+
     debug: Literal["VERSION", "WARN", "INFO", "ABORT", "TRACE"] | None = Field(
         default=None, description="NCCL_DEBUG."
     )

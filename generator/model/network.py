@@ -13,11 +13,15 @@ ROCE_RATES = ("100g", "200g", "400g", "800g")
 
 
 class EthernetNetwork(StrictModel):
+    """An Ethernet network (management or BMC)."""
+
     cidr: CIDR = Field(description="The network in CIDR notation, e.g. 10.0.1.0/24.")
     gateway: IPv4 | None = Field(default=None, description="Default gateway; inside the network.")
 
 
 class Switch(StrictModel):
+    """A fabric switch: a leaf lists nodes, a spine lists switches."""
+
     name: Hostname = Field(description="Switch name (Slurm SwitchName).")
     nodes: Hostlist | None = Field(
         default=None,
@@ -38,6 +42,8 @@ class Switch(StrictModel):
 
 
 class Roce(StrictModel):
+    """RoCE settings for NCCL."""
+
     gid_index: int = Field(
         default=3,
         ge=-1,
@@ -51,6 +57,8 @@ class Roce(StrictModel):
 
 
 class Fabric(StrictModel):
+    """The high-speed fabric NCCL uses (InfiniBand or RoCE)."""
+
     type: Literal["infiniband", "roce"] = Field(description="Fabric technology.")
     rate: str = Field(
         description="Link rate: infiniband edr | hdr | ndr | xdr; roce 100g | 200g | 400g | 800g."
@@ -84,6 +92,8 @@ class Fabric(StrictModel):
 
 
 class Network(StrictModel):
+    """The cluster's networks; node addresses must lie inside them."""
+
     management: EthernetNetwork = Field(description="Management network (node management_ip).")
     bmc: EthernetNetwork | None = Field(default=None, description="BMC network (node bmc_ip).")
     fabric: Fabric | None = Field(default=None, description="High-speed fabric (node fabric_ip).")

@@ -19,6 +19,8 @@ KNOWN_ROLES = (
 
 
 class NodeGroup(StrictModel):
+    """A group of identical nodes with consecutive addresses."""
+
     names: Hostlist = Field(description="Hostlist of the group's node names, e.g. gpu[01-08].")
     hardware: str = Field(description="Name of a hardware profile under 'hardware'.")
     roles: list[str] = Field(

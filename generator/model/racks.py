@@ -10,6 +10,8 @@ from clustergen.model.common import Hostname, StrictModel
 
 
 class Pdu(StrictModel):
+    """A power distribution unit and the circuit it hangs on."""
+
     name: Hostname = Field(description="PDU name.")
     feed: Literal["A", "B"] = Field(description="Power feed the PDU hangs on (A/B for 2N).")
     volts: int = Field(ge=100, le=480, description="Line voltage (line-to-line for 3-phase).")
@@ -18,6 +20,8 @@ class Pdu(StrictModel):
 
 
 class RackDevice(StrictModel):
+    """Something mounted in a rack: a node, or another device with its own height and power."""
+
     u: int = Field(ge=1, description="Lowest rack unit the device occupies (1 = bottom).")
     node: Hostname | None = Field(
         default=None, description="A node from 'nodes'; its height and power come from its profile."
@@ -42,6 +46,8 @@ class RackDevice(StrictModel):
 
 
 class Rack(StrictModel):
+    """A rack, its PDUs and its devices."""
+
     name: Hostname = Field(description="Rack name.")
     height_u: int = Field(ge=1, le=60, description="Usable rack units.")
     pdus: list[Pdu] = Field(default_factory=list, description="PDUs in the rack.")
@@ -49,4 +55,6 @@ class Rack(StrictModel):
 
 
 class Facility(StrictModel):
+    """Site-wide limits."""
+
     power_budget_kw: float = Field(gt=0, description="Power the site can deliver to all racks, kW.")

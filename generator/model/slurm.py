@@ -14,6 +14,8 @@ _VAULT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class AccountingDatabase(StrictModel):
+    """The MariaDB/MySQL database behind slurmdbd."""
+
     host: str = Field(default="localhost", description="MariaDB/MySQL host seen from slurmdbd.")
     port: int = Field(default=3306, ge=1, le=65535, description="Database port.")
     name: str = Field(default="slurm_acct_db", pattern=r"^[A-Za-z0-9_]+$", description="Database name.")
@@ -33,6 +35,8 @@ class AccountingDatabase(StrictModel):
 
 
 class Accounting(StrictModel):
+    """Slurm accounting through slurmdbd."""
+
     host: Hostname = Field(description="Node running slurmdbd (it needs the slurm_dbd role).")
     port: int = Field(default=6819, ge=1, le=65535, description="slurmdbd port (DbdPort).")
     database: AccountingDatabase = Field(
@@ -41,6 +45,8 @@ class Accounting(StrictModel):
 
 
 class Partition(StrictModel):
+    """A Slurm partition (PartitionName line)."""
+
     name: str = Field(pattern=_SLURM_NAME, description="Partition name.")
     nodes: Hostlist = Field(description="Hostlist of the partition's nodes (Slurm compute nodes).")
     default: bool = Field(default=False, description="The default partition (at most one).")
@@ -63,6 +69,8 @@ class Partition(StrictModel):
 
 
 class PriorityWeights(StrictModel):
+    """Multifactor priority weights."""
+
     age: int = Field(default=0, ge=0, description="PriorityWeightAge.")
     fairshare: int = Field(default=0, ge=0, description="PriorityWeightFairshare.")
     job_size: int = Field(default=0, ge=0, description="PriorityWeightJobSize.")
@@ -71,6 +79,8 @@ class PriorityWeights(StrictModel):
 
 
 class Priority(StrictModel):
+    """Job priority policy."""
+
     type: Literal["multifactor", "basic"] = Field(
         default="multifactor", description="PriorityType: priority/multifactor or priority/basic."
     )
@@ -93,6 +103,8 @@ class Priority(StrictModel):
 
 
 class Preemption(StrictModel):
+    """Preemption policy."""
+
     type: Literal["qos", "partition_prio", "none"] = Field(
         description="PreemptType: preempt/qos, preempt/partition_prio or preempt/none."
     )
@@ -102,6 +114,8 @@ class Preemption(StrictModel):
 
 
 class HealthCheck(StrictModel):
+    """GPU health checks run by Slurm."""
+
     epilog: bool = Field(
         default=False,
         description="Install a GPU health-check Epilog: GPU count, ECC errors and temperature; "
@@ -113,6 +127,8 @@ class HealthCheck(StrictModel):
 
 
 class Slurm(StrictModel):
+    """The Slurm configuration: slurm.conf, gres.conf, cgroup.conf, topology.conf, slurmdbd.conf."""
+
     controllers: list[Hostname] = Field(
         min_length=1, description="slurmctld hosts, primary first; the rest are backups."
     )

@@ -12,6 +12,8 @@ OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "rocky-9"
 
 
 class Repository(StrictModel):
+    """A package repository."""
+
     name: Identifier = Field(description="Short name of the package repository, used in file names.")
     url: str = Field(
         pattern=r"^(https?|file)://\S+$", description="Base URL of the repository."
@@ -24,6 +26,8 @@ class Repository(StrictModel):
 
 
 class Software(StrictModel):
+    """The pinned software stack, identical on every node that runs it."""
+
     os: OperatingSystem = Field(description="Operating system of every node; selects apt or dnf packaging.")
     nvidia_driver: Version = Field(description="Exact NVIDIA driver version, e.g. 550.90.07.")
     fabric_manager: Version | None = Field(

@@ -12,6 +12,8 @@ _DEVICE = r"^/dev/\S+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$"
 
 
 class LustreMgs(StrictModel):
+    """The Lustre management target."""
+
     node: Hostname = Field(description="Node that runs the MGS.")
     device: str = Field(
         pattern=_DEVICE,
@@ -20,6 +22,8 @@ class LustreMgs(StrictModel):
 
 
 class LustreTarget(StrictModel):
+    """A Lustre MDT or OST."""
+
     index: int = Field(ge=0, le=65535, description="Target index, unique per MDT and per OST.")
     node: Hostname = Field(description="Server node of the target.")
     device: str = Field(
@@ -29,17 +33,23 @@ class LustreTarget(StrictModel):
 
 
 class LustreMount(StrictModel):
+    """How clients mount the file system."""
+
     path: str = Field(pattern=r"^/\S*$", description="Client mount point.")
     clients: list[str] = Field(min_length=1, description="Roles whose nodes mount the file system.")
 
 
 class LayoutComponent(StrictModel):
+    """One component of a progressive file layout."""
+
     end: Size | Literal["eof"] = Field(description="End of the component (e.g. 64MiB) or eof.")
     stripe_count: int = Field(ge=-1, le=2000, description="Stripe count; -1 = all OSTs.")
     stripe_size: Size | None = Field(default=None, description="Stripe size, multiple of 64KiB.")
 
 
 class LustreLayout(StrictModel):
+    """Default striping of one directory."""
+
     path: str = Field(pattern=r"^/\S*$", description="Directory under the mount point.")
     stripe_count: int | None = Field(default=None, ge=-1, le=2000, description="lfs setstripe -c.")
     stripe_size: Size | None = Field(default=None, description="lfs setstripe -S.")
@@ -49,6 +59,8 @@ class LustreLayout(StrictModel):
 
 
 class Lustre(StrictModel):
+    """A Lustre file system: targets, NIDs, client mounts, striping and tuning."""
+
     fsname: str = Field(
         pattern=r"^[A-Za-z0-9_-]{1,8}$", description="File system name, 1-8 of [A-Za-z0-9_-]."
     )
@@ -71,4 +83,6 @@ class Lustre(StrictModel):
 
 
 class Storage(StrictModel):
+    """Shared storage."""
+
     lustre: Lustre | None = Field(default=None, description="A Lustre file system.")

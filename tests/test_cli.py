@@ -1,0 +1,192 @@
+"""The command line: exit codes, messages, and what is (and is not) written."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from conftest import EXAMPLES, REPO
+
+ML = EXAMPLES / "ml-training-8node.yaml"
+EDGE = EXAMPLES / "edge-roce-2node.yaml"
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_validate_reference_specs(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("validate", str(ML), str(EDGE))
+    assert result.code == 0, result.err
+    assert result.out.splitlines() == [f"{ML}: valid", f"{EDGE}: valid"]
+    assert result.err == ""
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "absent.yaml", "no such file"),
+        (lambda d: d, "is a directory"),
+        (lambda d: _write(d / "latin1.yaml", b"cluster: caf\xe9\n"), "not UTF-8"),
+    ],
+    ids=["missing", "directory", "not-utf8"],
+)
+def test_unreadable_input_exits_2(cli, tmp_path: Path, make, message: str) -> None:  # type: ignore[no-untyped-def]
+    path = make(tmp_path)
+    for command in (("validate", str(path)), ("render", str(path), "-o", str(tmp_path / "out"))):
+        result = cli(*command)
+        assert result.code == 2
+        assert message in result.err
+        assert "Traceback" not in result.err
+    assert not (tmp_path / "out").exists()
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def test_unusable_invocation_exits_2() -> None:
+    for argv in ([], ["render"], ["frobnicate"], ["render", str(ML), "--bogus"]):
+        proc = subprocess.run([sys.executable, "-m", "clustergen", *argv], capture_output=True, text=True)
+        assert proc.returncode == 2, argv
+        assert "usage:" in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_invalid_spec_renders_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(ML.read_text().replace("hardware: hgx-h100\n", "hardware: hgx-h10\n"))
+    result = cli("render", str(bad), "-o", str(tmp_path / "out"))
+    assert result.code == 1
+    assert "nodes[0].hardware: unknown hardware profile 'hgx-h10' (did you mean 'hgx-h100'?)" in result.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_render_then_check_then_stale(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "site"
+    assert cli("render", str(ML), "-o", str(out)).code == 0
+    assert (out / "slurm" / "slurm.conf").is_file()
+    assert os.stat(out / "slurm" / "health-epilog.sh").st_mode & 0o777 == 0o755
+    check = cli("render", str(ML), "-o", str(out), "--check")
+    assert check.code == 0, check.err
+
+    (out / "slurm" / "gres.conf").write_text("edited by hand\n")
+    before = files_under(out)
+    stale = cli("render", str(ML), "-o", str(out), "--check", "--diff")
+    assert stale.code == 1
+    assert f"stale: change {out / 'slurm' / 'gres.conf'}" in stale.err
+    assert "-edited by hand" in stale.out and "+NodeName=gpu[01-08] Name=gpu Type=h100" in stale.out
+    assert files_under(out) == before, "--check must write nothing"
+
+
+def test_rerender_removes_only_what_clustergen_wrote(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "site"
+    assert cli("render", str(ML), "-o", str(out)).code == 0
+    (out / "slurm" / "site-notes.txt").write_text("mine\n")
+    result = cli("render", str(EDGE), "-o", str(out))
+    assert result.code == 0
+    assert "2 removed" in result.out
+    assert not (out / "slurm" / "slurmdbd.conf").exists()  # edge has no accounting
+    assert not (out / "slurm" / "health-epilog.sh").exists()
+    assert (out / "slurm" / "site-notes.txt").read_text() == "mine\n"
+
+
+def test_second_render_changes_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "site"
+    cli("render", str(ML), "-o", str(out))
+    first = files_under(out)
+    result = cli("render", str(ML), "-o", str(out))
+    assert " 0 created, 0 changed, 0 removed" in result.out
+    assert files_under(out) == first
+
+
+def test_blocked_target_fails_before_writing_anything(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "site"
+    cli("render", str(EDGE), "-o", str(out))
+    before = files_under(out)
+    (out / "slurm" / "topology.conf").unlink()
+    (out / "slurm" / "topology.conf").mkdir()  # something in the way of one output file
+    del before["slurm/topology.conf"]
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2
+    assert "is not a regular file" in result.err
+    assert files_under(out) == before, "no file may change when the render cannot complete"
+    assert not list(out.rglob("*.clustergen-tmp"))
+
+
+def test_output_path_is_a_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    target = tmp_path / "file"
+    target.write_text("x")
+    result = cli("render", str(ML), "-o", str(target))
+    assert result.code == 2 and "not a directory" in result.err
+
+
+def test_schema_command_writes_committed_schema(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    target = tmp_path / "schema.json"
+    assert cli("schema", "-o", str(target)).code == 0
+    assert target.read_text() == (REPO / "schemas" / "clustergen.schema.json").read_text()
+
+
+def _mutations(document: object, rng: random.Random) -> object:
+    """Replace one random node of the document with a value of another kind."""
+    replacements = [None, True, "yes", 0, -1, 3.5, "", "x" * 300, [], {}, ["a"], {"k": "v"},
+                    "gpu[01-", "10.0.1.999", "#", "a\nb", 10**30]
+    paths: list[tuple[object, object]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key in list(node):
+                paths.append((node, key))
+                walk(node[key])
+        elif isinstance(node, list):
+            for index in range(len(node)):
+                paths.append((node, index))
+                walk(node[index])
+
+    walk(document)
+    container, key = rng.choice(paths)
+    container[key] = rng.choice(replacements)  # type: ignore[index]
+    return document
+
+
+def test_no_input_produces_a_traceback(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Hundreds of random single-value mutations of both reference specs: always 0 or 1."""
+    rng = random.Random(20261121)
+    yaml = YAML(typ="safe")
+    sources = [yaml.load(ML.read_text()), yaml.load(EDGE.read_text())]
+    target = tmp_path / "mutant.yaml"
+    for round_number in range(400):
+        document = _mutations(_deep_copy(rng.choice(sources)), rng)
+        with target.open("w") as handle:
+            YAML().dump(document, handle)
+        result = cli("validate", str(target))
+        assert result.code in (0, 1), (round_number, result.err, target.read_text())
+        assert "internal error" not in result.err, (round_number, result.err, target.read_text())
+
+
+def _deep_copy(document: object) -> object:
+    import copy
+
+    return copy.deepcopy(document)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "[]\n", "just a string\n", "version: 1\n" * 2, "a: [\n", "\t- x\n", "- a\n- b\n", "{a: 1\n",
+     "x: !!python/object:os.system ls\n", "&a [*a]\n", "a: &x {b: *x}\n"],
+    ids=range(11),
+)
+def test_malformed_documents_exit_1(cli, tmp_path: Path, text: str) -> None:  # type: ignore[no-untyped-def]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    result = cli("validate", str(spec))
+    assert result.code == 1, result.err
+    assert result.err.startswith(f"{spec}:"), result.err
+    assert "internal error" not in result.err

@@ -1,0 +1,85 @@
+"""Values computed once for the templates: hostlists, memory, GRES, topology, scale."""
+
+from __future__ import annotations
+
+import copy
+
+from ruamel.yaml import YAML
+
+from clustergen.derive import derive
+from clustergen.model import Spec
+from conftest import EXAMPLES
+
+
+def reference(name: str = "ml-training-8node") -> dict:  # type: ignore[type-arg]
+    loaded: dict = YAML(typ="safe").load((EXAMPLES / f"{name}.yaml").read_text())  # type: ignore[type-arg]
+    return loaded
+
+
+def slurm_of(document: dict):  # type: ignore[no-untyped-def,type-arg]
+    return derive(Spec.model_validate(document), "spec.yaml").slurm
+
+
+def test_node_line_values() -> None:
+    (line,) = slurm_of(reference()).nodes
+    settings = dict(line.settings)
+    assert line.names == "gpu[01-08]"
+    assert settings["CPUs"] == str(2 * 64 * 2)
+    assert settings["RealMemory"] == str((2048 - 64) * 1024)
+    assert settings["Gres"] == "gpu:h100:8"
+    assert settings["Features"] == "hgx-h100,h100"
+    assert settings["State"] == "UNKNOWN"
+
+
+def test_gres_type_matches_between_files() -> None:
+    slurm = slurm_of(reference("edge-roce-2node"))
+    (gres,) = slurm.gres
+    (node,) = slurm.nodes
+    assert f"gpu:{gres.gres_type}:4" == dict(node.settings)["Gres"]
+    assert gres.files == "/dev/nvidia[0-3]"
+
+
+def test_topology_lists_only_slurm_nodes() -> None:
+    lines = {s.name: s for s in slurm_of(reference()).topology}
+    assert lines["ib-leaf02"].nodes == "gpu[05-08]"  # slurm-head, mds01, oss* left out
+    assert lines["ib-spine01"].switches == "ib-leaf[01-02]"
+
+
+def test_leaf_without_slurm_nodes_is_dropped_with_empty_spine() -> None:
+    document = reference()
+    document["network"]["fabric"]["switches"] = [
+        {"name": "leaf1", "nodes": "gpu[01-08]"},
+        {"name": "leaf2", "nodes": "mds01,oss[01-04]"},
+        {"name": "storage-spine", "switches": "leaf2"},
+        {"name": "spine", "switches": "leaf1,storage-spine"},
+    ]
+    names = [s.name for s in slurm_of(document).topology]
+    assert names == ["leaf1", "spine"]
+
+
+def test_controller_address_and_options_override_defaults() -> None:
+    document = reference()
+    document["slurm"]["options"]["SlurmctldPort"] = 7817
+    sections = {s.title.split(" (")[0]: dict(s.settings) for s in slurm_of(document).sections}
+    assert sections["Cluster and controllers"]["SlurmctldHost"] == "slurm-head(10.0.1.2)"
+    assert "SlurmctldPort" not in sections["Daemons, paths and defaults"]
+    assert sections["Site options"]["SlurmctldPort"] == "7817"
+
+
+def test_sixteen_thousand_nodes_need_one_node_line() -> None:
+    document = copy.deepcopy(reference())
+    document["nodes"][0] = {**document["nodes"][0], "names": "gpu[00001-16384]",
+                            "management_ip": "10.0.64.1", "bmc_ip": "10.0.128.1",
+                            "fabric_ip": "10.10.64.1"}
+    document["network"]["management"]["cidr"] = "10.0.0.0/17"
+    document["network"]["bmc"]["cidr"] = "10.0.128.0/17"
+    document["network"]["fabric"]["switches"] = [
+        {"name": "leaf1", "nodes": "gpu[00001-16384]"},
+        {"name": "leaf2", "nodes": "slurm-head,mds01,oss[01-04]"},
+        {"name": "spine", "switches": "leaf[1-2]"},
+    ]
+    document["slurm"]["partitions"] = [{"name": "all", "nodes": "gpu[00001-16384]", "default": True}]
+    document["racks"] = []
+    slurm = slurm_of(document)
+    assert [line.names for line in slurm.nodes] == ["gpu[00001-16384]"]
+    assert [line.names for line in slurm.gres] == ["gpu[00001-16384]"]
