@@ -169,14 +169,16 @@ def _slurm_sections(
     resources += [
         ("ProctrackType", "proctrack/cgroup"),
         ("TaskPlugin", "task/cgroup,task/affinity"),
-        ("JobAcctGatherType", "jobacct_gather/cgroup"),
     ]
     sections.append(ConfSection("Resources and isolation", resources))
     if slurm.accounting is not None:
+        # Gathering job usage without storing it makes slurmctld log errors, so
+        # the gather plugin comes only with accounting.
         sections.append(
             ConfSection(
                 "Accounting (slurm.accounting)",
                 [
+                    ("JobAcctGatherType", "jobacct_gather/cgroup"),
                     ("AccountingStorageType", "accounting_storage/slurmdbd"),
                     ("AccountingStorageHost", slurm.accounting.host),
                     ("AccountingStoragePort", str(slurm.accounting.port)),

@@ -6,6 +6,7 @@ for each release, as collected in shared/reference/slurm-keys/.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
@@ -23,7 +24,7 @@ DERIVED_KEYS: dict[str, str] = {
     "SelectType": "(always select/cons_tres)",
     "ProctrackType": "(always proctrack/cgroup)",
     "TaskPlugin": "(always task/cgroup,task/affinity)",
-    "JobAcctGatherType": "(always jobacct_gather/cgroup)",
+    "JobAcctGatherType": "slurm.accounting (jobacct_gather/cgroup with accounting)",
     "TopologyPlugin": "network.fabric.switches",
     "AccountingStorageType": "slurm.accounting",
     "AccountingStorageHost": "slurm.accounting.host",
@@ -67,10 +68,24 @@ def key_list_version(slurm_version: str) -> VersionTuple | None:
     return max(candidates) if candidates else None
 
 
+@dataclass(frozen=True)
+class SlurmKey:
+    name: str  # as Slurm spells it
+    defunct: bool  # parsed, but slurmctld logs an error and ignores it
+
+
 @cache
-def accepted_keys(list_version: VersionTuple) -> dict[str, str]:
-    """Lowercased key -> key as Slurm spells it, for one key list."""
+def accepted_keys(list_version: VersionTuple) -> dict[str, SlurmKey]:
+    """Lowercased key -> SlurmKey, for one key list.
+
+    A list line is a key, optionally followed by a note in parentheses, e.g.
+    "SchedulerAuth (defunct: error logged, ignored)".
+    """
     name = f"slurm.conf-{release_name(list_version)}.txt"
     text = resources.files("clustergen.catalog").joinpath("slurm_keys", name).read_text()
-    keys = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    return {key.lower(): key for key in keys}
+    keys = {}
+    for line in text.splitlines():
+        key, _, note = line.strip().partition(" ")
+        if key and not key.startswith("#"):
+            keys[key.lower()] = SlurmKey(key, defunct="defunct" in note)
+    return keys

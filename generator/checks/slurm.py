@@ -150,9 +150,17 @@ def _options(spec: Spec) -> list[Problem]:
         elif lowered in derived:
             name, where = derived[lowered]
             problems.append(Problem(path, f"clustergen writes {name} itself from {where}", at="key"))
+        elif lowered in accepted and accepted[lowered].defunct:
+            problems.append(Problem(
+                path,
+                f"{accepted[lowered].name} is defunct in Slurm {release_name(list_version)}: "
+                "slurmctld logs an error and ignores it",
+                at="key",
+            ))
         elif lowered not in accepted:
             hint = _FOLKLORE_KEYS.get(lowered)
-            detail = f"; {hint}" if hint else did_you_mean(key, accepted.values())
+            live = (k.name for k in accepted.values() if not k.defunct)
+            detail = f"; {hint}" if hint else did_you_mean(key, live)
             problems.append(Problem(
                 path,
                 f"'{key}' is not a slurm.conf key in Slurm {release_name(list_version)} "

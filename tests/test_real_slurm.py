@@ -1,0 +1,96 @@
+"""The rendered Slurm files of each reference spec, handed to the real daemons.
+
+slurmctld (with slurmdbd and MariaDB when the spec has accounting) must start
+on the rendered slurm.conf and topology.conf and report every compute node
+with its CPUs, RealMemory, GRES and features, and every partition, exactly as
+the spec says. `slurmd -G` on one node of each GPU profile must print no error
+or warning and count the profile's GPUs of the right type. These tests run in
+CI and never skip there (see tests/realslurm.py for how the daemons are run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from realslurm import SlurmTestbed, require_real_slurm
+
+from clustergen.derive import derive, gres_type, real_memory_mib
+from clustergen.load import load_spec
+from clustergen.model.common import expand_hostlist, parse_slurm_time
+from clustergen.validate import validate
+from conftest import REFERENCE_SPECS
+
+
+def rendered(spec_path: Path, out: Path, cli) -> object:  # type: ignore[no-untyped-def]
+    result = cli("render", str(spec_path), "-o", str(out))
+    assert result.code == 0, result.err
+    loaded = load_spec(str(spec_path))
+    spec, _ = validate(loaded)
+    assert spec is not None
+    return derive(spec, loaded.name)
+
+
+@pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
+def test_slurmctld_runs_the_rendered_configuration(spec_path: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    require_real_slurm()
+    context = rendered(spec_path, tmp_path / "out", cli)
+    spec = context.spec
+    with SlurmTestbed(tmp_path / "out", tmp_path / "bed") as bed:
+        report = bed.start_controller()
+    print(report.summary())  # names every rendered line this test had to skip
+    assert report.config_problems() == []
+    assert report.accounting == ("slurmdbd" if spec.slurm.accounting else "none")
+
+    compute = [host for host in context.hosts if host.is_slurm_compute]
+    assert set(report.nodes) == {host.name for host in compute}
+    for host in compute:
+        profile = host.hardware
+        node = report.nodes[host.name]
+        assert node.cpus == profile.cpu.cpus, host.name
+        assert node.cores_per_socket == profile.cpu.cores_per_socket
+        assert node.threads_per_core == profile.cpu.threads_per_core
+        assert node.real_memory_mib == real_memory_mib(profile)
+        expected_gres = f"gpu:{gres_type(profile)}:{profile.gpu.count}" if profile.gpu else ""
+        assert node.gres == expected_gres
+        assert {host.hardware_name, gres_type(profile)} <= set(node.features)
+        assert report.sinfo[host.name].cpus == profile.cpu.cpus
+
+    assert set(report.partitions) == {p.name for p in spec.slurm.partitions}
+    for partition in spec.slurm.partitions:
+        seen = report.partitions[partition.name]
+        assert set(seen.nodes) == set(expand_hostlist(partition.nodes))
+        assert seen.default == partition.default
+        if partition.max_time is not None:
+            minutes = parse_slurm_time(str(partition.max_time))
+            assert seen.max_time == ("UNLIMITED" if minutes is None else _slurm_duration(minutes))
+
+    leaves = [s for s in context.slurm.topology if s.nodes]
+    for leaf in leaves:
+        assert set(report.switches[leaf.name].nodes) == set(expand_hostlist(leaf.nodes))
+    assert set(report.switches) == {s.name for s in context.slurm.topology}
+
+
+def _slurm_duration(minutes: int) -> str:
+    """How scontrol prints a time limit: [days-]hours:minutes:seconds."""
+    days, rest = divmod(minutes, 1440)
+    hours, mins = divmod(rest, 60)
+    clock = f"{hours:02d}:{mins:02d}:00"
+    return f"{days}-{clock}" if days else clock
+
+
+@pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
+def test_slurmd_reads_rendered_gres_conf(spec_path: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    require_real_slurm()
+    context = rendered(spec_path, tmp_path / "out", cli)
+    first_of_profile: dict[str, object] = {}
+    for host in context.hosts:
+        if host.is_slurm_compute and host.hardware.gpu is not None:
+            first_of_profile.setdefault(host.hardware_name, host)
+    assert first_of_profile, "each reference spec has GPU nodes"
+    with SlurmTestbed(tmp_path / "out", tmp_path / "bed") as bed:
+        for host in first_of_profile.values():
+            count = host.hardware.gpu.count  # type: ignore[attr-defined]
+            report = bed.slurmd_gres(host.name, gpu_count=count)  # type: ignore[attr-defined]
+            assert report.ok, report.output
+            assert report.gpu_count(gres_type(host.hardware)) == count, report.output  # type: ignore[attr-defined]
