@@ -40,12 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the interpreter complain while flushing stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return int(ExitCode.USAGE)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
+    except Exception as exc:
         if os.environ.get("CLUSTERGEN_DEBUG"):
             raise
-        print(f"clustergen: internal error ({type(exc).__name__}: {exc}); this is a bug in "
-              "clustergen: please report it with the spec. Set CLUSTERGEN_DEBUG=1 for a traceback.",
-              file=sys.stderr)
+        print(
+            f"clustergen: internal error ({type(exc).__name__}: {exc}); this is a bug in "
+            "clustergen: please report it with the spec. Set CLUSTERGEN_DEBUG=1 for a traceback.",
+            file=sys.stderr,
+        )
         return int(ExitCode.INTERNAL)
 
 
@@ -63,17 +65,29 @@ def _parser() -> argparse.ArgumentParser:
 
     render = commands.add_parser("render", help="validate, then write the rendered tree")
     render.add_argument("spec", metavar="SPEC")
-    render.add_argument("-o", "--output", default=".", metavar="DIR",
-                        help="output directory (default: the current directory)")
-    render.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if the tree on disk is not what the spec renders")
+    render.add_argument(
+        "-o",
+        "--output",
+        default=".",
+        metavar="DIR",
+        help="output directory (default: the current directory)",
+    )
+    render.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if the tree on disk is not what the spec renders",
+    )
     render.add_argument("--diff", action="store_true", help="print a unified diff of every change")
     render.set_defaults(command=cmd_render)
 
     schema = commands.add_parser("schema", help="write the JSON Schema of the spec language")
-    schema.add_argument("-o", "--output", default="schemas/clustergen.schema.json", metavar="FILE",
-                        help="where to write it; '-' for standard output "
-                             "(default: schemas/clustergen.schema.json)")
+    schema.add_argument(
+        "-o",
+        "--output",
+        default="schemas/clustergen.schema.json",
+        metavar="FILE",
+        help="where to write it; '-' for standard output (default: schemas/clustergen.schema.json)",
+    )
     schema.set_defaults(command=cmd_schema)
     return parser
 
@@ -132,16 +146,23 @@ def cmd_render(args: argparse.Namespace) -> int:
         for change in pending:
             print(f"stale: {change.action} {out_dir / change.path}", file=sys.stderr)
         if pending:
-            print(f"{out_dir}: {len(pending)} file(s) differ from what {args.spec} renders; "
-                  f"run `clustergen render {args.spec} -o {out_dir}`", file=sys.stderr)
+            print(
+                f"{out_dir}: {len(pending)} file(s) differ from what {args.spec} renders; "
+                f"run `clustergen render {args.spec} -o {out_dir}`",
+                file=sys.stderr,
+            )
             return int(ExitCode.INVALID_SPEC)
         print(f"{out_dir}: up to date with {args.spec}")
         return int(ExitCode.OK)
     write(out_dir, files, changes)
-    counts = {action: sum(c.action == action for c in changes)
-              for action in ("create", "change", "remove", "unchanged")}
-    print(f"{out_dir}: {counts['create']} created, {counts['change']} changed, "
-          f"{counts['remove']} removed, {counts['unchanged']} unchanged")
+    counts = {
+        action: sum(c.action == action for c in changes)
+        for action in ("create", "change", "remove", "unchanged")
+    }
+    print(
+        f"{out_dir}: {counts['create']} created, {counts['change']} changed, "
+        f"{counts['remove']} removed, {counts['unchanged']} unchanged"
+    )
     return int(ExitCode.OK)
 
 
@@ -158,6 +179,3 @@ def cmd_schema(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     print(f"wrote {target}")
     return int(ExitCode.OK)
-
-
-

@@ -135,7 +135,11 @@ def derive_slurm(spec: Spec, hosts: list[Host]) -> SlurmContext:
         partitions=_partition_lines(spec),
         gres=_gres_lines(spec, compute),
         topology=_switch_lines(spec, compute),
-        cgroup=[("ConstrainCores", "yes"), ("ConstrainDevices", "yes"), ("ConstrainRAMSpace", "yes")],
+        cgroup=[
+            ("ConstrainCores", "yes"),
+            ("ConstrainDevices", "yes"),
+            ("ConstrainRAMSpace", "yes"),
+        ],
         slurmdbd=_slurmdbd(spec) if accounting else None,
         password_variable=accounting.database.password_variable if accounting else None,
         epilog_checks=_epilog_checks(spec, compute) if epilog else None,
@@ -188,16 +192,24 @@ def _slurm_sections(
         )
     scheduling = _priority_settings(spec) + _preemption_settings(spec)
     if scheduling:
-        sections.append(ConfSection("Priority and preemption (slurm.priority, slurm.preemption)", scheduling))
+        sections.append(
+            ConfSection("Priority and preemption (slurm.priority, slurm.preemption)", scheduling)
+        )
     if epilog:
         sections.append(
-            ConfSection("Health check (slurm.health_check)", [("Epilog", f"{SLURM_ETC}/{EPILOG_NAME}")])
+            ConfSection(
+                "Health check (slurm.health_check)", [("Epilog", f"{SLURM_ETC}/{EPILOG_NAME}")]
+            )
         )
     if spec.network.fabric is not None and spec.network.fabric.switches:
-        sections.append(ConfSection("Topology (network.fabric.switches)", [("TopologyPlugin", "topology/tree")]))
+        sections.append(
+            ConfSection("Topology (network.fabric.switches)", [("TopologyPlugin", "topology/tree")])
+        )
     if slurm.options:
         sections.append(
-            ConfSection("Site options (slurm.options)", [(k, str(v)) for k, v in slurm.options.items()])
+            ConfSection(
+                "Site options (slurm.options)", [(k, str(v)) for k, v in slurm.options.items()]
+            )
         )
     return sections
 
@@ -250,7 +262,11 @@ def _node_features(spec: Spec, host: Host) -> list[str]:
 
 def _node_lines(spec: Spec, compute: list[Host]) -> list[NodeLine]:
     def key_of(host: Host) -> tuple[object, ...]:
-        return (host.hardware_name, tuple(_node_features(spec, host)), spec.nodes[host.group_index].weight)
+        return (
+            host.hardware_name,
+            tuple(_node_features(spec, host)),
+            spec.nodes[host.group_index].weight,
+        )
 
     lines = []
     for members in _groups_in_order(compute, key_of):

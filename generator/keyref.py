@@ -21,7 +21,10 @@ END = "<!-- spec-keys:end -->"
 
 def key_table() -> str:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    rows += [f"| `{path}` | {kind} | {default} | {text} |" for path, kind, default, text in _rows(Spec, "")]
+    rows += [
+        f"| `{path}` | {kind} | {default} | {text} |"
+        for path, kind, default, text in _rows(Spec, "")
+    ]
     return "\n".join(rows) + "\n"
 
 
@@ -40,7 +43,9 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str, str]
             default = f"`{str(field.default).lower()}`"
         else:
             default = f"`{field.default}`"
-        description = (field.description or (nested.__doc__ if nested else "") or "").replace("|", "\\|")
+        description = (field.description or (nested.__doc__ if nested else "") or "").replace(
+            "|", "\\|"
+        )
         rows.append((path, _type_name(annotation), default, " ".join(description.split())))
         if nested is not None:
             rows += _rows(nested, f"{path}{suffix}.")
@@ -68,7 +73,9 @@ def _members(annotation: Any) -> list[Any]:
     if origin is typing.Annotated:
         return _members(typing.get_args(annotation)[0])
     if origin in (Union, types.UnionType):
-        return [m for arg in typing.get_args(annotation) if arg is not type(None) for m in _members(arg)]
+        return [
+            m for arg in typing.get_args(annotation) if arg is not type(None) for m in _members(arg)
+        ]
     return [annotation]
 
 
@@ -85,8 +92,11 @@ def _type_name(annotation: Any) -> str:
         elif isinstance(member, type) and issubclass(member, BaseModel):
             names.append("mapping")
         elif isinstance(member, type):
-            names.append({"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
-                         .get(member.__name__, member.__name__))
+            names.append(
+                {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}.get(
+                    member.__name__, member.__name__
+                )
+            )
         else:
             names.append(str(member))
     return " or ".join(dict.fromkeys(names))

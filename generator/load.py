@@ -14,6 +14,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.representer import RoundTripRepresenter
+from ruamel.yaml.scalarfloat import ScalarFloat
 
 from clustergen.errors import LocatedProblem, Position, SpecInvalid, SpecPath, UsageError
 
@@ -35,6 +37,8 @@ class LoadedSpec:
     name: str  # the file's base name, used in rendered headers (stable across machines)
     data: Any
     positions: dict[SpecPath, Located] = field(default_factory=dict)
+    # Floats as written (23.10), where the number read (23.1) loses what the user typed.
+    float_texts: dict[SpecPath, str] = field(default_factory=dict)
 
     def locate(self, path: SpecPath, at: str = "value") -> Position:
         """The position of `path`, or of its nearest ancestor that has one."""
@@ -83,7 +87,7 @@ def parse_spec(text: str, file: str, name: str) -> LoadedSpec:
 
     loaded = LoadedSpec(file=file, name=name, data=None)
     try:
-        loaded.data = _plain(document, (), loaded.positions)
+        loaded.data = _plain(document, (), loaded.positions, loaded.float_texts)
     except RecursionError:
         raise SpecInvalid(
             [LocatedProblem(file, Position(1, 1), (), "YAML nesting is too deep")]
@@ -99,24 +103,42 @@ def _yaml_message(exc: MarkedYAMLError) -> str:
         detail = next((ln for ln in first if "duplicate key" in ln), problem)
         return "YAML: " + detail.strip().rstrip(".")
     context = (exc.context or "").strip()
+    opened = exc.context_mark
+    if (
+        context
+        and opened is not None
+        and exc.problem_mark is not None
+        and ((opened.line, opened.column) != (exc.problem_mark.line, exc.problem_mark.column))
+    ):
+        # The problem is found where parsing failed; say where the unfinished part began.
+        context += f" (started at line {opened.line + 1}, column {opened.column + 1})"
     parts = [p for p in (context, problem) if p]
     return "YAML syntax error: " + ", ".join(parts) if parts else "YAML syntax error"
 
 
-def _plain(node: Any, path: SpecPath, positions: dict[SpecPath, Located]) -> Any:
+def _plain(
+    node: Any,
+    path: SpecPath,
+    positions: dict[SpecPath, Located],
+    float_texts: dict[SpecPath, str],
+) -> Any:
     """Turn ruamel's round-trip nodes into dicts, lists and scalars, recording positions."""
     if isinstance(node, CommentedMap):
         out: dict[Any, Any] = {}
         for key in node:
             child_path = (*path, _key_name(key))
-            key_line, key_col = node.lc.key(key) if key in node.lc.data else (None, None)
-            value_line, value_col = node.lc.value(key) if key in node.lc.data else (None, None)
-            if key_line is not None:
+            if key in node.lc.data:  # merged (<<) keys have no position of their own
+                key_line, key_col = node.lc.key(key)
+                value_line, value_col = node.lc.value(key)
+                if node[key] is None:
+                    # An empty value has no position of its own (ruamel gives the next
+                    # token's, often on a later line); the key is where it is missing.
+                    value_line, value_col = key_line, key_col
                 positions[child_path] = Located(
                     Position(key_line + 1, key_col + 1),
                     Position(value_line + 1, value_col + 1),
                 )
-            out[_key_name(key)] = _plain(node[key], child_path, positions)
+            out[_key_name(key)] = _plain(node[key], child_path, positions, float_texts)
         return out
     if isinstance(node, CommentedSeq):
         items: list[Any] = []
@@ -124,9 +146,15 @@ def _plain(node: Any, path: SpecPath, positions: dict[SpecPath, Located]) -> Any
             child_path = (*path, index)
             if index in node.lc.data:
                 line, col = node.lc.item(index)
-                positions[child_path] = Located(Position(line + 1, col + 1), Position(line + 1, col + 1))
-            items.append(_plain(item, child_path, positions))
+                positions[child_path] = Located(
+                    Position(line + 1, col + 1), Position(line + 1, col + 1)
+                )
+            items.append(_plain(item, child_path, positions, float_texts))
         return items
+    if isinstance(node, ScalarFloat):
+        float_texts[path] = (
+            RoundTripRepresenter(None, None, None).represent_scalar_float(node).value
+        )
     return _scalar(node)
 
 

@@ -18,13 +18,23 @@ from clustergen.checks import run_checks
 from clustergen.errors import LocatedProblem, Problem, SpecPath
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
-from clustergen.suggest import did_you_mean
+from clustergen.suggest import did_you_mean, nearest
 
 # Error types that say "wrong kind of value"; a more specific error at the same
 # path (from another member of a union) is preferred over them.
 _GENERIC_TYPES = frozenset(
-    {"literal_error", "string_type", "int_type", "bool_type", "float_type", "model_type",
-     "dict_type", "list_type", "union_tag_invalid", "none_required"}
+    {
+        "literal_error",
+        "string_type",
+        "int_type",
+        "bool_type",
+        "float_type",
+        "model_type",
+        "dict_type",
+        "list_type",
+        "union_tag_invalid",
+        "none_required",
+    }
 )
 
 
@@ -33,19 +43,19 @@ def validate(loaded: LoadedSpec) -> tuple[Spec | None, list[LocatedProblem]]:
     problems: list[Problem]
     spec: Spec | None = None
     if not isinstance(loaded.data, dict):
-        kind = "empty" if loaded.data is None else f"a {_kind(loaded.data)}"
+        kind = "empty" if loaded.data is None else _kind(loaded.data)
         problems = [Problem((), f"a spec is a YAML mapping of sections; this file is {kind}")]
     else:
         try:
             spec = Spec.model_validate(loaded.data)
         except ValidationError as exc:
-            problems = shape_problems(exc.errors(include_url=False), loaded.data)
+            problems = shape_problems(
+                exc.errors(include_url=False), loaded.data, loaded.float_texts
+            )
         else:
             problems = run_checks(spec)
     located = [
-        LocatedProblem(
-            loaded.file, loaded.locate(p.path, p.at), p.path, p.message, p.severity
-        )
+        LocatedProblem(loaded.file, loaded.locate(p.path, p.at), p.path, p.message, p.severity)
         for p in problems
     ]
     located.sort(key=lambda p: (p.position, p.severity != "error", p.message))
@@ -64,14 +74,27 @@ def _unique(problems: list[LocatedProblem]) -> list[LocatedProblem]:
     return out
 
 
-def shape_problems(errors: Sequence[ErrorDetails], data: Any) -> list[Problem]:
+def shape_problems(
+    errors: Sequence[ErrorDetails], data: Any, float_texts: dict[SpecPath, str] | None = None
+) -> list[Problem]:
     by_path: dict[SpecPath, tuple[ErrorDetails, SpecPath]] = {}
     for error in errors:
         path = _data_path(error["loc"], data, error["type"])
         kept = by_path.get(path)
-        if kept is None or (kept[0]["type"] in _GENERIC_TYPES and error["type"] not in _GENERIC_TYPES):
+        if kept is None or (
+            kept[0]["type"] in _GENERIC_TYPES and error["type"] not in _GENERIC_TYPES
+        ):
             by_path[path] = (error, tuple(error["loc"]))
-    return [_problem(error, path, loc) for path, (error, loc) in by_path.items()]
+    # A misspelt required key is one mistake: report the unknown key (which suggests the
+    # right name), not also the required key as missing.
+    for path, (error, loc) in list(by_path.items()):
+        if error["type"] == "extra_forbidden":
+            meant = nearest(str(path[-1]), allowed_keys(loc[:-1]))
+            missing = by_path.get((*path[:-1], meant))
+            if meant is not None and missing is not None and missing[0]["type"] == "missing":
+                del by_path[(*path[:-1], meant)]
+    texts = float_texts or {}
+    return [_problem(error, path, loc, texts.get(path)) for path, (error, loc) in by_path.items()]
 
 
 def _data_path(loc: tuple[int | str, ...], data: Any, error_type: str) -> SpecPath:
@@ -80,10 +103,9 @@ def _data_path(loc: tuple[int | str, ...], data: Any, error_type: str) -> SpecPa
     node = data
     for index, part in enumerate(loc):
         is_last = index == len(loc) - 1
-        if isinstance(node, dict) and part in node:
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        in_mapping = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_mapping or in_list:
             path.append(part)
             node = node[part]
         elif is_last and error_type in ("missing", "extra_forbidden"):
@@ -91,7 +113,10 @@ def _data_path(loc: tuple[int | str, ...], data: Any, error_type: str) -> SpecPa
     return tuple(path)
 
 
-def _problem(error: ErrorDetails, path: SpecPath, loc: SpecPath) -> Problem:
+def _problem(
+    error: ErrorDetails, path: SpecPath, loc: SpecPath, written: str | None = None
+) -> Problem:
+    """One pydantic error as a message; `written` is a float's text as the user typed it."""
     kind = error["type"]
     value = error.get("input")
     ctx = error.get("ctx") or {}
@@ -104,30 +129,94 @@ def _problem(error: ErrorDetails, path: SpecPath, loc: SpecPath) -> Problem:
     if kind == "literal_error":
         expected = ctx.get("expected", "")
         choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ",").split(",")]
+        if isinstance(value, str) and value in choices:
+            # e.g. version: '1' where the number 1 is meant
+            return Problem(path, f"{_show(value)} is a string here; write {value} without quotes")
         hint = did_you_mean(str(value), choices) if isinstance(value, str) else ""
         return Problem(path, f"{_show(value)} is not allowed; expected {expected}{hint}")
     if kind in ("value_error", "assertion_error"):
         message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         return Problem(path, message)
+    if value is None and kind.endswith("_type"):
+        return Problem(path, "the value is empty (YAML null); give a value or remove the key")
     if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        text = written or str(value)
+        if text != str(value):
+            return Problem(
+                path,
+                f"expected a string, but YAML read {text} as the number {value!r}; quote it "
+                f"('{text}') to keep it as written",
+            )
         return Problem(
-            path,
-            f"expected a string, but YAML read {value!r} as a number; quote it, e.g. "
-            f"'{value}' (a version like 23.10 must be quoted to keep its last zero)",
+            path, f"expected a string, but YAML read {text} as a number; quote it: '{text}'"
         )
-    if kind == "int_type" and isinstance(value, str):
-        return Problem(path, f"expected a whole number, got the string {_show(value)}")
+    if kind == "string_type":
+        return Problem(path, f"expected a string, got {_got(value)}")
+    if kind == "int_type":
+        return Problem(path, f"expected a whole number, got {_got(value)}")
     if kind == "bool_type":
-        return Problem(path, f"expected true or false, got {_show(value)}")
+        hint = ""
+        if isinstance(value, str) and value.lower() in _YAML11_BOOLEANS:
+            hint = (
+                f"; write {_YAML11_BOOLEANS[value.lower()]} (YAML 1.2 reads {value} as a "
+                "string, not a boolean)"
+            )
+        return Problem(path, f"expected true or false, got {_got(value)}{hint}")
     if kind in ("dict_type", "model_type"):
-        return Problem(path, f"expected a mapping of keys, got {_kind(value)} {_show(value)}")
+        return Problem(path, f"expected a mapping of keys, got {_got(value)}")
     if kind == "list_type":
-        return Problem(path, f"expected a list, got {_kind(value)} {_show(value)}")
+        return Problem(path, f"expected a list, got {_got(value)}")
+    bound = _BOUNDS.get(kind)
+    if bound is not None:
+        phrase, ctx_key = bound
+        return Problem(path, f"{_got(value)} {phrase} {ctx.get(ctx_key)}")
     if kind == "string_pattern_mismatch":
         return Problem(path, f"{_show(value)} does not have the required form {ctx.get('pattern')}")
     if kind in ("too_short", "too_long"):
-        return Problem(path, str(error["msg"]).replace("List", "the list").replace("Dictionary", "the mapping"))
-    return Problem(path, f"{_show(value)}: {str(error['msg'])[0].lower()}{str(error['msg'])[1:]}")
+        container = "mapping" if isinstance(value, dict) else "list"
+        if kind == "too_short":
+            limit = f"at least {ctx.get('min_length')}"
+        else:
+            limit = f"at most {ctx.get('max_length')}"
+        items = "entry" if isinstance(value, dict) else "item"
+        count = ctx.get("actual_length", len(value) if isinstance(value, dict | list) else "?")
+        return Problem(path, f"the {container} needs {limit} {items}(s); it has {count}")
+    subject = _show(value) or _got(value)
+    return Problem(path, f"{subject}: {str(error['msg'])[0].lower()}{str(error['msg'])[1:]}")
+
+
+# Words YAML 1.1 read as booleans; YAML 1.2 (and so clustergen) reads them as strings.
+_YAML11_BOOLEANS = {
+    "yes": "true",
+    "no": "false",
+    "on": "true",
+    "off": "false",
+    "y": "true",
+    "n": "false",
+    "true": "true",
+    "false": "false",
+}
+
+# Pydantic's bound errors: (phrase, ctx key), read as "<value> <phrase> <bound>".
+_BOUNDS = {
+    "greater_than_equal": ("is below the minimum", "ge"),
+    "greater_than": ("must be greater than", "gt"),
+    "less_than_equal": ("is above the maximum", "le"),
+    "less_than": ("must be less than", "lt"),
+}
+
+
+def _got(value: Any) -> str:
+    """How a wrong value is named in a message: 'the string 'x'', 'a list'..."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string '{value}'"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    return _kind(value)
 
 
 def _show(value: Any) -> str:

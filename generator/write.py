@@ -17,7 +17,9 @@ from clustergen.errors import UsageError
 from clustergen.render import RenderedFile
 
 MANIFEST = ".clustergen-manifest"
-_MANIFEST_HEADER = "# Files rendered by clustergen; it removes these when a spec no longer renders them.\n"
+_MANIFEST_HEADER = (
+    "# Files rendered by clustergen; it removes these when a spec no longer renders them.\n"
+)
 
 Action = Literal["create", "change", "unchanged", "remove"]
 
@@ -126,7 +128,12 @@ def _previous_outputs(out_dir: Path) -> set[str]:
     for line in text.splitlines():
         line = line.strip()
         # Never follow a manifest outside the output directory.
-        if line and not line.startswith("#") and ".." not in Path(line).parts and not line.startswith("/"):
+        if (
+            line
+            and not line.startswith("#")
+            and ".." not in Path(line).parts
+            and not line.startswith("/")
+        ):
             paths.add(line)
     return paths
 

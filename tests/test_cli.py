@@ -9,16 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
-
 from conftest import EXAMPLES, REPO
+from ruamel.yaml import YAML
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 EDGE = EXAMPLES / "edge-roce-2node.yaml"
 
 
 def files_under(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_validate_reference_specs(cli) -> None:  # type: ignore[no-untyped-def]
@@ -54,7 +55,9 @@ def _write(path: Path, data: bytes) -> Path:
 
 def test_unusable_invocation_exits_2() -> None:
     for argv in ([], ["render"], ["frobnicate"], ["render", str(ML), "--bogus"]):
-        proc = subprocess.run([sys.executable, "-m", "clustergen", *argv], capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "clustergen", *argv], capture_output=True, text=True
+        )
         assert proc.returncode == 2, argv
         assert "usage:" in proc.stderr
         assert "Traceback" not in proc.stderr
@@ -65,7 +68,10 @@ def test_invalid_spec_renders_nothing(cli, tmp_path: Path) -> None:  # type: ign
     bad.write_text(ML.read_text().replace("hardware: hgx-h100\n", "hardware: hgx-h10\n"))
     result = cli("render", str(bad), "-o", str(tmp_path / "out"))
     assert result.code == 1
-    assert "nodes[0].hardware: unknown hardware profile 'hgx-h10' (did you mean 'hgx-h100'?)" in result.err
+    assert (
+        "nodes[0].hardware: unknown hardware profile 'hgx-h10' (did you mean 'hgx-h100'?)"
+        in result.err
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -136,8 +142,25 @@ def test_schema_command_writes_committed_schema(cli, tmp_path: Path) -> None:  #
 
 def _mutations(document: object, rng: random.Random) -> object:
     """Replace one random node of the document with a value of another kind."""
-    replacements = [None, True, "yes", 0, -1, 3.5, "", "x" * 300, [], {}, ["a"], {"k": "v"},
-                    "gpu[01-", "10.0.1.999", "#", "a\nb", 10**30]
+    replacements = [
+        None,
+        True,
+        "yes",
+        0,
+        -1,
+        3.5,
+        "",
+        "x" * 300,
+        [],
+        {},
+        ["a"],
+        {"k": "v"},
+        "gpu[01-",
+        "10.0.1.999",
+        "#",
+        "a\nb",
+        10**30,
+    ]
     paths: list[tuple[object, object]] = []
 
     def walk(node: object) -> None:
@@ -179,8 +202,19 @@ def _deep_copy(document: object) -> object:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "[]\n", "just a string\n", "version: 1\n" * 2, "a: [\n", "\t- x\n", "- a\n- b\n", "{a: 1\n",
-     "x: !!python/object:os.system ls\n", "&a [*a]\n", "a: &x {b: *x}\n"],
+    [
+        "",
+        "[]\n",
+        "just a string\n",
+        "version: 1\n" * 2,
+        "a: [\n",
+        "\t- x\n",
+        "- a\n- b\n",
+        "{a: 1\n",
+        "x: !!python/object:os.system ls\n",
+        "&a [*a]\n",
+        "a: &x {b: *x}\n",
+    ],
     ids=range(11),
 )
 def test_malformed_documents_exit_1(cli, tmp_path: Path, text: str) -> None:  # type: ignore[no-untyped-def]

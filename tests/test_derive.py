@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 
+from conftest import EXAMPLES
 from ruamel.yaml import YAML
 
 from clustergen.derive import derive
 from clustergen.model import Spec
-from conftest import EXAMPLES
 
 
 def reference(name: str = "ml-training-8node") -> dict:  # type: ignore[type-arg]
@@ -68,9 +68,13 @@ def test_controller_address_and_options_override_defaults() -> None:
 
 def test_sixteen_thousand_nodes_need_one_node_line() -> None:
     document = copy.deepcopy(reference())
-    document["nodes"][0] = {**document["nodes"][0], "names": "gpu[00001-16384]",
-                            "management_ip": "10.0.64.1", "bmc_ip": "10.0.128.1",
-                            "fabric_ip": "10.10.64.1"}
+    document["nodes"][0] = {
+        **document["nodes"][0],
+        "names": "gpu[00001-16384]",
+        "management_ip": "10.0.64.1",
+        "bmc_ip": "10.0.128.1",
+        "fabric_ip": "10.10.64.1",
+    }
     document["network"]["management"]["cidr"] = "10.0.0.0/17"
     document["network"]["bmc"]["cidr"] = "10.0.128.0/17"
     document["network"]["fabric"]["switches"] = [
@@ -78,7 +82,9 @@ def test_sixteen_thousand_nodes_need_one_node_line() -> None:
         {"name": "leaf2", "nodes": "slurm-head,mds01,oss[01-04]"},
         {"name": "spine", "switches": "leaf[1-2]"},
     ]
-    document["slurm"]["partitions"] = [{"name": "all", "nodes": "gpu[00001-16384]", "default": True}]
+    document["slurm"]["partitions"] = [
+        {"name": "all", "nodes": "gpu[00001-16384]", "default": True}
+    ]
     document["racks"] = []
     slurm = slurm_of(document)
     assert [line.names for line in slurm.nodes] == ["gpu[00001-16384]"]

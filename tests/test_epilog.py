@@ -7,11 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES, require
 
 from clustergen.load import load_spec
 from clustergen.render import render_all
 from clustergen.validate import validate
-from conftest import EXAMPLES, require
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,9 @@ def epilog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def run_epilog(epilog: Path, tmp_path: Path, node: str, readings: str, smi_status: int = 0) -> list[str]:
+def run_epilog(
+    epilog: Path, tmp_path: Path, node: str, readings: str, smi_status: int = 0
+) -> list[str]:
     """Run the Epilog on `node`; returns the scontrol command lines it issued."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -40,7 +42,9 @@ def run_epilog(epilog: Path, tmp_path: Path, node: str, readings: str, smi_statu
         (bin_dir / name).write_text("#!/bin/bash\n" + body)
         (bin_dir / name).chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURMD_NODENAME": node}
-    proc = subprocess.run(["bash", str(epilog)], env=env, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["bash", str(epilog)], env=env, capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 0, proc.stderr
     return calls.read_text().splitlines() if calls.exists() else []
 
@@ -98,6 +102,8 @@ def test_node_without_gpus_is_skipped(epilog: Path, tmp_path: Path) -> None:
 
 def test_shellcheck_is_clean(epilog: Path) -> None:
     require("shellcheck")
-    proc = subprocess.run(["shellcheck", "--severity=style", str(epilog)], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["shellcheck", "--severity=style", str(epilog)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout
     assert os.access(epilog, os.X_OK)

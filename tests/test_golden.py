@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import REFERENCE_SPECS, REPO
 
 from clustergen.load import load_spec
 from clustergen.render import render_all
 from clustergen.validate import validate
 from clustergen.write import with_manifest
-from conftest import REFERENCE_SPECS, REPO
 
 GOLDEN = REPO / "tests" / "golden"
 REFRESH = "pytest tests/test_golden.py --update-golden"
@@ -53,8 +53,11 @@ def test_rendered_tree_matches_golden(spec_path: Path, update_golden: bool) -> N
         elif golden[path] != rendered[path]:
             report.extend(
                 difflib.unified_diff(
-                    golden[path].splitlines(), rendered[path].splitlines(),
-                    f"golden/{spec_path.stem}/{path}", f"rendered/{path}", lineterm="",
+                    golden[path].splitlines(),
+                    rendered[path].splitlines(),
+                    f"golden/{spec_path.stem}/{path}",
+                    f"rendered/{path}",
+                    lineterm="",
                 )
             )
     assert not report, "\n".join([*report, f"\nIf the change is intended, run: {REFRESH}"])

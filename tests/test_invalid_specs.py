@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 CASES = sorted((REPO / "tests" / "invalid").glob("*.yaml"))

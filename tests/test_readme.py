@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from clustergen.keyref import replace_section
 from conftest import REPO
+
+from clustergen.keyref import replace_section
 
 README = REPO / "README.md"
 

@@ -6,10 +6,10 @@ import json
 
 import jsonschema
 import pytest
+from conftest import REFERENCE_SPECS, REPO
 from ruamel.yaml import YAML
 
 from clustergen.schema import schema_document, schema_text
-from conftest import REFERENCE_SPECS, REPO
 
 COMMITTED = REPO / "schemas" / "clustergen.schema.json"
 
@@ -32,8 +32,10 @@ def test_every_property_is_documented() -> None:
     def walk(node: object, where: str) -> None:
         if isinstance(node, dict):
             for name, prop in node.get("properties", {}).items():
-                has_text = "description" in prop or "$ref" in prop or any(
-                    "$ref" in option for option in prop.get("anyOf", [])
+                has_text = (
+                    "description" in prop
+                    or "$ref" in prop
+                    or any("$ref" in option for option in prop.get("anyOf", []))
                 )
                 if not has_text:
                     undocumented.append(f"{where}.{name}")

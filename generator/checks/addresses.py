@@ -25,25 +25,30 @@ def _networks_disjoint(spec: Spec) -> list[Problem]:
     problems = []
     names = [n for n in ("management", "bmc", "fabric") if getattr(spec.network, n) is not None]
     for i, first in enumerate(names):
-        for second in names[i + 1:]:
+        for second in names[i + 1 :]:
             a, b = _network(spec, first), _network(spec, second)
             if a and b and a.overlaps(b):
                 problems.append(
-                    Problem(("network", second, "cidr"),
-                            f"{b} overlaps the {first} network {a}")
+                    Problem(("network", second, "cidr"), f"{b} overlaps the {first} network {a}")
                 )
     for name in names:
         gateway = getattr(spec.network, name).gateway if name != "fabric" else None
         network = _network(spec, name)
         if gateway and network and not _usable(ipaddress.IPv4Address(gateway), network):
             problems.append(
-                Problem(("network", name, "gateway"), f"gateway {gateway} is not a host address of {network}")
+                Problem(
+                    ("network", name, "gateway"),
+                    f"gateway {gateway} is not a host address of {network}",
+                )
             )
     return problems
 
 
 def _usable(address: ipaddress.IPv4Address, network: ipaddress.IPv4Network) -> bool:
-    return address in network and address not in (network.network_address, network.broadcast_address)
+    return address in network and address not in (
+        network.network_address,
+        network.broadcast_address,
+    )
 
 
 def _group_ranges(spec: Spec) -> list[Problem]:
@@ -57,11 +62,16 @@ def _group_ranges(spec: Spec) -> list[Problem]:
             path: SpecPath = ("nodes", index, kind)
             network = _network(spec, network_name)
             if network is None:
-                problems.append(Problem(path, f"{kind} is given but network.{network_name} is not defined"))
+                problems.append(
+                    Problem(path, f"{kind} is given but network.{network_name} is not defined")
+                )
                 continue
             if not _usable(ipaddress.IPv4Address(first), network):
                 problems.append(
-                    Problem(path, f"{first} is not a host address of the {network_name} network {network}")
+                    Problem(
+                        path,
+                        f"{first} is not a host address of the {network_name} network {network}",
+                    )
                 )
                 continue
             last = nth_address(first, count - 1)
@@ -95,8 +105,10 @@ def _no_reuse(spec: Spec, hosts: list[Host]) -> list[Problem]:
                 # One report per group and address kind: a shifted range collides many times.
                 reported_groups.add((host.group_index, kind))
                 problems.append(
-                    Problem(("nodes", host.group_index, kind),
-                            f"{address} ({owner}) is already used as {owners[address]}")
+                    Problem(
+                        ("nodes", host.group_index, kind),
+                        f"{address} ({owner}) is already used as {owners[address]}",
+                    )
                 )
             owners.setdefault(address, owner)
     return problems

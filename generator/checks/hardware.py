@@ -28,7 +28,8 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
                 Problem(
                     ("hardware", name),
                     "Slurm compute nodes need reserved_memory_gib: the OS sees less than the "
-                    "installed memory, and a node reporting less than RealMemory is drained as INVAL",
+                    "installed memory, and a node reporting less than RealMemory is drained "
+                    "as INVAL",
                     at="key",
                 )
             )

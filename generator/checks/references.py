@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clustergen.errors import Problem
+from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES
@@ -31,8 +31,10 @@ def _unique_node_names(hosts: list[Host]) -> list[Problem]:
         earlier = first_group.setdefault(host.name, host.group_index)
         if earlier != host.group_index:
             problems.append(
-                Problem(("nodes", host.group_index, "names"),
-                        f"node '{host.name}' is already defined in nodes[{earlier}]")
+                Problem(
+                    ("nodes", host.group_index, "names"),
+                    f"node '{host.name}' is already defined in nodes[{earlier}]",
+                )
             )
     return problems
 
@@ -41,7 +43,8 @@ def _hardware_exists(spec: Spec) -> list[Problem]:
     return [
         Problem(
             ("nodes", index, "hardware"),
-            f"unknown hardware profile '{group.hardware}'{did_you_mean(group.hardware, spec.hardware)}",
+            f"unknown hardware profile '{group.hardware}'"
+            + did_you_mean(group.hardware, spec.hardware),
         )
         for index, group in enumerate(spec.nodes)
         if group.hardware not in spec.hardware
@@ -71,8 +74,12 @@ def _roles_known(spec: Spec) -> list[Problem]:
 def _unused_profiles(spec: Spec) -> list[Problem]:
     used = {group.hardware for group in spec.nodes}
     return [
-        Problem(("hardware", name), f"hardware profile '{name}' is used by no node group",
-                severity="warning", at="key")
+        Problem(
+            ("hardware", name),
+            f"hardware profile '{name}' is used by no node group",
+            severity="warning",
+            at="key",
+        )
         for name in spec.hardware
         if name not in used
     ]
@@ -91,7 +98,9 @@ def _rack_positions(spec: Spec, hosts: list[Host]) -> list[Problem]:
                 problems.append(Problem(path, unknown_node(device.node, hosts)))
             elif device.node in placed:
                 problems.append(
-                    Problem(path, f"node '{device.node}' is already placed at {placed[device.node]}")
+                    Problem(
+                        path, f"node '{device.node}' is already placed at {placed[device.node]}"
+                    )
                 )
             else:
                 placed[device.node] = f"{rack.name} U{device.u}"
@@ -103,11 +112,13 @@ def _storage_nodes(spec: Spec, hosts: list[Host]) -> list[Problem]:
     if lustre is None:
         return []
     known = {host.name for host in hosts}
-    base = ("storage", "lustre")
-    targets = [((*base, "mgs", "node"), lustre.mgs.node)]
+    base: SpecPath = ("storage", "lustre")
+    targets: list[tuple[SpecPath, str]] = [((*base, "mgs", "node"), lustre.mgs.node)]
     targets += [((*base, "mdts", i, "node"), t.node) for i, t in enumerate(lustre.mdts)]
     targets += [((*base, "osts", i, "node"), t.node) for i, t in enumerate(lustre.osts)]
-    problems = [Problem(path, unknown_node(name, hosts)) for path, name in targets if name not in known]
+    problems = [
+        Problem(path, unknown_node(name, hosts)) for path, name in targets if name not in known
+    ]
     roles = (*KNOWN_ROLES, *spec.cluster.extra_roles)
     problems += [
         Problem((*base, "mount", "clients", i), f"unknown role '{role}'{did_you_mean(role, roles)}")

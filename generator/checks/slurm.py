@@ -40,7 +40,9 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
 def _compute_nodes_exist(hosts: list[Host]) -> list[Problem]:
     if any(host.is_slurm_compute for host in hosts):
         return []
-    return [Problem(("nodes",), "no node group has the compute role, so Slurm has no nodes", at="key")]
+    return [
+        Problem(("nodes",), "no node group has the compute role, so Slurm has no nodes", at="key")
+    ]
 
 
 def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
@@ -58,9 +60,14 @@ def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
     listed = set(spec.slurm.controllers)
     for host in hosts:
         if "slurm_controller" in host.roles and host.name not in listed:
-            problems.append(Problem(("nodes", host.group_index, "roles"),
-                                    f"node '{host.name}' has the slurm_controller role but is not "
-                                    "in slurm.controllers", severity="warning"))
+            problems.append(
+                Problem(
+                    ("nodes", host.group_index, "roles"),
+                    f"node '{host.name}' has the slurm_controller role but is not "
+                    "in slurm.controllers",
+                    severity="warning",
+                )
+            )
     return problems
 
 
@@ -69,9 +76,14 @@ def _accounting(spec: Spec, hosts: list[Host]) -> list[Problem]:
     dbd_hosts = [h for h in hosts if "slurm_dbd" in h.roles]
     if accounting is None:
         if dbd_hosts:
-            return [Problem(("nodes", dbd_hosts[0].group_index, "roles"),
-                            f"node '{dbd_hosts[0].name}' has the slurm_dbd role but slurm.accounting "
-                            "is not set, so slurmdbd is not configured", severity="warning")]
+            return [
+                Problem(
+                    ("nodes", dbd_hosts[0].group_index, "roles"),
+                    f"node '{dbd_hosts[0].name}' has the slurm_dbd role but slurm.accounting "
+                    "is not set, so slurmdbd is not configured",
+                    severity="warning",
+                )
+            ]
         return []
     host = hosts_by_name(hosts).get(accounting.host)
     path = ("slurm", "accounting", "host")
@@ -91,45 +103,71 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
     for index, partition in enumerate(spec.slurm.partitions):
         base = ("slurm", "partitions", index)
         if partition.name in seen:
-            problems.append(Problem((*base, "name"),
-                                    f"partition '{partition.name}' is already defined at "
-                                    f"slurm.partitions[{seen[partition.name]}]"))
+            problems.append(
+                Problem(
+                    (*base, "name"),
+                    f"partition '{partition.name}' is already defined at "
+                    f"slurm.partitions[{seen[partition.name]}]",
+                )
+            )
         seen.setdefault(partition.name, index)
         if partition.default:
             defaults.append(index)
             if len(defaults) > 1:
-                problems.append(Problem((*base, "default"),
-                                        f"only one partition may be the default; "
-                                        f"slurm.partitions[{defaults[0]}] already is"))
+                problems.append(
+                    Problem(
+                        (*base, "default"),
+                        f"only one partition may be the default; "
+                        f"slurm.partitions[{defaults[0]}] already is",
+                    )
+                )
         for name in expand_hostlist(partition.nodes):
             host = table.get(name)
             if host is None:
                 problems.append(Problem((*base, "nodes"), unknown_node(name, hosts)))
             elif not host.is_slurm_compute:
-                problems.append(Problem((*base, "nodes"),
-                                        f"node '{name}' is not a Slurm compute node (it has no "
-                                        "compute role)"))
+                problems.append(
+                    Problem(
+                        (*base, "nodes"),
+                        f"node '{name}' is not a Slurm compute node (it has no compute role)",
+                    )
+                )
             in_some_partition.add(name)
         if partition.max_time is not None and partition.default_time is not None:
             max_minutes = parse_slurm_time(str(partition.max_time))
             default_minutes = parse_slurm_time(str(partition.default_time))
-            if default_minutes is None and max_minutes is not None or (
-                default_minutes is not None and max_minutes is not None
+            if (default_minutes is None and max_minutes is not None) or (
+                default_minutes is not None
+                and max_minutes is not None
                 and default_minutes > max_minutes
             ):
-                problems.append(Problem((*base, "default_time"),
-                                        f"default_time {partition.default_time} exceeds max_time "
-                                        f"{partition.max_time}"))
+                problems.append(
+                    Problem(
+                        (*base, "default_time"),
+                        f"default_time {partition.default_time} exceeds max_time "
+                        f"{partition.max_time}",
+                    )
+                )
         if partition.def_mem_per_gpu_mib is not None:
-            clash = [k for k in spec.slurm.options if k.lower() in ("defmempercpu", "defmempernode")]
+            clash = [
+                k for k in spec.slurm.options if k.lower() in ("defmempercpu", "defmempernode")
+            ]
             if clash:
-                problems.append(Problem((*base, "def_mem_per_gpu_mib"),
-                                        f"DefMemPerGPU excludes slurm.options {clash[0]}"))
+                problems.append(
+                    Problem(
+                        (*base, "def_mem_per_gpu_mib"),
+                        f"DefMemPerGPU excludes slurm.options {clash[0]}",
+                    )
+                )
     for host in hosts:
         if host.is_slurm_compute and host.name not in in_some_partition:
-            problems.append(Problem(("nodes", host.group_index, "names"),
-                                    f"compute node '{host.name}' is in no partition, so no job can "
-                                    "run on it", severity="warning"))
+            problems.append(
+                Problem(
+                    ("nodes", host.group_index, "names"),
+                    f"compute node '{host.name}' is in no partition, so no job can run on it",
+                    severity="warning",
+                )
+            )
     return problems
 
 
@@ -146,27 +184,35 @@ def _options(spec: Spec) -> list[Problem]:
         lowered = key.lower()
         if lowered in deprecated:
             name, where = deprecated[lowered]
-            problems.append(Problem(path, f"{name} is deprecated and not written; use {where}", at="key"))
+            problems.append(
+                Problem(path, f"{name} is deprecated and not written; use {where}", at="key")
+            )
         elif lowered in derived:
             name, where = derived[lowered]
-            problems.append(Problem(path, f"clustergen writes {name} itself from {where}", at="key"))
+            problems.append(
+                Problem(path, f"clustergen writes {name} itself from {where}", at="key")
+            )
         elif lowered in accepted and accepted[lowered].defunct:
-            problems.append(Problem(
-                path,
-                f"{accepted[lowered].name} is defunct in Slurm {release_name(list_version)}: "
-                "slurmctld logs an error and ignores it",
-                at="key",
-            ))
+            problems.append(
+                Problem(
+                    path,
+                    f"{accepted[lowered].name} is defunct in Slurm {release_name(list_version)}: "
+                    "slurmctld logs an error and ignores it",
+                    at="key",
+                )
+            )
         elif lowered not in accepted:
             hint = _FOLKLORE_KEYS.get(lowered)
             live = (k.name for k in accepted.values() if not k.defunct)
             detail = f"; {hint}" if hint else did_you_mean(key, live)
-            problems.append(Problem(
-                path,
-                f"'{key}' is not a slurm.conf key in Slurm {release_name(list_version)} "
-                f"(slurmctld would refuse to start){detail}",
-                at="key",
-            ))
+            problems.append(
+                Problem(
+                    path,
+                    f"'{key}' is not a slurm.conf key in Slurm {release_name(list_version)} "
+                    f"(slurmctld would refuse to start){detail}",
+                    at="key",
+                )
+            )
     return problems
 
 
@@ -174,12 +220,24 @@ def _policies(spec: Spec) -> list[Problem]:
     problems = []
     preemption = spec.slurm.preemption
     if preemption is not None and preemption.type == "qos" and spec.slurm.accounting is None:
-        problems.append(Problem(("slurm", "preemption", "type"),
-                                "preempt/qos needs slurm.accounting: QOS are kept by slurmdbd"))
+        problems.append(
+            Problem(
+                ("slurm", "preemption", "type"),
+                "preempt/qos needs slurm.accounting: QOS are kept by slurmdbd",
+            )
+        )
     priority = spec.slurm.priority
-    if (priority is not None and priority.weights is not None and priority.weights.fairshare
-            and spec.slurm.accounting is None):
-        problems.append(Problem(("slurm", "priority", "weights", "fairshare"),
-                                "a fairshare weight has no effect without slurm.accounting",
-                                severity="warning"))
+    if (
+        priority is not None
+        and priority.weights is not None
+        and priority.weights.fairshare
+        and spec.slurm.accounting is None
+    ):
+        problems.append(
+            Problem(
+                ("slurm", "priority", "weights", "fairshare"),
+                "a fairshare weight has no effect without slurm.accounting",
+                severity="warning",
+            )
+        )
     return problems

@@ -16,29 +16,45 @@ def _dotted(version: tuple[int, ...]) -> str:
 
 
 def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    return [*_cuda_and_driver(spec), *_gpu_architectures(spec), *_fabric_manager(spec),
-            *_slurm_version(spec)]
+    return [
+        *_cuda_and_driver(spec),
+        *_gpu_architectures(spec),
+        *_fabric_manager(spec),
+        *_slurm_version(spec),
+    ]
 
 
 def _cuda_and_driver(spec: Spec) -> list[Problem]:
     software = spec.software
     cuda = parse_version(software.cuda)
     if cuda[:2] == (12, 7):
-        return [Problem(("software", "cuda"), "there is no CUDA 12.7 release (12.6 is followed by 12.8)")]
+        return [
+            Problem(
+                ("software", "cuda"), "there is no CUDA 12.7 release (12.6 is followed by 12.8)"
+            )
+        ]
     needed = minimum_driver(cuda)
     if needed is None:
         known = ", ".join(_dotted(v) for v in MIN_DRIVER)
-        return [Problem(("software", "cuda"),
-                        f"CUDA {software.cuda} is not in the driver table ({known}); its driver "
-                        "requirement is not checked", severity="warning")]
+        return [
+            Problem(
+                ("software", "cuda"),
+                f"CUDA {software.cuda} is not in the driver table ({known}); its driver "
+                "requirement is not checked",
+                severity="warning",
+            )
+        ]
     minimum, rule = needed
     driver = parse_version(software.nvidia_driver)
     if driver < minimum:
-        return [Problem(
-            ("software", "nvidia_driver"),
-            f"driver {software.nvidia_driver} is older than {_dotted(minimum)}, the minimum for "
-            f"CUDA {software.cuda} ({rule} row of the CUDA release notes)",
-        )]
+        return [
+            Problem(
+                ("software", "nvidia_driver"),
+                f"driver {software.nvidia_driver} is older than {_dotted(minimum)}, "
+                "the minimum for "
+                f"CUDA {software.cuda} ({rule} row of the CUDA release notes)",
+            )
+        ]
     return []
 
 
@@ -49,18 +65,24 @@ def _gpu_architectures(spec: Spec) -> list[Problem]:
         if profile.gpu is None or profile.gpu.model not in GPU_MODELS:
             continue
         model = GPU_MODELS[profile.gpu.model]
-        if cuda < model.first_cuda:
-            problems.append(Problem(
-                ("software", "cuda"),
-                f"CUDA {spec.software.cuda} cannot target {model.name} ({model.sm}, "
-                f"hardware.{name}); it needs CUDA {_dotted(model.first_cuda)} or newer",
-            ))
-        elif model.last_cuda_exclusive and cuda >= model.last_cuda_exclusive:
-            problems.append(Problem(
-                ("software", "cuda"),
-                f"CUDA {spec.software.cuda} no longer supports {model.name} ({model.sm}, "
-                f"hardware.{name}); the last CUDA for it is below {_dotted(model.last_cuda_exclusive)}",
-            ))
+        arch = model.architecture
+        if cuda < arch.first_cuda:
+            problems.append(
+                Problem(
+                    ("software", "cuda"),
+                    f"CUDA {spec.software.cuda} cannot target {model.name} ({arch.sm}, "
+                    f"hardware.{name}); it needs CUDA {_dotted(arch.first_cuda)} or newer",
+                )
+            )
+        elif arch.last_cuda_exclusive and cuda >= arch.last_cuda_exclusive:
+            problems.append(
+                Problem(
+                    ("software", "cuda"),
+                    f"CUDA {spec.software.cuda} no longer supports {model.name} ({arch.sm}, "
+                    f"hardware.{name}); the last CUDA for it is below "
+                    f"{_dotted(arch.last_cuda_exclusive)}",
+                )
+            )
     return problems
 
 
@@ -70,24 +92,41 @@ def _fabric_manager(spec: Spec) -> list[Problem]:
     nvswitch = sorted(name for name, p in spec.hardware.items() if p.gpu and p.gpu.nvswitch)
     software = spec.software
     if nvswitch and software.fabric_manager is None:
-        return [Problem(("software",),
-                        f"fabric_manager is required: hardware {', '.join(nvswitch)} has NVSwitch; "
-                        f"set it to the driver version {software.nvidia_driver}", at="key")]
+        return [
+            Problem(
+                ("software",),
+                f"fabric_manager is required: hardware {', '.join(nvswitch)} has NVSwitch; "
+                f"set it to the driver version {software.nvidia_driver}",
+                at="key",
+            )
+        ]
     if nvswitch and software.fabric_manager != software.nvidia_driver:
-        return [Problem(("software", "fabric_manager"),
-                        f"fabric_manager {software.fabric_manager} must equal nvidia_driver "
-                        f"{software.nvidia_driver} exactly, or nvidia-fabricmanager will not start")]
+        return [
+            Problem(
+                ("software", "fabric_manager"),
+                f"fabric_manager {software.fabric_manager} must equal nvidia_driver "
+                f"{software.nvidia_driver} exactly, or nvidia-fabricmanager will not start",
+            )
+        ]
     if not nvswitch and software.fabric_manager is not None:
-        return [Problem(("software", "fabric_manager"),
-                        "fabric_manager is set but no node's hardware has NVSwitch (gpu.nvswitch: true); "
-                        "remove it")]
+        return [
+            Problem(
+                ("software", "fabric_manager"),
+                "fabric_manager is set but no node's hardware has NVSwitch (gpu.nvswitch: true); "
+                "remove it",
+            )
+        ]
     return []
 
 
 def _slurm_version(spec: Spec) -> list[Problem]:
     if key_list_version(spec.software.slurm) is None:
         oldest = release_name(KEY_LIST_VERSIONS[0])
-        return [Problem(("software", "slurm"),
-                        f"Slurm {spec.software.slurm} is older than {oldest}, the oldest version "
-                        "clustergen supports")]
+        return [
+            Problem(
+                ("software", "slurm"),
+                f"Slurm {spec.software.slurm} is older than {oldest}, the oldest version "
+                "clustergen supports",
+            )
+        ]
     return []

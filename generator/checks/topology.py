@@ -21,9 +21,13 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
     index_of: dict[str, int] = {}
     for index, switch in enumerate(fabric.switches):
         if switch.name in index_of:
-            problems.append(Problem((*base, index, "name"),
-                                    f"switch '{switch.name}' is already defined at "
-                                    f"network.fabric.switches[{index_of[switch.name]}]"))
+            problems.append(
+                Problem(
+                    (*base, index, "name"),
+                    f"switch '{switch.name}' is already defined at "
+                    f"network.fabric.switches[{index_of[switch.name]}]",
+                )
+            )
         index_of.setdefault(switch.name, index)
 
     parent_of: dict[str, str] = {}
@@ -31,11 +35,15 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
         for child in expand_hostlist(switch.switches) if switch.switches else []:
             path = (*base, index, "switches")
             if child not in index_of:
-                problems.append(Problem(path, f"unknown switch '{child}'{did_you_mean(child, index_of)}"))
+                problems.append(
+                    Problem(path, f"unknown switch '{child}'{did_you_mean(child, index_of)}")
+                )
             elif child == switch.name:
                 problems.append(Problem(path, f"switch '{child}' cannot be its own child"))
             elif child in parent_of:
-                problems.append(Problem(path, f"switch '{child}' already hangs from '{parent_of[child]}'"))
+                problems.append(
+                    Problem(path, f"switch '{child}' already hangs from '{parent_of[child]}'")
+                )
             else:
                 parent_of[child] = switch.name
 
@@ -62,9 +70,14 @@ def _one_tree(switches: list, parent_of: dict[str, str], base: tuple) -> list[Pr
     if looped:
         problems.append(Problem(base, f"switches {', '.join(looped)} form a cycle", at="key"))
     if len(roots) > 1:
-        problems.append(Problem(base,
-                                f"the switches form {len(roots)} separate trees (tops: "
-                                f"{', '.join(roots)}); add a spine switch over them", at="key"))
+        problems.append(
+            Problem(
+                base,
+                f"the switches form {len(roots)} separate trees (tops: "
+                f"{', '.join(roots)}); add a spine switch over them",
+                at="key",
+            )
+        )
     return problems
 
 
@@ -80,13 +93,19 @@ def _leaf_membership(switches: list, hosts: list[Host], base: tuple) -> list[Pro
             if name not in known:
                 problems.append(Problem(path, unknown_node(name, hosts)))
             elif name in leaf_of:
-                problems.append(Problem(path, f"node '{name}' already hangs from leaf '{leaf_of[name]}'"))
+                problems.append(
+                    Problem(path, f"node '{name}' already hangs from leaf '{leaf_of[name]}'")
+                )
             else:
                 leaf_of[name] = switch.name
     missing = [h.name for h in hosts if h.is_slurm_compute and h.name not in leaf_of]
     if missing:
-        problems.append(Problem(base,
-                                f"Slurm compute nodes {hostlist.collect_hostlist(missing)} hang from no "
-                                "leaf switch; topology/tree would leave them out of multi-node jobs",
-                                at="key"))
+        problems.append(
+            Problem(
+                base,
+                f"Slurm compute nodes {hostlist.collect_hostlist(missing)} hang from no "
+                "leaf switch; topology/tree would leave them out of multi-node jobs",
+                at="key",
+            )
+        )
     return problems

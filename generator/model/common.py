@@ -156,8 +156,7 @@ def _check_slurm_time(value: Any) -> str:
         parse_slurm_time(text)
     except ValueError:
         raise ValueError(
-            f"'{text}' is not a Slurm time (use minutes, 'h:m:s', 'd-h', 'd-h:m:s' "
-            "or UNLIMITED)"
+            f"'{text}' is not a Slurm time (use minutes, 'h:m:s', 'd-h', 'd-h:m:s' or UNLIMITED)"
         ) from None
     return text
 
@@ -188,7 +187,9 @@ def _check_no_conf_breakers(value: Any) -> Any:
 
 def _reject_bool(value: Any) -> Any:
     if isinstance(value, bool):
-        raise ValueError(f"{value} is a YAML boolean here; write the value Slurm expects (e.g. YES/NO)")
+        raise ValueError(
+            f"{value} is a YAML boolean here; write the value Slurm expects (e.g. YES/NO)"
+        )
     return value
 
 

@@ -6,7 +6,7 @@ from typing import Literal, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from clustergen.model.common import CIDR, IPv4, Hostlist, Hostname, StrictModel
+from clustergen.model.common import CIDR, Hostlist, Hostname, IPv4, StrictModel
 
 INFINIBAND_RATES = ("edr", "hdr", "ndr", "xdr")  # 100, 200, 400, 800 Gb/s
 ROCE_RATES = ("100g", "200g", "400g", "800g")
@@ -36,7 +36,8 @@ class Switch(StrictModel):
     def _has_children(self) -> Self:
         if (self.nodes is None) == (self.switches is None):
             raise ValueError(
-                f"switch '{self.name}' needs exactly one of 'nodes' (a leaf) or 'switches' (a spine)"
+                f"switch '{self.name}' needs exactly one of 'nodes' (a leaf) or 'switches' "
+                "(a spine)"
             )
         return self
 
@@ -77,7 +78,9 @@ class Fabric(StrictModel):
         if fabric_type is None:
             return rate
         rates, label = (
-            (INFINIBAND_RATES, "an InfiniBand") if fabric_type == "infiniband" else (ROCE_RATES, "a RoCE")
+            (INFINIBAND_RATES, "an InfiniBand")
+            if fabric_type == "infiniband"
+            else (ROCE_RATES, "a RoCE")
         )
         if rate not in rates:
             raise ValueError(f"'{rate}' is not {label} rate (expected one of {', '.join(rates)})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from clustergen.model.common import IPv4, Hostlist, StrictModel
+from clustergen.model.common import Hostlist, IPv4, StrictModel
 
 # Roles clustergen gives a meaning to. A spec may add its own in cluster.extra_roles.
 KNOWN_ROLES = (

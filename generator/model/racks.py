@@ -30,7 +30,9 @@ class RackDevice(StrictModel):
         default=None, description="Name of a device that is not a node (switch, patch panel)."
     )
     height_u: int | None = Field(default=None, ge=1, description="Height of a non-node device.")
-    max_watts: int | None = Field(default=None, ge=0, description="Power draw of a non-node device.")
+    max_watts: int | None = Field(
+        default=None, ge=0, description="Power draw of a non-node device."
+    )
 
     @model_validator(mode="after")
     def _node_or_device(self) -> Self:

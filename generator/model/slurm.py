@@ -18,7 +18,9 @@ class AccountingDatabase(StrictModel):
 
     host: str = Field(default="localhost", description="MariaDB/MySQL host seen from slurmdbd.")
     port: int = Field(default=3306, ge=1, le=65535, description="Database port.")
-    name: str = Field(default="slurm_acct_db", pattern=r"^[A-Za-z0-9_]+$", description="Database name.")
+    name: str = Field(
+        default="slurm_acct_db", pattern=r"^[A-Za-z0-9_]+$", description="Database name."
+    )
     user: str = Field(default="slurm", pattern=r"^[A-Za-z0-9_]+$", description="Database user.")
     password_variable: str = Field(
         default="vault_slurmdbd_storage_pass",

@@ -14,10 +14,10 @@ OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "rocky-9"
 class Repository(StrictModel):
     """A package repository."""
 
-    name: Identifier = Field(description="Short name of the package repository, used in file names.")
-    url: str = Field(
-        pattern=r"^(https?|file)://\S+$", description="Base URL of the repository."
+    name: Identifier = Field(
+        description="Short name of the package repository, used in file names."
     )
+    url: str = Field(pattern=r"^(https?|file)://\S+$", description="Base URL of the repository.")
     key_url: str | None = Field(
         default=None,
         pattern=r"^(https?|file)://\S+$",
@@ -28,15 +28,21 @@ class Repository(StrictModel):
 class Software(StrictModel):
     """The pinned software stack, identical on every node that runs it."""
 
-    os: OperatingSystem = Field(description="Operating system of every node; selects apt or dnf packaging.")
+    os: OperatingSystem = Field(
+        description="Operating system of every node; selects apt or dnf packaging."
+    )
     nvidia_driver: Version = Field(description="Exact NVIDIA driver version, e.g. 550.90.07.")
     fabric_manager: Version | None = Field(
         default=None,
         description="NVIDIA Fabric Manager version. Required, and equal to nvidia_driver, when any "
         "hardware profile has NVSwitch; must be absent otherwise.",
     )
-    cuda: Version = Field(description="CUDA toolkit version, e.g. 12.4.1. Checked against the driver.")
-    nccl: Version = Field(description="NCCL version, e.g. 2.21.5; packaged with the CUDA build suffix.")
+    cuda: Version = Field(
+        description="CUDA toolkit version, e.g. 12.4.1. Checked against the driver."
+    )
+    nccl: Version = Field(
+        description="NCCL version, e.g. 2.21.5; packaged with the CUDA build suffix."
+    )
     cudnn: Version | None = Field(default=None, description="cuDNN version, e.g. 9.1.0.70.")
     dcgm: Version | None = Field(default=None, description="NVIDIA DCGM version, e.g. 3.3.6.")
     slurm: Version = Field(

@@ -9,8 +9,8 @@ from pydantic import Field
 from clustergen.model.cluster import Cluster
 from clustergen.model.common import StrictModel
 from clustergen.model.hardware import HardwareProfile
-from clustergen.model.network import Network
 from clustergen.model.nccl import Nccl
+from clustergen.model.network import Network
 from clustergen.model.nodes import NodeGroup
 from clustergen.model.racks import Facility, Rack
 from clustergen.model.slurm import Slurm

@@ -69,7 +69,9 @@ class Lustre(StrictModel):
         pattern=r"^(o2ib|tcp)\d*$",
         description="LNet network of the servers' NIDs (fabric_ip@lnet), e.g. o2ib0.",
     )
-    backend: Literal["ldiskfs", "zfs"] = Field(default="ldiskfs", description="Backing file system.")
+    backend: Literal["ldiskfs", "zfs"] = Field(
+        default="ldiskfs", description="Backing file system."
+    )
     mgs: LustreMgs = Field(description="Management server target.")
     mdts: list[LustreTarget] = Field(min_length=1, description="Metadata targets.")
     osts: list[LustreTarget] = Field(min_length=1, description="Object storage targets.")
