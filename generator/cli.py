@@ -114,6 +114,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             loaded = load_spec(path)
         except SpecInvalid as exc:
             _report(exc.problems)
+            print(f"{path}: {len(exc.problems)} error(s), 0 warning(s)", file=sys.stderr)
             worst = max(worst, ExitCode.INVALID_SPEC)
             continue
         except UsageError as exc:

@@ -43,12 +43,13 @@ class LoadedSpec:
     def locate(self, path: SpecPath, at: str = "value") -> Position:
         """The position of `path`, or of its nearest ancestor that has one."""
         probe = path
-        while probe:
+        while True:
             located = self.positions.get(probe)
             if located is not None:
                 return located.key if at == "key" else located.value
+            if not probe:
+                return Position(1, 1)
             probe = probe[:-1]
-        return Position(1, 1)
 
 
 def load_spec(path: str) -> LoadedSpec:
@@ -86,6 +87,10 @@ def parse_spec(text: str, file: str, name: str) -> LoadedSpec:
         raise SpecInvalid([LocatedProblem(file, Position(1, 1), (), message)]) from None
 
     loaded = LoadedSpec(file=file, name=name, data=None)
+    if isinstance(document, CommentedMap | CommentedSeq):
+        # The top level itself, for problems with the whole document (after any comments).
+        start = Position(document.lc.line + 1, document.lc.col + 1)
+        loaded.positions[()] = Located(start, start)
     try:
         loaded.data = _plain(document, (), loaded.positions, loaded.float_texts)
     except RecursionError:

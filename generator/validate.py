@@ -90,8 +90,10 @@ def shape_problems(
     for path, (error, loc) in list(by_path.items()):
         if error["type"] == "extra_forbidden":
             meant = nearest(str(path[-1]), allowed_keys(loc[:-1]))
+            if meant is None:
+                continue
             missing = by_path.get((*path[:-1], meant))
-            if meant is not None and missing is not None and missing[0]["type"] == "missing":
+            if missing is not None and missing[0]["type"] == "missing":
                 del by_path[(*path[:-1], meant)]
     texts = float_texts or {}
     return [_problem(error, path, loc, texts.get(path)) for path, (error, loc) in by_path.items()]
@@ -122,10 +124,15 @@ def _problem(
     ctx = error.get("ctx") or {}
     if kind == "extra_forbidden":
         key = str(path[-1])
-        hint = did_you_mean(key, allowed_keys(loc[:-1]))
+        allowed = allowed_keys(loc[:-1])
+        hint = did_you_mean(key, allowed)
+        if not hint and allowed:
+            hint = "; expected one of " + ", ".join(allowed)
         return Problem(path, f"unknown key '{key}'{hint}", at="key")
     if kind == "missing":
         return Problem(path, f"missing required key '{path[-1]}'", at="key")
+    if value is None and kind not in ("missing", "extra_forbidden"):
+        return Problem(path, "the value is empty (YAML null); give a value or remove the key")
     if kind == "literal_error":
         expected = ctx.get("expected", "")
         choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ",").split(",")]
@@ -133,12 +140,11 @@ def _problem(
             # e.g. version: '1' where the number 1 is meant
             return Problem(path, f"{_show(value)} is a string here; write {value} without quotes")
         hint = did_you_mean(str(value), choices) if isinstance(value, str) else ""
-        return Problem(path, f"{_show(value)} is not allowed; expected {expected}{hint}")
+        subject = _show(value) if isinstance(value, str) else _got(value)
+        return Problem(path, f"{subject} is not allowed; expected {expected}{hint}")
     if kind in ("value_error", "assertion_error"):
         message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         return Problem(path, message)
-    if value is None and kind.endswith("_type"):
-        return Problem(path, "the value is empty (YAML null); give a value or remove the key")
     if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
         text = written or str(value)
         if text != str(value):
@@ -154,6 +160,8 @@ def _problem(
         return Problem(path, f"expected a string, got {_got(value)}")
     if kind == "int_type":
         return Problem(path, f"expected a whole number, got {_got(value)}")
+    if kind in ("float_type", "float_parsing"):
+        return Problem(path, f"expected a number, got {_got(value)}")
     if kind == "bool_type":
         hint = ""
         if isinstance(value, str) and value.lower() in _YAML11_BOOLEANS:

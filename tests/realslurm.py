@@ -42,7 +42,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-import pytest
+from conftest import require
 
 # The generator's own copy of shared/reference/slurm-keys: the top-level keys
 # each Slurm release's parser accepts.
@@ -72,7 +72,6 @@ REQUIRED_TOOLS = (
     "mknod",
     "hostname",
 )
-INSTALL_HINT = "apt-get install slurmctld slurmd slurm-client slurmdbd mariadb-server"
 
 # slurm.conf keys removed without replacement: addresses, key files and
 # plugin paths of the real site that make no sense on the test machine.
@@ -1150,19 +1149,6 @@ def run_slurmd_gres(
         return bed.slurmd_gres(node, gpu_count)
 
 
-def missing_requirements() -> list[str]:
-    missing = [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
-    if os.geteuid() != 0:
-        missing.append("root (namespaces, mounts and mknod need it)")
-    return missing
-
-
 def require_real_slurm() -> None:
     """Skip the calling test without real Slurm; in CI (CI=true) fail instead, never skip."""
-    missing = missing_requirements()
-    if not missing:
-        return
-    message = f"real Slurm test bed unavailable, missing: {', '.join(missing)} ({INSTALL_HINT})"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+    require(*REQUIRED_TOOLS, root=True)

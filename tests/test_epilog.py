@@ -68,7 +68,8 @@ def test_ecc_errors_drain(epilog: Path, tmp_path: Path) -> None:
     readings = healthy().replace("5, 0, 45", "5, 3, 45")
     calls = run_epilog(epilog, tmp_path, "gpu01", readings)
     assert calls == [
-        "update NodeName=gpu01 State=DRAIN Reason=clustergen health: GPU 5 has 3 uncorrected ECC errors"
+        "update NodeName=gpu01 State=DRAIN Reason=clustergen health: "
+        "GPU 5 has 3 uncorrected ECC errors"
     ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hostlist
+
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.errors import Problem
 from clustergen.hosts import Host
@@ -21,15 +23,19 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
                     + ", ".join(GPU_MODELS),
                 )
             )
-    compute_profiles = {h.hardware_name for h in hosts if h.is_slurm_compute}
-    for name in sorted(compute_profiles & set(spec.hardware)):
+    compute_nodes: dict[str, list[str]] = {}
+    for host in hosts:
+        if host.is_slurm_compute:
+            compute_nodes.setdefault(host.hardware_name, []).append(host.name)
+    for name in sorted(compute_nodes.keys() & set(spec.hardware)):
         if spec.hardware[name].reserved_memory_gib is None:
             problems.append(
                 Problem(
                     ("hardware", name),
-                    "Slurm compute nodes need reserved_memory_gib: the OS sees less than the "
-                    "installed memory, and a node reporting less than RealMemory is drained "
-                    "as INVAL",
+                    f"'{name}' is the profile of Slurm compute nodes "
+                    f"{hostlist.collect_hostlist(compute_nodes[name])}, so it needs "
+                    "reserved_memory_gib: the OS sees less than the installed memory, and a "
+                    "node reporting less than RealMemory is drained as INVAL",
                     at="key",
                 )
             )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES
-from clustergen.suggest import did_you_mean
+from clustergen.suggest import did_you_mean, nearest
 
 
 def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
@@ -18,6 +20,16 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
         *_rack_positions(spec, hosts),
         *_storage_nodes(spec, hosts),
     ]
+
+
+def meant_roles(spec: Spec, roles: Iterable[str]) -> set[str]:
+    """The roles as meant: an unknown role counts as the known role it misspells.
+
+    Checks that need a role read roles through this, so a misspelt role is reported
+    once (as unknown, with the suggestion) and not again as a missing role.
+    """
+    valid = (*KNOWN_ROLES, *spec.cluster.extra_roles)
+    return {role if role in valid else (nearest(role, valid) or role) for role in roles}
 
 
 def unknown_node(name: str, hosts: list[Host]) -> str:
@@ -73,6 +85,8 @@ def _roles_known(spec: Spec) -> list[Problem]:
 
 def _unused_profiles(spec: Spec) -> list[Problem]:
     used = {group.hardware for group in spec.nodes}
+    if not used <= set(spec.hardware):
+        return []  # a group names an unknown profile, likely the unused one misspelt
     return [
         Problem(
             ("hardware", name),

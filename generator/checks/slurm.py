@@ -5,11 +5,12 @@ from __future__ import annotations
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
     DERIVED_KEYS,
+    KEY_LIST_VERSIONS,
     accepted_keys,
     key_list_version,
     release_name,
 )
-from clustergen.checks.references import unknown_node
+from clustergen.checks.references import meant_roles, unknown_node
 from clustergen.errors import Problem
 from clustergen.hosts import Host, hosts_by_name
 from clustergen.model import Spec
@@ -28,7 +29,7 @@ _FOLKLORE_KEYS = {
 
 def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
     return [
-        *_compute_nodes_exist(hosts),
+        *_compute_nodes_exist(spec, hosts),
         *_controllers(spec, hosts),
         *_accounting(spec, hosts),
         *_partitions(spec, hosts),
@@ -37,8 +38,8 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
     ]
 
 
-def _compute_nodes_exist(hosts: list[Host]) -> list[Problem]:
-    if any(host.is_slurm_compute for host in hosts):
+def _compute_nodes_exist(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    if any("compute" in meant_roles(spec, host.roles) for host in hosts):
         return []
     return [
         Problem(("nodes",), "no node group has the compute role, so Slurm has no nodes", at="key")
@@ -53,11 +54,13 @@ def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
         host = table.get(name)
         if host is None:
             problems.append(Problem(path, unknown_node(name, hosts)))
-        elif "slurm_controller" not in host.roles:
+        elif "slurm_controller" not in meant_roles(spec, host.roles):
             problems.append(Problem(path, f"node '{name}' does not have the slurm_controller role"))
         elif name in spec.slurm.controllers[:index]:
             problems.append(Problem(path, f"controller '{name}' is listed twice"))
     listed = set(spec.slurm.controllers)
+    if not listed <= set(table):
+        return problems  # an unknown controller may be a misspelt node; said above
     for host in hosts:
         if "slurm_controller" in host.roles and host.name not in listed:
             problems.append(
@@ -89,7 +92,7 @@ def _accounting(spec: Spec, hosts: list[Host]) -> list[Problem]:
     path = ("slurm", "accounting", "host")
     if host is None:
         return [Problem(path, unknown_node(accounting.host, hosts))]
-    if "slurm_dbd" not in host.roles:
+    if "slurm_dbd" not in meant_roles(spec, host.roles):
         return [Problem(path, f"node '{accounting.host}' does not have the slurm_dbd role")]
     return []
 
@@ -125,7 +128,7 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
             host = table.get(name)
             if host is None:
                 problems.append(Problem((*base, "nodes"), unknown_node(name, hosts)))
-            elif not host.is_slurm_compute:
+            elif "compute" not in meant_roles(spec, host.roles):
                 problems.append(
                     Problem(
                         (*base, "nodes"),
@@ -204,16 +207,50 @@ def _options(spec: Spec) -> list[Problem]:
         elif lowered not in accepted:
             hint = _FOLKLORE_KEYS.get(lowered)
             live = (k.name for k in accepted.values() if not k.defunct)
-            detail = f"; {hint}" if hint else did_you_mean(key, live)
+            detail = f"; {hint}" if hint else _other_versions(lowered, list_version)
+            detail = detail or did_you_mean(key, live)
             problems.append(
                 Problem(
                     path,
-                    f"'{key}' is not a slurm.conf key in Slurm {release_name(list_version)} "
+                    f"'{key}' is not a slurm.conf key in {_slurm_label(spec, list_version)} "
                     f"(slurmctld would refuse to start){detail}",
                     at="key",
                 )
             )
     return problems
+
+
+def _slurm_label(spec: Spec, list_version: tuple[int, ...]) -> str:
+    """'Slurm 23.11', or for a release between key lists, which list it was checked against."""
+    pinned = spec.software.slurm
+    if release_name(list_version) == ".".join(pinned.split(".")[:2]):
+        return f"Slurm {release_name(list_version)}"
+    return f"Slurm {pinned} (checked against the {release_name(list_version)} key list)"
+
+
+def _other_versions(lowered: str, list_version: tuple[int, ...]) -> str:
+    """'; ... only from Slurm 24.11 on' when another release's parser acts on the key."""
+    live_in = [
+        v
+        for v in KEY_LIST_VERSIONS
+        if lowered in accepted_keys(v) and not accepted_keys(v)[lowered].defunct
+    ]
+    newer = [v for v in live_in if v > list_version]
+    older = [v for v in live_in if v < list_version]
+    if newer and not older:
+        name = accepted_keys(newer[0])[lowered].name
+        return f"; {name} is a slurm.conf key only from Slurm {release_name(newer[0])} on"
+    if older:
+        name = accepted_keys(older[-1])[lowered].name
+        return f"; Slurm {release_name(older[-1])} was the last to accept {name}"
+    ignored_in = [v for v in KEY_LIST_VERSIONS if v < list_version and lowered in accepted_keys(v)]
+    if ignored_in:
+        name = accepted_keys(ignored_in[-1])[lowered].name
+        return (
+            f"; {name} was defunct (read and ignored) up to Slurm "
+            f"{release_name(ignored_in[-1])} and is gone since"
+        )
+    return ""
 
 
 def _policies(spec: Spec) -> list[Problem]:

@@ -31,10 +31,12 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
         index_of.setdefault(switch.name, index)
 
     parent_of: dict[str, str] = {}
+    unknown_child = False
     for index, switch in enumerate(fabric.switches):
         for child in expand_hostlist(switch.switches) if switch.switches else []:
             path = (*base, index, "switches")
             if child not in index_of:
+                unknown_child = True
                 problems.append(
                     Problem(path, f"unknown switch '{child}'{did_you_mean(child, index_of)}")
                 )
@@ -47,12 +49,18 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
             else:
                 parent_of[child] = switch.name
 
-    problems += _one_tree(fabric.switches, parent_of, base)
+    problems += _one_tree(fabric.switches, parent_of, index_of, base, unknown_child)
     problems += _leaf_membership(fabric.switches, hosts, base)
     return problems
 
 
-def _one_tree(switches: list, parent_of: dict[str, str], base: tuple) -> list[Problem]:  # type: ignore[type-arg]
+def _one_tree(
+    switches: list,  # type: ignore[type-arg]
+    parent_of: dict[str, str],
+    index_of: dict[str, int],
+    base: tuple,  # type: ignore[type-arg]
+    unknown_child: bool,
+) -> list[Problem]:
     names = [switch.name for switch in switches]
     roots = [name for name in dict.fromkeys(names) if name not in parent_of]
     children: dict[str, list[str]] = {}
@@ -66,10 +74,31 @@ def _one_tree(switches: list, parent_of: dict[str, str], base: tuple) -> list[Pr
             reached.add(name)
             stack.extend(children.get(name, []))
     problems = []
-    looped = [name for name in dict.fromkeys(names) if name not in reached]
-    if looped:
-        problems.append(Problem(base, f"switches {', '.join(looped)} form a cycle", at="key"))
-    if len(roots) > 1:
+    on_a_cycle: set[str] = set()
+    for name in dict.fromkeys(names):
+        if name in reached or name in on_a_cycle:
+            continue
+        # Unreached switches all have parents, so walking up ends in a cycle.
+        trail: list[str] = []
+        while name not in trail:
+            trail.append(name)
+            name = parent_of[name]
+        cycle = trail[trail.index(name) :]
+        if on_a_cycle & set(cycle):
+            continue
+        on_a_cycle.update(cycle)
+        closing = max(cycle, key=lambda member: index_of[member])  # the entry listed last
+        chain = [closing]
+        while len(chain) == 1 or chain[-1] != closing:
+            chain.append(next(m for m in cycle if parent_of[m] == chain[-1]))
+        problems.append(
+            Problem(
+                (*base, index_of[closing], "switches"),
+                f"switch cycle {' > '.join(chain)} (each lists the next under 'switches'); "
+                "the switches must form one tree under a top switch",
+            )
+        )
+    if len(roots) > 1 and not unknown_child:  # an unknown child leaves its switch a top
         problems.append(
             Problem(
                 base,
@@ -103,8 +132,10 @@ def _leaf_membership(switches: list, hosts: list[Host], base: tuple) -> list[Pro
         problems.append(
             Problem(
                 base,
-                f"Slurm compute nodes {hostlist.collect_hostlist(missing)} hang from no "
-                "leaf switch; topology/tree would leave them out of multi-node jobs",
+                f"Slurm compute node{'s' if len(missing) > 1 else ''} "
+                f"{hostlist.collect_hostlist(missing)} hang{'' if len(missing) > 1 else 's'} "
+                "from no leaf switch; topology/tree would leave "
+                f"{'them' if len(missing) > 1 else 'it'} out of multi-node jobs",
                 at="key",
             )
         )

@@ -37,17 +37,31 @@ def expand_hostlist(expression: str) -> list[str]:
     """Expand a Slurm hostlist expression, enforcing what Slurm itself enforces."""
     if not expression or expression != expression.strip():
         raise ValueError(f"'{expression}' is not a hostlist expression")
+    opened = expression.count("[") - expression.count("]")
+    if opened:
+        missing = "a '[' is never closed" if opened > 0 else "a ']' has no matching '['"
+        raise ValueError(f"hostlist '{expression}': {missing}")
     for part in _top_level_parts(expression):
         if "[" in part and not part.endswith("]"):
+            head, _, tail = part.partition("[")
+            ranges, _, rest = tail.partition("]")
+            example = (
+                f"{head}{rest}[{ranges}]" if "[" not in rest and rest.strip() else "gpu-ib[01-04]"
+            )
             raise ValueError(
                 f"hostlist '{part}': a bracketed range must end the name (Slurm reads "
-                f"'{part}' differently); put the varying part last, e.g. 'gpu-ib[01-04]'"
+                f"'{part}' differently); put the varying part last, e.g. '{example}'"
             )
     try:
         names: list[str] = hostlist.expand_hostlist(expression)
     except hostlist.BadHostlist as exc:
         raise ValueError(f"'{expression}' is not a valid hostlist expression: {exc}") from None
     for name in names:
+        if name != expression and not _LABEL.match(name):
+            raise ValueError(
+                f"hostlist '{expression}' gives '{name}', which is not a valid host name "
+                "(RFC 1123: letters, digits and inner hyphens, 1-63 characters)"
+            )
         check_hostname(name)
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
@@ -97,7 +111,10 @@ def _check_cidr(value: str) -> str:
 
 def _check_version(value: str) -> str:
     if not _VERSION.match(value):
-        raise ValueError(f"'{value}' is not a version (dotted numbers such as 12.4.1)")
+        hint = ""
+        if re.match(r"^\d+(?:\.\d+)+[-+~]", value):
+            hint = "; an exact package version with a revision goes in software.packages"
+        raise ValueError(f"'{value}' is not a version (dotted numbers such as 12.4.1){hint}")
     return value
 
 
@@ -150,7 +167,8 @@ def parse_slurm_time(value: str) -> int | None:
 
 def _check_slurm_time(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"{value!r} is not a Slurm time")
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        raise ValueError(f"{shown} is not a Slurm time")
     text = str(value)
     try:
         parse_slurm_time(text)
@@ -188,7 +206,8 @@ def _check_no_conf_breakers(value: Any) -> Any:
 def _reject_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError(
-            f"{value} is a YAML boolean here; write the value Slurm expects (e.g. YES/NO)"
+            f"{str(value).lower()} is a YAML boolean here; write the value Slurm expects "
+            "(e.g. YES/NO)"
         )
     return value
 
