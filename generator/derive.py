@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import hostlist
 
 from clustergen.catalog.gpus import GPU_MODELS
-from clustergen.hosts import Host, expand_hosts, hosts_by_name
+from clustergen.hosts import Host, controller_names, expand_hosts, hosts_by_name
 from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import HardwareProfile
@@ -159,7 +159,7 @@ def _slurm_sections(
             [("ClusterName", spec.cluster.name)]
             + [
                 ("SlurmctldHost", f"{name}({table[name].management_ip})")
-                for name in slurm.controllers
+                for name in controller_names(spec)
             ],
         ),
         ConfSection(

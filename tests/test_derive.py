@@ -89,3 +89,17 @@ def test_sixteen_thousand_nodes_need_one_node_line() -> None:
     slurm = slurm_of(document)
     assert [line.names for line in slurm.nodes] == ["gpu[00001-16384]"]
     assert [line.names for line in slurm.gres] == ["gpu[00001-16384]"]
+
+
+def test_controllers_take_hostlists_primary_first() -> None:
+    document = reference()
+    document["nodes"][1] = {**document["nodes"][1], "names": "ctl[2,1]"}
+    document["slurm"]["controllers"] = ["ctl[2,1]"]
+    document["slurm"]["accounting"]["host"] = "ctl1"
+    document["racks"][4]["devices"][0]["node"] = "ctl1"
+    spec = Spec.model_validate(document)
+    (cluster,) = [s for s in derive(spec, "x").slurm.sections if s.title.startswith("Cluster")]
+    assert [v for k, v in cluster.settings if k == "SlurmctldHost"] == [
+        "ctl2(10.0.1.2)",
+        "ctl1(10.0.1.3)",
+    ]

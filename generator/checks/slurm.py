@@ -49,16 +49,21 @@ def _compute_nodes_exist(spec: Spec, hosts: list[Host]) -> list[Problem]:
 def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
     table = hosts_by_name(hosts)
     problems = []
-    for index, name in enumerate(spec.slurm.controllers):
+    seen: set[str] = set()
+    for index, entry in enumerate(spec.slurm.controllers):
         path = ("slurm", "controllers", index)
-        host = table.get(name)
-        if host is None:
-            problems.append(Problem(path, unknown_node(name, hosts)))
-        elif "slurm_controller" not in meant_roles(spec, host.roles):
-            problems.append(Problem(path, f"node '{name}' does not have the slurm_controller role"))
-        elif name in spec.slurm.controllers[:index]:
-            problems.append(Problem(path, f"controller '{name}' is listed twice"))
-    listed = set(spec.slurm.controllers)
+        for name in expand_hostlist(entry):
+            host = table.get(name)
+            if host is None:
+                problems.append(Problem(path, unknown_node(name, hosts)))
+            elif "slurm_controller" not in meant_roles(spec, host.roles):
+                problems.append(
+                    Problem(path, f"node '{name}' does not have the slurm_controller role")
+                )
+            elif name in seen:
+                problems.append(Problem(path, f"controller '{name}' is listed twice"))
+            seen.add(name)
+    listed = seen
     if not listed <= set(table):
         return problems  # an unknown controller may be a misspelt node; said above
     for host in hosts:

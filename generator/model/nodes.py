@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from clustergen.model.common import Hostlist, IPv4, StrictModel
@@ -38,7 +40,7 @@ class NodeGroup(StrictModel):
     fabric_ip: IPv4 | None = Field(
         default=None, description="Fabric address of the first node; the others follow in order."
     )
-    features: list[str] = Field(
+    features: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]] = Field(
         default_factory=list,
         description="Extra Slurm node features. The hardware profile name and the GPU's GRES "
         "type are always features of compute nodes.",

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from clustergen.model.common import ConfValue, Hostlist, Hostname, SlurmTime, StrictModel
 
 _SLURM_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+# One word of a slurm.conf value list: nothing that would split or end the value.
+SlurmWord = Annotated[str, Field(pattern=_SLURM_NAME)]
 _VAULT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -59,10 +61,10 @@ class Partition(StrictModel):
     oversubscribe: Literal["NO", "YES", "EXCLUSIVE", "FORCE"] | None = Field(
         default=None, description="OverSubscribe."
     )
-    allow_accounts: list[str] = Field(default_factory=list, description="AllowAccounts.")
-    allow_groups: list[str] = Field(default_factory=list, description="AllowGroups.")
-    allow_qos: list[str] = Field(default_factory=list, description="AllowQos.")
-    qos: str | None = Field(default=None, description="Partition QOS.")
+    allow_accounts: list[SlurmWord] = Field(default_factory=list, description="AllowAccounts.")
+    allow_groups: list[SlurmWord] = Field(default_factory=list, description="AllowGroups.")
+    allow_qos: list[SlurmWord] = Field(default_factory=list, description="AllowQos.")
+    qos: SlurmWord | None = Field(default=None, description="Partition QOS.")
     def_cpu_per_gpu: int | None = Field(default=None, ge=1, description="DefCpuPerGPU.")
     def_mem_per_gpu_mib: int | None = Field(default=None, ge=1, description="DefMemPerGPU in MiB.")
     preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] | None = Field(
@@ -131,8 +133,10 @@ class HealthCheck(StrictModel):
 class Slurm(StrictModel):
     """The Slurm configuration: slurm.conf, gres.conf, cgroup.conf, topology.conf, slurmdbd.conf."""
 
-    controllers: list[Hostname] = Field(
-        min_length=1, description="slurmctld hosts, primary first; the rest are backups."
+    controllers: list[Hostlist] = Field(
+        min_length=1,
+        description="slurmctld hosts (each entry a hostlist expression), primary first; the "
+        "rest are backups.",
     )
     accounting: Accounting | None = Field(default=None, description="slurmdbd accounting.")
     partitions: list[Partition] = Field(min_length=1, description="Slurm partitions.")
