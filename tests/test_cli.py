@@ -98,9 +98,12 @@ def test_rerender_removes_only_what_clustergen_wrote(cli, tmp_path: Path) -> Non
     (out / "slurm" / "site-notes.txt").write_text("mine\n")
     result = cli("render", str(EDGE), "-o", str(out))
     assert result.code == 0
-    assert "2 removed" in result.out
+    assert "5 removed" in result.out
     assert not (out / "slurm" / "slurmdbd.conf").exists()  # edge has no accounting
     assert not (out / "slurm" / "health-epilog.sh").exists()
+    # ... nor slurmdbd, NVSwitch or Lustre nodes, so neither their group_vars
+    for group in ("slurm_dbd", "nvswitch", "lustre_client"):
+        assert not (out / "inventory" / "group_vars" / f"{group}.yml").exists()
     assert (out / "slurm" / "site-notes.txt").read_text() == "mine\n"
 
 

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from clustergen.checks import addresses, hardware, references, slurm, software, topology
+from clustergen.checks import (
+    addresses,
+    hardware,
+    packages,
+    references,
+    slurm,
+    software,
+    topology,
+)
 from clustergen.errors import Problem
 from clustergen.hosts import Host, expand_hosts
 from clustergen.model import Spec
@@ -22,6 +30,7 @@ CHECKS: tuple[Check, ...] = (
     software.check,
     slurm.check,
     topology.check,
+    packages.check,
 )
 
 

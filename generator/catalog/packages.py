@@ -1,0 +1,298 @@
+"""Package names and exact version strings of the pinned stack, per OS family.
+
+Each concern (driver, fabric manager, CUDA, ...) maps the versions of the spec's
+`software` block to the packages that carry them and the version string the
+package manager must be given. The roles install exactly these and hold them.
+
+Sources (as recorded in shared/reference/domain-facts.md):
+- NCCL [src: NCCL packaging]: `libnccl2`/`libnccl-dev` (apt), `libnccl`/`libnccl-devel`
+  (dnf) at `<nccl>-1+cuda<major>.<minor>` of the CUDA build, which is the pinned CUDA.
+- CUDA toolkit: `cuda-toolkit-<major>-<minor>` at `<cuda>-1`.
+- Drivers [2nd]: `cuda-drivers-<branch>` from NVIDIA's CUDA repository; from branch 570
+  that repository ships `nvidia-open-<branch>`. Fabric manager [2nd]:
+  `nvidia-fabricmanager-<branch>` (apt) / `nvidia-fabric-manager` (dnf), version equal
+  to the driver.
+- DCGM: `datacenter-gpu-manager` for 3.x, `datacenter-gpu-manager-4-*` for 4.x; the
+  packages carry epoch 1.
+- Slurm: SchedMD's own Debian packaging (`slurm-smd-*`, from 23.11) and RPM spec
+  (`slurm`, `slurm-slurmctld`, ...); Debian's names before 23.11.
+- Lustre: Whamcloud's client packages (DKMS module on apt, kmod on EL).
+
+Revision suffixes (`-1`, `-0ubuntu1`, `.el9`) are repository choices that clustergen
+cannot know for certain; `software.packages` overrides any derived version string, and
+versions.lock shows every string before anything is installed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from clustergen.catalog.versions import parse_version
+from clustergen.model.software import Software
+
+PackageFamily = Literal["apt", "dnf"]
+
+OS_PACKAGE_FAMILY: dict[str, PackageFamily] = {
+    "ubuntu-22.04": "apt",
+    "ubuntu-24.04": "apt",
+    "debian-12": "apt",
+    "rocky-9": "dnf",
+    "rhel-9": "dnf",
+}
+
+# RPM release suffix of packages built per distribution (Slurm, Lustre, drivers).
+_EL_DIST = ".el9"
+
+# The concerns, each installed by the Ansible role of the same name (Slurm's four
+# node kinds all by the slurm role), in the order versions.lock lists them.
+CONCERNS: tuple[str, ...] = (
+    "nvidia_driver",
+    "fabric_manager",
+    "cuda",
+    "nccl",
+    "cudnn",
+    "dcgm",
+    "slurm_controller",
+    "slurm_dbd",
+    "slurm_compute",
+    "slurm_login",
+    "lustre_client",
+)
+
+Pins = dict[str, str]  # package name -> exact version string
+
+# Inventory groups that carry the pins. Role groups are the spec's roles; these are
+# derived from the hardware and the roles, and site.yml targets them.
+GPU_GROUP = "nvidia_gpu"  # nodes whose hardware profile has GPUs
+NVSWITCH_GROUP = "nvswitch"  # nodes whose GPUs sit on NVSwitch (fabric manager)
+SLURM_GROUP = "slurm"  # every node with a Slurm role
+LUSTRE_CLIENT_GROUP = "lustre_client"  # nodes of the roles that mount Lustre
+DERIVED_GROUPS: tuple[str, ...] = (GPU_GROUP, NVSWITCH_GROUP, SLURM_GROUP, LUSTRE_CLIENT_GROUP)
+SLURM_ROLES: tuple[str, ...] = ("compute", "login", "slurm_controller", "slurm_dbd")
+
+# What each concern is, for the comments of the rendered files.
+CONCERN_TITLE: dict[str, str] = {
+    "nvidia_driver": "NVIDIA driver",
+    "fabric_manager": "NVIDIA fabric manager",
+    "cuda": "CUDA toolkit",
+    "nccl": "NCCL runtime and headers",
+    "cudnn": "cuDNN",
+    "dcgm": "DCGM",
+    "slurm_controller": "Slurm controller (slurmctld)",
+    "slurm_dbd": "Slurm accounting (slurmdbd)",
+    "slurm_compute": "Slurm compute (slurmd)",
+    "slurm_login": "Slurm client commands",
+    "lustre_client": "Lustre client",
+}
+
+# The inventory group whose nodes get each concern's packages.
+CONCERN_GROUP: dict[str, str] = {
+    "nvidia_driver": GPU_GROUP,
+    "fabric_manager": NVSWITCH_GROUP,
+    "cuda": GPU_GROUP,
+    "nccl": GPU_GROUP,
+    "cudnn": GPU_GROUP,
+    "dcgm": GPU_GROUP,
+    "slurm_controller": "slurm_controller",
+    "slurm_dbd": "slurm_dbd",
+    "slurm_compute": "compute",
+    "slurm_login": "login",
+    "lustre_client": LUSTRE_CLIENT_GROUP,
+}
+
+_NOT_IN_GROUP_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+def role_group(role: str) -> str:
+    """Ansible group of a role: group names allow letters, digits and '_' only."""
+    return _NOT_IN_GROUP_NAME.sub("_", role)
+
+
+def hardware_group(profile: str) -> str:
+    """Ansible group of a hardware profile; the prefix keeps it apart from role groups."""
+    return "hw_" + _NOT_IN_GROUP_NAME.sub("_", profile)
+
+
+@dataclass(frozen=True)
+class StackPins:
+    """Every concern's packages for one spec, overrides applied."""
+
+    family: PackageFamily
+    by_concern: dict[str, Pins]
+
+    def all_packages(self) -> Pins:
+        merged: Pins = {}
+        for pins in self.by_concern.values():
+            merged.update(pins)
+        return merged
+
+
+def cuda_suffix(cuda: str) -> str:
+    """The `+cudaX.Y` build tag NCCL packages carry, from the pinned CUDA version."""
+    major, minor = parse_version(cuda)[:2]
+    return f"+cuda{major}.{minor}"
+
+
+def upstream_version(package_version: str) -> str:
+    """'1:3.3.6-1' -> '3.3.6': drop the epoch and the packaging revision."""
+    without_epoch = package_version.split(":", 1)[1] if ":" in package_version else package_version
+    return without_epoch.rsplit("-", 1)[0] if "-" in without_epoch else without_epoch
+
+
+def _branch(driver: str) -> int:
+    return parse_version(driver)[0]
+
+
+def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
+    driver, branch = s.nvidia_driver, _branch(s.nvidia_driver)
+    if family == "apt":
+        name = f"nvidia-open-{branch}" if branch >= 570 else f"cuda-drivers-{branch}"
+        return {name: f"{driver}-1"}
+    # EL: the driver's user space and its kernel module, each at the exact version
+    # (module streams cannot pin an exact driver, so the packages are pinned directly).
+    module = "kmod-nvidia-open-dkms" if branch >= 560 else "kmod-nvidia-latest-dkms"
+    version = f"{driver}-1{_EL_DIST}"
+    return {"nvidia-driver": version, "nvidia-driver-cuda": version, module: version}
+
+
+def _fabric_manager(family: PackageFamily, s: Software) -> Pins:
+    if s.fabric_manager is None:
+        return {}
+    if family == "apt":
+        return {f"nvidia-fabricmanager-{_branch(s.fabric_manager)}": f"{s.fabric_manager}-1"}
+    return {"nvidia-fabric-manager": f"{s.fabric_manager}-1"}
+
+
+def _cuda(family: PackageFamily, s: Software) -> Pins:
+    major, minor = parse_version(s.cuda)[:2]
+    return {f"cuda-toolkit-{major}-{minor}": f"{s.cuda}-1"}
+
+
+def _nccl(family: PackageFamily, s: Software) -> Pins:
+    version = f"{s.nccl}-1{cuda_suffix(s.cuda)}"
+    if family == "apt":
+        return {"libnccl2": version, "libnccl-dev": version}
+    return {"libnccl": version, "libnccl-devel": version}
+
+
+def _cudnn(family: PackageFamily, s: Software) -> Pins:
+    if s.cudnn is None:
+        return {}
+    cudnn_major = parse_version(s.cudnn)[0]
+    cuda_major = parse_version(s.cuda)[0]
+    dev = "dev" if family == "apt" else "devel"
+    if cudnn_major >= 9:
+        # cuDNN 9 ships one package per CUDA major version.
+        version = f"{s.cudnn}-1"
+        return {
+            f"libcudnn{cudnn_major}-cuda-{cuda_major}": version,
+            f"libcudnn{cudnn_major}-{dev}-cuda-{cuda_major}": version,
+        }
+    # cuDNN 8 carries the CUDA it was built with, which need not be the pinned one
+    # (checks.packages warns unless software.packages sets it).
+    version = f"{s.cudnn}-1{cuda_suffix(s.cuda)}"
+    return {f"libcudnn{cudnn_major}": version, f"libcudnn{cudnn_major}-{dev}": version}
+
+
+def _dcgm(family: PackageFamily, s: Software) -> Pins:
+    if s.dcgm is None:
+        return {}
+    dcgm_major = parse_version(s.dcgm)[0]
+    if dcgm_major <= 3:
+        version = f"1:{s.dcgm}" if family == "apt" else f"1:{s.dcgm}-1"
+        return {"datacenter-gpu-manager": version}
+    # DCGM 4 splits into a core package and one per CUDA major version.
+    cuda_major = parse_version(s.cuda)[0]
+    version = f"1:{s.dcgm}-1"
+    return {
+        f"datacenter-gpu-manager-{dcgm_major}-core": version,
+        f"datacenter-gpu-manager-{dcgm_major}-cuda{cuda_major}": version,
+    }
+
+
+_SlurmKind = Literal["controller", "dbd", "compute", "login"]
+
+
+def _slurm(kind: _SlurmKind) -> Callable[[PackageFamily, Software], Pins]:
+    def pins(family: PackageFamily, s: Software) -> Pins:
+        if family == "dnf":
+            names = {
+                "controller": ["slurm", "slurm-slurmctld"],
+                "dbd": ["slurm", "slurm-slurmdbd"],
+                "compute": ["slurm", "slurm-slurmd"],
+                "login": ["slurm"],
+            }[kind]
+            return dict.fromkeys(names, f"{s.slurm}-1{_EL_DIST}")
+        if parse_version(s.slurm)[:2] >= (23, 11):
+            names = {
+                "controller": ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmctld"],
+                "dbd": ["slurm-smd", "slurm-smd-slurmdbd"],
+                "compute": ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"],
+                "login": ["slurm-smd", "slurm-smd-client"],
+            }[kind]
+        else:
+            names = {
+                "controller": ["slurm-client", "slurmctld"],
+                "dbd": ["slurmdbd"],
+                "compute": ["slurm-client", "slurmd"],
+                "login": ["slurm-client"],
+            }[kind]
+        return dict.fromkeys(names, f"{s.slurm}-1")
+
+    return pins
+
+
+def _lustre_client(family: PackageFamily, s: Software) -> Pins:
+    if s.lustre is None:
+        return {}
+    if family == "apt":
+        version = f"{s.lustre}-1"
+        return {"lustre-client-utils": version, "lustre-client-modules-dkms": version}
+    version = f"{s.lustre}-1{_EL_DIST}"
+    return {"lustre-client": version, "kmod-lustre-client": version}
+
+
+_DERIVE: dict[str, Callable[[PackageFamily, Software], Pins]] = {
+    "nvidia_driver": _nvidia_driver,
+    "fabric_manager": _fabric_manager,
+    "cuda": _cuda,
+    "nccl": _nccl,
+    "cudnn": _cudnn,
+    "dcgm": _dcgm,
+    "slurm_controller": _slurm("controller"),
+    "slurm_dbd": _slurm("dbd"),
+    "slurm_compute": _slurm("compute"),
+    "slurm_login": _slurm("login"),
+    "lustre_client": _lustre_client,
+}
+
+
+def derived_pins(software: Software) -> StackPins:
+    """The catalog's packages and versions, before software.packages overrides."""
+    family = OS_PACKAGE_FAMILY[software.os]
+    return StackPins(family, {concern: _DERIVE[concern](family, software) for concern in CONCERNS})
+
+
+def stack_pins(software: Software) -> StackPins:
+    """Packages and exact versions per concern, with software.packages applied.
+
+    An override names a package the catalog derives; unknown names are reported by
+    checks.packages, so here they are simply not installed.
+    """
+    derived = derived_pins(software)
+    by_concern = {
+        concern: {
+            name: software.packages.get(name, version) for name, version in sorted(pins.items())
+        }
+        for concern, pins in derived.by_concern.items()
+    }
+    return StackPins(derived.family, by_concern)
+
+
+def pinned_upstream(software: Software) -> dict[str, str]:
+    """Package name -> the spec version it must carry (for checking overrides)."""
+    derived = derived_pins(software)
+    return {name: upstream_version(version) for name, version in derived.all_packages().items()}

@@ -1,0 +1,191 @@
+"""site.yml and verify.yml against real Debian nodes (chroots), per shared/reference/testbed.md.
+
+Renders the ml-training reference spec, runs the real playbooks on two compute nodes
+of one GPU profile and the controller, and shows that: the first run succeeds; every
+node has exactly the lock file's versions, held; a second run changes nothing; a
+manual upgrade on one node makes verify.yml fail naming that node and package; a
+converge run puts the pin back and verify.yml passes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_testbed import (
+    Ansible,
+    Node,
+    PlaybookRun,
+    base_system,
+    chroot_inventory,
+    encrypt_vault,
+    expected_versions,
+    group_memberships,
+    in_ci,
+    make_nodes,
+    missing_prerequisites,
+    newer_version,
+    stand_in_repository,
+)
+from conftest import EXAMPLES, REPO
+
+from clustergen.cli import main
+
+SPEC = EXAMPLES / "ml-training-8node.yaml"
+# Two compute nodes of the hgx-h100 profile, and the controller (also slurmdbd and login).
+NODES = ("gpu01", "gpu02", "slurm-head")
+DRIFT_NODE, DRIFT_PACKAGE = "gpu02", "libnccl2"
+STORAGE_PASS = "testbed-db-secret"
+ROLLOUT_PLAY = "NVIDIA driver | roll out in batches (drain, install, reboot, check, resume)"
+
+
+def _require_testbed() -> None:
+    missing = missing_prerequisites()
+    if not missing:
+        return
+    message = f"the Ansible testbed needs {', '.join(missing)}"
+    if in_ci():
+        pytest.fail(
+            f"{message}; CI must run this test (.ci/install-deps and the test extras install them)"
+        )
+    pytest.skip(message)
+
+
+def _succeeded(run: PlaybookRun, what: str) -> None:
+    assert run.returncode == 0, f"{what} failed (exit {run.returncode}):\n{run.output[-6000:]}"
+
+
+def _assert_pinned(
+    nodes: list[Node], expected: dict[str, dict[str, str]], stand_ins: set[str]
+) -> None:
+    """Exactly the lock's packages at exactly its versions, each held; no other stand-in."""
+    for node in nodes:
+        status = node.dpkg_status()
+        wrong = {
+            name: status.get(name, ("not installed", "-"))
+            for name, version in expected[node.name].items()
+            if status.get(name) != (version, "hold")
+        }
+        assert not wrong, f"{node.name}: not at the locked version and held: {wrong}"
+        extra = sorted((stand_ins & set(status)) - set(expected[node.name]))
+        assert not extra, f"{node.name}: installed packages the lock does not give it: {extra}"
+
+
+def _assert_plain_upgrade_moves_nothing(node: Node) -> None:
+    """What unattended-upgrades or an admin's `apt upgrade` would do, simulated."""
+    simulated = node.run("apt-get", "-s", "dist-upgrade").stdout
+    moved = [line for line in simulated.splitlines() if line.startswith("Inst ")]
+    assert not moved, f"{node.name}: a plain upgrade would move pinned packages: {moved}"
+
+
+def _assert_slurm_files(nodes: dict[str, Node], rendered: Path) -> None:
+    head, compute = nodes["slurm-head"], nodes["gpu01"]
+    for node in (head, compute):
+        for name in ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf"):
+            installed = node.root / "etc/slurm" / name
+            assert installed.read_text() == (rendered / "slurm" / name).read_text(), (
+                f"{node.name}: {name}"
+            )
+    dbd = head.root / "etc/slurm/slurmdbd.conf"
+    info = dbd.stat()
+    assert stat.S_IMODE(info.st_mode) == 0o600
+    passwd = (head.root / "etc/passwd").read_text()
+    slurm_uid = next(
+        int(line.split(":")[2]) for line in passwd.splitlines() if line.startswith("slurm:")
+    )
+    assert info.st_uid == slurm_uid, "slurmdbd.conf must belong to SlurmUser"
+    rendered_dbd = (rendered / "slurm" / "slurmdbd.conf").read_text()
+    assert dbd.read_text() == rendered_dbd + f"StoragePass={STORAGE_PASS}\n"
+    assert not (compute.root / "etc/slurm/slurmdbd.conf").exists(), (
+        "only slurmdbd nodes get the secret"
+    )
+    epilog = compute.root / "etc/slurm/health-epilog.sh"
+    assert stat.S_IMODE(epilog.stat().st_mode) == 0o755
+
+
+def test_site_pins_holds_and_reports_drift(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _require_testbed()
+    started = time.monotonic()
+
+    out = tmp_path / "out"
+    assert main(["render", str(SPEC), "-o", str(out)]) == 0
+    lock = yaml.safe_load((out / "versions.lock").read_text())
+    memberships = group_memberships(out / "inventory")
+    expected = {name: expected_versions(lock, memberships[name]) for name in NODES}
+    every_pin = {n: v for group in lock["groups"].values() for n, v in group["packages"].items()}
+    assert DRIFT_PACKAGE in expected[DRIFT_NODE]
+
+    setup_started = time.monotonic()
+    base = base_system(tmp_path)
+    repository = stand_in_repository(every_pin, tmp_path)
+    (tmp_path / "nodes").mkdir()
+    node_list = make_nodes(NODES, base, repository, tmp_path / "nodes")
+    nodes = {node.name: node for node in node_list}
+    setup_seconds = time.monotonic() - setup_started
+
+    vault, password = encrypt_vault({"vault_slurmdbd_storage_pass": STORAGE_PASS}, tmp_path)
+    ansible = Ansible(
+        REPO,
+        (out / "inventory", chroot_inventory(node_list, tmp_path / "testbed.yml")),
+        limit=",".join(NODES),
+        extra_args=("-e", f"@{vault}", "--vault-password-file", str(password)),
+    )
+
+    first = ansible.playbook("site.yml")
+    _succeeded(first, "first site.yml run")
+    # Both GPU nodes get their driver, one batch (clustergen_driver_batch_size=1) at a time.
+    assert first.output.count(f"PLAY [{ROLLOUT_PLAY}]") == 2, first.output
+    _assert_pinned(node_list, expected, set(every_pin))
+    _assert_slurm_files(nodes, out)
+    for node in node_list:
+        _assert_plain_upgrade_moves_nothing(node)
+
+    second = ansible.playbook("site.yml")
+    _succeeded(second, "second site.yml run")
+    no_rollout = rf"PLAY \[{re.escape(ROLLOUT_PLAY)}\] \**\nskipping: no hosts matched"
+    assert re.search(no_rollout, second.output), "no node needs a driver change, none is rolled"
+    assert set(second.changed()) == set(NODES)
+    assert not any(second.changed().values()), (
+        f"the second run changed something: {second.changed()}\n{second.output}"
+    )
+    _succeeded(ansible.playbook("verify.yml"), "verify.yml on converged nodes")
+
+    # An admin moves one package on one node past its pin.
+    newer = newer_version(expected[DRIFT_NODE][DRIFT_PACKAGE])
+    nodes[DRIFT_NODE].run(
+        "apt-get", "install", "-y", "--allow-change-held-packages", f"{DRIFT_PACKAGE}={newer}"
+    )
+
+    previewed = ansible.playbook("site.yml", "--check")
+    _succeeded(previewed, "site.yml --check on the drifted node")
+    assert previewed.changed()[DRIFT_NODE] > 0
+    assert [n for n, c in previewed.changed().items() if c and n != DRIFT_NODE] == []
+
+    drifted = ansible.playbook("verify.yml")
+    assert drifted.returncode != 0, f"verify.yml passed despite drift:\n{drifted.output}"
+    rows = [line for line in drifted.output.splitlines() if DRIFT_PACKAGE in line and newer in line]
+    assert any(DRIFT_NODE in row for row in rows), (
+        f"the report does not name {DRIFT_NODE}:\n{drifted.output}"
+    )
+    named = re.search(r"differ from the lock on (.+?)\s*$", drifted.output, re.MULTILINE)
+    assert named is not None and named[1] == DRIFT_NODE, drifted.output
+
+    converge = ansible.playbook("site.yml")
+    _succeeded(converge, "converge run")
+    assert converge.changed()[DRIFT_NODE] > 0
+    _succeeded(ansible.playbook("verify.yml"), "verify.yml after the converge run")
+    _assert_pinned(node_list, expected, set(every_pin))
+
+    with capsys.disabled():
+        print(
+            f"\nansible e2e ({len(NODES)} chroot nodes, {os.cpu_count()} cores): "
+            f"first site.yml run {first.seconds:.1f}s, no-op run {second.seconds:.1f}s, "
+            f"testbed setup {setup_seconds:.1f}s, whole test {time.monotonic() - started:.1f}s"
+        )

@@ -1,0 +1,284 @@
+"""The Ansible output family: package pins per OS family, overrides and their checks,
+host ranges, and the rendered inventory as ansible-inventory itself reads it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from ansible_testbed import ansible_tool
+from conftest import EXAMPLES, REFERENCE_SPECS, in_ci
+from ruamel.yaml import YAML
+
+from clustergen.catalog.packages import stack_pins, upstream_version
+from clustergen.checks import packages as package_checks
+from clustergen.derive import derive
+from clustergen.hosts import expand_hosts
+from clustergen.model import Spec
+from clustergen.outputs.ansible import (
+    expand_pattern,
+    group_members,
+    host_patterns,
+    inventory_groups,
+)
+from clustergen.render import render_all
+
+
+def reference(name: str = "ml-training-8node") -> dict[str, Any]:
+    loaded: dict[str, Any] = YAML(typ="safe").load((EXAMPLES / f"{name}.yaml").read_text())
+    return loaded
+
+
+def spec_with(name: str = "ml-training-8node", **software: object) -> Spec:
+    document = reference(name)
+    document["software"].update(software)
+    return Spec.model_validate(document)
+
+
+def problems(spec: Spec) -> list[tuple[str, str]]:
+    return [(p.severity, p.message) for p in package_checks.check(spec, expand_hosts(spec))]
+
+
+# --- pins per OS family -------------------------------------------------------------
+
+
+def test_reference_pins_apt() -> None:
+    pins = stack_pins(spec_with().software).by_concern
+    assert pins["nvidia_driver"] == {"cuda-drivers-550": "550.90.07-1"}
+    assert pins["fabric_manager"] == {"nvidia-fabricmanager-550": "550.90.07-1"}
+    assert pins["cuda"] == {"cuda-toolkit-12-4": "12.4.1-1"}
+    assert pins["nccl"] == {"libnccl-dev": "2.21.5-1+cuda12.4", "libnccl2": "2.21.5-1+cuda12.4"}
+    assert pins["cudnn"] == {
+        "libcudnn9-cuda-12": "9.1.0.70-1",
+        "libcudnn9-dev-cuda-12": "9.1.0.70-1",
+    }
+    assert pins["dcgm"] == {"datacenter-gpu-manager": "1:3.3.6"}
+    assert pins["slurm_compute"] == dict.fromkeys(
+        ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"], "23.11.10-1"
+    )
+    assert pins["lustre_client"] == {
+        "lustre-client-modules-dkms": "2.15.5-1",
+        "lustre-client-utils": "2.15.5-1",
+    }
+
+
+def test_edge_pins_newer_branches() -> None:
+    pins = stack_pins(spec_with("edge-roce-2node").software).by_concern
+    assert pins["nvidia_driver"] == {"nvidia-open-570": "570.133.20-1"}
+    assert pins["fabric_manager"] == {}
+    assert pins["nccl"]["libnccl2"] == "2.26.2-1+cuda12.8"
+    assert pins["dcgm"] == {
+        "datacenter-gpu-manager-4-core": "1:4.1.1-1",
+        "datacenter-gpu-manager-4-cuda12": "1:4.1.1-1",
+    }
+    assert pins["cudnn"] == {} and pins["lustre_client"] == {}
+
+
+def test_rocky_pins_dnf() -> None:
+    stack = stack_pins(spec_with(os="rocky-9").software)
+    pins = stack.by_concern
+    assert stack.family == "dnf"
+    assert pins["nccl"] == {"libnccl": "2.21.5-1+cuda12.4", "libnccl-devel": "2.21.5-1+cuda12.4"}
+    assert pins["fabric_manager"] == {"nvidia-fabric-manager": "550.90.07-1"}
+    assert pins["nvidia_driver"]["nvidia-driver"] == "550.90.07-1.el9"
+    assert pins["dcgm"] == {"datacenter-gpu-manager": "1:3.3.6-1"}
+    assert pins["slurm_controller"] == {
+        "slurm": "23.11.10-1.el9",
+        "slurm-slurmctld": "23.11.10-1.el9",
+    }
+
+
+def test_slurm_before_23_11_uses_debian_names() -> None:
+    pins = stack_pins(spec_with(slurm="23.02.7").software).by_concern
+    assert pins["slurm_compute"] == {"slurm-client": "23.02.7-1", "slurmd": "23.02.7-1"}
+
+
+def test_every_derived_version_carries_the_spec_version() -> None:
+    spec = spec_with()
+    software = spec.software
+    wanted = {
+        "nvidia_driver": software.nvidia_driver,
+        "fabric_manager": software.fabric_manager,
+        "cuda": software.cuda,
+        "nccl": software.nccl,
+        "cudnn": software.cudnn,
+        "dcgm": software.dcgm,
+        "lustre_client": software.lustre,
+    }
+    for concern, version in wanted.items():
+        for package, pinned in stack_pins(spec.software).by_concern[concern].items():
+            assert upstream_version(pinned) == version, package
+
+
+# --- software.packages --------------------------------------------------------------
+
+
+def test_override_replaces_the_derived_version() -> None:
+    spec = spec_with(packages={"cuda-drivers-550": "550.90.07-0ubuntu1"})
+    assert stack_pins(spec.software).by_concern["nvidia_driver"] == {
+        "cuda-drivers-550": "550.90.07-0ubuntu1"
+    }
+    assert problems(spec) == []
+
+
+def test_nccl_override_for_another_cuda_is_an_error() -> None:
+    spec = spec_with(packages={"libnccl2": "2.21.5-1+cuda12.2"})
+    assert problems(spec) == [
+        (
+            "error",
+            "NCCL package 2.21.5-1+cuda12.2 is built for CUDA 12.2, but the pinned CUDA is "
+            "12.4.1; it must end in +cuda12.4",
+        )
+    ]
+
+
+def test_nccl_override_without_cuda_tag_is_an_error() -> None:
+    ((severity, message),) = problems(spec_with(packages={"libnccl-dev": "2.21.5-1"}))
+    assert severity == "error" and "has no +cudaX.Y build tag" in message
+
+
+def test_override_with_another_version_is_an_error() -> None:
+    ((severity, message),) = problems(spec_with(packages={"cuda-toolkit-12-4": "12.4.0-1"}))
+    assert severity == "error"
+    assert message == (
+        "cuda-toolkit-12-4 12.4.0-1 is version 12.4.0, but the spec pins 12.4.1; an override "
+        "may only add the repository's revision"
+    )
+
+
+def test_override_of_unknown_package_suggests_the_pinned_one() -> None:
+    ((severity, message),) = problems(spec_with(packages={"libnccl": "2.21.5-1+cuda12.4"}))
+    assert severity == "error"
+    assert message.startswith("'libnccl' is not one of the packages pinned for ubuntu-22.04")
+    assert "did you mean 'libnccl2'?" in message or "did you mean 'libnccl-dev'?" in message
+
+
+def test_cudnn8_without_override_warns() -> None:
+    ((severity, message),) = problems(spec_with(cudnn="8.9.7.29"))
+    assert severity == "warning"
+    assert "libcudnn8, libcudnn8-dev" in message
+    spec = spec_with(
+        cudnn="8.9.7.29",
+        packages={"libcudnn8": "8.9.7.29-1+cuda12.2", "libcudnn8-dev": "8.9.7.29-1+cuda12.2"},
+    )
+    assert problems(spec) == []
+
+
+def test_profile_name_that_collides_with_a_group_is_an_error() -> None:
+    document = reference()
+    document["hardware"]["hgx_h100"] = document["hardware"]["hgx-h100"]
+    ((severity, message),) = problems(Spec.model_validate(document))
+    assert severity == "error"
+    assert "becomes Ansible group 'hw_hgx_h100'" in message
+
+
+# --- host ranges --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("names", "patterns"),
+    [
+        ([f"gpu{n:02d}" for n in range(1, 9)], ["gpu[01:08]"]),
+        (["gpu9", "gpu10", "gpu11"], ["gpu[9:11]"]),
+        (["gpu08", "gpu09", "gpu10"], ["gpu[08:10]"]),
+        (["gpu098", "gpu099", "gpu100"], ["gpu[098:100]"]),
+        (["gpu99", "gpu100"], ["gpu[99:100]"]),
+        (["gpu09", "gpu10", "gpu100"], ["gpu[09:10]", "gpu100"]),
+        (["n1", "n3", "n4"], ["n1", "n[3:4]"]),
+        (["r1n01", "r1n02", "r2n01"], ["r1n[01:02]", "r2n01"]),
+        (["head", "login-a"], ["head", "login-a"]),
+    ],
+)
+def test_host_patterns_expand_back_to_the_names(names: list[str], patterns: list[str]) -> None:
+    assert host_patterns(names) == patterns
+    assert [host for p in patterns for host in expand_pattern(p)] == names
+
+
+# --- the rendered inventory, read by Ansible ----------------------------------------
+
+
+def _ansible_inventory(inventory: Path, *args: str) -> Any:
+    tool = ansible_tool("ansible-inventory")
+    if tool is None:
+        if in_ci():
+            pytest.fail("ansible-inventory is missing; CI must run this test (test extras)")
+        pytest.skip("needs ansible-inventory")
+    out = subprocess.run(
+        [tool, "-i", str(inventory), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
+def test_inventory_as_ansible_reads_it(spec_path: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    assert cli("render", str(spec_path), "-o", str(tmp_path)).code == 0
+    spec = Spec.model_validate(YAML(typ="safe").load(spec_path.read_text()))
+    hosts = expand_hosts(spec)
+    listing = _ansible_inventory(tmp_path / "inventory", "--list")
+    hostvars = listing["_meta"]["hostvars"]
+    assert {h.name: hostvars[h.name]["ansible_host"] for h in hosts} == {
+        h.name: h.management_ip for h in hosts
+    }
+    lock = yaml.safe_load((tmp_path / "versions.lock").read_text())
+    for host in hosts:
+        # The role variables a node gets add up to exactly what the lock gives its groups.
+        variables = hostvars[host.name]
+        from_vars: dict[str, str] = {}
+        for name, value in variables.items():
+            if name.endswith("_packages") and isinstance(value, dict):
+                from_vars.update(value)
+        groups = {g for g, entry in listing.items() if host.name in _members(listing, g)}
+        from_lock: dict[str, str] = {}
+        for group in groups & set(lock["groups"]):
+            from_lock.update(lock["groups"][group]["packages"])
+        assert from_vars == from_lock, host.name
+        for role in host.roles:
+            assert role in groups
+        assert f"hw_{host.hardware_name.replace('-', '_')}" in groups
+
+
+def _members(listing: dict[str, Any], group: str) -> set[str]:
+    entry = listing.get(group, {})
+    names = set(entry.get("hosts", []))
+    for child in entry.get("children", []):
+        names |= _members(listing, child)
+    return names
+
+
+def test_ml_training_groups() -> None:
+    spec = spec_with()
+    members = group_members(inventory_groups(derive(spec, "spec.yaml")))
+    assert members["nvidia_gpu"] == members["nvswitch"] == members["compute"]
+    assert members["slurm"] == members["compute"] | {"slurm-head"}
+    assert members["lustre_client"] == members["compute"] | {"slurm-head"}
+    assert members["lustre_oss"] == {"oss01", "oss02", "oss03", "oss04"}
+
+
+def test_group_vars_hold_only_a_reference_to_the_database_password(tmp_path: Path) -> None:
+    document = reference()
+    document["slurm"]["accounting"]["database"] = {"password_variable": "vault_site_db_pass"}
+    spec = Spec.model_validate(document)
+    files = render_all(spec, "spec.yaml")
+    dbd = yaml.safe_load(files["inventory/group_vars/slurm_dbd.yml"].text)
+    assert dbd["vault_slurmdbd_storage_pass"] == "{{ vault_site_db_pass }}"
+    default = render_all(spec_with(), "spec.yaml")["inventory/group_vars/slurm_dbd.yml"].text
+    assert "vault_slurmdbd_storage_pass" not in yaml.safe_load(default)
+    lines = files["slurm/slurmdbd.conf"].text.splitlines()
+    assert not [line for line in lines if line.startswith("StoragePass")]
+
+
+def test_render_is_byte_stable_and_sorted() -> None:
+    first = render_all(spec_with(), "spec.yaml")
+    second = render_all(spec_with(), "spec.yaml")
+    assert {p: f.text for p, f in first.items()} == {p: f.text for p, f in second.items()}
+    lock = yaml.safe_load(first["versions.lock"].text)
+    assert list(lock["groups"]) == sorted(lock["groups"])
+    for group in lock["groups"].values():
+        assert list(group["packages"]) == sorted(group["packages"])
