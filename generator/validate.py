@@ -18,6 +18,7 @@ from clustergen.checks import run_checks
 from clustergen.errors import LocatedProblem, Problem, SpecPath
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
+from clustergen.model.common import PATTERN_MEANINGS
 from clustergen.suggest import did_you_mean, nearest
 
 # Error types that say "wrong kind of value"; a more specific error at the same
@@ -179,7 +180,9 @@ def _problem(
         phrase, ctx_key = bound
         return Problem(path, f"{_got(value)} {phrase} {ctx.get(ctx_key)}")
     if kind == "string_pattern_mismatch":
-        return Problem(path, f"{_show(value)} does not have the required form {ctx.get('pattern')}")
+        pattern = str(ctx.get("pattern"))
+        meaning = PATTERN_MEANINGS.get(pattern, f"text matching {pattern}")
+        return Problem(path, f"{_show(value)} is not valid here; use {meaning}")
     if kind in ("too_short", "too_long"):
         container = "mapping" if isinstance(value, dict) else "list"
         if kind == "too_short":

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Annotated, Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any, Final
 
 import hostlist
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
@@ -15,6 +17,40 @@ _VERSION = re.compile(r"^\d+(?:\.\d+)+$")
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SIZE = re.compile(r"^(\d+)\s*(KiB|MiB|GiB|TiB|K|M|G|T)$")
 _SIZE_FACTORS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+# Constrained strings: each regex (for the JSON Schema) with the words error
+# messages use for it.
+SLURM_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+CLUSTER_NAME = r"^[a-z][a-z0-9_-]{0,39}$"
+DNS_DOMAIN = (
+    r"^([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
+    r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
+)
+DATABASE_WORD = r"^[A-Za-z0-9_]+$"
+URL = r"^(https?|file)://\S+$"
+GRES_TYPE = r"^[a-z0-9][a-z0-9_]*$"
+INTERFACE = r"^[A-Za-z0-9_.:-]{1,15}$"
+BLOCK_DEVICE = r"^/dev/\S+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$"
+ABSOLUTE_PATH = r"^/\S*$"
+LUSTRE_FSNAME = r"^[A-Za-z0-9_-]{1,8}$"
+LNET_NETWORK = r"^(o2ib|tcp)\d*$"
+
+PATTERN_MEANINGS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        SLURM_NAME: "letters, digits, '.', '_' and '-', starting with a letter or digit",
+        CLUSTER_NAME: "up to 40 lowercase letters, digits, '-' and '_', starting with a letter",
+        DNS_DOMAIN: "a DNS domain such as hpc.example.org",
+        DATABASE_WORD: "letters, digits and '_'",
+        URL: "an http://, https:// or file:// URL",
+        GRES_TYPE: "lowercase letters, digits and '_'",
+        INTERFACE: "a network interface name: 1-15 characters, no spaces or '/'",
+        BLOCK_DEVICE: "a device path under /dev (best /dev/disk/by-id/...) or a zfs pool/dataset",
+        ABSOLUTE_PATH: "an absolute path without spaces",
+        LUSTRE_FSNAME: "1-8 letters, digits, '_' or '-'",
+        LNET_NETWORK: "an LNet network such as o2ib0 or tcp0",
+    }
+)
 
 
 class StrictModel(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from clustergen.model.common import StrictModel
+from clustergen.model.common import GRES_TYPE, INTERFACE, StrictModel
 
 
 class Cpu(StrictModel):
@@ -34,7 +34,7 @@ class Gpu(StrictModel):
     )
     gres_type: str | None = Field(
         default=None,
-        pattern=r"^[a-z0-9][a-z0-9_]*$",
+        pattern=GRES_TYPE,
         description="Slurm GRES type; defaults to the catalog's type for the model (e.g. h100).",
     )
 
@@ -42,12 +42,10 @@ class Gpu(StrictModel):
 class Interfaces(StrictModel):
     """Network interface names on the node."""
 
-    management: str = Field(
-        pattern=r"^[A-Za-z0-9_.:-]{1,15}$", description="Management (Ethernet) interface name."
-    )
+    management: str = Field(pattern=INTERFACE, description="Management (Ethernet) interface name.")
     fabric: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z0-9_.:-]{1,15}$",
+        pattern=INTERFACE,
         description="High-speed fabric interface (IPoIB or RoCE netdev); NCCL_SOCKET_IFNAME.",
     )
 

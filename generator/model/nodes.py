@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from clustergen.model.common import Hostlist, IPv4, StrictModel
+from clustergen.model.common import SLURM_NAME, Hostlist, IPv4, StrictModel
 
 # Roles clustergen gives a meaning to. A spec may add its own in cluster.extra_roles.
 KNOWN_ROLES = (
@@ -40,7 +40,7 @@ class NodeGroup(StrictModel):
     fabric_ip: IPv4 | None = Field(
         default=None, description="Fabric address of the first node; the others follow in order."
     )
-    features: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]] = Field(
+    features: list[Annotated[str, Field(pattern=SLURM_NAME)]] = Field(
         default_factory=list,
         description="Extra Slurm node features. The hardware profile name and the GPU's GRES "
         "type are always features of compute nodes.",

@@ -7,11 +7,18 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from clustergen.model.common import ConfValue, Hostlist, Hostname, SlurmTime, StrictModel
+from clustergen.model.common import (
+    DATABASE_WORD,
+    SLURM_NAME,
+    ConfValue,
+    Hostlist,
+    Hostname,
+    SlurmTime,
+    StrictModel,
+)
 
-_SLURM_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 # One word of a slurm.conf value list: nothing that would split or end the value.
-SlurmWord = Annotated[str, Field(pattern=_SLURM_NAME)]
+SlurmWord = Annotated[str, Field(pattern=SLURM_NAME)]
 _VAULT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -20,10 +27,8 @@ class AccountingDatabase(StrictModel):
 
     host: str = Field(default="localhost", description="MariaDB/MySQL host seen from slurmdbd.")
     port: int = Field(default=3306, ge=1, le=65535, description="Database port.")
-    name: str = Field(
-        default="slurm_acct_db", pattern=r"^[A-Za-z0-9_]+$", description="Database name."
-    )
-    user: str = Field(default="slurm", pattern=r"^[A-Za-z0-9_]+$", description="Database user.")
+    name: str = Field(default="slurm_acct_db", pattern=DATABASE_WORD, description="Database name.")
+    user: str = Field(default="slurm", pattern=DATABASE_WORD, description="Database user.")
     password_variable: str = Field(
         default="vault_slurmdbd_storage_pass",
         description="Ansible (vault) variable holding the database password. The password "
@@ -51,7 +56,7 @@ class Accounting(StrictModel):
 class Partition(StrictModel):
     """A Slurm partition (PartitionName line)."""
 
-    name: str = Field(pattern=_SLURM_NAME, description="Partition name.")
+    name: str = Field(pattern=SLURM_NAME, description="Partition name.")
     nodes: Hostlist = Field(description="Hostlist of the partition's nodes (Slurm compute nodes).")
     default: bool = Field(default=False, description="The default partition (at most one).")
     max_time: SlurmTime | None = Field(default=None, description="MaxTime: longest job time.")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from clustergen.model.common import Identifier, StrictModel, Version
+from clustergen.model.common import URL, Identifier, StrictModel, Version
 
 OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "rocky-9", "rhel-9"]
 
@@ -17,10 +17,10 @@ class Repository(StrictModel):
     name: Identifier = Field(
         description="Short name of the package repository, used in file names."
     )
-    url: str = Field(pattern=r"^(https?|file)://\S+$", description="Base URL of the repository.")
+    url: str = Field(pattern=URL, description="Base URL of the repository.")
     key_url: str | None = Field(
         default=None,
-        pattern=r"^(https?|file)://\S+$",
+        pattern=URL,
         description="URL of the repository's signing key; omit for a trusted local repository.",
     )
 

@@ -6,9 +6,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from clustergen.model.common import Hostname, Size, StrictModel
-
-_DEVICE = r"^/dev/\S+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$"
+from clustergen.model.common import (
+    ABSOLUTE_PATH,
+    BLOCK_DEVICE,
+    LNET_NETWORK,
+    LUSTRE_FSNAME,
+    Hostname,
+    Size,
+    StrictModel,
+)
 
 
 class LustreMgs(StrictModel):
@@ -16,7 +22,7 @@ class LustreMgs(StrictModel):
 
     node: Hostname = Field(description="Node that runs the MGS.")
     device: str = Field(
-        pattern=_DEVICE,
+        pattern=BLOCK_DEVICE,
         description="Block device (/dev/disk/by-id/... preferred) or zfs pool/dataset.",
     )
 
@@ -27,7 +33,7 @@ class LustreTarget(StrictModel):
     index: int = Field(ge=0, le=65535, description="Target index, unique per MDT and per OST.")
     node: Hostname = Field(description="Server node of the target.")
     device: str = Field(
-        pattern=_DEVICE,
+        pattern=BLOCK_DEVICE,
         description="Block device (/dev/disk/by-id/... preferred) or zfs pool/dataset.",
     )
 
@@ -35,7 +41,7 @@ class LustreTarget(StrictModel):
 class LustreMount(StrictModel):
     """How clients mount the file system."""
 
-    path: str = Field(pattern=r"^/\S*$", description="Client mount point.")
+    path: str = Field(pattern=ABSOLUTE_PATH, description="Client mount point.")
     clients: list[str] = Field(min_length=1, description="Roles whose nodes mount the file system.")
 
 
@@ -50,7 +56,7 @@ class LayoutComponent(StrictModel):
 class LustreLayout(StrictModel):
     """Default striping of one directory."""
 
-    path: str = Field(pattern=r"^/\S*$", description="Directory under the mount point.")
+    path: str = Field(pattern=ABSOLUTE_PATH, description="Directory under the mount point.")
     stripe_count: int | None = Field(default=None, ge=-1, le=2000, description="lfs setstripe -c.")
     stripe_size: Size | None = Field(default=None, description="lfs setstripe -S.")
     components: list[LayoutComponent] | None = Field(
@@ -62,11 +68,11 @@ class Lustre(StrictModel):
     """A Lustre file system: targets, NIDs, client mounts, striping and tuning."""
 
     fsname: str = Field(
-        pattern=r"^[A-Za-z0-9_-]{1,8}$", description="File system name, 1-8 of [A-Za-z0-9_-]."
+        pattern=LUSTRE_FSNAME, description="File system name, 1-8 of [A-Za-z0-9_-]."
     )
     lnet: str = Field(
         default="tcp0",
-        pattern=r"^(o2ib|tcp)\d*$",
+        pattern=LNET_NETWORK,
         description="LNet network of the servers' NIDs (fabric_ip@lnet), e.g. o2ib0.",
     )
     backend: Literal["ldiskfs", "zfs"] = Field(
