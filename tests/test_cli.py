@@ -183,7 +183,8 @@ def _mutations(document: object, rng: random.Random) -> object:
 
 
 def test_no_input_produces_a_traceback(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Hundreds of random single-value mutations of both reference specs: always 0 or 1."""
+    """Hundreds of random single-value mutations of both reference specs: always 0 or 1,
+    and every mutant that still validates also renders."""
     rng = random.Random(20261121)
     yaml = YAML(typ="safe")
     sources = [yaml.load(ML.read_text()), yaml.load(EDGE.read_text())]
@@ -195,6 +196,10 @@ def test_no_input_produces_a_traceback(cli, tmp_path: Path) -> None:  # type: ig
         result = cli("validate", str(target))
         assert result.code in (0, 1), (round_number, result.err, target.read_text())
         assert "internal error" not in result.err, (round_number, result.err, target.read_text())
+        if result.code == 0:  # a mutant that is still valid must render too
+            rendered = cli("render", str(target), "-o", str(tmp_path / "out"), "--check")
+            assert rendered.code in (0, 1), (round_number, rendered.err, target.read_text())
+            assert "internal error" not in rendered.err, (round_number, rendered.err)
 
 
 def _deep_copy(document: object) -> object:
