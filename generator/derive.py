@@ -110,10 +110,6 @@ def compress(names: list[str]) -> str:
     return str(hostlist.collect_hostlist(names))
 
 
-def yes_no(flag: bool) -> str:
-    return "YES" if flag else "NO"
-
-
 def gres_type(profile: HardwareProfile) -> str | None:
     if profile.gpu is None:
         return None

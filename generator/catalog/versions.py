@@ -8,7 +8,3 @@ VersionTuple = tuple[int, ...]
 def parse_version(text: str) -> VersionTuple:
     return tuple(int(part) for part in text.split("."))
 
-
-def major_minor(text: str) -> str:
-    major, minor = parse_version(text)[:2]
-    return f"{major}.{minor}"
