@@ -7,4 +7,3 @@ VersionTuple = tuple[int, ...]
 
 def parse_version(text: str) -> VersionTuple:
     return tuple(int(part) for part in text.split("."))
-

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import ipaddress
+from collections import Counter
 
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host, nth_address
 from clustergen.model import Spec
-from clustergen.model.common import expand_hostlist
 
 _NETWORK_OF = {"management_ip": "management", "bmc_ip": "bmc", "fabric_ip": "fabric"}
 
 
 def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    return [*_networks_disjoint(spec), *_group_ranges(spec), *_no_reuse(spec, hosts)]
+    return [*_networks_disjoint(spec), *_group_ranges(spec, hosts), *_no_reuse(spec, hosts)]
 
 
 def _network(spec: Spec, name: str) -> ipaddress.IPv4Network | None:
@@ -51,10 +51,11 @@ def _usable(address: ipaddress.IPv4Address, network: ipaddress.IPv4Network) -> b
     )
 
 
-def _group_ranges(spec: Spec) -> list[Problem]:
+def _group_ranges(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    group_sizes = Counter(host.group_index for host in hosts)
     problems = []
     for index, group in enumerate(spec.nodes):
-        count = len(expand_hostlist(group.names))
+        count = group_sizes[index]
         for kind, network_name in _NETWORK_OF.items():
             first = getattr(group, kind)
             if first is None:
