@@ -79,7 +79,8 @@ def main() -> None:
         validate_s, _ = best_of(3, check)
         total_s, files = best_of(3, lambda check=check: render_all(check(), "bench.yaml"))
         conf = files["slurm/slurm.conf"].text
-        print(f"| {nodes} | {validate_s:.3f} | {total_s:.3f} | {len(conf.splitlines())} | {len(conf)} |")
+        row = [nodes, f"{validate_s:.3f}", f"{total_s:.3f}", len(conf.splitlines()), len(conf)]
+        print("| " + " | ".join(str(cell) for cell in row) + " |")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,12 @@
-"""Shared fixtures: the CLI runner, the golden-refresh flag, and tools that must exist in CI."""
+"""Fixtures only: the CLI runner and the golden-refresh flag (helpers live in tests/support/)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from clustergen.cli import main
-
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
-REFERENCE_SPECS = sorted(EXAMPLES.glob("*.yaml"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,19 +41,3 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
         return Result(code, captured.out, captured.err)
 
     return run
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
-
-
-def require(*tools: str, root: bool = False) -> None:
-    """Skip locally when a real consumer is missing; in CI a missing consumer is a failure."""
-    missing = [tool for tool in tools if shutil.which(tool) is None]
-    if root and os.geteuid() != 0:
-        missing.append("root privileges")
-    if missing:
-        message = f"needs {', '.join(missing)}"
-        if in_ci():
-            pytest.fail(f"{message}, and CI must run this test (.ci/run installs it)")
-        pytest.skip(message)

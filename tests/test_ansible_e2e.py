@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_testbed import (
+
+from clustergen.cli import main
+
+from support.ansible_testbed import (
     Ansible,
     Node,
     PlaybookRun,
@@ -26,15 +29,13 @@ from ansible_testbed import (
     encrypt_vault,
     expected_versions,
     group_memberships,
-    in_ci,
     make_nodes,
     missing_prerequisites,
     newer_version,
     stand_in_repository,
 )
-from conftest import EXAMPLES, REPO
-
-from clustergen.cli import main
+from support.ci import in_ci
+from support.paths import EXAMPLES, REPO
 
 SPEC = EXAMPLES / "ml-training-8node.yaml"
 # Two compute nodes of the hgx-h100 profile, and the controller (also slurmdbd and login).

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible_testbed import ansible_tool
-from conftest import REPO, in_ci
+
+from support.ansible_testbed import ansible_tool
+from support.ci import in_ci
+from support.paths import REPO
 
 
 def test_ansible_lint_production_profile() -> None:

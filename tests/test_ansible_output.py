@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_testbed import ansible_tool
-from conftest import EXAMPLES, REFERENCE_SPECS, in_ci
 from ruamel.yaml import YAML
 
 from clustergen.catalog.packages import stack_pins, upstream_version
@@ -26,6 +24,10 @@ from clustergen.outputs.ansible import (
     inventory_groups,
 )
 from clustergen.render import render_all
+
+from support.ansible_testbed import ansible_tool
+from support.ci import in_ci
+from support.paths import EXAMPLES, REFERENCE_SPECS
 
 
 def reference(name: str = "ml-training-8node") -> dict[str, Any]:

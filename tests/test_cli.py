@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO
 from ruamel.yaml import YAML
+
+from support.paths import EXAMPLES, REPO
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 EDGE = EXAMPLES / "edge-roce-2node.yaml"

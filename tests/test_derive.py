@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 
-from conftest import EXAMPLES
 from ruamel.yaml import YAML
 
 from clustergen.derive import derive
 from clustergen.model import Spec
+
+from support.paths import EXAMPLES
 
 
 def reference(name: str = "ml-training-8node") -> dict:  # type: ignore[type-arg]

@@ -7,11 +7,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, require
 
 from clustergen.load import load_spec
 from clustergen.render import render_all
 from clustergen.validate import validate
+
+from support.ci import require
+from support.paths import EXAMPLES
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REFERENCE_SPECS, REPO
 
 from clustergen.load import load_spec
 from clustergen.render import render_all
 from clustergen.validate import validate
 from clustergen.write import with_manifest
 
-GOLDEN = REPO / "tests" / "golden"
+from support.paths import GOLDEN, REFERENCE_SPECS
+from support.trees import tree_on_disk
+
 REFRESH = "pytest tests/test_golden.py --update-golden"
 
 
@@ -23,14 +24,6 @@ def rendered_tree(spec_path: Path) -> dict[str, str]:
     spec, problems = validate(loaded)
     assert spec is not None, [p.format() for p in problems]
     return {path: f.text for path, f in with_manifest(render_all(spec, loaded.name)).items()}
-
-
-def tree_on_disk(root: Path) -> dict[str, str]:
-    return {
-        str(path.relative_to(root)): path.read_text(encoding="utf-8")
-        for path in sorted(root.rglob("*"))
-        if path.is_file()
-    }
 
 
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)

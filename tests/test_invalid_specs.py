@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+
+from support.paths import REPO
 
 CASES = sorted((REPO / "tests" / "invalid").glob("*.yaml"))
 

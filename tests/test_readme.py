@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import REPO
-
 from clustergen.keyref import replace_section
+
+from support.paths import REPO
 
 README = REPO / "README.md"
 

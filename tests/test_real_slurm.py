@@ -13,13 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REFERENCE_SPECS
-from realslurm import SlurmTestbed, require_real_slurm
 
 from clustergen.derive import derive, gres_type, real_memory_mib
 from clustergen.load import load_spec
 from clustergen.model.common import expand_hostlist, parse_slurm_time
 from clustergen.validate import validate
+
+from support.paths import REFERENCE_SPECS
+from support.realslurm import SlurmTestbed, require_real_slurm
 
 
 def rendered(spec_path: Path, out: Path, cli) -> object:  # type: ignore[no-untyped-def]

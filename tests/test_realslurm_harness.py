@@ -11,7 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from realslurm import (
+
+from support.realslurm import (
     SlurmHarnessError,
     SlurmTestbed,
     conf_key,

@@ -6,10 +6,11 @@ import json
 
 import jsonschema
 import pytest
-from conftest import REFERENCE_SPECS, REPO
 from ruamel.yaml import YAML
 
 from clustergen.schema import schema_document, schema_text
+
+from support.paths import REFERENCE_SPECS, REPO
 
 COMMITTED = REPO / "schemas" / "clustergen.schema.json"
 

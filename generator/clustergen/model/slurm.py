@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Self
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
+from typing_extensions import Self
 
 from clustergen.model.common import (
     DATABASE_WORD,

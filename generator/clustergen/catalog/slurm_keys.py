@@ -82,7 +82,7 @@ def accepted_keys(list_version: VersionTuple) -> dict[str, SlurmKey]:
     "SchedulerAuth (defunct: error logged, ignored)".
     """
     name = f"slurm.conf-{release_name(list_version)}.txt"
-    text = resources.files("clustergen.catalog").joinpath("slurm_keys", name).read_text()
+    text = (resources.files("clustergen.catalog") / "slurm_keys" / name).read_text()
     keys = {}
     for line in text.splitlines():
         key, _, note = line.strip().partition(" ")

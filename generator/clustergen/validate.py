@@ -93,9 +93,10 @@ def shape_problems(
             meant = nearest(str(path[-1]), allowed_keys(loc[:-1]))
             if meant is None:
                 continue
-            missing = by_path.get((*path[:-1], meant))
+            meant_path = (*path[:-1], meant)
+            missing = by_path.get(meant_path)
             if missing is not None and missing[0]["type"] == "missing":
-                del by_path[(*path[:-1], meant)]
+                del by_path[meant_path]
     texts = float_texts or {}
     return [_problem(error, path, loc, texts.get(path)) for path, (error, loc) in by_path.items()]
 

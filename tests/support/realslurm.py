@@ -42,7 +42,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from conftest import require
+from support.ci import require
 
 # The generator's own copy of shared/reference/slurm-keys: the top-level keys
 # each Slurm release's parser accepts.

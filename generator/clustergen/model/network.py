@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
+from typing_extensions import Self
 
 from clustergen.model.common import CIDR, Hostlist, Hostname, IPv4, StrictModel
 

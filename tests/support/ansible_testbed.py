@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,8 +29,10 @@ from pathlib import Path
 
 import yaml
 
+from support.ci import in_ci, tool
+from support.debian import debian_mirror
+
 SUITE = "bookworm"
-MIRROR = os.environ.get("CLUSTERGEN_TESTBED_MIRROR", "http://deb.debian.org/debian")
 CACHE_ROOT = Path(os.environ.get("CLUSTERGEN_TESTBED_CACHE", "/var/tmp/clustergen-testbed"))
 BASE_PACKAGES = ("python3", "python3-apt")
 # Where each node sees the stand-in repository, and how its sources line reads.
@@ -44,10 +45,6 @@ RECIPE_VERSION = "1"
 
 HOST_TOOLS = ("debootstrap", "equivs-build", "dpkg-scanpackages", "chroot", "dpkg")
 _RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$")
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
 
 
 def run(
@@ -63,19 +60,25 @@ def run(
     return result
 
 
+def _mirror() -> str:
+    mirror = debian_mirror()
+    if mirror is None:
+        raise RuntimeError("no Debian mirror in this machine's apt sources")
+    return mirror
+
+
 def ansible_tool(name: str) -> str | None:
     """An Ansible command next to this Python (a venv's bin/ is not always on PATH), else PATH."""
-    beside = Path(sys.executable).parent / name
-    if beside.exists():
-        return str(beside)
-    return shutil.which(name)
+    return tool(name)
 
 
 def missing_prerequisites() -> list[str]:
-    missing = [tool for tool in HOST_TOOLS if shutil.which(tool) is None]
-    for tool in ("ansible-playbook", "ansible-inventory", "ansible-vault", "ansible-galaxy"):
-        if ansible_tool(tool) is None:
-            missing.append(tool)
+    missing = [name for name in HOST_TOOLS if shutil.which(name) is None]
+    for name in ("ansible-playbook", "ansible-inventory", "ansible-vault", "ansible-galaxy"):
+        if ansible_tool(name) is None:
+            missing.append(name)
+    if debian_mirror() is None:
+        missing.append("a Debian mirror in the apt sources (or CLUSTERGEN_TESTBED_MIRROR)")
     if os.geteuid() != 0:
         missing.append("root privileges (debootstrap, chroot)")
     galaxy = ansible_tool("ansible-galaxy")
@@ -122,7 +125,7 @@ def base_system(scratch: Path) -> Path:
     """A bookworm minbase chroot with python3 and python3-apt, sources pointing nowhere."""
 
     def build(tree: Path) -> None:
-        run(["debootstrap", "--variant=minbase", SUITE, str(tree), MIRROR])
+        run(["debootstrap", "--variant=minbase", SUITE, str(tree), _mirror()])
         shutil.copy2("/etc/resolv.conf", tree / "etc" / "resolv.conf")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         run(
@@ -143,7 +146,7 @@ def base_system(scratch: Path) -> Path:
         for lists in (tree / "var" / "lib" / "apt" / "lists").glob("*_*"):
             lists.unlink()
 
-    return _cached("base", _digest(RECIPE_VERSION, SUITE, MIRROR, BASE_PACKAGES), build, scratch)
+    return _cached("base", _digest(RECIPE_VERSION, SUITE, _mirror(), BASE_PACKAGES), build, scratch)
 
 
 def newer_version(version: str) -> str:

@@ -1,0 +1,1 @@
+"""Test infrastructure: paths, the CI switch, and the real-consumer testbeds."""

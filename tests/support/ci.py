@@ -1,0 +1,39 @@
+"""The CI switch, and finding the tools a test hands its files to.
+
+Locally a test whose real consumer is missing skips; in CI (CI=true) it fails,
+because .ci/run installs every consumer and CI must run every test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def tool(name: str) -> str | None:
+    """A command installed beside this Python (a venv's bin/, which need not be on PATH),
+    else the one on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which(name)
+
+
+def require(*tools: str, root: bool = False) -> None:
+    """Skip locally when a real consumer is missing; in CI a missing consumer is a failure."""
+    missing = [name for name in tools if tool(name) is None]
+    if root and os.geteuid() != 0:
+        missing.append("root privileges")
+    if missing:
+        message = f"needs {', '.join(missing)}"
+        if in_ci():
+            pytest.fail(f"{message}, and CI must run this test (.ci/run installs it)")
+        pytest.skip(message)
