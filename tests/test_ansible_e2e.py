@@ -35,7 +35,9 @@ from support.ansible_testbed import (
     stand_in_repository,
 )
 from support.ci import in_ci
-from support.paths import EXAMPLES, REPO
+from support.paths import EXAMPLES
+
+pytestmark = pytest.mark.daemons
 
 SPEC = EXAMPLES / "ml-training-8node.yaml"
 # Two compute nodes of the hgx-h100 profile, and the controller (also slurmdbd and login).
@@ -132,8 +134,9 @@ def test_site_pins_holds_and_reports_drift(
     setup_seconds = time.monotonic() - setup_started
 
     vault, password = encrypt_vault({"vault_slurmdbd_storage_pass": STORAGE_PASS}, tmp_path)
+    # Run from the rendered tree, as a site does: its own playbooks, roles and ansible.cfg.
     ansible = Ansible(
-        REPO,
+        out,
         (out / "inventory", chroot_inventory(node_list, tmp_path / "testbed.yml")),
         limit=",".join(NODES),
         extra_args=("-e", f"@{vault}", "--vault-password-file", str(password)),

@@ -22,6 +22,8 @@ from clustergen.validate import validate
 from support.paths import REFERENCE_SPECS
 from support.realslurm import SlurmTestbed, require_real_slurm
 
+pytestmark = pytest.mark.daemons
+
 
 def rendered(spec_path: Path, out: Path, cli) -> object:  # type: ignore[no-untyped-def]
     result = cli("render", str(spec_path), "-o", str(out))

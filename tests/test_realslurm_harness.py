@@ -106,6 +106,7 @@ def test_require_real_slurm_fails_in_ci_and_skips_elsewhere(
 # --- real daemons ---------------------------------------------------------------
 
 
+@pytest.mark.daemons
 def test_ml_training_sample_with_real_slurmdbd(tmp_path: Path) -> None:
     require_real_slurm()
     with SlurmTestbed(ML_TRAINING, tmp_path) as bed:
@@ -154,6 +155,7 @@ def test_ml_training_sample_with_real_slurmdbd(tmp_path: Path) -> None:
     assert all(daemon.proc.returncode is not None for daemon in daemons)
 
 
+@pytest.mark.daemons
 def test_edge_sample_without_accounting(tmp_path: Path) -> None:
     require_real_slurm()
     with SlurmTestbed(EDGE, tmp_path) as bed:
@@ -180,6 +182,7 @@ def test_edge_sample_without_accounting(tmp_path: Path) -> None:
         assert gres.gpu_count("l40s") == 4
 
 
+@pytest.mark.daemons
 def test_keys_unknown_to_22_05_are_skipped_and_listed(tmp_path: Path) -> None:
     require_real_slurm()
     rendered = copy_sample(EDGE, tmp_path)
@@ -192,6 +195,7 @@ def test_keys_unknown_to_22_05_are_skipped_and_listed(tmp_path: Path) -> None:
     assert sorted(report.nodes) == ["lab1", "lab2"]
 
 
+@pytest.mark.daemons
 def test_accounting_can_be_removed_instead(tmp_path: Path) -> None:
     require_real_slurm()
     report = run_slurmctld(ML_TRAINING, tmp_path, accounting="remove")
@@ -206,6 +210,7 @@ def test_accounting_can_be_removed_instead(tmp_path: Path) -> None:
     assert sorted(report.nodes) == GPU_NODES
 
 
+@pytest.mark.daemons
 def test_slurmctld_exit_raises_with_its_log(tmp_path: Path) -> None:
     require_real_slurm()
     rendered = copy_sample(EDGE, tmp_path)
@@ -215,6 +220,7 @@ def test_slurmctld_exit_raises_with_its_log(tmp_path: Path) -> None:
         run_slurmctld(rendered, tmp_path / "work")
 
 
+@pytest.mark.daemons
 def test_slurmd_gres_reports_a_type_mismatch(tmp_path: Path) -> None:
     require_real_slurm()
     rendered = copy_sample(EDGE, tmp_path)

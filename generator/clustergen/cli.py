@@ -78,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
         help="write nothing; exit 1 if the tree on disk is not what the spec renders",
     )
     render.add_argument("--diff", action="store_true", help="print a unified diff of every change")
+    render.add_argument(
+        "--adopt",
+        action="store_true",
+        help="replace files in DIR that clustergen did not write (refused by default)",
+    )
     render.set_defaults(command=cmd_render)
 
     schema = commands.add_parser("schema", help="write the JSON Schema of the spec language")
@@ -139,7 +144,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir}: exists and is not a directory")
-    changes = plan(out_dir, files)
+    # --check replaces nothing, so files clustergen did not write only make the tree stale.
+    changes = plan(out_dir, files, adopt=args.adopt or args.check)
     pending = [c for c in changes if c.action != "unchanged"]
     if args.diff:
         sys.stdout.write("".join(unified_diff(c) for c in pending))

@@ -37,18 +37,32 @@ def with_manifest(files: dict[str, RenderedFile]) -> dict[str, RenderedFile]:
     return {**files, MANIFEST: RenderedFile(listing)}
 
 
-def plan(out_dir: Path, files: dict[str, RenderedFile]) -> list[Change]:
+def plan(out_dir: Path, files: dict[str, RenderedFile], *, adopt: bool = False) -> list[Change]:
+    """What writing files into out_dir would do. Files clustergen did not write (absent
+    from the manifest) are never overwritten unless adopt is set."""
+    previous = _previous_outputs(out_dir)
     changes = []
+    foreign = []
     for path, rendered in sorted(files.items()):
         _refuse_non_file(out_dir, path)
         old = _read(out_dir / path)
+        if old is not None and path not in previous and path != MANIFEST:
+            foreign.append(path)
         if old is None:
             changes.append(Change(path, "create", None, rendered.text))
         elif old != rendered.text or _mode(out_dir / path) != rendered.mode:
             changes.append(Change(path, "change", old, rendered.text))
         else:
             changes.append(Change(path, "unchanged", old, rendered.text))
-    for path in sorted(_previous_outputs(out_dir) - set(files)):
+    if foreign and not adopt:
+        shown = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
+        raise UsageError(
+            f"{out_dir} holds files that clustergen did not write and would replace: {shown}; "
+            "render into another directory, or pass --adopt to take them over"
+        )
+    for path in sorted(previous - set(files)):
         changes.append(Change(path, "remove", _read(out_dir / path), None))
     return changes
 

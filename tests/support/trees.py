@@ -11,3 +11,19 @@ def tree_on_disk(root: Path) -> dict[str, str]:
         for path in sorted(root.rglob("*"))
         if path.is_file()
     }
+
+
+def site_sources() -> dict[str, str]:
+    """The Ansible site files (playbooks, ansible.cfg, requirements.yml, roles/) as they
+    stand at the top of this repository: every render copies them verbatim."""
+    from clustergen.outputs.site import site_paths
+
+    from support.paths import REPO
+
+    return {path: (REPO / path).read_text(encoding="utf-8") for path in site_paths(REPO)}
+
+
+def generated_only(tree: dict[str, str]) -> dict[str, str]:
+    """A rendered tree without the verbatim site files: what tests/golden/ holds."""
+    site = site_sources()
+    return {path: text for path, text in tree.items() if path not in site}

@@ -7,9 +7,9 @@ from collections.abc import Callable
 import jinja2
 
 from clustergen.derive import Context
-from clustergen.outputs import ansible, slurm
+from clustergen.outputs import ansible, site, slurm
 from clustergen.render import RenderedFile
 
 Family = Callable[[Context, jinja2.Environment], dict[str, RenderedFile]]
 
-FAMILIES: tuple[Family, ...] = (slurm.render, ansible.render)
+FAMILIES: tuple[Family, ...] = (slurm.render, ansible.render, site.render)
