@@ -131,6 +131,40 @@ def test_blocked_target_fails_before_writing_anything(cli, tmp_path: Path) -> No
     assert not list(out.rglob("*.clustergen-tmp"))
 
 
+def test_files_clustergen_did_not_write_are_never_replaced(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A hand-written site.yml (or this repository's own sources) stops the render, with
+    nothing written; --check only reports the tree stale; --adopt takes the files over."""
+    out = tmp_path / "site"
+    (out / "inventory").mkdir(parents=True)
+    (out / "site.yml").write_text("# mine\n")
+    (out / "inventory" / "hosts.yml").write_text("# mine too\n")
+    before = files_under(out)
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2
+    assert "did not write" in result.err
+    assert "inventory/hosts.yml, site.yml" in result.err
+    assert "--adopt" in result.err
+    assert files_under(out) == before
+    checked = cli("render", str(ML), "-o", str(out), "--check")
+    assert checked.code == 1
+    assert files_under(out) == before
+    adopted = cli("render", str(ML), "-o", str(out), "--adopt")
+    assert adopted.code == 0
+    assert (out / "site.yml").read_text() != "# mine\n"
+    assert "site.yml" in (out / ".clustergen-manifest").read_text().splitlines()
+    assert cli("render", str(ML), "-o", str(out)).code == 0, "adopted files are clustergen's now"
+
+
+def test_this_repository_is_never_a_render_target(cli) -> None:  # type: ignore[no-untyped-def]
+    """roles/ and the playbooks at the top of this repository are the sources."""
+    before = files_under(REPO / "roles")
+    result = cli("render", str(ML), "-o", str(REPO))
+    assert result.code == 2
+    assert "roles/" in result.err
+    assert files_under(REPO / "roles") == before
+    assert not (REPO / ".clustergen-manifest").exists()
+
+
 def test_output_path_is_a_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     target = tmp_path / "file"
     target.write_text("x")
