@@ -36,16 +36,22 @@ def scaled_spec(nodes: int) -> str:
     group = document["nodes"][0]
     group.update(names=names, management_ip="10.0.1.1", bmc_ip="10.1.1.1", fabric_ip="10.10.1.1")
     for offset, other in enumerate(document["nodes"][1:]):
-        other.update(management_ip=f"10.0.0.{10 + offset * 8}", bmc_ip=f"10.1.0.{10 + offset * 8}",
-                     fabric_ip=f"10.10.0.{10 + offset * 8}")
+        other.update(
+            management_ip=f"10.0.0.{10 + offset * 8}",
+            bmc_ip=f"10.1.0.{10 + offset * 8}",
+            fabric_ip=f"10.10.0.{10 + offset * 8}",
+        )
     leaves = [
-        {"name": f"leaf{i + 1:04d}",
-         "nodes": f"gpu[{start:0{width}d}-{min(start + 31, nodes):0{width}d}]"}
+        {
+            "name": f"leaf{i + 1:04d}",
+            "nodes": f"gpu[{start:0{width}d}-{min(start + 31, nodes):0{width}d}]",
+        }
         for i, start in enumerate(range(1, nodes + 1, 32))
     ]
     leaves.append({"name": "leaf-svc", "nodes": "slurm-head,mds01,oss[01-04]"})
     document["network"]["fabric"]["switches"] = [
-        *leaves, {"name": "spine", "switches": ",".join(leaf["name"] for leaf in leaves)}
+        *leaves,
+        {"name": "spine", "switches": ",".join(leaf["name"] for leaf in leaves)},
     ]
     document["slurm"]["partitions"] = [
         {"name": "gpu-training", "nodes": names, "default": True, "max_time": "UNLIMITED"}

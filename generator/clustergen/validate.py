@@ -18,7 +18,6 @@ from clustergen.checks import run_checks
 from clustergen.errors import LocatedProblem, Problem, SpecPath
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
-from clustergen.model.common import PATTERN_MEANINGS
 from clustergen.suggest import did_you_mean, nearest
 
 # Error types that say "wrong kind of value"; a more specific error at the same
@@ -181,9 +180,9 @@ def _problem(
         phrase, ctx_key = bound
         return Problem(path, f"{_got(value)} {phrase} {ctx.get(ctx_key)}")
     if kind == "string_pattern_mismatch":
-        pattern = str(ctx.get("pattern"))
-        meaning = PATTERN_MEANINGS.get(pattern, f"text matching {pattern}")
-        return Problem(path, f"{_show(value)} is not valid here; use {meaning}")
+        return Problem(
+            path, f"{_show(value)} is not valid here; use text matching {ctx.get('pattern')}"
+        )
     if kind in ("too_short", "too_long"):
         container = "mapping" if isinstance(value, dict) else "list"
         if kind == "too_short":

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from clustergen.model.common import CLUSTER_NAME, DNS_DOMAIN, Identifier, StrictModel
+from clustergen.model.common import Identifier, StrictModel
+from clustergen.model.syntax import ClusterName, DnsDomain
 
 
 class Cluster(StrictModel):
     """The cluster's identity: its Slurm name and DNS domain."""
 
-    name: str = Field(
-        pattern=CLUSTER_NAME,
+    name: ClusterName = Field(
         description="Cluster name (Slurm ClusterName): lowercase, as slurmdbd stores it.",
     )
-    domain: str = Field(
+    domain: DnsDomain = Field(
         max_length=253,
-        pattern=DNS_DOMAIN,
         description="DNS domain of the node names.",
     )
     extra_roles: list[Identifier] = Field(

@@ -4,53 +4,41 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Annotated, Any, Final
+from typing import Annotated, Any
 
 import hostlist
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-# RFC 1123 host name label: letters, digits and inner hyphens, 1-63 characters.
-_LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
-_VERSION = re.compile(r"^\d+(?:\.\d+)+$")
-_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_-]*$")
-_SIZE = re.compile(r"^(\d+)\s*(KiB|MiB|GiB|TiB|K|M|G|T)$")
+from clustergen.model.syntax import (
+    CIDR_PATTERN,
+    CONF_VALUE_PATTERN,
+    HOSTLIST_PATTERN,
+    HOSTNAME_PATTERN,
+    IDENTIFIER_PATTERN,
+    IPV4_PATTERN,
+    LABEL,
+    SIZE_PATTERN,
+    SLURM_TIME_PATTERN,
+    VERSION_PATTERN,
+    SchemaPattern,
+    Syntax,
+)
+
 _SIZE_FACTORS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_LABEL = re.compile(LABEL)
 
 
-# Constrained strings: each regex (for the JSON Schema) with the words error
-# messages use for it.
-SLURM_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
-CLUSTER_NAME = r"^[a-z][a-z0-9_-]{0,39}$"
-DNS_DOMAIN = (
-    r"^([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
-    r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
-)
-DATABASE_WORD = r"^[A-Za-z0-9_]+$"
-URL = r"^(https?|file)://\S+$"
-GRES_TYPE = r"^[a-z0-9][a-z0-9_]*$"
-INTERFACE = r"^[A-Za-z0-9_.:-]{1,15}$"
-BLOCK_DEVICE = r"^/dev/\S+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$"
-ABSOLUTE_PATH = r"^/\S*$"
-LUSTRE_FSNAME = r"^[A-Za-z0-9_-]{1,8}$"
-LNET_NETWORK = r"^(o2ib|tcp)\d*$"
+def keys_set(*keys: str, unset: tuple[str, ...] = ()) -> dict[str, Any]:
+    """JSON Schema for "these keys have values; those are absent or null" (for the
+    models whose validators want exactly one of several keys)."""
+    properties: dict[str, Any] = {key: {"not": {"type": "null"}} for key in keys}
+    properties.update({key: {"type": "null"} for key in unset})
+    return {"required": list(keys), "properties": properties}
 
-PATTERN_MEANINGS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        SLURM_NAME: "letters, digits, '.', '_' and '-', starting with a letter or digit",
-        CLUSTER_NAME: "up to 40 lowercase letters, digits, '-' and '_', starting with a letter",
-        DNS_DOMAIN: "a DNS domain such as hpc.example.org",
-        DATABASE_WORD: "letters, digits and '_'",
-        URL: "an http://, https:// or file:// URL",
-        GRES_TYPE: "lowercase letters, digits and '_'",
-        INTERFACE: "a network interface name: 1-15 characters, no spaces or '/'",
-        BLOCK_DEVICE: "a device path under /dev (best /dev/disk/by-id/...) or a zfs pool/dataset",
-        ABSOLUTE_PATH: "an absolute path without spaces",
-        LUSTRE_FSNAME: "1-8 letters, digits, '_' or '-'",
-        LNET_NETWORK: "an LNet network such as o2ib0 or tcp0",
-    }
-)
+
+def when_equal(key: str, value: str, then: dict[str, Any]) -> dict[str, Any]:
+    """JSON Schema for "if `key` is `value`, then `then`"."""
+    return {"if": {"required": [key], "properties": {key: {"const": value}}}, "then": then}
 
 
 class StrictModel(BaseModel):
@@ -61,7 +49,7 @@ class StrictModel(BaseModel):
 
 
 def check_hostname(value: str) -> str:
-    if not _LABEL.match(value):
+    if not _LABEL.fullmatch(value):
         raise ValueError(
             f"'{value}' is not a valid host name (RFC 1123: letters, digits and inner "
             "hyphens, 1-63 characters)"
@@ -93,7 +81,7 @@ def expand_hostlist(expression: str) -> list[str]:
     except hostlist.BadHostlist as exc:
         raise ValueError(f"'{expression}' is not a valid hostlist expression: {exc}") from None
     for name in names:
-        if name != expression and not _LABEL.match(name):
+        if name != expression and not _LABEL.fullmatch(name):
             raise ValueError(
                 f"hostlist '{expression}' gives '{name}', which is not a valid host name "
                 "(RFC 1123: letters, digits and inner hyphens, 1-63 characters)"
@@ -116,11 +104,6 @@ def _top_level_parts(expression: str) -> list[str]:
             current += char
     parts.append(current)
     return parts
-
-
-def _check_hostlist(value: str) -> str:
-    expand_hostlist(value)
-    return value
 
 
 def _check_ipv4(value: str) -> str:
@@ -146,7 +129,7 @@ def _check_cidr(value: str) -> str:
 
 
 def _check_version(value: str) -> str:
-    if not _VERSION.match(value):
+    if not VERSION.matches(value):
         hint = ""
         if re.match(r"^\d+(?:\.\d+)+[-+~]", value):
             hint = "; an exact package version with a revision goes in software.packages"
@@ -155,7 +138,7 @@ def _check_version(value: str) -> str:
 
 
 def _check_identifier(value: str) -> str:
-    if not _IDENTIFIER.match(value):
+    if not IDENTIFIER.matches(value):
         raise ValueError(
             f"'{value}' is not a valid name (lowercase letters, digits, '-' and '_', "
             "starting with a letter)"
@@ -168,37 +151,21 @@ def parse_slurm_time(value: str) -> int | None:
 
     Slurm accepts: min, min:sec, h:m:s, d-h, d-h:m, d-h:m:s, UNLIMITED/INFINITE.
     """
-    text = value.strip()
-    if text.upper() in ("UNLIMITED", "INFINITE"):
+    if not SLURM_TIME.matches(value):
+        raise ValueError(
+            f"'{value}' is not a Slurm time (use minutes, 'h:m:s', 'd-h', 'd-h:m:s' or UNLIMITED)"
+        )
+    if value.upper() in ("UNLIMITED", "INFINITE"):
         return None
-    days = 0
-    minutes_bounded = True  # in "min" and "min:sec" the minutes may exceed 59
-    if "-" in text:
-        day_text, _, text = text.partition("-")
-        if not day_text.isdigit():
-            raise ValueError(value)
-        days = int(day_text)
-        fields = text.split(":")
-        if not 1 <= len(fields) <= 3 or not all(f.isdigit() for f in fields):
-            raise ValueError(value)
-        hours, minutes, seconds = ([int(f) for f in fields] + [0, 0])[:3]
-        if hours > 23:
-            raise ValueError(value)
-    else:
-        fields = text.split(":")
-        if not 1 <= len(fields) <= 3 or not all(f.isdigit() for f in fields):
-            raise ValueError(value)
-        numbers = [int(f) for f in fields]
-        minutes_bounded = len(numbers) == 3
-        if len(numbers) == 1:
-            hours, minutes, seconds = 0, numbers[0], 0
-        elif len(numbers) == 2:
-            hours, (minutes, seconds) = 0, numbers
-        else:
-            hours, minutes, seconds = numbers
-    if (minutes_bounded and minutes > 59) or seconds > 59:
-        raise ValueError(value)
-    return days * 1440 + hours * 60 + minutes + (1 if seconds else 0)
+    days, _, clock = value.rpartition("-")
+    numbers = [int(part) for part in clock.split(":")]
+    if days:
+        hours, minutes, seconds = [*numbers, 0, 0][:3]
+    elif len(numbers) == 3:
+        hours, minutes, seconds = numbers
+    else:  # "min" or "min:sec"
+        hours, (minutes, seconds) = 0, [*numbers, 0][:2]
+    return int(days or 0) * 1440 + hours * 60 + minutes + (1 if seconds else 0)
 
 
 def _check_slurm_time(value: Any) -> str:
@@ -206,28 +173,18 @@ def _check_slurm_time(value: Any) -> str:
         shown = str(value).lower() if isinstance(value, bool) else repr(value)
         raise ValueError(f"{shown} is not a Slurm time")
     text = str(value)
-    try:
-        parse_slurm_time(text)
-    except ValueError:
-        raise ValueError(
-            f"'{text}' is not a Slurm time (use minutes, 'h:m:s', 'd-h', 'd-h:m:s' or UNLIMITED)"
-        ) from None
+    parse_slurm_time(text)
     return text
 
 
 def parse_size(value: str) -> int:
     """'4MiB' -> bytes. Binary units only, as Lustre uses them."""
-    match = _SIZE.match(value.strip())
+    match = SIZE.regex.fullmatch(value)
     if not match:
         raise ValueError(
             f"'{value}' is not a size (a whole number with KiB, MiB, GiB or TiB, e.g. 4MiB)"
         )
     return int(match.group(1)) * _SIZE_FACTORS[match.group(2)[0]]
-
-
-def _check_size(value: str) -> str:
-    parse_size(value)
-    return value
 
 
 def _check_no_conf_breakers(value: Any) -> Any:
@@ -248,24 +205,55 @@ def _reject_bool(value: Any) -> Any:
     return value
 
 
-Hostname = Annotated[str, AfterValidator(check_hostname)]
+def whole_number(value: Any) -> Any:
+    """2048.0 is the whole number 2048, as in JSON Schema, which cannot tell them apart."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+HOSTNAME = Syntax(
+    HOSTNAME_PATTERN,
+    "a host name (RFC 1123: letters, digits and inner hyphens, 1-63 characters)",
+    check_hostname,
+)
+HOSTLIST = Syntax(
+    HOSTLIST_PATTERN, "a Slurm hostlist such as gpu[01-08] or gpu[01-04],login1", expand_hostlist
+)
+IPV4 = Syntax(IPV4_PATTERN, "an IPv4 address such as 10.0.1.11", _check_ipv4)
+CIDR_NETWORK = Syntax(CIDR_PATTERN, "an IPv4 network such as 10.0.1.0/24", _check_cidr)
+VERSION = Syntax(VERSION_PATTERN, "a version: dotted numbers such as 12.4.1", _check_version)
+IDENTIFIER = Syntax(
+    IDENTIFIER_PATTERN,
+    "lowercase letters, digits, '-' and '_', starting with a letter",
+    _check_identifier,
+)
+SIZE = Syntax(
+    SIZE_PATTERN, "a size such as 4MiB (a whole number with KiB, MiB, GiB or TiB)", parse_size
+)
+SLURM_TIME = Syntax(
+    SLURM_TIME_PATTERN, "a Slurm time: minutes, 'h:m:s', 'd-h', 'd-h:m:s' or UNLIMITED"
+)
+
+Int = Annotated[int, BeforeValidator(whole_number)]
+Hostname = Annotated[str, HOSTNAME]
 Hostlist = Annotated[
     str,
-    AfterValidator(_check_hostlist),
+    HOSTLIST,
     Field(description="Slurm hostlist expression, e.g. gpu[01-08] or gpu[01-04],login1"),
 ]
-IPv4 = Annotated[str, AfterValidator(_check_ipv4)]
-CIDR = Annotated[str, AfterValidator(_check_cidr)]
-Version = Annotated[str, AfterValidator(_check_version)]
-Identifier = Annotated[str, AfterValidator(_check_identifier)]
+IPv4 = Annotated[str, IPV4]
+CIDR = Annotated[str, CIDR_NETWORK]
+Version = Annotated[str, VERSION]
+Identifier = Annotated[str, IDENTIFIER]
 SlurmTime = Annotated[
-    str | int,
+    Annotated[str, SchemaPattern(SLURM_TIME_PATTERN)] | Annotated[int, Field(ge=0)],
     BeforeValidator(_check_slurm_time),
     Field(json_schema_extra={"examples": ["UNLIMITED", "01:00:00", "2-00:00:00", 60]}),
 ]
-Size = Annotated[str, AfterValidator(_check_size)]
+Size = Annotated[str, SIZE]
 ConfValue = Annotated[
-    str | int,
+    Annotated[str, SchemaPattern(CONF_VALUE_PATTERN)] | int,
     BeforeValidator(_reject_bool),
     AfterValidator(_check_no_conf_breakers),
 ]

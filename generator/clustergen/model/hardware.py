@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from clustergen.model.common import GRES_TYPE, INTERFACE, StrictModel
+from clustergen.model.common import Int, StrictModel
+from clustergen.model.syntax import GresType, InterfaceName
 
 
 class Cpu(StrictModel):
     """CPU topology; Slurm CPUs = sockets x cores_per_socket x threads_per_core."""
 
-    sockets: int = Field(ge=1, le=16, description="CPU sockets (Slurm SocketsPerBoard).")
-    cores_per_socket: int = Field(
+    sockets: Int = Field(ge=1, le=16, description="CPU sockets (Slurm SocketsPerBoard).")
+    cores_per_socket: Int = Field(
         ge=1, le=1024, description="Physical cores per socket (Slurm CoresPerSocket)."
     )
-    threads_per_core: int = Field(
+    threads_per_core: Int = Field(
         ge=1, le=8, description="Hardware threads per core; 2 with SMT/Hyper-Threading on."
     )
 
@@ -27,14 +28,13 @@ class Gpu(StrictModel):
     """The GPUs of a profile; becomes Gres=gpu:<type>:<count> and gres.conf File= lines."""
 
     model: str = Field(description="GPU model from the catalog, e.g. h100-sxm5-80gb, l40s.")
-    count: int = Field(ge=1, le=64, description="GPUs per node.")
+    count: Int = Field(ge=1, le=64, description="GPUs per node.")
     nvswitch: bool = Field(
         default=False,
         description="True for NVSwitch systems (HGX/DGX): they need NVIDIA Fabric Manager.",
     )
-    gres_type: str | None = Field(
+    gres_type: GresType | None = Field(
         default=None,
-        pattern=GRES_TYPE,
         description="Slurm GRES type; defaults to the catalog's type for the model (e.g. h100).",
     )
 
@@ -42,10 +42,9 @@ class Gpu(StrictModel):
 class Interfaces(StrictModel):
     """Network interface names on the node."""
 
-    management: str = Field(pattern=INTERFACE, description="Management (Ethernet) interface name.")
-    fabric: str | None = Field(
+    management: InterfaceName = Field(description="Management (Ethernet) interface name.")
+    fabric: InterfaceName | None = Field(
         default=None,
-        pattern=INTERFACE,
         description="High-speed fabric interface (IPoIB or RoCE netdev); NCCL_SOCKET_IFNAME.",
     )
 
@@ -53,10 +52,10 @@ class Interfaces(StrictModel):
 class Power(StrictModel):
     """Power supplies: (psu_count - redundant_psus) x psu_watts must cover max_watts."""
 
-    max_watts: int = Field(ge=1, description="Maximum power draw of the whole device in watts.")
-    psu_count: int = Field(ge=1, description="Installed power supplies.")
-    psu_watts: int = Field(ge=1, description="Rating of one power supply in watts.")
-    redundant_psus: int = Field(
+    max_watts: Int = Field(ge=1, description="Maximum power draw of the whole device in watts.")
+    psu_count: Int = Field(ge=1, description="Installed power supplies.")
+    psu_watts: Int = Field(ge=1, description="Rating of one power supply in watts.")
+    redundant_psus: Int = Field(
         default=0, ge=0, description="Power supplies that may fail without losing the node."
     )
 
@@ -73,10 +72,10 @@ class HardwareProfile(StrictModel):
     """A reusable hardware profile: what one node of this kind is."""
 
     description: str | None = Field(default=None, description="Free text for people.")
-    rack_units: int = Field(ge=1, le=60, description="Height in rack units.")
+    rack_units: Int = Field(ge=1, le=60, description="Height in rack units.")
     cpu: Cpu
-    memory_gib: int = Field(ge=1, description="Installed memory in GiB.")
-    reserved_memory_gib: int | None = Field(
+    memory_gib: Int = Field(ge=1, description="Installed memory in GiB.")
+    reserved_memory_gib: Int | None = Field(
         default=None,
         ge=0,
         description="Memory held back from Slurm for the OS: RealMemory = memory_gib - "

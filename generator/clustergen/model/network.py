@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from typing_extensions import Self
 
-from clustergen.model.common import CIDR, Hostlist, Hostname, IPv4, StrictModel
+from clustergen.model.common import (
+    CIDR,
+    Hostlist,
+    Hostname,
+    Int,
+    IPv4,
+    StrictModel,
+    keys_set,
+    when_equal,
+)
 
 INFINIBAND_RATES = ("edr", "hdr", "ndr", "xdr")  # 100, 200, 400, 800 Gb/s
 ROCE_RATES = ("100g", "200g", "400g", "800g")
@@ -22,6 +31,15 @@ class EthernetNetwork(StrictModel):
 
 class Switch(StrictModel):
     """A fabric switch: a leaf lists nodes, a spine lists switches."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                keys_set("nodes", unset=("switches",)),
+                keys_set("switches", unset=("nodes",)),
+            ]
+        }
+    )
 
     name: Hostname = Field(description="Switch name (Slurm SwitchName).")
     nodes: Hostlist | None = Field(
@@ -46,14 +64,14 @@ class Switch(StrictModel):
 class Roce(StrictModel):
     """RoCE settings for NCCL."""
 
-    gid_index: int = Field(
+    gid_index: Int = Field(
         default=3,
         ge=-1,
         le=255,
         description="NCCL_IB_GID_INDEX; 3 is RoCE v2 over IPv4 on most NICs, -1 is auto "
         "(NCCL >= 2.21).",
     )
-    traffic_class: int | None = Field(
+    traffic_class: Int | None = Field(
         default=None, ge=0, le=255, description="NCCL_IB_TC, the traffic class for RDMA traffic."
     )
 
@@ -61,9 +79,28 @@ class Roce(StrictModel):
 class Fabric(StrictModel):
     """The high-speed fabric NCCL uses (InfiniBand or RoCE)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                when_equal(
+                    "type",
+                    "infiniband",
+                    {
+                        "properties": {
+                            "rate": {"enum": list(INFINIBAND_RATES)},
+                            "roce": {"type": "null"},
+                        }
+                    },
+                ),
+                when_equal("type", "roce", {"properties": {"rate": {"enum": list(ROCE_RATES)}}}),
+            ]
+        }
+    )
+
     type: Literal["infiniband", "roce"] = Field(description="Fabric technology.")
     rate: str = Field(
-        description="Link rate: infiniband edr | hdr | ndr | xdr; roce 100g | 200g | 400g | 800g."
+        json_schema_extra={"enum": [*INFINIBAND_RATES, *ROCE_RATES]},
+        description="Link rate: infiniband edr | hdr | ndr | xdr; roce 100g | 200g | 400g | 800g.",
     )
     cidr: CIDR = Field(description="Network of the fabric addresses (IPoIB or RoCE).")
     roce: Roce | None = Field(default=None, description="RoCE settings; only with type roce.")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import Field
 
-from clustergen.model.common import SLURM_NAME, Hostlist, IPv4, StrictModel
+from clustergen.model.common import Hostlist, Int, IPv4, StrictModel
+from clustergen.model.syntax import SlurmName
 
 # Roles clustergen gives a meaning to. A spec may add its own in cluster.extra_roles.
 KNOWN_ROLES = (
@@ -40,11 +39,11 @@ class NodeGroup(StrictModel):
     fabric_ip: IPv4 | None = Field(
         default=None, description="Fabric address of the first node; the others follow in order."
     )
-    features: list[Annotated[str, Field(pattern=SLURM_NAME)]] = Field(
+    features: list[SlurmName] = Field(
         default_factory=list,
         description="Extra Slurm node features. The hardware profile name and the GPU's GRES "
         "type are always features of compute nodes.",
     )
-    weight: int | None = Field(
+    weight: Int | None = Field(
         default=None, ge=0, description="Slurm node Weight: lower weights are allocated first."
     )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 from typing_extensions import Self
 
-from clustergen.model.common import Hostname, StrictModel
+from clustergen.model.common import Hostname, Int, StrictModel, keys_set, whole_number
 
 
 class Pdu(StrictModel):
@@ -15,23 +15,34 @@ class Pdu(StrictModel):
 
     name: Hostname = Field(description="PDU name.")
     feed: Literal["A", "B"] = Field(description="Power feed the PDU hangs on (A/B for 2N).")
-    volts: int = Field(ge=100, le=480, description="Line voltage (line-to-line for 3-phase).")
-    phases: Literal[1, 3] = Field(description="1 or 3 phases.")
-    amps: int = Field(ge=1, le=400, description="Breaker rating of the PDU's circuit in amps.")
+    volts: Int = Field(ge=100, le=480, description="Line voltage (line-to-line for 3-phase).")
+    phases: Annotated[Literal[1, 3], BeforeValidator(whole_number)] = Field(
+        description="1 or 3 phases."
+    )
+    amps: Int = Field(ge=1, le=400, description="Breaker rating of the PDU's circuit in amps.")
 
 
 class RackDevice(StrictModel):
     """Something mounted in a rack: a node, or another device with its own height and power."""
 
-    u: int = Field(ge=1, description="Lowest rack unit the device occupies (1 = bottom).")
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                keys_set("node", unset=("name", "height_u", "max_watts")),
+                keys_set("name", "height_u", "max_watts", unset=("node",)),
+            ]
+        }
+    )
+
+    u: Int = Field(ge=1, description="Lowest rack unit the device occupies (1 = bottom).")
     node: Hostname | None = Field(
         default=None, description="A node from 'nodes'; its height and power come from its profile."
     )
     name: Hostname | None = Field(
         default=None, description="Name of a device that is not a node (switch, patch panel)."
     )
-    height_u: int | None = Field(default=None, ge=1, description="Height of a non-node device.")
-    max_watts: int | None = Field(
+    height_u: Int | None = Field(default=None, ge=1, description="Height of a non-node device.")
+    max_watts: Int | None = Field(
         default=None, ge=0, description="Power draw of a non-node device."
     )
 
@@ -52,7 +63,7 @@ class Rack(StrictModel):
     """A rack, its PDUs and its devices."""
 
     name: Hostname = Field(description="Rack name.")
-    height_u: int = Field(ge=1, le=60, description="Usable rack units.")
+    height_u: Int = Field(ge=1, le=60, description="Usable rack units.")
     pdus: list[Pdu] = Field(default_factory=list, description="PDUs in the rack.")
     devices: list[RackDevice] = Field(default_factory=list, description="What is mounted where.")
 

@@ -2,53 +2,46 @@
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self
 
 from clustergen.model.common import (
-    DATABASE_WORD,
-    SLURM_NAME,
     ConfValue,
     Hostlist,
     Hostname,
+    Int,
     SlurmTime,
     StrictModel,
+    keys_set,
+    when_equal,
 )
+from clustergen.model.syntax import DatabaseWord, SlurmName, VariableName
 
 # One word of a slurm.conf value list: nothing that would split or end the value.
-SlurmWord = Annotated[str, Field(pattern=SLURM_NAME)]
-_VAULT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SlurmWord = SlurmName
 
 
 class AccountingDatabase(StrictModel):
     """The MariaDB/MySQL database behind slurmdbd."""
 
     host: str = Field(default="localhost", description="MariaDB/MySQL host seen from slurmdbd.")
-    port: int = Field(default=3306, ge=1, le=65535, description="Database port.")
-    name: str = Field(default="slurm_acct_db", pattern=DATABASE_WORD, description="Database name.")
-    user: str = Field(default="slurm", pattern=DATABASE_WORD, description="Database user.")
-    password_variable: str = Field(
+    port: Int = Field(default=3306, ge=1, le=65535, description="Database port.")
+    name: DatabaseWord = Field(default="slurm_acct_db", description="Database name.")
+    user: DatabaseWord = Field(default="slurm", description="Database user.")
+    password_variable: VariableName = Field(
         default="vault_slurmdbd_storage_pass",
         description="Ansible (vault) variable holding the database password. The password "
         "never appears in rendered files; Ansible adds it when it installs slurmdbd.conf.",
     )
-
-    @field_validator("password_variable")
-    @classmethod
-    def _is_variable_name(cls, name: str) -> str:
-        if not _VAULT_VARIABLE.match(name):
-            raise ValueError(f"'{name}' is not an Ansible variable name")
-        return name
 
 
 class Accounting(StrictModel):
     """Slurm accounting through slurmdbd."""
 
     host: Hostname = Field(description="Node running slurmdbd (it needs the slurm_dbd role).")
-    port: int = Field(default=6819, ge=1, le=65535, description="slurmdbd port (DbdPort).")
+    port: Int = Field(default=6819, ge=1, le=65535, description="slurmdbd port (DbdPort).")
     database: AccountingDatabase = Field(
         default_factory=AccountingDatabase, description="The database behind slurmdbd."
     )
@@ -57,12 +50,12 @@ class Accounting(StrictModel):
 class Partition(StrictModel):
     """A Slurm partition (PartitionName line)."""
 
-    name: str = Field(pattern=SLURM_NAME, description="Partition name.")
+    name: SlurmName = Field(description="Partition name.")
     nodes: Hostlist = Field(description="Hostlist of the partition's nodes (Slurm compute nodes).")
     default: bool = Field(default=False, description="The default partition (at most one).")
     max_time: SlurmTime | None = Field(default=None, description="MaxTime: longest job time.")
     default_time: SlurmTime | None = Field(default=None, description="DefaultTime for jobs.")
-    priority_tier: int | None = Field(default=None, ge=0, le=65533, description="PriorityTier.")
+    priority_tier: Int | None = Field(default=None, ge=0, le=65533, description="PriorityTier.")
     state: Literal["UP", "DOWN", "DRAIN", "INACTIVE"] = Field(default="UP", description="State.")
     oversubscribe: Literal["NO", "YES", "EXCLUSIVE", "FORCE"] | None = Field(
         default=None, description="OverSubscribe."
@@ -71,8 +64,8 @@ class Partition(StrictModel):
     allow_groups: list[SlurmWord] = Field(default_factory=list, description="AllowGroups.")
     allow_qos: list[SlurmWord] = Field(default_factory=list, description="AllowQos.")
     qos: SlurmWord | None = Field(default=None, description="Partition QOS.")
-    def_cpu_per_gpu: int | None = Field(default=None, ge=1, description="DefCpuPerGPU.")
-    def_mem_per_gpu_mib: int | None = Field(default=None, ge=1, description="DefMemPerGPU in MiB.")
+    def_cpu_per_gpu: Int | None = Field(default=None, ge=1, description="DefCpuPerGPU.")
+    def_mem_per_gpu_mib: Int | None = Field(default=None, ge=1, description="DefMemPerGPU in MiB.")
     preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] | None = Field(
         default=None, description="PreemptMode of this partition."
     )
@@ -81,15 +74,23 @@ class Partition(StrictModel):
 class PriorityWeights(StrictModel):
     """Multifactor priority weights."""
 
-    age: int = Field(default=0, ge=0, description="PriorityWeightAge.")
-    fairshare: int = Field(default=0, ge=0, description="PriorityWeightFairshare.")
-    job_size: int = Field(default=0, ge=0, description="PriorityWeightJobSize.")
-    partition: int = Field(default=0, ge=0, description="PriorityWeightPartition.")
-    qos: int = Field(default=0, ge=0, description="PriorityWeightQOS.")
+    age: Int = Field(default=0, ge=0, description="PriorityWeightAge.")
+    fairshare: Int = Field(default=0, ge=0, description="PriorityWeightFairshare.")
+    job_size: Int = Field(default=0, ge=0, description="PriorityWeightJobSize.")
+    partition: Int = Field(default=0, ge=0, description="PriorityWeightPartition.")
+    qos: Int = Field(default=0, ge=0, description="PriorityWeightQOS.")
 
 
 class Priority(StrictModel):
     """Job priority policy."""
+
+    model_config = ConfigDict(
+        json_schema_extra=when_equal(
+            "type",
+            "basic",
+            keys_set(unset=("weights", "decay_half_life", "usage_reset_period", "max_age")),
+        )
+    )
 
     type: Literal["multifactor", "basic"] = Field(
         default="multifactor", description="PriorityType: priority/multifactor or priority/basic."
@@ -131,7 +132,7 @@ class HealthCheck(StrictModel):
         description="Install a GPU health-check Epilog: GPU count, ECC errors and temperature; "
         "a failing node is drained with a reason.",
     )
-    max_gpu_temp_c: int = Field(
+    max_gpu_temp_c: Int = Field(
         default=85, ge=30, le=120, description="Drain a node when a GPU is hotter than this."
     )
 

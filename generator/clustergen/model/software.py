@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from clustergen.model.common import URL, Identifier, StrictModel, Version
+from clustergen.model.common import Identifier, StrictModel, Version
+from clustergen.model.syntax import PackageVersion, Url
 
 OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "rocky-9", "rhel-9"]
 
@@ -17,10 +18,9 @@ class Repository(StrictModel):
     name: Identifier = Field(
         description="Short name of the package repository, used in file names."
     )
-    url: str = Field(pattern=URL, description="Base URL of the repository.")
-    key_url: str | None = Field(
+    url: Url = Field(description="Base URL of the repository.")
+    key_url: Url | None = Field(
         default=None,
-        pattern=URL,
         description="URL of the repository's signing key; omit for a trusted local repository.",
     )
 
@@ -53,7 +53,7 @@ class Software(StrictModel):
     repositories: list[Repository] = Field(
         default_factory=list, description="Extra package repositories configured on every node."
     )
-    packages: dict[str, str] = Field(
+    packages: dict[str, PackageVersion] = Field(
         default_factory=dict,
         description="Exact package version strings that override the derived ones, by package "
         "name (e.g. libnccl2: 2.21.5-1+cuda12.4). Use when a repository adds a revision suffix.",

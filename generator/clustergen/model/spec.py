@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from clustergen.model.cluster import Cluster
-from clustergen.model.common import StrictModel
+from clustergen.model.common import StrictModel, whole_number
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.nccl import Nccl
 from clustergen.model.network import Network
@@ -21,7 +21,9 @@ from clustergen.model.storage import Storage
 class Spec(StrictModel):
     """A GPU cluster, described once: clustergen checks it and renders everything from it."""
 
-    version: Literal[1] = Field(description="Spec language version; 1.")
+    version: Annotated[Literal[1], BeforeValidator(whole_number)] = Field(
+        description="Spec language version; 1."
+    )
     cluster: Cluster
     software: Software = Field(description="The pinned software stack.")
     hardware: dict[str, HardwareProfile] = Field(

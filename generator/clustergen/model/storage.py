@@ -6,23 +6,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from clustergen.model.common import (
-    ABSOLUTE_PATH,
-    BLOCK_DEVICE,
-    LNET_NETWORK,
-    LUSTRE_FSNAME,
-    Hostname,
-    Size,
-    StrictModel,
-)
+from clustergen.model.common import Hostname, Int, Size, StrictModel
+from clustergen.model.syntax import AbsolutePath, BlockDevice, LnetNetwork, LustreFsname
 
 
 class LustreMgs(StrictModel):
     """The Lustre management target."""
 
     node: Hostname = Field(description="Node that runs the MGS.")
-    device: str = Field(
-        pattern=BLOCK_DEVICE,
+    device: BlockDevice = Field(
         description="Block device (/dev/disk/by-id/... preferred) or zfs pool/dataset.",
     )
 
@@ -30,10 +22,9 @@ class LustreMgs(StrictModel):
 class LustreTarget(StrictModel):
     """A Lustre MDT or OST."""
 
-    index: int = Field(ge=0, le=65535, description="Target index, unique per MDT and per OST.")
+    index: Int = Field(ge=0, le=65535, description="Target index, unique per MDT and per OST.")
     node: Hostname = Field(description="Server node of the target.")
-    device: str = Field(
-        pattern=BLOCK_DEVICE,
+    device: BlockDevice = Field(
         description="Block device (/dev/disk/by-id/... preferred) or zfs pool/dataset.",
     )
 
@@ -41,7 +32,7 @@ class LustreTarget(StrictModel):
 class LustreMount(StrictModel):
     """How clients mount the file system."""
 
-    path: str = Field(pattern=ABSOLUTE_PATH, description="Client mount point.")
+    path: AbsolutePath = Field(description="Client mount point.")
     clients: list[str] = Field(min_length=1, description="Roles whose nodes mount the file system.")
 
 
@@ -49,15 +40,15 @@ class LayoutComponent(StrictModel):
     """One component of a progressive file layout."""
 
     end: Size | Literal["eof"] = Field(description="End of the component (e.g. 64MiB) or eof.")
-    stripe_count: int = Field(ge=-1, le=2000, description="Stripe count; -1 = all OSTs.")
+    stripe_count: Int = Field(ge=-1, le=2000, description="Stripe count; -1 = all OSTs.")
     stripe_size: Size | None = Field(default=None, description="Stripe size, multiple of 64KiB.")
 
 
 class LustreLayout(StrictModel):
     """Default striping of one directory."""
 
-    path: str = Field(pattern=ABSOLUTE_PATH, description="Directory under the mount point.")
-    stripe_count: int | None = Field(default=None, ge=-1, le=2000, description="lfs setstripe -c.")
+    path: AbsolutePath = Field(description="Directory under the mount point.")
+    stripe_count: Int | None = Field(default=None, ge=-1, le=2000, description="lfs setstripe -c.")
     stripe_size: Size | None = Field(default=None, description="lfs setstripe -S.")
     components: list[LayoutComponent] | None = Field(
         default=None, description="Progressive file layout components, ascending ends."
@@ -67,12 +58,9 @@ class LustreLayout(StrictModel):
 class Lustre(StrictModel):
     """A Lustre file system: targets, NIDs, client mounts, striping and tuning."""
 
-    fsname: str = Field(
-        pattern=LUSTRE_FSNAME, description="File system name, 1-8 of [A-Za-z0-9_-]."
-    )
-    lnet: str = Field(
+    fsname: LustreFsname = Field(description="File system name, 1-8 of [A-Za-z0-9_-].")
+    lnet: LnetNetwork = Field(
         default="tcp0",
-        pattern=LNET_NETWORK,
         description="LNet network of the servers' NIDs (fabric_ip@lnet), e.g. o2ib0.",
     )
     backend: Literal["ldiskfs", "zfs"] = Field(

@@ -1,0 +1,149 @@
+"""Constrained strings: one definition each, for the validator and the JSON Schema alike.
+
+A `Syntax` is a pattern, the words error messages use for it, and optionally a
+finer check with messages of its own. The validator accepts a string only if the
+finer check passes and the pattern matches the whole string; the JSON Schema
+carries the same pattern. So anything the schema rejects, `clustergen validate`
+rejects too, and an editor flags a broken hostlist as you type it.
+
+What a pattern cannot say (a hostlist that names a host twice, a CIDR with host
+bits set) stays in the finer check; tests/test_schema_syntax.py keeps that list.
+
+Patterns are written in the subset that Python's `re` and ECMA-262 (editors,
+check-jsonschema) read alike: ASCII classes spelt out ([0-9], not \\d), no
+lookbehind, anchored with ^ and $ and matched against the whole string.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Final
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
+
+
+@dataclass(frozen=True)
+class SchemaPattern:
+    """Annotation that adds a pattern to a type's JSON Schema without checking it
+    (the `Syntax` validator checks it, with better messages)."""
+
+    pattern: str
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        schema["pattern"] = self.pattern
+        return schema
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """Annotation for a constrained string: `Annotated[str, SLURM_NAME]`."""
+
+    pattern: str
+    meaning: str
+    check: Callable[[str], object] | None = None
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", re.compile(self.pattern))
+
+    def matches(self, value: str) -> bool:
+        return self.regex.fullmatch(value) is not None
+
+    def validate(self, value: str) -> str:
+        if self.check is not None:
+            self.check(value)
+        if not self.matches(value):
+            raise ValueError(f"'{value}' is not valid here; use {self.meaning}")
+        return value
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(self.validate, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        document = handler(schema)
+        document["pattern"] = self.pattern
+        return document
+
+
+def any_case(word: str) -> str:
+    """A pattern for `word` in any letter case ([Uu][Nn]...), as ECMA-262 has no inline flag."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+LABEL: Final = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_RANGES = r"\[[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*\]"
+# A hostlist part is a plain host name, or a name whose bracketed ranges end it
+# (Slurm reads "gpu[1-2]-ib" differently from what its writer meant).
+_HOSTLIST_PART = rf"(?:(?:[A-Za-z0-9][A-Za-z0-9-]*)?{_RANGES}(?:[A-Za-z0-9-]*{_RANGES})*|{LABEL})"
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_CLOCK = r"[0-5]?[0-9]"
+_NONSPACE = r"[^\x00-\x20\x7f]"
+
+HOSTNAME_PATTERN: Final = rf"^{LABEL}$"
+HOSTLIST_PATTERN: Final = rf"^{_HOSTLIST_PART}(?:,{_HOSTLIST_PART})*$"
+IPV4_PATTERN: Final = rf"^{_IPV4}$"
+CIDR_PATTERN: Final = rf"^{_IPV4}/(?:30|[12]?[0-9])$"
+VERSION_PATTERN: Final = r"^[0-9]+(?:\.[0-9]+)+$"
+IDENTIFIER_PATTERN: Final = r"^[a-z][a-z0-9_-]*$"
+SIZE_PATTERN: Final = r"^([0-9]+) ?(KiB|MiB|GiB|TiB|K|M|G|T)$"
+SLURM_TIME_PATTERN: Final = (
+    rf"^(?:{any_case('UNLIMITED')}|{any_case('INFINITE')}"
+    rf"|[0-9]+(?::{_CLOCK}){{0,2}}"  # min, min:sec, h:m:s
+    rf"|[0-9]+-(?:[01]?[0-9]|2[0-3])(?::{_CLOCK}){{0,2}})$"  # d-h, d-h:m, d-h:m:s
+)
+CONF_VALUE_PATTERN: Final = r"^[^#\r\n]*$"
+
+# The constrained strings without a finer check.
+SLURM_NAME = Syntax(
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    "letters, digits, '.', '_' and '-', starting with a letter or digit",
+)
+CLUSTER_NAME = Syntax(
+    r"^[a-z][a-z0-9_-]{0,39}$",
+    "up to 40 lowercase letters, digits, '-' and '_', starting with a letter",
+)
+DNS_DOMAIN = Syntax(rf"^(?:{LABEL}\.)*{LABEL}$", "a DNS domain such as hpc.example.org")
+DATABASE_WORD = Syntax(r"^[A-Za-z0-9_]+$", "letters, digits and '_'")
+URL = Syntax(rf"^(?:https?|file)://{_NONSPACE}+$", "an http://, https:// or file:// URL")
+GRES_TYPE = Syntax(r"^[a-z0-9][a-z0-9_]*$", "lowercase letters, digits and '_'")
+INTERFACE = Syntax(
+    r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
+)
+BLOCK_DEVICE = Syntax(
+    rf"^/dev/{_NONSPACE}+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$",
+    "a device path under /dev (best /dev/disk/by-id/...) or a zfs pool/dataset",
+)
+ABSOLUTE_PATH = Syntax(rf"^/{_NONSPACE}*$", "an absolute path without spaces")
+LUSTRE_FSNAME = Syntax(r"^[A-Za-z0-9_-]{1,8}$", "1-8 letters, digits, '_' or '-'")
+LNET_NETWORK = Syntax(r"^(?:o2ib|tcp)[0-9]*$", "an LNet network such as o2ib0 or tcp0")
+VARIABLE_NAME = Syntax(r"^[A-Za-z_][A-Za-z0-9_]*$", "an Ansible variable name")
+PACKAGE_VERSION = Syntax(
+    r"^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~_-]*$",
+    "a package version as apt or dnf shows it, e.g. 2.21.5-1+cuda12.4",
+)
+
+SlurmName = Annotated[str, SLURM_NAME]
+ClusterName = Annotated[str, CLUSTER_NAME]
+DnsDomain = Annotated[str, DNS_DOMAIN]
+DatabaseWord = Annotated[str, DATABASE_WORD]
+Url = Annotated[str, URL]
+GresType = Annotated[str, GRES_TYPE]
+InterfaceName = Annotated[str, INTERFACE]
+BlockDevice = Annotated[str, BLOCK_DEVICE]
+AbsolutePath = Annotated[str, ABSOLUTE_PATH]
+LustreFsname = Annotated[str, LUSTRE_FSNAME]
+LnetNetwork = Annotated[str, LNET_NETWORK]
+VariableName = Annotated[str, VARIABLE_NAME]
+PackageVersion = Annotated[str, PACKAGE_VERSION]

@@ -1,0 +1,218 @@
+"""The JSON Schema carries every syntax rule: what editors and check-jsonschema see.
+
+`clustergen validate` and the schema share one definition per constrained string
+(clustergen/model/syntax.py), so a spec the schema rejects is rejected by the
+validator too. These tests check the other direction with the real
+check-jsonschema CLI: every invalid case whose mistake is syntax alone is rejected
+by the schema, and the cases a schema cannot catch are listed here, each with why.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import regress
+
+from clustergen.load import load_spec
+from clustergen.render import render_all
+from clustergen.schema import schema_document
+from clustergen.validate import validate
+
+from support.ci import tool
+from support.paths import INVALID, REFERENCE_SPECS, REPO
+
+SCHEMA = REPO / "schemas" / "clustergen.schema.json"
+CASES = sorted(INVALID.glob("*.yaml"))
+
+_CROSS_REFERENCE = "cross-reference: a name must exist (or be unique) elsewhere in the spec"
+_ADDRESSES = "address arithmetic across node groups and networks"
+_COMPARISON = "compares two values; JSON Schema cannot relate one number to another"
+_CATALOG = "catalog knowledge: which CUDA, driver and GPU releases go together"
+_SLURM_VERSION = (
+    "slurm.conf keys depend on the pinned software.slurm, and Slurm reads them in any case"
+)
+_TOPOLOGY = "a property of the whole switch graph"
+_PINS = "package overrides are compared with the versions clustergen derives"
+
+# Each invalid case the schema cannot reject, with the reason. A case the schema
+# starts to reject must leave this list (the test below says so).
+SCHEMA_CANNOT_CATCH: dict[str, str] = {
+    "13-duplicate-node-names": _CROSS_REFERENCE,
+    "14-unknown-hardware-profile": _CROSS_REFERENCE,
+    "15-unknown-role": "roles may be declared in cluster.extra_roles; " + _CROSS_REFERENCE,
+    "16-address-outside-cidr": _ADDRESSES,
+    "17-address-range-past-cidr": _ADDRESSES,
+    "18-address-used-twice": _ADDRESSES,
+    "19-address-is-gateway": _ADDRESSES,
+    "20-bmc-ip-without-bmc-network": "a node key that needs another section; " + _ADDRESSES,
+    "21-reserved-memory-not-below-installed": _COMPARISON,
+    "22-compute-profile-without-reserved-memory": "depends on which nodes use the profile",
+    "23-unknown-gpu-model": "the GPU catalog, with a did-you-mean; " + _CATALOG,
+    "24-cuda-too-old-for-b200": _CATALOG,
+    "25-v100-with-cuda-13": _CATALOG,
+    "26-driver-below-cuda-minimum": _CATALOG,
+    "27-no-cuda-12-7": _CATALOG,
+    "28-fabric-manager-missing": "depends on the hardware profiles; " + _CATALOG,
+    "29-fabric-manager-differs-from-driver": _COMPARISON,
+    "30-fabric-manager-without-nvswitch": "depends on the hardware profiles",
+    "34-controller-not-a-node": _CROSS_REFERENCE,
+    "35-controller-without-role": _CROSS_REFERENCE,
+    "36-duplicate-partition-names": _CROSS_REFERENCE,
+    "37-two-default-partitions": "counts across list items",
+    "39-partition-non-compute-node": _CROSS_REFERENCE,
+    "40-partition-unknown-node": _CROSS_REFERENCE,
+    "41-options-folklore-key": _SLURM_VERSION,
+    "42-options-key-from-newer-slurm": _SLURM_VERSION,
+    "43-options-nodename": _SLURM_VERSION,
+    "44-options-slurmctldhost": _SLURM_VERSION,
+    "45-options-controlmachine": _SLURM_VERSION,
+    "48-preempt-qos-without-accounting": "a setting that needs another section",
+    "49-compute-node-under-no-leaf": _TOPOLOGY,
+    "50-node-under-two-leaves": _TOPOLOGY,
+    "51-switch-cycle": _TOPOLOGY,
+    "52-unknown-child-switch": _CROSS_REFERENCE,
+    "53-two-switch-trees": _TOPOLOGY,
+    "54-node-in-two-rack-positions": _CROSS_REFERENCE,
+    "55-unknown-node-in-rack": _CROSS_REFERENCE,
+    "56-several-problems-at-once": "its problems are catalog and cross-reference ones",
+    "57-storage-unknown-node": _CROSS_REFERENCE,
+    "58-switch-unknown-node": _CROSS_REFERENCE,
+    "59-accounting-host-unknown": _CROSS_REFERENCE,
+    "62-package-nccl-wrong-cuda-suffix": _PINS,
+    "63-package-unknown-name": "package names depend on software.os; " + _PINS,
+    "64-package-version-disagrees": _PINS,
+}
+
+
+def _check_jsonschema(*files: Path) -> dict[str, object]:
+    """check-jsonschema's JSON report for `files` against the committed schema."""
+    exe = tool("check-jsonschema")
+    assert exe, "check-jsonschema is a test dependency: pip install -e '.[test]'"
+    result = subprocess.run(
+        [exe, "--schemafile", str(SCHEMA), "--output-format", "json", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    report: dict[str, object] = json.loads(result.stdout)
+    return report
+
+
+def _rejected(report: dict[str, object]) -> set[str]:
+    entries = [*report.get("errors", []), *report.get("parse_errors", [])]  # type: ignore[misc]
+    return {Path(entry["filename"]).stem for entry in entries}
+
+
+def test_check_jsonschema_rejects_every_syntax_only_case() -> None:
+    rejected = _rejected(_check_jsonschema(*CASES))
+    names = {case.stem for case in CASES}
+    missed = sorted(names - rejected - set(SCHEMA_CANNOT_CATCH))
+    assert not missed, (
+        f"check-jsonschema accepts {missed}, which clustergen rejects on syntax; "
+        "carry the rule in the schema (model/syntax.py) or, if no schema can, list the "
+        "case in SCHEMA_CANNOT_CATCH with the reason"
+    )
+    caught = sorted(rejected & set(SCHEMA_CANNOT_CATCH))
+    assert not caught, f"the schema now rejects {caught}; remove them from SCHEMA_CANNOT_CATCH"
+    assert not set(SCHEMA_CANNOT_CATCH) - names, "SCHEMA_CANNOT_CATCH names a missing case"
+
+
+def test_check_jsonschema_accepts_the_reference_specs() -> None:
+    report = _check_jsonschema(*REFERENCE_SPECS)
+    assert report["status"] == "ok", json.dumps(report, indent=2)
+
+
+def _patterns(node: object) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "pattern" and isinstance(value, str):
+                yield value
+            else:
+                yield from _patterns(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _patterns(item)
+
+
+# Strings on which Python's re and ECMA-262 are known to differ when a pattern is
+# careless: Unicode digits, a trailing newline, non-ASCII spaces, and plain cases.
+_PROBES = [
+    "",
+    "gpu01",
+    "gpu01\n",
+    "gpu[01-04]",
+    "gpu[01-",
+    "gpu[1-2]-ib",
+    "gpu[01-04],login1",
+    "10.0.1.11",
+    "10.0.1.300",
+    "010.0.1.1",
+    "10.0.1.0/24",
+    "10.0.1.0/31",
+    "12.4.1",
+    "12.4",
+    "١٢.٤",
+    "2-00:00:00",
+    "1-24:00:00",
+    "01:00:00",
+    "61:59",
+    "UNLIMITED",
+    "Infinite",
+    "4MiB",
+    "4 MiB",
+    "4mib",
+    "/mnt/lustre",
+    "/mnt/lu stre",
+    "/mnt/lu\u00a0stre",
+    "/dev/disk/by-id/nvme-x",
+    "https://example.org/repo",
+    "o2ib0",
+    "a#b",
+    "a\rb",
+    "NCCL_IB_HCA",
+    "2.21.5-1+cuda12.4",
+    "1:2.3~rc1",
+    "Mini",
+    "hpc.example.org",
+    "-gpu",
+    "a" * 64,
+]
+
+
+@pytest.mark.parametrize("pattern", sorted(set(_patterns(schema_document()))))
+def test_python_and_ecma_regex_agree_on_every_schema_pattern(pattern: str) -> None:
+    ecma = regress.Regex(pattern, "u")
+    python = re.compile(pattern)
+    differ = [
+        probe
+        for probe in _PROBES
+        if (ecma.find(probe) is not None) != (python.fullmatch(probe) is not None)
+    ]
+    assert not differ, f"{pattern!r}: Python and ECMA-262 disagree on {differ}"
+
+
+def test_a_whole_number_written_with_a_decimal_point_is_that_number(tmp_path: Path) -> None:
+    """JSON Schema, and so every editor, reads 1024.0 as the integer 1024; clustergen
+    agrees, and renders it as 1024."""
+    spec = REFERENCE_SPECS[0]
+    text = spec.read_text(encoding="utf-8")
+    whole, count = re.subn(r"(memory_gib|rack_units): (\d+)\b(?!\.)", r"\1: \2.0", text)
+    assert count, "the reference spec has no memory_gib or rack_units to rewrite"
+    decimal = tmp_path / spec.name
+    decimal.write_text(whole, encoding="utf-8")
+
+    def rendered(path: Path) -> dict[str, str]:
+        loaded = load_spec(str(path))
+        model, problems = validate(loaded)
+        assert model is not None, [p.message for p in problems]
+        return {name: file.text for name, file in render_all(model, path.name).items()}
+
+    assert rendered(decimal) == rendered(spec)
+    assert _check_jsonschema(decimal)["status"] == "ok"
