@@ -14,20 +14,15 @@ from ruamel.yaml import YAML
 
 from clustergen.catalog.packages import stack_pins, upstream_version
 from clustergen.checks import packages as package_checks
-from clustergen.derive import derive
 from clustergen.hosts import expand_hosts
 from clustergen.model import Spec
-from clustergen.outputs.ansible import (
-    expand_pattern,
-    group_members,
-    host_patterns,
-    inventory_groups,
-)
+from clustergen.outputs.ansible import expand_pattern, handler_name, host_patterns
 from clustergen.render import render_all
+from clustergen.resolve import resolve
 
 from support.ansible_testbed import ansible_tool
 from support.ci import in_ci
-from support.paths import EXAMPLES, REFERENCE_SPECS
+from support.paths import EXAMPLES, REFERENCE_SPECS, REPO
 
 
 def reference(name: str = "ml-training-8node") -> dict[str, Any]:
@@ -256,7 +251,7 @@ def _members(listing: dict[str, Any], group: str) -> set[str]:
 
 def test_ml_training_groups() -> None:
     spec = spec_with()
-    members = group_members(inventory_groups(derive(spec, "spec.yaml")))
+    members = resolve(spec, "spec.yaml").members
     assert members["nvidia_gpu"] == members["nvswitch"] == members["compute"]
     assert members["slurm"] == members["compute"] | {"slurm-head"}
     assert members["lustre_client"] == members["compute"] | {"slurm-head"}
@@ -269,9 +264,10 @@ def test_group_vars_hold_only_a_reference_to_the_database_password(tmp_path: Pat
     spec = Spec.model_validate(document)
     files = render_all(spec, "spec.yaml")
     dbd = yaml.safe_load(files["inventory/group_vars/slurm_dbd.yml"].text)
-    assert dbd["vault_slurmdbd_storage_pass"] == "{{ vault_site_db_pass }}"
-    default = render_all(spec_with(), "spec.yaml")["inventory/group_vars/slurm_dbd.yml"].text
-    assert "vault_slurmdbd_storage_pass" not in yaml.safe_load(default)
+    (entry,) = dbd["clustergen_files_slurm_dbd"]
+    assert entry["dest"] == "/etc/slurm/slurmdbd.conf"
+    assert (entry["secret_key"], entry["secret_variable"]) == ("StoragePass", "vault_site_db_pass")
+    assert (entry["owner"], entry["mode"], entry["notify"]) == ("slurm", "0600", "Restart slurmdbd")
     lines = files["slurm/slurmdbd.conf"].text.splitlines()
     assert not [line for line in lines if line.startswith("StoragePass")]
 
@@ -284,3 +280,33 @@ def test_render_is_byte_stable_and_sorted() -> None:
     assert list(lock["groups"]) == sorted(lock["groups"])
     for group in lock["groups"].values():
         assert list(group["packages"]) == sorted(group["packages"])
+
+
+@pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
+def test_every_installed_file_notifies_a_handler_its_family_role_defines(spec_path: Path) -> None:
+    """A family declares what a change to each file needs; the handler that does it
+    must exist in the role that installs the family's files, or Ansible stops."""
+    roles = REPO / "roles"
+    handlers: dict[str, set[str]] = {}
+    installs_family: dict[str, str] = {}
+    for role in roles.iterdir():
+        handler_file = role / "handlers" / "main.yml"
+        if handler_file.exists():
+            handlers[role.name] = {h["name"] for h in yaml.safe_load(handler_file.read_text())}
+        for tasks in (role / "tasks").glob("*.yml"):
+            for task in yaml.safe_load(tasks.read_text()) or []:
+                include = task.get("ansible.builtin.include_role", {})
+                if include.get("name") == "rendered_files":
+                    installs_family[task["vars"]["rendered_files_family"]] = role.name
+    spec = Spec.model_validate(YAML(typ="safe").load(spec_path.read_text()))
+    installed = [a for a in render_all(spec, spec_path.name).values() if a.install is not None]
+    assert installed
+    for artifact in installed:
+        family = artifact.path.split("/")[0]
+        role = installs_family.get(family)
+        assert role is not None, f"no role includes rendered_files for family {family}"
+        assert artifact.install is not None
+        handler = handler_name(artifact.install)
+        assert handler is None or handler in handlers.get(role, set()), (
+            f"{artifact.path} notifies {handler!r}, which role {role} does not define"
+        )

@@ -6,8 +6,9 @@ import copy
 
 from ruamel.yaml import YAML
 
-from clustergen.derive import derive
 from clustergen.model import Spec
+from clustergen.outputs.slurm.derive import derive_slurm
+from clustergen.resolve import resolve
 
 from support.paths import EXAMPLES
 
@@ -18,7 +19,7 @@ def reference(name: str = "ml-training-8node") -> dict:  # type: ignore[type-arg
 
 
 def slurm_of(document: dict):  # type: ignore[no-untyped-def,type-arg]
-    return derive(Spec.model_validate(document), "spec.yaml").slurm
+    return derive_slurm(resolve(Spec.model_validate(document), "spec.yaml"))
 
 
 def test_node_line_values() -> None:
@@ -99,7 +100,9 @@ def test_controllers_take_hostlists_primary_first() -> None:
     document["slurm"]["accounting"]["host"] = "ctl1"
     document["racks"][4]["devices"][0]["node"] = "ctl1"
     spec = Spec.model_validate(document)
-    (cluster,) = [s for s in derive(spec, "x").slurm.sections if s.title.startswith("Cluster")]
+    (cluster,) = [
+        s for s in derive_slurm(resolve(spec, "x")).sections if s.title.startswith("Cluster")
+    ]
     assert [v for k, v in cluster.settings if k == "SlurmctldHost"] == [
         "ctl2(10.0.1.2)",
         "ctl1(10.0.1.3)",

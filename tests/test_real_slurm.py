@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.derive import derive, gres_type, real_memory_mib
 from clustergen.load import load_spec
 from clustergen.model.common import expand_hostlist, parse_slurm_time
+from clustergen.outputs.slurm.derive import SlurmContext, derive_slurm, gres_type, real_memory_mib
+from clustergen.resolve import Cluster, resolve
 from clustergen.validate import validate
 
 from support.paths import REFERENCE_SPECS
@@ -25,27 +26,28 @@ from support.realslurm import SlurmTestbed, require_real_slurm
 pytestmark = pytest.mark.daemons
 
 
-def rendered(spec_path: Path, out: Path, cli) -> object:  # type: ignore[no-untyped-def]
+def rendered(spec_path: Path, out: Path, cli) -> tuple[Cluster, SlurmContext]:  # type: ignore[no-untyped-def]
     result = cli("render", str(spec_path), "-o", str(out))
     assert result.code == 0, result.err
     loaded = load_spec(str(spec_path))
     spec, _ = validate(loaded)
     assert spec is not None
-    return derive(spec, loaded.name)
+    cluster = resolve(spec, loaded.name)
+    return cluster, derive_slurm(cluster)
 
 
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
 def test_slurmctld_runs_the_rendered_configuration(spec_path: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     require_real_slurm()
-    context = rendered(spec_path, tmp_path / "out", cli)
-    spec = context.spec
+    cluster, slurm = rendered(spec_path, tmp_path / "out", cli)
+    spec = cluster.spec
     with SlurmTestbed(tmp_path / "out", tmp_path / "bed") as bed:
         report = bed.start_controller()
     print(report.summary())  # names every rendered line this test had to skip
     assert report.config_problems() == []
     assert report.accounting == ("slurmdbd" if spec.slurm.accounting else "none")
 
-    compute = [host for host in context.hosts if host.is_slurm_compute]
+    compute = [host for host in cluster.hosts if host.is_slurm_compute]
     assert set(report.nodes) == {host.name for host in compute}
     for host in compute:
         profile = host.hardware
@@ -68,10 +70,10 @@ def test_slurmctld_runs_the_rendered_configuration(spec_path: Path, tmp_path: Pa
             minutes = parse_slurm_time(str(partition.max_time))
             assert seen.max_time == ("UNLIMITED" if minutes is None else _slurm_duration(minutes))
 
-    leaves = [s for s in context.slurm.topology if s.nodes]
+    leaves = [s for s in slurm.topology if s.nodes]
     for leaf in leaves:
         assert set(report.switches[leaf.name].nodes) == set(expand_hostlist(leaf.nodes))
-    assert set(report.switches) == {s.name for s in context.slurm.topology}
+    assert set(report.switches) == {s.name for s in slurm.topology}
 
 
 def _slurm_duration(minutes: int) -> str:
@@ -85,9 +87,9 @@ def _slurm_duration(minutes: int) -> str:
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
 def test_slurmd_reads_rendered_gres_conf(spec_path: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     require_real_slurm()
-    context = rendered(spec_path, tmp_path / "out", cli)
+    cluster, _ = rendered(spec_path, tmp_path / "out", cli)
     first_of_profile: dict[str, object] = {}
-    for host in context.hosts:
+    for host in cluster.hosts:
         if host.is_slurm_compute and host.hardware.gpu is not None:
             first_of_profile.setdefault(host.hardware_name, host)
     assert first_of_profile, "each reference spec has GPU nodes"

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clustergen import __version__
+from clustergen.artifacts import Artifact
 from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInvalid, UsageError
 from clustergen.load import load_spec
 from clustergen.model import Spec
-from clustergen.render import RenderedFile, render_all
+from clustergen.render import render_all
 from clustergen.schema import schema_text
 from clustergen.validate import validate
 from clustergen.write import plan, unified_diff, with_manifest, write
@@ -140,7 +141,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     spec, spec_name = _load_valid(args.spec)
-    files: dict[str, RenderedFile] = with_manifest(render_all(spec, spec_name))
+    files: dict[str, Artifact] = with_manifest(render_all(spec, spec_name))
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir}: exists and is not a directory")

@@ -1,20 +1,19 @@
-"""The Jinja environment and render_all: spec -> {relative path: file}, all in memory."""
+"""Render every output family in memory: resolved cluster -> artifacts, by path.
+
+The content families come first; the Ansible family then receives their
+artifacts and installs the ones that declare an install, so it knows no family's
+files. Nothing here writes to disk (write.py does).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import resources
 
 import jinja2
 
-from clustergen.derive import Context, derive
+from clustergen.artifacts import Artifact
 from clustergen.model import Spec
-
-
-@dataclass(frozen=True)
-class RenderedFile:
-    text: str
-    mode: int = 0o644
+from clustergen.resolve import Cluster, resolve
 
 
 def environment() -> jinja2.Environment:
@@ -29,21 +28,26 @@ def environment() -> jinja2.Environment:
     )
 
 
-def render_all(spec: Spec, spec_name: str) -> dict[str, RenderedFile]:
-    from clustergen.outputs import FAMILIES
+def render_all(spec: Spec, spec_name: str) -> dict[str, Artifact]:
+    from clustergen.outputs import FAMILIES, ansible, site
 
-    context = derive(spec, spec_name)
+    cluster = resolve(spec, spec_name)
     env = environment()
-    files: dict[str, RenderedFile] = {}
-    for family in FAMILIES:
-        for path, rendered in family(context, env).items():
-            if path in files:
-                raise AssertionError(f"two output families render {path}")
-            files[path] = rendered
+    by_family = {name: family(cluster, env) for name, family in FAMILIES.items()}
+    artifacts = [
+        *(artifact for rendered in by_family.values() for artifact in rendered),
+        *ansible.render(cluster, env, by_family),
+        *site.render(),
+    ]
+    files: dict[str, Artifact] = {}
+    for artifact in artifacts:
+        if artifact.path in files:
+            raise AssertionError(f"two output families render {artifact.path}")
+        files[artifact.path] = artifact
     return dict(sorted(files.items()))
 
 
-def render_template(env: jinja2.Environment, name: str, context: Context, **values: object) -> str:
+def render_template(env: jinja2.Environment, name: str, cluster: Cluster, **values: object) -> str:
     """Render one template with the header every file carries."""
     template = env.get_template(name)
-    return template.render(ctx=context, spec=context.spec, spec_name=context.spec_name, **values)
+    return template.render(spec=cluster.spec, spec_name=cluster.spec_name, **values)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from clustergen.artifacts import Artifact
 from clustergen.errors import UsageError
-from clustergen.render import RenderedFile
 
 MANIFEST = ".clustergen-manifest"
 _MANIFEST_HEADER = (
@@ -32,12 +32,12 @@ class Change:
     new: str | None
 
 
-def with_manifest(files: dict[str, RenderedFile]) -> dict[str, RenderedFile]:
+def with_manifest(files: dict[str, Artifact]) -> dict[str, Artifact]:
     listing = _MANIFEST_HEADER + "".join(f"{path}\n" for path in sorted(files))
-    return {**files, MANIFEST: RenderedFile(listing)}
+    return {**files, MANIFEST: Artifact(MANIFEST, listing)}
 
 
-def plan(out_dir: Path, files: dict[str, RenderedFile], *, adopt: bool = False) -> list[Change]:
+def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> list[Change]:
     """What writing files into out_dir would do. Files clustergen did not write (absent
     from the manifest) are never overwritten unless adopt is set."""
     previous = _previous_outputs(out_dir)
@@ -76,7 +76,7 @@ def unified_diff(change: Change) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
-def write(out_dir: Path, files: dict[str, RenderedFile], changes: list[Change]) -> None:
+def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> None:
     """Write every created or changed file through a temporary file, then swap them all in.
 
     Every new file is complete on disk before the first one replaces an old
@@ -103,7 +103,7 @@ def write(out_dir: Path, files: dict[str, RenderedFile], changes: list[Change]) 
         raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
 
 
-def _stage(target: Path, rendered: RenderedFile) -> Path:
+def _stage(target: Path, rendered: Artifact) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.clustergen-tmp")
     with open(temporary, "w", encoding="utf-8", newline="\n") as handle:

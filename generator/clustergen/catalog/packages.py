@@ -46,22 +46,6 @@ OS_PACKAGE_FAMILY: dict[str, PackageFamily] = {
 # RPM release suffix of packages built per distribution (Slurm, Lustre, drivers).
 _EL_DIST = ".el9"
 
-# The concerns, each installed by the Ansible role of the same name (Slurm's four
-# node kinds all by the slurm role), in the order versions.lock lists them.
-CONCERNS: tuple[str, ...] = (
-    "nvidia_driver",
-    "fabric_manager",
-    "cuda",
-    "nccl",
-    "cudnn",
-    "dcgm",
-    "slurm_controller",
-    "slurm_dbd",
-    "slurm_compute",
-    "slurm_login",
-    "lustre_client",
-)
-
 Pins = dict[str, str]  # package name -> exact version string
 
 # Inventory groups that carry the pins. Role groups are the spec's roles; these are
@@ -71,37 +55,18 @@ NVSWITCH_GROUP = "nvswitch"  # nodes whose GPUs sit on NVSwitch (fabric manager)
 SLURM_GROUP = "slurm"  # every node with a Slurm role
 LUSTRE_CLIENT_GROUP = "lustre_client"  # nodes of the roles that mount Lustre
 DERIVED_GROUPS: tuple[str, ...] = (GPU_GROUP, NVSWITCH_GROUP, SLURM_GROUP, LUSTRE_CLIENT_GROUP)
-SLURM_ROLES: tuple[str, ...] = ("compute", "login", "slurm_controller", "slurm_dbd")
-
-# What each concern is, for the comments of the rendered files.
-CONCERN_TITLE: dict[str, str] = {
-    "nvidia_driver": "NVIDIA driver",
-    "fabric_manager": "NVIDIA fabric manager",
-    "cuda": "CUDA toolkit",
-    "nccl": "NCCL runtime and headers",
-    "cudnn": "cuDNN",
-    "dcgm": "DCGM",
-    "slurm_controller": "Slurm controller (slurmctld)",
+# What each group is, for the comments of its group_vars file.
+GROUP_TITLES: dict[str, str] = {
+    GPU_GROUP: "The pinned NVIDIA stack on every GPU node",
+    NVSWITCH_GROUP: "NVIDIA fabric manager on NVSwitch nodes (equal to the driver)",
+    SLURM_GROUP: "Every Slurm node",
+    LUSTRE_CLIENT_GROUP: "Lustre clients",
+    "compute": "Slurm compute nodes",
+    "login": "Login nodes",
+    "slurm_controller": "Slurm controllers",
     "slurm_dbd": "Slurm accounting (slurmdbd)",
-    "slurm_compute": "Slurm compute (slurmd)",
-    "slurm_login": "Slurm client commands",
-    "lustre_client": "Lustre client",
 }
-
-# The inventory group whose nodes get each concern's packages.
-CONCERN_GROUP: dict[str, str] = {
-    "nvidia_driver": GPU_GROUP,
-    "fabric_manager": NVSWITCH_GROUP,
-    "cuda": GPU_GROUP,
-    "nccl": GPU_GROUP,
-    "cudnn": GPU_GROUP,
-    "dcgm": GPU_GROUP,
-    "slurm_controller": "slurm_controller",
-    "slurm_dbd": "slurm_dbd",
-    "slurm_compute": "compute",
-    "slurm_login": "login",
-    "lustre_client": LUSTRE_CLIENT_GROUP,
-}
+SLURM_ROLES: tuple[str, ...] = ("compute", "login", "slurm_controller", "slurm_dbd")
 
 _NOT_IN_GROUP_NAME = re.compile(r"[^A-Za-z0-9_]")
 
@@ -255,25 +220,57 @@ def _lustre_client(family: PackageFamily, s: Software) -> Pins:
     return {"lustre-client": version, "kmod-lustre-client": version}
 
 
-_DERIVE: dict[str, Callable[[PackageFamily, Software], Pins]] = {
-    "nvidia_driver": _nvidia_driver,
-    "fabric_manager": _fabric_manager,
-    "cuda": _cuda,
-    "nccl": _nccl,
-    "cudnn": _cudnn,
-    "dcgm": _dcgm,
-    "slurm_controller": _slurm("controller"),
-    "slurm_dbd": _slurm("dbd"),
-    "slurm_compute": _slurm("compute"),
-    "slurm_login": _slurm("login"),
-    "lustre_client": _lustre_client,
-}
+@dataclass(frozen=True)
+class Concern:
+    """One part of the pinned stack: its packages, who gets them and which role
+    installs them (the role's variable is `<name>_packages`)."""
+
+    name: str
+    title: str  # for the comments of rendered files
+    group: str  # the inventory group whose nodes get the packages
+    role: str
+    packages: Callable[[PackageFamily, Software], Pins]
+    # The software field whose version the role checks on the running node; it
+    # becomes the variable `<name>_version`.
+    reports: str | None = None
+
+
+# In the order versions.lock lists them.
+CONCERNS: tuple[Concern, ...] = (
+    Concern(
+        "nvidia_driver",
+        "NVIDIA driver",
+        GPU_GROUP,
+        "nvidia_driver",
+        _nvidia_driver,
+        reports="nvidia_driver",
+    ),
+    Concern(
+        "fabric_manager", "NVIDIA fabric manager", NVSWITCH_GROUP, "fabric_manager", _fabric_manager
+    ),
+    Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),
+    Concern("nccl", "NCCL runtime and headers", GPU_GROUP, "nccl", _nccl),
+    Concern("cudnn", "cuDNN", GPU_GROUP, "cudnn", _cudnn),
+    Concern("dcgm", "DCGM", GPU_GROUP, "dcgm", _dcgm),
+    Concern(
+        "slurm_controller",
+        "Slurm controller (slurmctld)",
+        "slurm_controller",
+        "slurm",
+        _slurm("controller"),
+    ),
+    Concern("slurm_dbd", "Slurm accounting (slurmdbd)", "slurm_dbd", "slurm", _slurm("dbd")),
+    Concern("slurm_compute", "Slurm compute (slurmd)", "compute", "slurm", _slurm("compute")),
+    Concern("slurm_login", "Slurm client commands", "login", "slurm", _slurm("login")),
+    Concern("lustre_client", "Lustre client", LUSTRE_CLIENT_GROUP, "lustre_client", _lustre_client),
+)
+CONCERN_NAMES: tuple[str, ...] = tuple(concern.name for concern in CONCERNS)
 
 
 def derived_pins(software: Software) -> StackPins:
     """The catalog's packages and versions, before software.packages overrides."""
     family = OS_PACKAGE_FAMILY[software.os]
-    return StackPins(family, {concern: _DERIVE[concern](family, software) for concern in CONCERNS})
+    return StackPins(family, {c.name: c.packages(family, software) for c in CONCERNS})
 
 
 def stack_pins(software: Software) -> StackPins:

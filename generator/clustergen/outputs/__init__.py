@@ -1,4 +1,6 @@
-"""Output families: each maps the render context to {relative path: RenderedFile}."""
+"""Output families. Each renders artifacts from the resolved cluster (see
+docs/architecture.md for adding one); the Ansible family installs them and the
+site family carries the playbooks and roles."""
 
 from __future__ import annotations
 
@@ -6,10 +8,12 @@ from collections.abc import Callable
 
 import jinja2
 
-from clustergen.derive import Context
-from clustergen.outputs import ansible, site, slurm
-from clustergen.render import RenderedFile
+from clustergen.artifacts import Artifact
+from clustergen.outputs import slurm
+from clustergen.resolve import Cluster
 
-Family = Callable[[Context, jinja2.Environment], dict[str, RenderedFile]]
+Family = Callable[[Cluster, jinja2.Environment], list[Artifact]]
 
-FAMILIES: tuple[Family, ...] = (slurm.render, ansible.render, site.render)
+# The content families, by name: the name is the family's directory in the output
+# tree and the value of `family` in the install lists Ansible reads.
+FAMILIES: dict[str, Family] = {"slurm": slurm.render}

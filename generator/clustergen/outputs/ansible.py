@@ -1,52 +1,30 @@
 """Ansible: inventory/hosts.yml, inventory/group_vars/*.yml and versions.lock.
 
-site.yml and the roles at the repository root consume these. Every node gets the
-packages of each inventory group it is in; the group_vars carry the pins and the
-paths of the rendered config files, versions.lock the same pins for review and for
-the drift report (verify.yml). No secret is rendered: slurmdbd's password stays a
-vault variable reference.
+site.yml and the roles consume these. Every node gets the packages of each
+inventory group it is in, and the files of every family that declare an install
+for one of its groups (`clustergen_files_<group>`, installed by the
+rendered_files role with the handler that a change needs). This family knows no
+other family's files: it reads their artifacts. versions.lock carries the pins
+for review and for the drift report (verify.yml). No secret is rendered: a file
+that needs one names the vault variable its secret line is filled from.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import jinja2
 
-from clustergen.catalog.packages import (
-    CONCERN_GROUP,
-    CONCERN_TITLE,
-    CONCERNS,
-    GPU_GROUP,
-    LUSTRE_CLIENT_GROUP,
-    NVSWITCH_GROUP,
-    SLURM_GROUP,
-    SLURM_ROLES,
-    Pins,
-    StackPins,
-    hardware_group,
-    role_group,
-    stack_pins,
-)
-from clustergen.derive import EPILOG_NAME, SLURM_ETC, Context, compress
-from clustergen.hosts import Host
-from clustergen.model.nodes import KNOWN_ROLES
-from clustergen.render import RenderedFile, render_template
+from clustergen.artifacts import Artifact, Install
+from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, Pins
+from clustergen.outputs.slurm.derive import compress
+from clustergen.render import render_template
+from clustergen.resolve import Cluster, InventoryGroup
 
 # Rendered files are found from the inventory, wherever the output tree is copied.
 _FROM_INVENTORY = "{{ inventory_dir }}/.."
-# The variable the slurm role reads the database password from.
-_ROLE_PASSWORD_VARIABLE = "vault_slurmdbd_storage_pass"
-# Slurm config files every Slurm node reads (besides slurmdbd.conf and the epilog).
-_SLURM_CONF = "slurm.conf"
-
-
-@dataclass(frozen=True)
-class InventoryGroup:
-    name: str
-    hosts: list[str]  # host names or Ansible ranges such as gpu[01:08]
-    children: list[str]
 
 
 @dataclass(frozen=True)
@@ -72,79 +50,42 @@ class LockGroup:
     packages: Pins
 
 
-def render(context: Context, env: jinja2.Environment) -> dict[str, RenderedFile]:
-    pins = stack_pins(context.spec.software)
-    groups = inventory_groups(context)
-    members = group_members(groups)
-    files = {
-        "inventory/hosts.yml": RenderedFile(
+def render(
+    cluster: Cluster, env: jinja2.Environment, by_family: Mapping[str, Sequence[Artifact]]
+) -> list[Artifact]:
+    groups = [
+        InventoryGroup(group.name, tuple(host_patterns(list(group.hosts))), group.children)
+        for group in cluster.groups
+    ]
+    artifacts = [
+        Artifact(
+            "inventory/hosts.yml",
             render_template(
-                env, "ansible/hosts.yml.j2", context, hosts=context.hosts, groups=groups
-            )
+                env, "ansible/hosts.yml.j2", cluster, hosts=cluster.hosts, groups=groups
+            ),
         ),
-        "versions.lock": RenderedFile(
+        Artifact(
+            "versions.lock",
             render_template(
                 env,
                 "ansible/versions.lock.j2",
-                context,
-                family=pins.family,
-                lock_groups=lock_groups(pins, members, context.hosts),
-            )
+                cluster,
+                family=cluster.pins.family,
+                lock_groups=lock_groups(cluster),
+            ),
         ),
-    }
-    for group_vars in all_group_vars(context, pins, members):
-        files[f"inventory/group_vars/{group_vars.group}.yml"] = RenderedFile(
-            render_template(env, "ansible/group_vars.yml.j2", context, vars=group_vars)
-        )
-    return files
-
-
-# --- inventory groups -------------------------------------------------------------
-
-
-def inventory_groups(context: Context) -> list[InventoryGroup]:
-    """Role groups, hardware profile groups and the derived groups, sorted by name."""
-    spec = context.spec
-    roles = list(dict.fromkeys([*KNOWN_ROLES, *spec.cluster.extra_roles]))
-    groups = [
-        InventoryGroup(
-            role_group(role), host_patterns([h.name for h in context.hosts if role in h.roles]), []
-        )
-        for role in roles
     ]
-    groups += [
-        InventoryGroup(
-            hardware_group(name),
-            host_patterns([h.name for h in context.hosts if h.hardware_name == name]),
-            [],
+    for group_vars in all_group_vars(cluster, by_family):
+        artifacts.append(
+            Artifact(
+                f"inventory/group_vars/{group_vars.group}.yml",
+                render_template(env, "ansible/group_vars.yml.j2", cluster, vars=group_vars),
+            )
         )
-        for name in spec.hardware
-    ]
-    gpu_profiles = [name for name, p in spec.hardware.items() if p.gpu is not None]
-    nvswitch_profiles = [n for n in gpu_profiles if (gpu := spec.hardware[n].gpu) and gpu.nvswitch]
-    lustre = spec.storage.lustre if spec.storage else None
-    lustre_roles = lustre.mount.clients if lustre else []
-    groups += [
-        InventoryGroup(GPU_GROUP, [], sorted(hardware_group(n) for n in gpu_profiles)),
-        InventoryGroup(NVSWITCH_GROUP, [], sorted(hardware_group(n) for n in nvswitch_profiles)),
-        InventoryGroup(SLURM_GROUP, [], sorted(role_group(r) for r in SLURM_ROLES)),
-        InventoryGroup(LUSTRE_CLIENT_GROUP, [], sorted({role_group(r) for r in lustre_roles})),
-    ]
-    return sorted(groups, key=lambda g: g.name)
+    return artifacts
 
 
-def group_members(groups: list[InventoryGroup]) -> dict[str, set[str]]:
-    """Host names in each group, children included (as Ansible resolves them)."""
-    by_name = {group.name: group for group in groups}
-
-    def members(name: str) -> set[str]:
-        group = by_name[name]
-        names = {host for pattern in group.hosts for host in expand_pattern(pattern)}
-        for child in group.children:
-            names |= members(child)
-        return names
-
-    return {name: members(name) for name in by_name}
+# --- host ranges ------------------------------------------------------------------
 
 
 _TRAILING_NUMBER = re.compile(r"^(?P<head>.*?)(?P<number>\d+)(?P<tail>\D*)$")
@@ -214,22 +155,20 @@ def _continues(previous: str, name: str) -> bool:
 # --- pins per group ---------------------------------------------------------------
 
 
-def group_pins(pins: StackPins) -> dict[str, Pins]:
+def group_pins(cluster: Cluster) -> dict[str, Pins]:
     """Inventory group -> the packages its nodes get, from every concern it carries."""
     by_group: dict[str, Pins] = {}
     for concern in CONCERNS:
-        by_group.setdefault(CONCERN_GROUP[concern], {}).update(pins.by_concern[concern])
+        by_group.setdefault(concern.group, {}).update(cluster.pins.by_concern[concern.name])
     return by_group
 
 
-def lock_groups(
-    pins: StackPins, members: dict[str, set[str]], hosts: list[Host]
-) -> list[LockGroup]:
+def lock_groups(cluster: Cluster) -> list[LockGroup]:
     """Groups that have nodes and packages, sorted by name, packages sorted by name."""
-    order = {host.name: index for index, host in enumerate(hosts)}
+    order = {host.name: index for index, host in enumerate(cluster.hosts)}
     groups = []
-    for name, packages in sorted(group_pins(pins).items()):
-        nodes = sorted(members.get(name, set()), key=order.__getitem__)
+    for name, packages in sorted(group_pins(cluster).items()):
+        nodes = sorted(cluster.members.get(name, frozenset()), key=order.__getitem__)
         if nodes and packages:
             groups.append(LockGroup(name, compress(nodes), dict(sorted(packages.items()))))
     return groups
@@ -239,122 +178,102 @@ def lock_groups(
 
 
 def all_group_vars(
-    context: Context, pins: StackPins, members: dict[str, set[str]]
+    cluster: Cluster, by_family: Mapping[str, Sequence[Artifact]]
 ) -> list[GroupVars]:
-    """One file per group that has nodes and something to set, sorted by group name."""
-    files = [_all_vars(context, pins)]
-    by_concern = pins.by_concern
-    software = context.spec.software
-    slurm = context.slurm
-
-    def packages(concern: str) -> Variable:
-        role = "slurm" if concern.startswith("slurm_") else concern
-        pins = by_concern[concern]
-        title = CONCERN_TITLE[concern]
+    """One file per group that has nodes and something to set, sorted by group name:
+    the pins of the concerns it carries and the files installed on it."""
+    variables: dict[str, list[Variable]] = {}
+    software = cluster.spec.software
+    for concern in CONCERNS:
+        pins = cluster.pins.by_concern[concern.name]
         comment = (
-            f"{title}: exact versions; role {role} installs and holds them"
+            f"{concern.title}: exact versions; role {concern.role} installs and holds them"
             if pins
-            else f"{title}: not in the spec's software block, nothing installed"
+            else f"{concern.title}: not in the spec's software block, nothing installed"
         )
-        return Variable(f"{concern}_packages", comment, pins)
-
-    files.append(
-        GroupVars(
-            GPU_GROUP,
-            "The pinned NVIDIA stack on every GPU node",
-            [
-                Variable(
-                    "nvidia_driver_version",
-                    "what nvidia-smi must report after the driver rolls out",
-                    software.nvidia_driver,
-                ),
-                *(packages(c) for c in ("nvidia_driver", "cuda", "nccl", "cudnn", "dcgm")),
-            ],
+        variables.setdefault(concern.group, []).append(
+            Variable(f"{concern.name}_packages", comment, pins)
         )
-    )
-    if by_concern["fabric_manager"]:
-        files.append(
-            GroupVars(
-                NVSWITCH_GROUP,
-                "NVIDIA fabric manager on NVSwitch nodes (equal to the driver)",
-                [packages("fabric_manager")],
-            )
-        )
-
-    config_files = {
-        _SLURM_CONF: f"{_FROM_INVENTORY}/slurm/{_SLURM_CONF}",
-        "cgroup.conf": f"{_FROM_INVENTORY}/slurm/cgroup.conf",
-    }
-    if slurm.gres:
-        config_files["gres.conf"] = f"{_FROM_INVENTORY}/slurm/gres.conf"
-    if slurm.topology:
-        config_files["topology.conf"] = f"{_FROM_INVENTORY}/slurm/topology.conf"
-    files.append(
-        GroupVars(
-            SLURM_GROUP,
-            "Slurm configuration files, as rendered (copied, never re-templated)",
-            [
+        if concern.reports is not None:
+            variables[concern.group].append(
                 Variable(
-                    "slurm_config_dir",
-                    "where the Slurm daemons read their configuration",
-                    SLURM_ETC,
-                ),
-                Variable(
-                    "slurm_config_files",
-                    "file name under slurm_config_dir -> rendered file",
-                    dict(sorted(config_files.items())),
-                ),
-            ],
-        )
-    )
-
-    compute_vars = [packages("slurm_compute")]
-    if slurm.epilog_checks is not None:
-        compute_vars += [
-            Variable(
-                "slurm_epilog_src",
-                "GPU health check run after every job (slurm.health_check)",
-                f"{_FROM_INVENTORY}/slurm/{EPILOG_NAME}",
-            ),
-            Variable("slurm_epilog_dest", "slurm.conf's Epilog=", f"{SLURM_ETC}/{EPILOG_NAME}"),
-        ]
-    files.append(GroupVars("compute", "Slurm compute nodes", compute_vars))
-    files.append(GroupVars("slurm_controller", "Slurm controllers", [packages("slurm_controller")]))
-    files.append(GroupVars("login", "Login nodes", [packages("slurm_login")]))
-
-    if slurm.slurmdbd is not None:
-        dbd_vars = [
-            packages("slurm_dbd"),
-            Variable(
-                "slurm_dbd_config_src",
-                "slurmdbd.conf without StoragePass; the role appends it from the vault",
-                f"{_FROM_INVENTORY}/slurm/slurmdbd.conf",
-            ),
-        ]
-        password = slurm.password_variable
-        if password is not None and password != _ROLE_PASSWORD_VARIABLE:
-            dbd_vars.append(
-                Variable(
-                    _ROLE_PASSWORD_VARIABLE,
-                    f"a reference only: the password lives in the vault variable {password}",
-                    "{{ " + password + " }}",
+                    f"{concern.name}_version",
+                    f"the version the running {concern.title} must report",
+                    str(getattr(software, concern.reports)),
                 )
             )
-        files.append(GroupVars("slurm_dbd", "Slurm accounting (slurmdbd)", dbd_vars))
+    for group, entries in _installed_files(by_family).items():
+        variables.setdefault(group, []).append(
+            Variable(
+                f"clustergen_files_{group}",
+                "rendered files the rendered_files role installs (copied, never re-templated); "
+                "notify names what a change needs",
+                entries,
+            )
+        )
+    files = [_all_vars(cluster)]
+    files += [
+        GroupVars(group, GROUP_TITLES.get(group, f"Nodes of group {group}"), group_variables)
+        for group, group_variables in variables.items()
+        if cluster.members.get(group)
+    ]
+    return sorted(files, key=lambda f: f.group)
 
-    if by_concern["lustre_client"]:
-        files.append(GroupVars(LUSTRE_CLIENT_GROUP, "Lustre clients", [packages("lustre_client")]))
 
-    kept = [f for f in files if f.group == "all" or members.get(f.group)]
-    return sorted(kept, key=lambda f: f.group)
+def _installed_files(
+    by_family: Mapping[str, Sequence[Artifact]],
+) -> dict[str, list[dict[str, str | bool]]]:
+    """Inventory group -> the install entries of the artifacts it receives."""
+    by_group: dict[str, list[dict[str, str | bool]]] = {}
+    for family, artifacts in sorted(by_family.items()):
+        for artifact in artifacts:
+            if artifact.install is not None:
+                entry = _install_entry(family, artifact.path, artifact.install)
+                by_group.setdefault(artifact.install.group, []).append(entry)
+    return {
+        group: sorted(entries, key=lambda e: str(e["dest"])) for group, entries in by_group.items()
+    }
 
 
-def _all_vars(context: Context, pins: StackPins) -> GroupVars:
-    software = context.spec.software
+def _install_entry(family: str, path: str, install: Install) -> dict[str, str | bool]:
+    entry: dict[str, str | bool] = {
+        "family": family,
+        "src": f"{_FROM_INVENTORY}/{path}",
+        "dest": install.dest,
+        "owner": install.owner,
+        "group": install.file_group,
+        "mode": f"0{install.mode:o}",
+        "change": install.change.describe(),
+    }
+    handler = handler_name(install)
+    if handler is not None:
+        entry["notify"] = handler
+    if install.secret is not None:
+        entry["secret_key"] = install.secret.key
+        entry["secret_variable"] = install.secret.variable
+    return entry
+
+
+def handler_name(install: Install) -> str | None:
+    """The handler a change notifies: roles name theirs 'Restart <service>',
+    'Reconfigure <daemon>', 'Reboot', 'Remount <path>'."""
+    change = install.change
+    if change.action == "nothing":
+        return None
+    if change.action in ("restart", "reconfigure"):
+        return f"{change.action.capitalize()} {change.service}"
+    if change.action == "remount":
+        return f"Remount {install.dest}"
+    return change.action.capitalize()
+
+
+def _all_vars(cluster: Cluster) -> GroupVars:
+    software = cluster.spec.software
+    family = cluster.pins.family
     repositories: list[dict[str, str | bool]] = []
     for repository in software.repositories:
         entry: dict[str, str | bool] = {"name": repository.name, "url": repository.url}
-        if pins.family == "apt":
+        if family == "apt":
             entry["suite"] = "/"  # NVIDIA's and most vendor apt repositories are flat
         if repository.key_url is not None:
             entry["key_url"] = repository.key_url
@@ -368,7 +287,7 @@ def _all_vars(context: Context, pins: StackPins) -> GroupVars:
             Variable(
                 "clustergen_package_family",
                 f"from software.os ({software.os}): how roles pin and hold",
-                pins.family,
+                family,
             ),
             Variable(
                 "clustergen_lock_file",

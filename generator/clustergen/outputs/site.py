@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jinja2
-
-from clustergen.derive import Context
-from clustergen.render import RenderedFile
+from clustergen.artifacts import Artifact
 
 PLAYBOOK_FILES = ("site.yml", "verify.yml", "ansible.cfg", "requirements.yml")
 ROLES_DIR = "roles"
@@ -46,11 +43,9 @@ def site_paths(root: Path) -> list[str]:
     return sorted([*PLAYBOOK_FILES, *role_files])
 
 
-def render(context: Context, env: jinja2.Environment) -> dict[str, RenderedFile]:
+def render() -> list[Artifact]:
     root = site_root()
-    return {
-        path: RenderedFile((root / path).read_text(encoding="utf-8")) for path in site_paths(root)
-    }
+    return [Artifact(path, (root / path).read_text(encoding="utf-8")) for path in site_paths(root)]
 
 
 def _is_dropping(relative: Path) -> bool:

@@ -1,21 +1,22 @@
-"""Spec -> render context: everything the templates print, computed once, ready to print.
+"""The Slurm family's derive step: everything its templates print, ready to print.
 
 Templates only lay values out; hostlists, GRES strings, memory arithmetic and
-key order are decided here.
+key order are decided here, from the resolved cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 
 import hostlist
 
 from clustergen.catalog.gpus import GPU_MODELS
-from clustergen.hosts import Host, controller_names, expand_hosts, hosts_by_name
+from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import HardwareProfile
+from clustergen.resolve import Cluster
 
 SLURM_ETC = "/etc/slurm"
 EPILOG_NAME = "health-epilog.sh"
@@ -91,20 +92,6 @@ class SlurmContext:
     max_gpu_temp_c: int
 
 
-@dataclass(frozen=True)
-class Context:
-    spec: Spec
-    spec_name: str
-    hosts: list[Host]
-    slurm: SlurmContext
-    extras: dict[str, object] = field(default_factory=dict)
-
-
-def derive(spec: Spec, spec_name: str) -> Context:
-    hosts = expand_hosts(spec)
-    return Context(spec=spec, spec_name=spec_name, hosts=hosts, slurm=derive_slurm(spec, hosts))
-
-
 def compress(names: list[str]) -> str:
     """Slurm hostlist of names, e.g. gpu[01-08]; python-hostlist sorts them."""
     return str(hostlist.collect_hostlist(names))
@@ -120,13 +107,13 @@ def real_memory_mib(profile: HardwareProfile) -> int:
     return (profile.memory_gib - (profile.reserved_memory_gib or 0)) * 1024
 
 
-def derive_slurm(spec: Spec, hosts: list[Host]) -> SlurmContext:
-    compute = [host for host in hosts if host.is_slurm_compute]
+def derive_slurm(cluster: Cluster) -> SlurmContext:
+    spec, compute = cluster.spec, cluster.compute
     health = spec.slurm.health_check
     epilog = health is not None and health.epilog
     accounting = spec.slurm.accounting
     return SlurmContext(
-        sections=_slurm_sections(spec, hosts, compute, epilog),
+        sections=_slurm_sections(cluster, epilog),
         nodes=_node_lines(spec, compute),
         partitions=_partition_lines(spec),
         gres=_gres_lines(spec, compute),
@@ -143,11 +130,10 @@ def derive_slurm(spec: Spec, hosts: list[Host]) -> SlurmContext:
     )
 
 
-def _slurm_sections(
-    spec: Spec, hosts: list[Host], compute: list[Host], epilog: bool
-) -> list[ConfSection]:
+def _slurm_sections(cluster: Cluster, epilog: bool) -> list[ConfSection]:
+    spec, compute = cluster.spec, cluster.compute
     slurm = spec.slurm
-    table = hosts_by_name(hosts)
+    table = cluster.by_name
     overridden = {key.lower() for key in slurm.options}
     sections = [
         ConfSection(
@@ -155,7 +141,7 @@ def _slurm_sections(
             [("ClusterName", spec.cluster.name)]
             + [
                 ("SlurmctldHost", f"{name}({table[name].management_ip})")
-                for name in controller_names(spec)
+                for name in cluster.controllers
             ],
         ),
         ConfSection(
@@ -241,7 +227,7 @@ def _preemption_settings(spec: Spec) -> list[Setting]:
     return [("PreemptType", f"preempt/{preemption.type}"), ("PreemptMode", mode)]
 
 
-def _groups_in_order(hosts: list[Host], key_of: Callable[[Host], Hashable]) -> list[list[Host]]:
+def _groups_in_order(hosts: Sequence[Host], key_of: Callable[[Host], Hashable]) -> list[list[Host]]:
     """Hosts grouped by key_of, groups in order of first appearance."""
     groups: dict[Hashable, list[Host]] = {}
     for host in hosts:
@@ -256,7 +242,7 @@ def _node_features(spec: Spec, host: Host) -> list[str]:
     return list(dict.fromkeys(f for f in features if f))
 
 
-def _node_lines(spec: Spec, compute: list[Host]) -> list[NodeLine]:
+def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
     def key_of(host: Host) -> tuple[object, ...]:
         return (
             host.hardware_name,
@@ -315,7 +301,7 @@ def _partition_lines(spec: Spec) -> list[NodeLine]:
     return lines
 
 
-def _gres_lines(spec: Spec, compute: list[Host]) -> list[GresLine]:
+def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
     gpu_hosts = [h for h in compute if h.hardware is not None and h.hardware.gpu is not None]
     lines = []
     for members in _groups_in_order(gpu_hosts, lambda h: h.hardware_name):
@@ -327,7 +313,7 @@ def _gres_lines(spec: Spec, compute: list[Host]) -> list[GresLine]:
     return lines
 
 
-def _switch_lines(spec: Spec, compute: list[Host]) -> list[SwitchLine]:
+def _switch_lines(spec: Spec, compute: Sequence[Host]) -> list[SwitchLine]:
     fabric = spec.network.fabric
     if fabric is None:
         return []
@@ -378,7 +364,7 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
     return settings
 
 
-def _epilog_checks(spec: Spec, compute: list[Host]) -> list[GpuNodeCheck]:
+def _epilog_checks(spec: Spec, compute: Sequence[Host]) -> list[GpuNodeCheck]:
     by_count: dict[int, list[str]] = {}
     for host in compute:
         if host.hardware is not None and host.hardware.gpu is not None:

@@ -1,0 +1,72 @@
+"""Artifacts: the files an output family renders, each with how it is installed.
+
+A family returns artifacts; it never hands files to another family. The Ansible
+family installs every artifact that has an `Install` on the nodes of its inventory
+group, and the review plan and drift report read the same metadata, so none of
+them knows which family rendered what.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# What applying a changed file needs, from least to most disruptive.
+Action = Literal["nothing", "reconfigure", "restart", "reboot", "remount", "reformat"]
+ACTIONS: tuple[Action, ...] = ("nothing", "reconfigure", "restart", "reboot", "remount", "reformat")
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a change to an installed file requires: `restart` names the service,
+    `reconfigure` the daemon that is told to reread its configuration."""
+
+    action: Action
+    service: str | None = None
+
+    def __post_init__(self) -> None:
+        needs_service = self.action in ("restart", "reconfigure")
+        if needs_service != (self.service is not None):
+            raise ValueError(
+                f"a {self.action} change {'needs' if needs_service else 'takes no'} service"
+            )
+
+    def describe(self) -> str:
+        """'restart slurmd', 'reconfigure slurmctld', 'nothing'."""
+        return f"{self.action} {self.service}" if self.service else self.action
+
+
+NO_CHANGE = Change("nothing")
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A `KEY=value` line appended at install time from an Ansible (vault) variable,
+    so the secret never appears in a rendered file."""
+
+    key: str
+    variable: str
+
+
+@dataclass(frozen=True)
+class Install:
+    """Where an artifact goes on the nodes, and what a change to it needs."""
+
+    dest: str  # absolute path on the node
+    group: str  # the inventory group whose nodes receive it
+    change: Change
+    owner: str = "root"
+    file_group: str = "root"
+    mode: int = 0o644
+    secret: Secret | None = None
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One rendered file: its path in the output tree, its text and, if it is
+    installed on nodes, how."""
+
+    path: str
+    text: str
+    mode: int = 0o644  # mode in the rendered tree
+    install: Install | None = None

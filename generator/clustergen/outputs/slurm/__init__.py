@@ -1,0 +1,67 @@
+"""Slurm: slurm.conf, gres.conf, cgroup.conf, topology.conf, slurmdbd.conf and the Epilog.
+
+Files land in slurm/ under the output directory, named as they are installed in
+/etc/slurm. slurm.conf and topology.conf take effect with `scontrol reconfigure`;
+slurmd reads gres.conf and cgroup.conf only when it starts; slurmdbd.conf needs a
+slurmdbd restart; the Epilog is read afresh after every job.
+"""
+
+from __future__ import annotations
+
+import jinja2
+
+from clustergen.artifacts import NO_CHANGE, Artifact, Change, Install, Secret
+from clustergen.catalog.packages import SLURM_GROUP
+from clustergen.outputs.slurm.derive import EPILOG_NAME, SLURM_ETC, SlurmContext, derive_slurm
+from clustergen.render import render_template
+from clustergen.resolve import Cluster
+
+RECONFIGURE = Change("reconfigure", "slurmctld")
+RESTART_SLURMD = Change("restart", "slurmd")
+
+
+def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
+    slurm = derive_slurm(cluster)
+
+    def conf(name: str, change: Change, template: str | None = None) -> Artifact:
+        text = render_template(env, template or f"slurm/{name}.j2", cluster, slurm=slurm)
+        return Artifact(
+            f"slurm/{name}", text, install=Install(f"{SLURM_ETC}/{name}", SLURM_GROUP, change)
+        )
+
+    artifacts = [conf("slurm.conf", RECONFIGURE), conf("cgroup.conf", RESTART_SLURMD)]
+    if slurm.gres:
+        artifacts.append(conf("gres.conf", RESTART_SLURMD))
+    if slurm.topology:
+        artifacts.append(conf("topology.conf", RECONFIGURE))
+    if slurm.slurmdbd is not None:
+        artifacts.append(_slurmdbd_conf(cluster, env, slurm))
+    if slurm.epilog_checks is not None:
+        text = render_template(env, "slurm/health-epilog.sh.j2", cluster, slurm=slurm)
+        dest = f"{SLURM_ETC}/{EPILOG_NAME}"
+        artifacts.append(
+            Artifact(
+                f"slurm/{EPILOG_NAME}",
+                text,
+                mode=0o755,
+                install=Install(dest, "compute", NO_CHANGE, mode=0o755),
+            )
+        )
+    return artifacts
+
+
+def _slurmdbd_conf(cluster: Cluster, env: jinja2.Environment, slurm: SlurmContext) -> Artifact:
+    """Rendered without StoragePass: Ansible appends it from the vault when it installs it."""
+    assert slurm.password_variable is not None and slurm.slurmdbd is not None
+    user = dict(slurm.slurmdbd)["SlurmUser"]  # slurmdbd runs as slurmctld's SlurmUser
+    install = Install(
+        f"{SLURM_ETC}/slurmdbd.conf",
+        "slurm_dbd",
+        Change("restart", "slurmdbd"),
+        owner=user,
+        file_group=user,
+        mode=0o600,
+        secret=Secret("StoragePass", slurm.password_variable),
+    )
+    text = render_template(env, "slurm/slurmdbd.conf.j2", cluster, slurm=slurm)
+    return Artifact("slurm/slurmdbd.conf", text, install=install)
