@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import random
 
+import hostlist
 from ruamel.yaml import YAML
 
 from clustergen.model import Spec
-from clustergen.outputs.slurm.derive import derive_slurm
+from clustergen.outputs.slurm.derive import compress, derive_slurm
 from clustergen.resolve import resolve
 
 from support.paths import EXAMPLES
@@ -107,3 +109,18 @@ def test_controllers_take_hostlists_primary_first() -> None:
         "ctl2(10.0.1.2)",
         "ctl1(10.0.1.3)",
     ]
+
+
+def test_compress_writes_what_python_hostlist_writes() -> None:
+    """The one-pass fold for the common case gives python-hostlist's bytes exactly."""
+    rng = random.Random(7)
+    for _ in range(3000):
+        prefix = rng.choice(["gpu", "n", "rack1-n", "a-b2c", "x"])
+        width = rng.choice([1, 2, 3, 4])
+        top = min(10**width, 3000)
+        names = [
+            f"{prefix}{n:0{width}d}" for n in rng.sample(range(top), rng.randint(1, min(30, top)))
+        ]
+        if rng.random() < 0.2:
+            names.append(rng.choice(["login1", "gpu9", "zz", f"{prefix}{top + 5}"]))
+        assert compress(names) == hostlist.collect_hostlist(names), names

@@ -39,20 +39,32 @@ class Host:
 
 def nth_address(first: str, offset: int) -> str | None:
     """first + offset, or None past the end of the IPv4 space."""
-    try:
-        return str(ipaddress.IPv4Address(first) + offset)
-    except ipaddress.AddressValueError:
-        return None
+    number = int(ipaddress.IPv4Address(first)) + offset
+    return _dotted(number) if number <= _LAST_IPV4 else None
+
+
+_LAST_IPV4 = (1 << 32) - 1
+
+
+def _dotted(number: int) -> str:
+    return f"{number >> 24}.{(number >> 16) & 255}.{(number >> 8) & 255}.{number & 255}"
 
 
 def expand_hosts(spec: Spec) -> list[Host]:
     hosts = []
     for group_index, group in enumerate(spec.nodes):
+        # Each group's first addresses are parsed once; the nth host adds n.
+        firsts = {
+            kind: int(ipaddress.IPv4Address(first))
+            for kind in ADDRESS_KINDS
+            if (first := getattr(group, kind))
+        }
         for position, name in enumerate(expand_hostlist(group.names)):
             addresses = {
-                kind: nth_address(first, position) if first else None
+                kind: _dotted(firsts[kind] + position)
+                if kind in firsts and firsts[kind] + position <= _LAST_IPV4
+                else None
                 for kind in ADDRESS_KINDS
-                for first in [getattr(group, kind)]
             }
             hosts.append(
                 Host(
