@@ -129,3 +129,18 @@ def test_mypy_strict_is_clean() -> None:
         text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_python_package_ships_in_the_wheel() -> None:
+    """pyproject.toml lists the packages (two of them are remapped data trees); a new
+    subpackage that is not listed would be missing from the wheel."""
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    listing = re.search(r"^packages = \[(.*?)\]", text, re.S | re.M)
+    assert listing is not None
+    listed = set(re.findall(r'"([\w.]+)"', listing[1]))
+    package_root = REPO / "generator"
+    found = {
+        ".".join(init.parent.relative_to(package_root).parts)
+        for init in package_root.glob("clustergen/**/__init__.py")
+    }
+    assert found - listed == set(), "add these to [tool.setuptools] packages"
