@@ -5,7 +5,7 @@ on the rendered slurm.conf and topology.conf and report every compute node
 with its CPUs, RealMemory, GRES and features, and every partition, exactly as
 the spec says. `slurmd -G` on one node of each GPU profile must print no error
 or warning and count the profile's GPUs of the right type. These tests run in
-CI and never skip there (see tests/realslurm.py for how the daemons are run).
+CI and never skip there (see tests/support/realslurm/ for how the daemons are run).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from clustergen.resolve import Cluster, resolve
 from clustergen.validate import validate
 
 from support.paths import REFERENCE_SPECS
-from support.realslurm import SlurmTestbed, require_real_slurm
+from support.realslurm.testbed import SlurmTestbed, require_real_slurm
 
 pytestmark = pytest.mark.daemons
 

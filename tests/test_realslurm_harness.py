@@ -1,4 +1,4 @@
-"""Tests of the real-Slurm harness (tests/realslurm.py) on hand-written sample trees.
+"""Tests of the real-Slurm harness (tests/support/realslurm/) on hand-written sample trees.
 
 The samples under tests/data/realslurm-sample/ are modeled on the reference
 specs in shared/spec/; they are not clustergen output. The generator's own
@@ -12,19 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from support.realslurm import (
-    SlurmHarnessError,
-    SlurmTestbed,
+from support.realslurm.conf import (
     conf_key,
     hosts_file_text,
     keys_file_for,
     logical_lines,
-    parse_slurmd_gres,
     read_known_keys,
-    require_real_slurm,
     rewrite_conf,
-    run_slurmctld,
 )
+from support.realslurm.parse import parse_slurmd_gres
+from support.realslurm.process import SlurmHarnessError
+from support.realslurm.testbed import SlurmTestbed, require_real_slurm, run_slurmctld
 
 SAMPLES = Path(__file__).parent / "data" / "realslurm-sample"
 ML_TRAINING = SAMPLES / "ml-training-8node"

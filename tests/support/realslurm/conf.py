@@ -1,0 +1,195 @@
+"""Slurm config text for the test bed: logical lines, keys, rewrites, key lists per
+release, the private hosts file. Pure functions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from support.realslurm.process import SlurmHarnessError
+
+# The generator's own copy of shared/reference/slurm-keys: the top-level keys
+# each Slurm release's parser accepts.
+KEYS_DIR = Path(str(resources.files("clustergen.catalog") / "slurm_keys"))
+
+
+# slurm.conf keys removed without replacement: addresses, key files and
+# plugin paths of the real site that make no sense on the test machine.
+SITE_ONLY_SLURM_CONF = frozenset(
+    {
+        "slurmctldaddr",
+        "controlmachine",
+        "controladdr",
+        "backupcontroller",
+        "backupaddr",
+        "authinfo",
+        "authalttypes",
+        "authaltparameters",
+        "plugindir",
+        "slurmschedlogfile",
+        "jobcredentialprivatekey",
+        "jobcredentialpubliccertificate",
+    }
+)
+SITE_ONLY_ACCOUNTING_SLURM_CONF = frozenset(
+    {
+        "accountingstoragebackuphost",
+        "accountingstorageexternalhost",
+        "accountingstoragepass",
+    }
+)
+SITE_ONLY_SLURMDBD_CONF = frozenset(
+    {
+        "authinfo",
+        "authalttypes",
+        "authaltparameters",
+        "dbdbackuphost",
+        "plugindir",
+    }
+)
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A rendered line the test removed, and why."""
+
+    line: str
+    reason: str
+
+    @property
+    def key(self) -> str:
+        return conf_key(self.line) or ""
+
+    def __str__(self) -> str:
+        return f"{self.line}  ({self.reason})"
+
+
+@dataclass(frozen=True)
+class ConfRewrite:
+    text: str
+    skipped: list[SkippedLine]
+    overridden: list[str]  # rendered lines replaced or dropped as site-specific
+
+
+def logical_lines(text: str) -> list[str]:
+    """Lines as Slurm's parser sees them: a trailing backslash continues a line."""
+    lines: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        if raw.endswith("\\"):
+            pending += raw[:-1]
+            continue
+        lines.append(pending + raw)
+        pending = ""
+    if pending:
+        lines.append(pending)
+    return lines
+
+
+def conf_key(line: str) -> str | None:
+    """Lower-cased key of a config line (`NodeName=a b=c` -> nodename), None for blanks/comments."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    first_token = stripped.split(None, 1)[0]
+    return first_token.split("=", 1)[0].lower()
+
+
+def conf_values(text: str, key: str) -> list[str]:
+    """Values of every top-level `key=value` line (case-insensitive key)."""
+    values = []
+    for line in logical_lines(text):
+        if conf_key(line) == key.lower():
+            first_token = line.strip().split(None, 1)[0]
+            values.append(first_token.split("=", 1)[1] if "=" in first_token else "")
+    return values
+
+
+def rewrite_conf(
+    text: str,
+    *,
+    replace: Mapping[str, str],
+    drop: Collection[str] = (),
+    known_keys: Collection[str] | None = None,
+    remove: Mapping[str, str] | None = None,
+    unknown_reason: str = "key unknown to the installed Slurm",
+) -> ConfRewrite:
+    """Apply test overrides to a Slurm config file.
+
+    replace: canonical key -> test value; every rendered line with that key is
+        removed and `Key=value` is appended once at the end.
+    drop: lower-case keys removed without replacement (site-only settings).
+    known_keys: lower-case keys the installed parser accepts; other lines are
+        removed and reported as skipped. None accepts everything.
+    remove: lower-case key prefix -> reason; matching lines are removed and
+        reported as skipped (e.g. accounting removed for this test).
+    """
+    replaced = {key.lower() for key in replace}
+    kept: list[str] = []
+    skipped: list[SkippedLine] = []
+    overridden: list[str] = []
+    for line in logical_lines(text):
+        key = conf_key(line)
+        if key is None:
+            kept.append(line)
+        elif key in replaced or key in drop:
+            overridden.append(line.strip())
+        elif (reason := _removal_reason(key, remove)) is not None:
+            skipped.append(SkippedLine(line.strip(), reason))
+        elif known_keys is not None and key not in known_keys:
+            skipped.append(SkippedLine(line.strip(), unknown_reason))
+        else:
+            kept.append(line)
+    kept.append("")
+    kept.append("# --- test overrides appended by tests/realslurm.py ---")
+    kept.extend(f"{key}={value}" for key, value in replace.items())
+    return ConfRewrite("\n".join(kept) + "\n", skipped, overridden)
+
+
+def _removal_reason(key: str, remove: Mapping[str, str] | None) -> str | None:
+    for prefix, reason in (remove or {}).items():
+        if key.startswith(prefix):
+            return reason
+    return None
+
+
+def read_known_keys(path: Path) -> frozenset[str]:
+    """Keys from a slurm-keys list; `Key (defunct: ...)` still parses, so it counts."""
+    keys = set()
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keys.add(line.split()[0].lower())
+    return frozenset(keys)
+
+
+def keys_file_for(version: str, keys_dir: Path = KEYS_DIR) -> Path:
+    """The key list of the given Slurm version, or of the nearest older one listed."""
+    wanted = _version_tuple(version)[:2]
+    candidates = sorted(
+        (_version_tuple(p.name.removeprefix("slurm.conf-").removesuffix(".txt")), p)
+        for p in keys_dir.glob("slurm.conf-*.txt")
+    )
+    older = [path for listed, path in candidates if listed <= wanted]
+    if not older:
+        raise SlurmHarnessError(f"no slurm.conf key list in {keys_dir} for Slurm {version}")
+    return older[-1]
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def hosts_file_text(node_names: Sequence[str], own_hostname: str) -> tuple[str, dict[str, str]]:
+    """A hosts file mapping each name to its own 127.0.0.x address (from .2 up)."""
+    addresses: dict[str, str] = {}
+    for name in node_names:
+        if name not in addresses and name != "localhost":
+            index = len(addresses) + 2
+            addresses[name] = f"127.{index // 65536 % 256}.{index // 256 % 256}.{index % 256}"
+    lines = [f"127.0.0.1 localhost {own_hostname}"]
+    lines.extend(f"{address} {name}" for name, address in addresses.items())
+    return "\n".join(lines) + "\n", addresses
