@@ -445,6 +445,17 @@ def test_nesting_past_the_limit_is_refused_where_it_passes() -> None:
     assert position == Position(2, 3 + depth - 1)
 
 
+def test_very_deep_nesting_is_refused_not_a_crash() -> None:
+    """PyYAML's own libyaml composer recurses in C and crashes the interpreter on this
+    (yaml.load with CSafeLoader: a segmentation fault); the reader stops at the limit."""
+    deep = 200_000
+    depth = load.MAX_NESTING_DEPTH
+    assert refusal("[" * deep + "]" * deep) == (
+        Position(1, depth + 1),
+        f"YAML nesting is too deep (more than {depth} levels)",
+    )
+
+
 def test_nesting_through_aliases_is_bounded_too() -> None:
     """Each anchor nests 60 levels and holds the one before: within the limit as written,
     past it once the aliases are followed."""

@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from yaml.composer import Composer, ComposerError
 from yaml.error import Mark, MarkedYAMLError, YAMLError
-from yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
+from yaml.events import (
+    AliasEvent,
+    MappingEndEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.parser import Parser
 from yaml.reader import Reader
@@ -59,7 +65,9 @@ _SEQ, _MAP, _MERGE = _CORE + "seq", _CORE + "map", _CORE + "merge"
 # a leading zero does not make a number octal.
 _BOOLEANS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
 _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
-_INT_TEXT = re.compile(r"[-+]?(?:0b[0-1_]+|0o?[0-7_]+|[0-9_]+|0x[0-9a-fA-F_]+)")
+_INT_TEXT = re.compile(
+    r"[-+]?(?:0b_*[01][01_]*|0o?_*[0-7][0-7_]*|[0-9_]*[0-9][0-9_]*|0x_*[0-9a-fA-F][0-9a-fA-F_]*)"
+)
 _FLOAT_TEXT = re.compile(
     r"""[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
     |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
@@ -268,7 +276,7 @@ class _Resolver:
             first = value[0]
             if first in _NUMBER_START:
                 if _INT_TEXT.fullmatch(value):
-                    return _INT if _int(value) is not None else _STR
+                    return _INT if len(value) <= _MAX_INT_DIGITS else _STR
                 if _FLOAT_TEXT.fullmatch(value):
                     return _FLOAT
             elif value in _BOOLEANS:
@@ -302,9 +310,10 @@ class _SpecComposer(Composer, _Resolver):
         self.depth = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:
-        if self.check_event(AliasEvent):
-            return self._alias(self.get_event())
-        event = self.peek_event()
+        event = self.get_event()
+        kind = type(event)
+        if kind is AliasEvent:
+            return self._alias(event)
         self.depth += 1
         if self.depth > MAX_NESTING_DEPTH:
             raise _too_deep(event.start_mark)
@@ -314,15 +323,31 @@ class _SpecComposer(Composer, _Resolver):
         before = self.expanded
         self.written += 1
         self.expanded += 1
+        tag = event.tag
         node: Node
-        if isinstance(event, ScalarEvent):
-            node = self.compose_scalar_node(anchor)
-        elif isinstance(event, SequenceStartEvent):
-            node = self.compose_sequence_node(anchor)
-        elif isinstance(event, MappingStartEvent):
-            node = self.compose_mapping_node(anchor)
-        else:  # the parser emits nothing else here
-            raise ComposerError(None, None, f"unexpected {event}", event.start_mark)
+        if kind is ScalarEvent:
+            if tag is None or tag == "!":
+                tag = self.resolve(ScalarNode, event.value, event.implicit)
+            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+            if anchor is not None:
+                self.anchors[anchor] = node
+        elif kind is SequenceStartEvent:
+            node = SequenceNode(_SEQ if tag is None or tag == "!" else tag, [], event.start_mark)
+            if anchor is not None:
+                self.anchors[anchor] = node
+            items = node.value
+            while not self.check_event(SequenceEndEvent):
+                items.append(self.compose_node(node, None))
+            node.end_mark = self.get_event().end_mark
+        else:  # MappingStartEvent: the parser emits nothing else here
+            node = MappingNode(_MAP if tag is None or tag == "!" else tag, [], event.start_mark)
+            if anchor is not None:
+                self.anchors[anchor] = node
+            pairs = node.value
+            while not self.check_event(MappingEndEvent):
+                key = self.compose_node(node, None)
+                pairs.append((key, self.compose_node(node, key)))
+            node.end_mark = self.get_event().end_mark
         if anchor is not None:
             self.sizes[anchor] = self.expanded - before
         self.depth -= 1
