@@ -29,6 +29,12 @@ from support.paths import INVALID, REFERENCE_SPECS, REPO
 SCHEMA = REPO / "schemas" / "clustergen.schema.json"
 CASES = sorted(INVALID.glob("*.yaml"))
 
+# Invalid cases check-jsonschema is not run on, with the reason.
+NOT_FOR_CHECK_JSONSCHEMA: dict[str, str] = {
+    "74-alias-bomb": "check-jsonschema follows every alias (9^9 nodes) and does not finish in "
+    "minutes; clustergen refuses the file at the alias that crosses its allowance",
+}
+
 _CROSS_REFERENCE = "cross-reference: a name must exist (or be unique) elsewhere in the spec"
 _ADDRESSES = "address arithmetic across node groups and networks"
 _COMPARISON = "compares two values; JSON Schema cannot relate one number to another"
@@ -111,8 +117,9 @@ def _rejected(report: dict[str, object]) -> set[str]:
 
 
 def test_check_jsonschema_rejects_every_syntax_only_case() -> None:
-    rejected = _rejected(_check_jsonschema(*CASES))
-    names = {case.stem for case in CASES}
+    cases = [case for case in CASES if case.stem not in NOT_FOR_CHECK_JSONSCHEMA]
+    rejected = _rejected(_check_jsonschema(*cases))
+    names = {case.stem for case in cases}
     missed = sorted(names - rejected - set(SCHEMA_CANNOT_CATCH))
     assert not missed, (
         f"check-jsonschema accepts {missed}, which clustergen rejects on syntax; "
@@ -122,6 +129,7 @@ def test_check_jsonschema_rejects_every_syntax_only_case() -> None:
     caught = sorted(rejected & set(SCHEMA_CANNOT_CATCH))
     assert not caught, f"the schema now rejects {caught}; remove them from SCHEMA_CANNOT_CATCH"
     assert not set(SCHEMA_CANNOT_CATCH) - names, "SCHEMA_CANNOT_CATCH names a missing case"
+    assert set(NOT_FOR_CHECK_JSONSCHEMA) <= {case.stem for case in CASES}
 
 
 def test_check_jsonschema_accepts_the_reference_specs() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Literal
+from typing import Literal, NamedTuple
 
 SpecPath = tuple[str | int, ...]
 
@@ -25,8 +25,10 @@ class ExitCode(IntEnum):
 Severity = Literal["error", "warning"]
 
 
-@dataclass(frozen=True, order=True)
-class Position:
+class Position(NamedTuple):
+    """A place in a spec file. A tuple, as the loader makes one for every key and item
+    of a spec (hundreds of thousands for a large one)."""
+
     line: int  # 1-based
     col: int  # 1-based
 
