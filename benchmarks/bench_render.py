@@ -23,7 +23,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-
 from large_spec import large_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,9 +63,11 @@ def large(work: Path) -> list[str]:
         spec = work / f"large-{nodes}.yaml"
         text = large_spec(nodes)
         spec.write_text(text, encoding="utf-8")
-        load = best_of(RUNS, lambda: yaml.load(text, Loader=yaml.CSafeLoader))  # noqa: S506
+        load = best_of(RUNS, lambda text=text: yaml.load(text, Loader=yaml.CSafeLoader))
         out = work / f"out-{nodes}"
-        render = best_of(RUNS, lambda: run(BIN / "clustergen", "render", spec, "-o", out))
+        render = best_of(
+            RUNS, lambda spec=spec, out=out: run(BIN / "clustergen", "render", spec, "-o", out)
+        )
         rss = peak_rss_mib(BIN / "clustergen", "render", spec, "-o", work / f"rss-{nodes}")
         times[nodes] = render
         lines = text.count("\n")
