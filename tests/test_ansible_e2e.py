@@ -34,7 +34,7 @@ from support.ansible_testbed import (
     newer_version,
     stand_in_repository,
 )
-from support.ci import in_ci
+from support.ci import skip_or_fail
 from support.paths import EXAMPLES
 
 pytestmark = pytest.mark.daemons
@@ -51,12 +51,7 @@ def _require_testbed() -> None:
     missing = missing_prerequisites()
     if not missing:
         return
-    message = f"the Ansible testbed needs {', '.join(missing)}"
-    if in_ci():
-        pytest.fail(
-            f"{message}; CI must run this test (.ci/install-deps and the test extras install them)"
-        )
-    pytest.skip(message)
+    skip_or_fail(f"the Ansible testbed needs {', '.join(missing)}")
 
 
 def _succeeded(run: PlaybookRun, what: str) -> None:

@@ -7,19 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from support.ansible_testbed import ansible_tool
-from support.ci import in_ci
+from support.ci import skip_or_fail, tool
 from support.paths import REPO
 
 
 def test_ansible_lint_production_profile() -> None:
-    lint = ansible_tool("ansible-lint")
+    lint = tool("ansible-lint")
     if lint is None:
-        if in_ci():
-            pytest.fail("ansible-lint is missing; CI must run this test (test extras)")
-        pytest.skip("needs ansible-lint")
+        skip_or_fail("needs ansible-lint")
     env = {
         **os.environ,
         # ansible-lint runs ansible-playbook --syntax-check: find it beside this Python.

@@ -20,8 +20,7 @@ from clustergen.outputs.ansible import expand_pattern, handler_name, host_patter
 from clustergen.render import render_all
 from clustergen.resolve import resolve
 
-from support.ansible_testbed import ansible_tool
-from support.ci import in_ci
+from support.ci import skip_or_fail, tool
 from support.paths import EXAMPLES, REFERENCE_SPECS, REPO
 
 
@@ -199,13 +198,11 @@ def test_host_patterns_expand_back_to_the_names(names: list[str], patterns: list
 
 
 def _ansible_inventory(inventory: Path, *args: str) -> Any:
-    tool = ansible_tool("ansible-inventory")
-    if tool is None:
-        if in_ci():
-            pytest.fail("ansible-inventory is missing; CI must run this test (test extras)")
-        pytest.skip("needs ansible-inventory")
+    inventory_tool = tool("ansible-inventory")
+    if inventory_tool is None:
+        skip_or_fail("needs ansible-inventory")
     out = subprocess.run(
-        [tool, "-i", str(inventory), *args],
+        [inventory_tool, "-i", str(inventory), *args],
         capture_output=True,
         text=True,
         check=True,

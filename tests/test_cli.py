@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from support.paths import EXAMPLES, REPO
+from support.paths import EXAMPLES, REPO, SCHEMA
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 EDGE = EXAMPLES / "edge-roce-2node.yaml"
@@ -175,7 +175,7 @@ def test_output_path_is_a_file(cli, tmp_path: Path) -> None:  # type: ignore[no-
 def test_schema_command_writes_committed_schema(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     target = tmp_path / "schema.json"
     assert cli("schema", "-o", str(target)).code == 0
-    assert target.read_text() == (REPO / "schemas" / "clustergen.schema.json").read_text()
+    assert target.read_text() == SCHEMA.read_text()
 
 
 def _mutations(document: object, rng: random.Random) -> object:

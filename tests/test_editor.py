@@ -10,11 +10,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
-from support.ci import in_ci
+from support.ci import skip_or_fail, tool
 from support.lsp import LanguageServer
-from support.paths import REFERENCE_SPECS, REPO
+from support.paths import REFERENCE_SPECS, REPO, SCHEMA
 
 SERVER = REPO / ".ci-node" / "node_modules" / ".bin" / "yaml-language-server"
 
@@ -29,12 +27,9 @@ BREAKS = [
 
 
 def _server() -> list[str]:
-    command = str(SERVER) if SERVER.exists() else shutil.which("yaml-language-server")
-    if command is None or shutil.which("node") is None:
-        message = "needs node and yaml-language-server (.ci/install-node-tools)"
-        if in_ci():
-            pytest.fail(f"{message}, and CI must run this test")
-        pytest.skip(message)
+    command = str(SERVER) if SERVER.exists() else tool("yaml-language-server")
+    if command is None or tool("node") is None:
+        skip_or_fail("needs node and yaml-language-server (.ci/install-node-tools)")
     return [command, "--stdio"]
 
 
@@ -53,7 +48,7 @@ def test_language_server_flags_syntax_mistakes_on_their_lines(tmp_path: Path) ->
         expected_lines.append(next(i for i, line in enumerate(lines) if bad in line))
 
     (tmp_path / "schemas").mkdir()
-    shutil.copy(REPO / "schemas" / "clustergen.schema.json", tmp_path / "schemas")
+    shutil.copy(SCHEMA, tmp_path / "schemas")
     broken = tmp_path / "examples" / "broken.yaml"
     broken.parent.mkdir()
     broken.write_text(text, encoding="utf-8")
@@ -72,7 +67,7 @@ def test_language_server_flags_syntax_mistakes_on_their_lines(tmp_path: Path) ->
 def test_language_server_finds_nothing_wrong_in_the_reference_specs(tmp_path: Path) -> None:
     command = _server()
     (tmp_path / "schemas").mkdir()
-    shutil.copy(REPO / "schemas" / "clustergen.schema.json", tmp_path / "schemas")
+    shutil.copy(SCHEMA, tmp_path / "schemas")
     (tmp_path / "examples").mkdir()
     marker = "# yaml-language-server: $schema=../schemas/clustergen.schema.json\n"
     settings = {"yaml": {"validate": True, "schemaStore": {"enable": False}}}

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from support.paths import REPO
+from support.paths import INVALID
 
-CASES = sorted((REPO / "tests" / "invalid").glob("*.yaml"))
+CASES = sorted(INVALID.glob("*.yaml"))
 
 
 def test_there_are_enough_cases() -> None:

@@ -27,9 +27,8 @@ from clustergen.errors import Position, SpecInvalid, SpecPath, UsageError
 from clustergen.load import Located, load_spec, parse_spec
 from clustergen.validate import validate
 
-from support.paths import EXAMPLES, REFERENCE_SPECS, REPO
+from support.paths import EXAMPLES, REFERENCE_SPECS, REPO, TESTS
 
-TESTS = REPO / "tests"
 YAML_FILES = sorted(
     {*EXAMPLES.rglob("*.yaml"), *TESTS.rglob("*.yaml"), *TESTS.rglob("*.yml")},
     key=lambda p: str(p),

@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 from support.ci import require, tool
-from support.paths import EXAMPLES, GOLDEN, REPO
+from support.paths import EXAMPLES, GOLDEN, README, REPO
 from support.trees import generated_only, site_sources, tree_on_disk
 
-README = REPO / "README.md"
 # The first ```sh block after "## Quick start": the commands a new user types.
 _QUICK_START = re.compile(r"^## Quick start\n.*?^```sh\n(?P<commands>.*?)^```", re.S | re.M)
 _RENDER_OUTPUT = re.compile(r"clustergen render (?P<spec>\S+) -o (?P<out>\S+)")

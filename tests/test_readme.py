@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from clustergen.keyref import replace_section
 
-from support.paths import REPO
-
-README = REPO / "README.md"
+from support.paths import README
 
 
 def test_readme_key_table_is_current(update_golden: bool) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from support.paths import DATA
 from support.realslurm.conf import (
     conf_key,
     hosts_file_text,
@@ -24,7 +25,7 @@ from support.realslurm.parse import parse_slurmd_gres
 from support.realslurm.process import SlurmHarnessError
 from support.realslurm.testbed import SlurmTestbed, require_real_slurm, run_slurmctld
 
-SAMPLES = Path(__file__).parent / "data" / "realslurm-sample"
+SAMPLES = DATA / "realslurm-sample"
 ML_TRAINING = SAMPLES / "ml-training-8node"
 EDGE = SAMPLES / "edge-roce-2node"
 

@@ -10,13 +10,11 @@ from ruamel.yaml import YAML
 
 from clustergen.schema import schema_document, schema_text
 
-from support.paths import REFERENCE_SPECS, REPO
-
-COMMITTED = REPO / "schemas" / "clustergen.schema.json"
+from support.paths import REFERENCE_SPECS, SCHEMA
 
 
 def test_committed_schema_matches_models() -> None:
-    assert COMMITTED.read_text(encoding="utf-8") == schema_text(), (
+    assert SCHEMA.read_text(encoding="utf-8") == schema_text(), (
         "schemas/clustergen.schema.json is out of date; run `clustergen schema` and commit it"
     )
 

@@ -24,9 +24,8 @@ from clustergen.schema import schema_document
 from clustergen.validate import validate
 
 from support.ci import tool
-from support.paths import INVALID, REFERENCE_SPECS, REPO
+from support.paths import INVALID, REFERENCE_SPECS, SCHEMA
 
-SCHEMA = REPO / "schemas" / "clustergen.schema.json"
 CASES = sorted(INVALID.glob("*.yaml"))
 
 # Invalid cases check-jsonschema is not run on, with the reason.

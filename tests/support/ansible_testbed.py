@@ -67,21 +67,16 @@ def _mirror() -> str:
     return mirror
 
 
-def ansible_tool(name: str) -> str | None:
-    """An Ansible command next to this Python (a venv's bin/ is not always on PATH), else PATH."""
-    return tool(name)
-
-
 def missing_prerequisites() -> list[str]:
-    missing = [name for name in HOST_TOOLS if shutil.which(name) is None]
+    missing = [name for name in HOST_TOOLS if tool(name) is None]
     for name in ("ansible-playbook", "ansible-inventory", "ansible-vault", "ansible-galaxy"):
-        if ansible_tool(name) is None:
+        if tool(name) is None:
             missing.append(name)
     if debian_mirror() is None:
         missing.append("a Debian mirror in the apt sources (or CLUSTERGEN_TESTBED_MIRROR)")
     if os.geteuid() != 0:
         missing.append("root privileges (debootstrap, chroot)")
-    galaxy = ansible_tool("ansible-galaxy")
+    galaxy = tool("ansible-galaxy")
     if galaxy is not None:
         listed = subprocess.run(
             [galaxy, "collection", "list", "community.general"], capture_output=True, text=True
@@ -274,7 +269,7 @@ class Ansible:
     extra_args: tuple[str, ...] = ()
 
     def playbook(self, playbook: str, *args: str) -> PlaybookRun:
-        argv = [str(ansible_tool("ansible-playbook")), str(self.repo_root / playbook)]
+        argv = [str(tool("ansible-playbook")), str(self.repo_root / playbook)]
         for inventory in self.inventories:
             argv += ["-i", str(inventory)]
         argv += ["--limit", self.limit, *self.extra_args, *args]
@@ -296,7 +291,7 @@ class Ansible:
 def group_memberships(inventory: Path) -> dict[str, set[str]]:
     """host -> its groups, as Ansible itself resolves the rendered inventory."""
     listing = json.loads(
-        run([str(ansible_tool("ansible-inventory")), "-i", str(inventory), "--list"]).stdout
+        run([str(tool("ansible-inventory")), "-i", str(inventory), "--list"]).stdout
     )
     groups: dict[str, set[str]] = {}
 
@@ -331,7 +326,7 @@ def encrypt_vault(variables: Mapping[str, str], directory: Path) -> tuple[Path, 
     vault.write_text(yaml.safe_dump(dict(variables)), encoding="utf-8")
     run(
         [
-            str(ansible_tool("ansible-vault")),
+            str(tool("ansible-vault")),
             "encrypt",
             "--vault-password-file",
             str(password),

@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -33,7 +34,11 @@ def require(*tools: str, root: bool = False) -> None:
     if root and os.geteuid() != 0:
         missing.append("root privileges")
     if missing:
-        message = f"needs {', '.join(missing)}"
-        if in_ci():
-            pytest.fail(f"{message}, and CI must run this test (.ci/run installs it)")
-        pytest.skip(message)
+        skip_or_fail(f"needs {', '.join(missing)}")
+
+
+def skip_or_fail(message: str) -> NoReturn:
+    """Skip the calling test locally; in CI fail it, because CI must run every test."""
+    if in_ci():
+        pytest.fail(f"{message}, and CI must run this test (.ci/run installs it)")
+    pytest.skip(message)

@@ -7,7 +7,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 REFERENCE_SPECS = sorted(EXAMPLES.glob("*.yaml"))
-GOLDEN = REPO / "tests" / "golden"
-INVALID = REPO / "tests" / "invalid"
+README = REPO / "README.md"
+SCHEMA = REPO / "schemas" / "clustergen.schema.json"
+TESTS = REPO / "tests"
+GOLDEN = TESTS / "golden"
+INVALID = TESTS / "invalid"
+DATA = TESTS / "data"
 # ../shared beside the clone: the reference specs and facts every developer and CI has.
 SHARED = REPO.parent / "shared"

@@ -25,6 +25,6 @@ signal, and stopped by SlurmTestbed.stop() (the context manager calls it), so
 none outlives a failing test.
 
 Modules: conf (config text: logical lines, rewrites, key lists, hosts file),
-parse (what the Slurm tools print, and the reports), process (daemons as child
-processes), testbed (SlurmTestbed and the one-call helpers).
+parse (what scontrol, sinfo and `slurmd -G` print, and the reports), process
+(daemons as child processes), testbed (SlurmTestbed and the one-call helpers).
 """

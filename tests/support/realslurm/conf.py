@@ -144,7 +144,7 @@ def rewrite_conf(
         else:
             kept.append(line)
     kept.append("")
-    kept.append("# --- test overrides appended by tests/realslurm.py ---")
+    kept.append("# --- test overrides appended by tests/support/realslurm ---")
     kept.extend(f"{key}={value}" for key, value in replace.items())
     return ConfRewrite("\n".join(kept) + "\n", skipped, overridden)
 

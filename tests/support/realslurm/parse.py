@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -129,6 +129,56 @@ def parse_sinfo(output: str) -> dict[str, SinfoRow]:
         node, gres, cpus, memory, features = parts
         rows[node] = SinfoRow(node, nullable(gres), int(cpus), int(memory), _split_list(features))
     return rows
+
+
+def parse_nodes(output: str) -> dict[str, NodeInfo]:
+    """`scontrol show nodes -o`: one node per line."""
+    nodes = [
+        NodeInfo.from_fields(parse_oneliner(line)) for line in output.splitlines() if line.strip()
+    ]
+    return {node.name: node for node in nodes}
+
+
+def parse_partitions(
+    output: str, expand_hostlist: Callable[[str], tuple[str, ...]]
+) -> dict[str, PartitionInfo]:
+    """`scontrol show partition -o`; expand_hostlist turns Slurm's node expressions into names."""
+    partitions = {}
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        fields = parse_oneliner(line)
+        partitions[fields["PartitionName"]] = PartitionInfo(
+            name=fields["PartitionName"],
+            nodes=expand_hostlist(fields.get("Nodes", "")),
+            nodes_expr=nullable(fields.get("Nodes")),
+            default=fields.get("Default") == "YES",
+            max_time=fields.get("MaxTime", ""),
+            default_time=fields.get("DefaultTime", ""),
+            priority_tier=int(fields.get("PriorityTier", "0")),
+            state=fields.get("State", ""),
+            fields=fields,
+        )
+    return partitions
+
+
+def parse_switches(
+    output: str, expand_hostlist: Callable[[str], tuple[str, ...]]
+) -> dict[str, SwitchInfo]:
+    """`scontrol show topology`; expand_hostlist turns node and switch expressions into names."""
+    switches = {}
+    for line in output.splitlines():
+        if not line.startswith("SwitchName="):
+            continue
+        fields = parse_oneliner(line)
+        switches[fields["SwitchName"]] = SwitchInfo(
+            name=fields["SwitchName"],
+            level=int(fields.get("Level", "0")),
+            nodes=expand_hostlist(fields.get("Nodes", "")),
+            switches=expand_hostlist(fields.get("Switches", "")),
+            fields=fields,
+        )
+    return switches
 
 
 def problem_lines(text: str, noise: Sequence[str] = ()) -> list[str]:

@@ -27,14 +27,13 @@ from support.realslurm.conf import (
 from support.realslurm.parse import (
     SINFO_FORMAT,
     ControllerReport,
-    NodeInfo,
-    PartitionInfo,
     SlurmdGresReport,
-    SwitchInfo,
     nullable,
-    parse_oneliner,
+    parse_nodes,
+    parse_partitions,
     parse_sinfo,
     parse_slurmd_gres,
+    parse_switches,
 )
 from support.realslurm.process import (
     CLIENT_TIMEOUT_S,
@@ -479,10 +478,10 @@ class SlurmTestbed:
         }
         raw = {name: self.client(*argv) for name, argv in commands.items()}
         return ControllerReport(
-            nodes=self._parse_nodes(raw["scontrol show nodes -o"]),
-            partitions=self._parse_partitions(raw["scontrol show partition -o"]),
+            nodes=parse_nodes(raw["scontrol show nodes -o"]),
+            partitions=parse_partitions(raw["scontrol show partition -o"], self.expand_hostlist),
             sinfo=parse_sinfo(raw[f'sinfo -h -N -o "{SINFO_FORMAT}"']),
-            switches=self._parse_switches(raw["scontrol show topology"]),
+            switches=parse_switches(raw["scontrol show topology"], self.expand_hostlist),
             skipped=list(self.skipped),
             overridden=list(self.overridden),
             accounting=self.accounting,
@@ -491,49 +490,6 @@ class SlurmTestbed:
             slurmdbd_log=read_file(self.paths.log / "slurmdbd.log"),
             raw=raw,
         )
-
-    @staticmethod
-    def _parse_nodes(output: str) -> dict[str, NodeInfo]:
-        nodes = [
-            NodeInfo.from_fields(parse_oneliner(line))
-            for line in output.splitlines()
-            if line.strip()
-        ]
-        return {node.name: node for node in nodes}
-
-    def _parse_partitions(self, output: str) -> dict[str, PartitionInfo]:
-        partitions = {}
-        for line in output.splitlines():
-            if not line.strip():
-                continue
-            fields = parse_oneliner(line)
-            partitions[fields["PartitionName"]] = PartitionInfo(
-                name=fields["PartitionName"],
-                nodes=self.expand_hostlist(fields.get("Nodes", "")),
-                nodes_expr=nullable(fields.get("Nodes")),
-                default=fields.get("Default") == "YES",
-                max_time=fields.get("MaxTime", ""),
-                default_time=fields.get("DefaultTime", ""),
-                priority_tier=int(fields.get("PriorityTier", "0")),
-                state=fields.get("State", ""),
-                fields=fields,
-            )
-        return partitions
-
-    def _parse_switches(self, output: str) -> dict[str, SwitchInfo]:
-        switches = {}
-        for line in output.splitlines():
-            if not line.startswith("SwitchName="):
-                continue
-            fields = parse_oneliner(line)
-            switches[fields["SwitchName"]] = SwitchInfo(
-                name=fields["SwitchName"],
-                level=int(fields.get("Level", "0")),
-                nodes=self.expand_hostlist(fields.get("Nodes", "")),
-                switches=self.expand_hostlist(fields.get("Switches", "")),
-                fields=fields,
-            )
-        return switches
 
     # -- slurmd -G ---------------------------------------------------------------
 
