@@ -1,23 +1,26 @@
 """Validation: the spec's shape (pydantic), then cross-field checks, every problem at once.
 
-Shape errors come first because the cross-field checks need a whole model; a
-spec with shape errors reports those, and the checks run once they are fixed.
+Shape is judged per top-level section: a section with a shape error is left out,
+and every cross-field check whose sections are all valid still runs, so one run
+reports a typo in `racks` and a driver too old for its CUDA alike.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any, Union, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model
 from pydantic_core import ErrorDetails
 
 from clustergen.checks import run_checks
 from clustergen.errors import LocatedProblem, Problem, SpecPath
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
+from clustergen.model.common import StrictModel
 from clustergen.suggest import did_you_mean, nearest
 
 # Error types that say "wrong kind of value"; a more specific error at the same
@@ -49,11 +52,13 @@ def validate(loaded: LoadedSpec) -> tuple[Spec | None, list[LocatedProblem]]:
         try:
             spec = Spec.model_validate(loaded.data)
         except ValidationError as exc:
-            problems = shape_problems(
-                exc.errors(include_url=False), loaded.data, loaded.float_texts
-            )
+            errors = exc.errors(include_url=False)
+            problems = shape_problems(errors, loaded.data, loaded.float_texts)
+            invalid = {str(error["loc"][0]) for error in errors if error["loc"]}
+            partial, valid = valid_sections(loaded.data, invalid)
+            problems += run_checks(partial, valid)
         else:
-            problems = run_checks(spec)
+            problems = run_checks(spec, Spec.model_fields)
     located = [
         LocatedProblem(loaded.file, loaded.locate(p.path, p.at), p.path, p.message, p.severity)
         for p in problems
@@ -61,6 +66,37 @@ def validate(loaded: LoadedSpec) -> tuple[Spec | None, list[LocatedProblem]]:
     located.sort(key=lambda p: (p.position, p.severity != "error", p.message))
     has_errors = any(p.severity == "error" for p in located)
     return (None if has_errors else spec), _unique(located)
+
+
+def valid_sections(data: dict[Any, Any], invalid: set[str]) -> tuple[Spec, set[str]]:
+    """A Spec holding only the sections outside `invalid` (the others are absent, not
+    defaulted, so a check that reads one fails loudly), and their names."""
+    sections: dict[str, Any] = {}
+    for name, field in Spec.model_fields.items():
+        if name in invalid:
+            continue
+        if name in data:
+            try:
+                sections[name] = _section_model(name).model_validate({"value": data[name]}).value  # type: ignore[attr-defined]
+            except ValidationError:  # only if a section's validity depended on another
+                continue
+        elif not field.is_required():
+            sections[name] = field.get_default(call_default_factory=True)
+    spec = Spec.model_construct(**sections)
+    for name in Spec.model_fields.keys() - sections.keys():
+        spec.__dict__.pop(name, None)
+    return spec, set(sections)
+
+
+@functools.cache
+def _section_model(name: str) -> type[StrictModel]:
+    """A model whose one field `value` is the Spec's field `name` (type, constraints and
+    strictness alike), to validate that section alone."""
+    field = Spec.model_fields[name]
+    model: type[StrictModel] = create_model(
+        f"{name.title()}Section", __base__=StrictModel, value=(cast(Any, field.annotation), field)
+    )
+    return model
 
 
 def _unique(problems: list[LocatedProblem]) -> list[LocatedProblem]:

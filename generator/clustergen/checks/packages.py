@@ -31,8 +31,12 @@ _CUDA_TAG = re.compile(r"\+cuda(\d+\.\d+)")
 _PACKAGE_VERSION = re.compile(r"^(\d+:)?[0-9][A-Za-z0-9.+~_-]*$")
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    return [*_overrides(spec), *_cudnn8_suffix(spec), *_group_names(spec)]
+def pins(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return [*_overrides(spec), *_cudnn8_suffix(spec)]
+
+
+def groups(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return _group_names(spec)
 
 
 def _overrides(spec: Spec) -> list[Problem]:

@@ -11,15 +11,21 @@ from clustergen.model.nodes import KNOWN_ROLES
 from clustergen.suggest import did_you_mean, nearest
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def node_groups(spec: Spec, hosts: list[Host]) -> list[Problem]:
     return [
         *_unique_node_names(hosts),
         *_hardware_exists(spec),
         *_roles_known(spec),
         *_unused_profiles(spec),
-        *_rack_positions(spec, hosts),
-        *_storage_nodes(spec, hosts),
     ]
+
+
+def racks(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return _rack_positions(spec, hosts)
+
+
+def storage(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return _storage_nodes(spec, hosts)
 
 
 def meant_roles(spec: Spec, roles: Iterable[str]) -> set[str]:

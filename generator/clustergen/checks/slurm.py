@@ -27,15 +27,19 @@ _FOLKLORE_KEYS = {
 }
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def nodes(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    """Controllers, accounting and partitions against the nodes that exist."""
     return [
         *_compute_nodes_exist(spec, hosts),
         *_controllers(spec, hosts),
         *_accounting(spec, hosts),
         *_partitions(spec, hosts),
-        *_options(spec),
-        *_policies(spec),
     ]
+
+
+def options(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    """slurm.options against the keys of the pinned Slurm, and the scheduling policies."""
+    return [*_options(spec), *_policies(spec)]
 
 
 def _compute_nodes_exist(spec: Spec, hosts: list[Host]) -> list[Problem]:

@@ -15,13 +15,13 @@ def _dotted(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    return [
-        *_cuda_and_driver(spec),
-        *_gpu_architectures(spec),
-        *_fabric_manager(spec),
-        *_slurm_version(spec),
-    ]
+def versions(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return [*_cuda_and_driver(spec), *_slurm_version(spec)]
+
+
+def gpus(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    """The stack against the GPUs the hardware profiles have."""
+    return [*_gpu_architectures(spec), *_fabric_manager(spec)]
 
 
 def _cuda_and_driver(spec: Spec) -> list[Problem]:
