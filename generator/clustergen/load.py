@@ -17,6 +17,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarfloat import ScalarFloat
 
+from clustergen import codes
 from clustergen.errors import LocatedProblem, Position, SpecInvalid, SpecPath, UsageError
 
 # Specs are small; anything this large is not a spec and is refused before parsing.
@@ -81,10 +82,12 @@ def parse_spec(text: str, file: str, name: str) -> LoadedSpec:
         mark = exc.problem_mark or exc.context_mark
         position = Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
         message = _yaml_message(exc)
-        raise SpecInvalid([LocatedProblem(file, position, (), message)]) from None
+        code = codes.YAML_DUPLICATE_KEY if "duplicate key" in message else codes.YAML_SYNTAX
+        raise SpecInvalid([LocatedProblem(file, position, (), message, code)]) from None
     except (YAMLError, RecursionError) as exc:
         message = "YAML nesting is too deep" if isinstance(exc, RecursionError) else str(exc)
-        raise SpecInvalid([LocatedProblem(file, Position(1, 1), (), message)]) from None
+        code = codes.YAML_TOO_DEEP if isinstance(exc, RecursionError) else codes.YAML_SYNTAX
+        raise SpecInvalid([LocatedProblem(file, Position(1, 1), (), message, code)]) from None
 
     loaded = LoadedSpec(file=file, name=name, data=None)
     if isinstance(document, CommentedMap | CommentedSeq):
@@ -95,7 +98,11 @@ def parse_spec(text: str, file: str, name: str) -> LoadedSpec:
         loaded.data = _plain(document, (), loaded.positions, loaded.float_texts)
     except RecursionError:
         raise SpecInvalid(
-            [LocatedProblem(file, Position(1, 1), (), "YAML nesting is too deep")]
+            [
+                LocatedProblem(
+                    file, Position(1, 1), (), "YAML nesting is too deep", codes.YAML_TOO_DEEP
+                )
+            ]
         ) from None
     return loaded
 
