@@ -104,6 +104,7 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "software.cuda-not-in-driver-table": _set("software.cuda", "12.99.1"),
     "software.slurm-too-old": _set("software.slurm", "20.11.9"),
     "storage.unknown-role": _set("storage.lustre.mount.clients", ["computer"]),
+    "ignore.unknown-code": _set("ignore", ["hardware.unused-profil"]),
 }
 
 # Codes no spec can produce today, and why they are registered anyway.

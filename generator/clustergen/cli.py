@@ -10,6 +10,7 @@ from pathlib import Path
 
 from clustergen import __version__
 from clustergen.artifacts import Artifact
+from clustergen.codes import ignorable
 from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInvalid, UsageError
 from clustergen.load import load_spec
 from clustergen.model import Spec
@@ -109,6 +110,21 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
         help="how problems are printed: text lines on stderr (default), GitHub workflow "
         "commands (annotations) on stdout, or one JSON array on stdout",
     )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="do not report warnings with this code (repeatable); errors cannot be ignored",
+    )
+
+
+def _ignored(args: argparse.Namespace) -> list[str]:
+    """The --ignore codes, each a warning's code, or a usage error saying why not."""
+    try:
+        return [ignorable(name) for name in args.ignore]
+    except ValueError as exc:
+        raise UsageError(f"--ignore: {exc}") from None
 
 
 def _report(
@@ -126,23 +142,25 @@ def _report(
         sys.stdout.write(json_document(problems))
 
 
-def _load_valid(path: str, output_format: Format) -> tuple[Spec, str]:
+def _load_valid(path: str, args: argparse.Namespace) -> tuple[Spec, str]:
     """Load and validate one spec; warnings are printed, errors raise SpecInvalid."""
+    ignore = _ignored(args)
     loaded = load_spec(path)
-    spec, problems = validate(loaded)
+    spec, problems = validate(loaded, ignore)
     if spec is None:
         raise SpecInvalid(problems)
-    _report(problems, output_format, complete=True)
+    _report(problems, args.format, complete=True)
     return spec, loaded.name
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    ignore = _ignored(args)
     worst = ExitCode.OK
     text = args.format == "text"
     everything: list[LocatedProblem] = []
     for path in args.specs:
         try:
-            spec, problems = validate(load_spec(path))
+            spec, problems = validate(load_spec(path), ignore)
         except SpecInvalid as exc:
             spec, problems = None, exc.problems
         except UsageError as exc:
@@ -167,7 +185,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
-    spec, spec_name = _load_valid(args.spec, args.format)
+    spec, spec_name = _load_valid(args.spec, args)
     # Standard output carries the problems in the machine formats; the summary moves aside.
     say = sys.stdout if args.format == "text" else sys.stderr
     files: dict[str, Artifact] = with_manifest(render_all(spec, spec_name))

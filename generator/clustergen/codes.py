@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic_core import PydanticCustomError
 
+from clustergen.suggest import did_you_mean
+
 Severity = Literal["error", "warning"]
 
 
@@ -104,6 +106,14 @@ HARDWARE_RESERVED_MEMORY_TOO_LARGE = Code(
 )
 HARDWARE_REDUNDANT_PSUS = Code(
     "hardware.redundant-psus", "error", "redundant_psus is not below psu_count"
+)
+
+# ignore
+IGNORE_UNKNOWN_CODE = Code(
+    "ignore.unknown-code", "error", "ignore lists a code clustergen does not have"
+)
+IGNORE_NOT_A_WARNING = Code(
+    "ignore.not-a-warning", "error", "ignore lists an error's code; only warnings can be silenced"
 )
 
 # nodes
@@ -333,3 +343,23 @@ CODES: Mapping[str, Code] = MappingProxyType(
 
 def is_registered(code: Code) -> bool:
     return CODES.get(code.name) is code
+
+
+WARNINGS: tuple[str, ...] = tuple(sorted(n for n, c in CODES.items() if c.severity == "warning"))
+
+
+def ignorable(name: str) -> str:
+    """`name` if it is a warning's code; otherwise why it cannot be ignored (PydanticCustomError,
+    a ValueError, so the command line reports it too)."""
+    code = CODES.get(name)
+    if code is None:
+        raise invalid(
+            IGNORE_UNKNOWN_CODE, f"'{name}' is not a clustergen code{did_you_mean(name, CODES)}"
+        )
+    if code.severity != "warning":
+        raise invalid(
+            IGNORE_NOT_A_WARNING,
+            f"'{name}' is an error; errors cannot be ignored, only warnings "
+            f"({', '.join(WARNINGS)})",
+        )
+    return name

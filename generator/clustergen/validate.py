@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Union, cast
 
 from pydantic import BaseModel, ValidationError, create_model
@@ -18,7 +18,7 @@ from pydantic_core import ErrorDetails
 
 from clustergen import codes
 from clustergen.checks import run_checks
-from clustergen.codes import CODES
+from clustergen.codes import CODES, WARNINGS
 from clustergen.errors import LocatedProblem, Problem, SpecPath
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
@@ -43,10 +43,16 @@ _GENERIC_TYPES = frozenset(
 )
 
 
-def validate(loaded: LoadedSpec) -> tuple[Spec | None, list[LocatedProblem]]:
-    """The model (None if the spec's shape is wrong) and every problem, sorted by position."""
+def validate(
+    loaded: LoadedSpec, ignore: Collection[str] = ()
+) -> tuple[Spec | None, list[LocatedProblem]]:
+    """The model (None if the spec has errors) and every problem, sorted by position.
+
+    Warnings whose codes are in `ignore` or in the spec's own `ignore` list are left out.
+    """
     problems: list[Problem]
     spec: Spec | None = None
+    ignored = set(ignore)
     if not isinstance(loaded.data, dict):
         kind = "empty" if loaded.data is None else _kind(loaded.data)
         problems = [
@@ -65,8 +71,11 @@ def validate(loaded: LoadedSpec) -> tuple[Spec | None, list[LocatedProblem]]:
             invalid = {str(error["loc"][0]) for error in errors if error["loc"]}
             partial, valid = valid_sections(loaded.data, invalid)
             problems += run_checks(partial, valid)
+            ignored.update(_ignored_in(loaded.data))
         else:
             problems = run_checks(spec, Spec.model_fields)
+            ignored.update(spec.ignore)
+    problems = [p for p in problems if p.severity == "error" or p.code.name not in ignored]
     located = [
         LocatedProblem(loaded.file, loaded.locate(p.path, p.at), p.path, p.message, p.code)
         for p in problems
@@ -74,6 +83,12 @@ def validate(loaded: LoadedSpec) -> tuple[Spec | None, list[LocatedProblem]]:
     located.sort(key=lambda p: (p.position, p.severity != "error", p.message))
     has_errors = any(p.severity == "error" for p in located)
     return (None if has_errors else spec), _unique(located)
+
+
+def _ignored_in(data: dict[Any, Any]) -> list[str]:
+    """The spec's `ignore` entries that are warnings' codes, even if other entries are wrong."""
+    entries = data.get("ignore")
+    return [e for e in entries if e in WARNINGS] if isinstance(entries, list) else []
 
 
 def valid_sections(data: dict[Any, Any], invalid: set[str]) -> tuple[Spec, set[str]]:
