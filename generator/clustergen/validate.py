@@ -100,7 +100,8 @@ def valid_sections(data: dict[Any, Any], invalid: set[str]) -> tuple[Spec, set[s
             continue
         if name in data:
             try:
-                sections[name] = _section_model(name).model_validate({"value": data[name]}).value  # type: ignore[attr-defined]
+                validated = _section_model(name).model_validate({"value": data[name]})
+                sections[name] = validated.value  # type: ignore[attr-defined]
             except ValidationError:  # only if a section's validity depended on another
                 continue
         elif not field.is_required():
