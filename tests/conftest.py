@@ -13,7 +13,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
         action="store_true",
-        help="rewrite tests/golden and tests/invalid/*.expected from the current code; "
+        help="rewrite tests/golden, tests/invalid/*.expected, tests/formats, docs/errors.md "
+        "and README's key table from the current code; "
         "review the result with `git diff` before committing",
     )
 

@@ -36,7 +36,9 @@ def spec_with(name: str = "ml-training-8node", **software: object) -> Spec:
 
 
 def problems(spec: Spec) -> list[tuple[str, str]]:
-    return [(p.severity, p.message) for p in package_checks.check(spec, expand_hosts(spec))]
+    hosts = expand_hosts(spec)
+    found = [*package_checks.pins(spec, hosts), *package_checks.groups(spec, hosts)]
+    return [(p.severity, p.message) for p in found]
 
 
 # --- pins per OS family -------------------------------------------------------------

@@ -91,6 +91,7 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "62-package-nccl-wrong-cuda-suffix": _PINS,
     "63-package-unknown-name": "package names depend on software.os; " + _PINS,
     "64-package-version-disagrees": _PINS,
+    "77-accounting-dropped": "settings and a role that need another section",
 }
 
 

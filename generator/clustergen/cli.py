@@ -10,10 +10,12 @@ from pathlib import Path
 
 from clustergen import __version__
 from clustergen.artifacts import Artifact
+from clustergen.codes import ignorable
 from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInvalid, UsageError
 from clustergen.load import load_spec
 from clustergen.model import Spec
 from clustergen.render import render_all
+from clustergen.report import FORMATS, Format, github_line, json_document
 from clustergen.schema import schema_text
 from clustergen.validate import validate
 from clustergen.write import plan, unified_diff, with_manifest, write
@@ -26,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.command(args)
         return code
     except ClustergenError as exc:
-        _report(exc.problems)
+        _report(exc.problems, getattr(args, "format", "text"), complete=True)
         if not exc.problems:
             print(f"clustergen: {exc}", file=sys.stderr)
         return int(exc.exit_code)
@@ -62,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("validate", help="report every problem in the spec(s)")
     check.add_argument("specs", nargs="+", metavar="SPEC")
+    _add_report_options(check)
     check.set_defaults(command=cmd_validate)
 
     render = commands.add_parser("render", help="validate, then write the rendered tree")
@@ -84,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace files in DIR that clustergen did not write (refused by default)",
     )
+    _add_report_options(render)
     render.set_defaults(command=cmd_render)
 
     schema = commands.add_parser("schema", help="write the JSON Schema of the spec language")
@@ -98,49 +102,92 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _report(problems: Sequence[LocatedProblem]) -> None:
-    for problem in problems:
-        print(problem.format(), file=sys.stderr)
+def _add_report_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="how problems are printed: text lines on stderr (default), GitHub workflow "
+        "commands (annotations) on stdout, or one JSON array on stdout",
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="do not report warnings with this code (repeatable); errors cannot be ignored",
+    )
 
 
-def _load_valid(path: str) -> tuple[Spec, str]:
+def _ignored(args: argparse.Namespace) -> list[str]:
+    """The --ignore codes, each a warning's code, or a usage error saying why not."""
+    try:
+        return [ignorable(name) for name in args.ignore]
+    except ValueError as exc:
+        raise UsageError(f"--ignore: {exc}") from None
+
+
+def _report(
+    problems: Sequence[LocatedProblem], output_format: Format, *, complete: bool = False
+) -> None:
+    """Print problems as text (stderr) or GitHub commands (stdout); JSON is printed once,
+    whole, by the caller, or here when `complete` says these are all there will be."""
+    if output_format == "text":
+        for problem in problems:
+            print(problem.format(), file=sys.stderr)
+    elif output_format == "github":
+        for problem in problems:
+            print(github_line(problem))
+    elif complete:
+        sys.stdout.write(json_document(problems))
+
+
+def _load_valid(path: str, args: argparse.Namespace) -> tuple[Spec, str]:
     """Load and validate one spec; warnings are printed, errors raise SpecInvalid."""
+    ignore = _ignored(args)
     loaded = load_spec(path)
-    spec, problems = validate(loaded)
+    spec, problems = validate(loaded, ignore)
     if spec is None:
         raise SpecInvalid(problems)
-    _report(problems)
+    _report(problems, args.format, complete=True)
     return spec, loaded.name
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    ignore = _ignored(args)
     worst = ExitCode.OK
+    text = args.format == "text"
+    everything: list[LocatedProblem] = []
     for path in args.specs:
         try:
-            loaded = load_spec(path)
+            spec, problems = validate(load_spec(path), ignore)
         except SpecInvalid as exc:
-            _report(exc.problems)
-            print(f"{path}: {len(exc.problems)} error(s), 0 warning(s)", file=sys.stderr)
-            worst = max(worst, ExitCode.INVALID_SPEC)
-            continue
+            spec, problems = None, exc.problems
         except UsageError as exc:
             print(f"clustergen: {exc}", file=sys.stderr)
             worst = ExitCode.USAGE
             continue
-        spec, problems = validate(loaded)
-        _report(problems)
+        everything += problems
+        _report(problems, args.format)
         errors = sum(p.severity == "error" for p in problems)
         warnings = len(problems) - errors
         if spec is None:
-            print(f"{path}: {errors} error(s), {warnings} warning(s)", file=sys.stderr)
             worst = max(worst, ExitCode.INVALID_SPEC)
-        else:
+            if text:
+                print(f"{path}: {errors} error(s), {warnings} warning(s)", file=sys.stderr)
+        elif text:
             print(f"{path}: valid" + (f" ({warnings} warning(s))" if warnings else ""))
+    if args.format == "json":
+        sys.stdout.write(json_document(everything))
     return int(worst)
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    spec, spec_name = _load_valid(args.spec)
+    if args.diff and args.format == "json":
+        raise UsageError("--diff writes to standard output, where --format json writes problems")
+    spec, spec_name = _load_valid(args.spec, args)
+    # Standard output carries the problems in the machine formats; the summary moves aside.
+    say = sys.stdout if args.format == "text" else sys.stderr
     files: dict[str, Artifact] = with_manifest(render_all(spec, spec_name))
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
@@ -160,7 +207,7 @@ def cmd_render(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return int(ExitCode.INVALID_SPEC)
-        print(f"{out_dir}: up to date with {args.spec}")
+        print(f"{out_dir}: up to date with {args.spec}", file=say)
         return int(ExitCode.OK)
     write(out_dir, files, changes)
     counts = {
@@ -169,7 +216,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     }
     print(
         f"{out_dir}: {counts['create']} created, {counts['change']} changed, "
-        f"{counts['remove']} removed, {counts['unchanged']} unchanged"
+        f"{counts['remove']} removed, {counts['unchanged']} unchanged",
+        file=say,
     )
     return int(ExitCode.OK)
 

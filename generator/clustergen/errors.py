@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Literal, NamedTuple
 
+from clustergen.codes import Code, Severity, is_registered
+
 SpecPath = tuple[str | int, ...]
 
 
@@ -22,9 +24,6 @@ class ExitCode(IntEnum):
     INTERNAL = 3  # a bug in clustergen; never expected
 
 
-Severity = Literal["error", "warning"]
-
-
 class Position(NamedTuple):
     """A place in a spec file. A tuple, as the loader makes one for every key and item
     of a spec (hundreds of thousands for a large one)."""
@@ -33,18 +32,31 @@ class Position(NamedTuple):
     col: int  # 1-based
 
 
+def _require_registered(code: Code) -> None:
+    if not is_registered(code):
+        raise ValueError(f"{code.name}: not a code registered in clustergen.codes")
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with a spec, located by its path inside the spec.
 
     `at` says whether the problem is with a mapping key itself (an unknown or
-    duplicate key) or with the value under it (the usual case).
+    duplicate key) or with the value under it (the usual case). The severity is
+    the code's.
     """
 
+    code: Code
     path: SpecPath
     message: str
-    severity: Severity = "error"
     at: Literal["key", "value"] = "value"
+
+    def __post_init__(self) -> None:
+        _require_registered(self.code)
+
+    @property
+    def severity(self) -> Severity:
+        return self.code.severity
 
 
 @dataclass(frozen=True)
@@ -53,15 +65,21 @@ class LocatedProblem:
     position: Position
     path: SpecPath
     message: str
-    severity: Severity = "error"
+    code: Code
+
+    def __post_init__(self) -> None:
+        _require_registered(self.code)
+
+    @property
+    def severity(self) -> Severity:
+        return self.code.severity
 
     def format(self) -> str:
         where = f"{self.file}:{self.position.line}:{self.position.col}"
         dotted = format_path(self.path)
         label = "warning: " if self.severity == "warning" else ""
-        if dotted:
-            return f"{where}: {dotted}: {label}{self.message}"
-        return f"{where}: {label}{self.message}"
+        text = f"{label}{self.message} [{self.code}]"
+        return f"{where}: {dotted}: {text}" if dotted else f"{where}: {text}"
 
 
 @dataclass

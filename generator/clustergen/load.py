@@ -39,6 +39,7 @@ from yaml.parser import Parser
 from yaml.reader import Reader
 from yaml.scanner import Scanner
 
+from clustergen import codes
 from clustergen.errors import LocatedProblem, Position, SpecInvalid, SpecPath, UsageError
 
 # Specs are small; anything this large is not a spec and is refused before parsing.
@@ -172,14 +173,18 @@ def _parse(text: str, file: str, name: str) -> LoadedSpec:
             loaded.positions[()] = Located(start, start)
         loaded.data = _Walk(loaded.positions, loaded.float_texts).value(root, (), 0)
     except _Refused as exc:
-        raise SpecInvalid([LocatedProblem(file, exc.position, (), exc.message)]) from None
+        raise SpecInvalid([LocatedProblem(file, exc.position, (), exc.message, exc.code)]) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         position = _position(mark) if mark else Position(1, 1)
-        raise SpecInvalid([LocatedProblem(file, position, (), _yaml_message(exc))]) from None
+        message = _yaml_message(exc)
+        raise SpecInvalid(
+            [LocatedProblem(file, position, (), message, codes.YAML_SYNTAX)]
+        ) from None
     except (YAMLError, RecursionError) as exc:
         message = "YAML nesting is too deep" if isinstance(exc, RecursionError) else str(exc)
-        raise SpecInvalid([LocatedProblem(file, Position(1, 1), (), message)]) from None
+        code = codes.YAML_TOO_DEEP if isinstance(exc, RecursionError) else codes.YAML_SYNTAX
+        raise SpecInvalid([LocatedProblem(file, Position(1, 1), (), message, code)]) from None
     return loaded
 
 
@@ -216,14 +221,19 @@ def _error_mark(exc: MarkedYAMLError) -> tuple[int, int] | None:
 class _Refused(Exception):
     """Something the reader will not read, at a place in the text."""
 
-    def __init__(self, message: str, mark: _Mark) -> None:
+    def __init__(self, message: str, mark: _Mark, code: codes.Code = codes.YAML_SYNTAX) -> None:
         super().__init__(message)
         self.message = message
         self.position = _position(mark)
+        self.code = code
 
 
 def _too_deep(mark: _Mark) -> _Refused:
-    return _Refused(f"YAML nesting is too deep (more than {MAX_NESTING_DEPTH} levels)", mark)
+    return _Refused(
+        f"YAML nesting is too deep (more than {MAX_NESTING_DEPTH} levels)",
+        mark,
+        codes.YAML_TOO_DEEP,
+    )
 
 
 class _Mark(Protocol):  # libyaml's marks and PyYAML's
@@ -367,6 +377,7 @@ class _SpecComposer(Composer, _Resolver):
                 f"YAML: alias '*{anchor}' points into the node it is part of; "
                 "a spec cannot contain itself",
                 event.start_mark,
+                codes.YAML_ALIAS,
             )
         self.expanded += size
         allowance = min(ALIAS_ALLOWANCE_MAX, max(ALIAS_ALLOWANCE_MIN, ALIAS_GROWTH * self.written))
@@ -376,6 +387,7 @@ class _SpecComposer(Composer, _Resolver):
                 f"{self.written + allowance:,} nodes ({self.written:,} written before it); "
                 "aliases may repeat part of a spec, not multiply it",
                 event.start_mark,
+                codes.YAML_ALIAS,
             )
         return node
 
@@ -498,6 +510,7 @@ def _duplicate(key_node: Node, first: _Mark) -> _Refused:
         f"YAML: duplicate key '{key_node.value}' "
         f"(first at line {first.line + 1}, column {first.column + 1})",
         key_node.start_mark,
+        codes.YAML_DUPLICATE_KEY,
     )
 
 
@@ -522,7 +535,7 @@ def _scalar(node: ScalarNode) -> Any:
         raise _Refused(f"YAML: '{text}' is not true or false (tag '!!bool')", node.start_mark)
     if tag == _NULL:
         return None
-    raise _Refused(_tag_message(tag, "a single value"), node.start_mark)
+    raise _Refused(_tag_message(tag, "a single value"), node.start_mark, codes.YAML_TAG)
 
 
 def _int(text: str) -> int | None:
@@ -554,7 +567,7 @@ def _float(text: str) -> float | None:
 def _check_tag(node: Node, expected: str) -> None:
     if node.tag != expected:
         kind = "list" if isinstance(node, SequenceNode) else "mapping"
-        raise _Refused(_tag_message(node.tag, f"a {kind}"), node.start_mark)
+        raise _Refused(_tag_message(node.tag, f"a {kind}"), node.start_mark, codes.YAML_TAG)
 
 
 def _tag_message(tag: str, kind: str) -> str:

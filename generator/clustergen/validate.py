@@ -1,23 +1,28 @@
 """Validation: the spec's shape (pydantic), then cross-field checks, every problem at once.
 
-Shape errors come first because the cross-field checks need a whole model; a
-spec with shape errors reports those, and the checks run once they are fixed.
+Shape is judged per top-level section: a section with a shape error is left out,
+and every cross-field check whose sections are all valid still runs, so one run
+reports a typo in `racks` and a driver too old for its CUDA alike.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
-from collections.abc import Sequence
-from typing import Any, Union
+from collections.abc import Collection, Sequence
+from typing import Any, Union, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model
 from pydantic_core import ErrorDetails
 
+from clustergen import codes
 from clustergen.checks import run_checks
+from clustergen.codes import CODES, WARNINGS
 from clustergen.errors import LocatedProblem, Problem, SpecPath
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
+from clustergen.model.common import StrictModel
 from clustergen.suggest import did_you_mean, nearest
 
 # Error types that say "wrong kind of value"; a more specific error at the same
@@ -38,29 +43,84 @@ _GENERIC_TYPES = frozenset(
 )
 
 
-def validate(loaded: LoadedSpec) -> tuple[Spec | None, list[LocatedProblem]]:
-    """The model (None if the spec's shape is wrong) and every problem, sorted by position."""
+def validate(
+    loaded: LoadedSpec, ignore: Collection[str] = ()
+) -> tuple[Spec | None, list[LocatedProblem]]:
+    """The model (None if the spec has errors) and every problem, sorted by position.
+
+    Warnings whose codes are in `ignore` or in the spec's own `ignore` list are left out.
+    """
     problems: list[Problem]
     spec: Spec | None = None
+    ignored = set(ignore)
     if not isinstance(loaded.data, dict):
         kind = "empty" if loaded.data is None else _kind(loaded.data)
-        problems = [Problem((), f"a spec is a YAML mapping of sections; this file is {kind}")]
+        problems = [
+            Problem(
+                codes.SHAPE_NOT_A_MAPPING,
+                (),
+                f"a spec is a YAML mapping of sections; this file is {kind}",
+            )
+        ]
     else:
         try:
             spec = Spec.model_validate(loaded.data)
         except ValidationError as exc:
-            problems = shape_problems(
-                exc.errors(include_url=False), loaded.data, loaded.float_texts
-            )
+            errors = exc.errors(include_url=False)
+            problems = shape_problems(errors, loaded.data, loaded.float_texts)
+            invalid = {str(error["loc"][0]) for error in errors if error["loc"]}
+            partial, valid = valid_sections(loaded.data, invalid)
+            problems += run_checks(partial, valid)
+            ignored.update(_ignored_in(loaded.data))
         else:
-            problems = run_checks(spec)
+            problems = run_checks(spec, Spec.model_fields)
+            ignored.update(spec.ignore)
+    problems = [p for p in problems if p.severity == "error" or p.code.name not in ignored]
     located = [
-        LocatedProblem(loaded.file, loaded.locate(p.path, p.at), p.path, p.message, p.severity)
+        LocatedProblem(loaded.file, loaded.locate(p.path, p.at), p.path, p.message, p.code)
         for p in problems
     ]
     located.sort(key=lambda p: (p.position, p.severity != "error", p.message))
     has_errors = any(p.severity == "error" for p in located)
     return (None if has_errors else spec), _unique(located)
+
+
+def _ignored_in(data: dict[Any, Any]) -> list[str]:
+    """The spec's `ignore` entries that are warnings' codes, even if other entries are wrong."""
+    entries = data.get("ignore")
+    return [e for e in entries if e in WARNINGS] if isinstance(entries, list) else []
+
+
+def valid_sections(data: dict[Any, Any], invalid: set[str]) -> tuple[Spec, set[str]]:
+    """A Spec holding only the sections outside `invalid` (the others are absent, not
+    defaulted, so a check that reads one fails loudly), and their names."""
+    sections: dict[str, Any] = {}
+    for name, field in Spec.model_fields.items():
+        if name in invalid:
+            continue
+        if name in data:
+            try:
+                validated = _section_model(name).model_validate({"value": data[name]})
+                sections[name] = validated.value  # type: ignore[attr-defined]
+            except ValidationError:  # only if a section's validity depended on another
+                continue
+        elif not field.is_required():
+            sections[name] = field.get_default(call_default_factory=True)
+    spec = Spec.model_construct(**sections)
+    for name in Spec.model_fields.keys() - sections.keys():
+        spec.__dict__.pop(name, None)
+    return spec, set(sections)
+
+
+@functools.cache
+def _section_model(name: str) -> type[StrictModel]:
+    """A model whose one field `value` is the Spec's field `name` (type, constraints and
+    strictness alike), to validate that section alone."""
+    field = Spec.model_fields[name]
+    model: type[StrictModel] = create_model(
+        f"{name.title()}Section", __base__=StrictModel, value=(cast(Any, field.annotation), field)
+    )
+    return model
 
 
 def _unique(problems: list[LocatedProblem]) -> list[LocatedProblem]:
@@ -129,40 +189,57 @@ def _problem(
         hint = did_you_mean(key, allowed)
         if not hint and allowed:
             hint = "; expected one of " + ", ".join(allowed)
-        return Problem(path, f"unknown key '{key}'{hint}", at="key")
+        return Problem(codes.SHAPE_UNKNOWN_KEY, path, f"unknown key '{key}'{hint}", at="key")
     if kind == "missing":
-        return Problem(path, f"missing required key '{path[-1]}'", at="key")
+        return Problem(
+            codes.SHAPE_MISSING_KEY, path, f"missing required key '{path[-1]}'", at="key"
+        )
     if value is None and kind not in ("missing", "extra_forbidden"):
-        return Problem(path, "the value is empty (YAML null); give a value or remove the key")
+        return Problem(
+            codes.SHAPE_NULL_VALUE,
+            path,
+            "the value is empty (YAML null); give a value or remove the key",
+        )
     if kind == "literal_error":
         expected = ctx.get("expected", "")
         choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ",").split(",")]
         if isinstance(value, str) and value in choices:
             # e.g. version: '1' where the number 1 is meant
-            return Problem(path, f"{_show(value)} is a string here; write {value} without quotes")
+            return Problem(
+                codes.SHAPE_NOT_ALLOWED,
+                path,
+                f"{_show(value)} is a string here; write {value} without quotes",
+            )
         hint = did_you_mean(str(value), choices) if isinstance(value, str) else ""
         subject = _show(value) if isinstance(value, str) else _got(value)
-        return Problem(path, f"{subject} is not allowed; expected {expected}{hint}")
+        return Problem(
+            codes.SHAPE_NOT_ALLOWED, path, f"{subject} is not allowed; expected {expected}{hint}"
+        )
+    if kind in CODES:  # a model validator's error, raised with its code (codes.invalid)
+        return Problem(CODES[kind], path, str(error["msg"]))
     if kind in ("value_error", "assertion_error"):
         message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        return Problem(path, message)
+        return Problem(codes.SHAPE_INVALID, path, message)
     if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
         text = written or str(value)
         if text != str(value):
             return Problem(
+                codes.SHAPE_WRONG_TYPE,
                 path,
                 f"expected a string, but YAML read {text} as the number {value!r}; quote it "
                 f"('{text}') to keep it as written",
             )
         return Problem(
-            path, f"expected a string, but YAML read {text} as a number; quote it: '{text}'"
+            codes.SHAPE_WRONG_TYPE,
+            path,
+            f"expected a string, but YAML read {text} as a number; quote it: '{text}'",
         )
     if kind == "string_type":
-        return Problem(path, f"expected a string, got {_got(value)}")
+        return Problem(codes.SHAPE_WRONG_TYPE, path, f"expected a string, got {_got(value)}")
     if kind == "int_type":
-        return Problem(path, f"expected a whole number, got {_got(value)}")
+        return Problem(codes.SHAPE_WRONG_TYPE, path, f"expected a whole number, got {_got(value)}")
     if kind in ("float_type", "float_parsing"):
-        return Problem(path, f"expected a number, got {_got(value)}")
+        return Problem(codes.SHAPE_WRONG_TYPE, path, f"expected a number, got {_got(value)}")
     if kind == "bool_type":
         hint = ""
         if isinstance(value, str) and value.lower() in _YAML11_BOOLEANS:
@@ -170,18 +247,24 @@ def _problem(
                 f"; write {_YAML11_BOOLEANS[value.lower()]} (YAML 1.2 reads {value} as a "
                 "string, not a boolean)"
             )
-        return Problem(path, f"expected true or false, got {_got(value)}{hint}")
+        return Problem(
+            codes.SHAPE_WRONG_TYPE, path, f"expected true or false, got {_got(value)}{hint}"
+        )
     if kind in ("dict_type", "model_type"):
-        return Problem(path, f"expected a mapping of keys, got {_got(value)}")
+        return Problem(
+            codes.SHAPE_WRONG_TYPE, path, f"expected a mapping of keys, got {_got(value)}"
+        )
     if kind == "list_type":
-        return Problem(path, f"expected a list, got {_got(value)}")
+        return Problem(codes.SHAPE_WRONG_TYPE, path, f"expected a list, got {_got(value)}")
     bound = _BOUNDS.get(kind)
     if bound is not None:
         phrase, ctx_key = bound
-        return Problem(path, f"{_got(value)} {phrase} {ctx.get(ctx_key)}")
+        return Problem(codes.SHAPE_OUT_OF_RANGE, path, f"{_got(value)} {phrase} {ctx.get(ctx_key)}")
     if kind == "string_pattern_mismatch":
         return Problem(
-            path, f"{_show(value)} is not valid here; use text matching {ctx.get('pattern')}"
+            codes.SYNTAX_INVALID,
+            path,
+            f"{_show(value)} is not valid here; use text matching {ctx.get('pattern')}",
         )
     if kind in ("too_short", "too_long"):
         container = "mapping" if isinstance(value, dict) else "list"
@@ -191,9 +274,17 @@ def _problem(
             limit = f"at most {ctx.get('max_length')}"
         items = "entry" if isinstance(value, dict) else "item"
         count = ctx.get("actual_length", len(value) if isinstance(value, dict | list) else "?")
-        return Problem(path, f"the {container} needs {limit} {items}(s); it has {count}")
+        return Problem(
+            codes.SHAPE_WRONG_LENGTH,
+            path,
+            f"the {container} needs {limit} {items}(s); it has {count}",
+        )
     subject = _show(value) or _got(value)
-    return Problem(path, f"{subject}: {str(error['msg'])[0].lower()}{str(error['msg'])[1:]}")
+    return Problem(
+        codes.SHAPE_INVALID,
+        path,
+        f"{subject}: {str(error['msg'])[0].lower()}{str(error['msg'])[1:]}",
+    )
 
 
 # Words YAML 1.1 read as booleans; YAML 1.2 (and so clustergen) reads them as strings.

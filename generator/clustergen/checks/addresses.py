@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from collections import Counter
 
+from clustergen import codes
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host, nth_address
 from clustergen.model import Spec
@@ -29,7 +30,11 @@ def _networks_disjoint(spec: Spec) -> list[Problem]:
             a, b = _network(spec, first), _network(spec, second)
             if a and b and a.overlaps(b):
                 problems.append(
-                    Problem(("network", second, "cidr"), f"{b} overlaps the {first} network {a}")
+                    Problem(
+                        codes.NETWORK_OVERLAP,
+                        ("network", second, "cidr"),
+                        f"{b} overlaps the {first} network {a}",
+                    )
                 )
     for name in names:
         gateway = getattr(spec.network, name).gateway if name != "fabric" else None
@@ -37,6 +42,7 @@ def _networks_disjoint(spec: Spec) -> list[Problem]:
         if gateway and network and not _usable(ipaddress.IPv4Address(gateway), network):
             problems.append(
                 Problem(
+                    codes.NETWORK_GATEWAY_NOT_HOST,
                     ("network", name, "gateway"),
                     f"gateway {gateway} is not a host address of {network}",
                 )
@@ -64,12 +70,17 @@ def _group_ranges(spec: Spec, hosts: list[Host]) -> list[Problem]:
             network = _network(spec, network_name)
             if network is None:
                 problems.append(
-                    Problem(path, f"{kind} is given but network.{network_name} is not defined")
+                    Problem(
+                        codes.NODES_ADDRESS_WITHOUT_NETWORK,
+                        path,
+                        f"{kind} is given but network.{network_name} is not defined",
+                    )
                 )
                 continue
             if not _usable(ipaddress.IPv4Address(first), network):
                 problems.append(
                     Problem(
+                        codes.NODES_ADDRESS_NOT_HOST,
                         path,
                         f"{first} is not a host address of the {network_name} network {network}",
                     )
@@ -79,6 +90,7 @@ def _group_ranges(spec: Spec, hosts: list[Host]) -> list[Problem]:
             if last is None or not _usable(ipaddress.IPv4Address(last), network):
                 problems.append(
                     Problem(
+                        codes.NODES_ADDRESS_RANGE_PAST_NETWORK,
                         path,
                         f"{count} nodes from {first} run past the {network_name} network {network} "
                         f"(the last would be {last}; the last host address is "
@@ -107,6 +119,7 @@ def _no_reuse(spec: Spec, hosts: list[Host]) -> list[Problem]:
                 reported_groups.add((host.group_index, kind))
                 problems.append(
                     Problem(
+                        codes.NODES_ADDRESS_REUSED,
                         ("nodes", host.group_index, kind),
                         f"{address} ({owner}) is already used as {owners[address]}",
                     )

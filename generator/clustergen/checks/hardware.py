@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hostlist
 
+from clustergen import codes
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.errors import Problem
 from clustergen.hosts import Host
@@ -17,6 +18,7 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
         if profile.gpu is not None and profile.gpu.model not in GPU_MODELS:
             problems.append(
                 Problem(
+                    codes.HARDWARE_UNKNOWN_GPU_MODEL,
                     ("hardware", name, "gpu", "model"),
                     f"unknown GPU model '{profile.gpu.model}'"
                     f"{did_you_mean(profile.gpu.model, GPU_MODELS)}; known models: "
@@ -31,6 +33,7 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
         if spec.hardware[name].reserved_memory_gib is None:
             problems.append(
                 Problem(
+                    codes.HARDWARE_RESERVED_MEMORY_MISSING,
                     ("hardware", name),
                     f"'{name}' is the profile of Slurm compute nodes "
                     f"{hostlist.collect_hostlist(compute_nodes[name])}, so it needs "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from clustergen import codes
 from clustergen.catalog.packages import (
     DERIVED_GROUPS,
     cuda_suffix,
@@ -31,8 +32,12 @@ _CUDA_TAG = re.compile(r"\+cuda(\d+\.\d+)")
 _PACKAGE_VERSION = re.compile(r"^(\d+:)?[0-9][A-Za-z0-9.+~_-]*$")
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    return [*_overrides(spec), *_cudnn8_suffix(spec), *_group_names(spec)]
+def pins(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return [*_overrides(spec), *_cudnn8_suffix(spec)]
+
+
+def groups(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return _group_names(spec)
 
 
 def _overrides(spec: Spec) -> list[Problem]:
@@ -44,6 +49,7 @@ def _overrides(spec: Spec) -> list[Problem]:
         if name not in expected:
             problems.append(
                 Problem(
+                    codes.PACKAGES_UNKNOWN_NAME,
                     path,
                     f"'{name}' is not one of the packages pinned for {software.os}"
                     f"{did_you_mean(name, expected)}; software.packages only sets versions of "
@@ -53,13 +59,20 @@ def _overrides(spec: Spec) -> list[Problem]:
             )
             continue
         if not _PACKAGE_VERSION.match(version):
-            problems.append(Problem(path, f"'{version}' is not a package version string"))
+            problems.append(
+                Problem(
+                    codes.PACKAGES_MALFORMED_VERSION,
+                    path,
+                    f"'{version}' is not a package version string",
+                )
+            )
             continue
         if name in _NCCL_PACKAGES:
             problems.extend(_nccl_suffix(spec, path, version))
         if upstream_version(version) != expected[name]:
             problems.append(
                 Problem(
+                    codes.PACKAGES_VERSION_DISAGREES,
                     path,
                     f"{name} {version} is version {upstream_version(version)}, but the spec pins "
                     f"{expected[name]}; an override may only add the repository's revision",
@@ -76,6 +89,7 @@ def _nccl_suffix(spec: Spec, path: tuple[str, ...], version: str) -> list[Proble
     found = f"is built for CUDA {tags[0]}" if tags else "has no +cudaX.Y build tag"
     return [
         Problem(
+            codes.PACKAGES_NCCL_CUDA_SUFFIX,
             path,
             f"NCCL package {version} {found}, but the pinned CUDA is {spec.software.cuda}; "
             f"it must end in {wanted}",
@@ -93,12 +107,12 @@ def _cudnn8_suffix(spec: Spec) -> list[Problem]:
         return []
     return [
         Problem(
+            codes.PACKAGES_CUDNN8_CUDA_SUFFIX,
             ("software", "cudnn"),
             f"cuDNN {software.cudnn} packages carry the CUDA version they were built with, "
             f"which need not be {software.cuda}; clustergen assumed "
             f"{derived[unset[0]]} - set the exact version of {', '.join(unset)} in "
             "software.packages",
-            severity="warning",
         )
     ]
 
@@ -119,6 +133,7 @@ def _group_names(spec: Spec) -> list[Problem]:
         if group in taken and taken[group] != what:
             problems.append(
                 Problem(
+                    codes.PACKAGES_GROUP_NAME_CLASH,
                     path,
                     f"{what} becomes Ansible group '{group}', which is already "
                     f"{taken[group]}; rename it",

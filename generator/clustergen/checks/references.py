@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from clustergen import codes
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host
 from clustergen.model import Spec
@@ -11,15 +12,21 @@ from clustergen.model.nodes import KNOWN_ROLES
 from clustergen.suggest import did_you_mean, nearest
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def node_groups(spec: Spec, hosts: list[Host]) -> list[Problem]:
     return [
         *_unique_node_names(hosts),
         *_hardware_exists(spec),
         *_roles_known(spec),
         *_unused_profiles(spec),
-        *_rack_positions(spec, hosts),
-        *_storage_nodes(spec, hosts),
     ]
+
+
+def racks(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return _rack_positions(spec, hosts)
+
+
+def storage(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return _storage_nodes(spec, hosts)
 
 
 def meant_roles(spec: Spec, roles: Iterable[str]) -> set[str]:
@@ -44,6 +51,7 @@ def _unique_node_names(hosts: list[Host]) -> list[Problem]:
         if earlier != host.group_index:
             problems.append(
                 Problem(
+                    codes.NODES_DUPLICATE_NAME,
                     ("nodes", host.group_index, "names"),
                     f"node '{host.name}' is already defined in nodes[{earlier}]",
                 )
@@ -54,6 +62,7 @@ def _unique_node_names(hosts: list[Host]) -> list[Problem]:
 def _hardware_exists(spec: Spec) -> list[Problem]:
     return [
         Problem(
+            codes.HARDWARE_UNKNOWN_PROFILE,
             ("nodes", index, "hardware"),
             f"unknown hardware profile '{group.hardware}'"
             + did_you_mean(group.hardware, spec.hardware),
@@ -71,6 +80,7 @@ def _roles_known(spec: Spec) -> list[Problem]:
             if role not in valid:
                 problems.append(
                     Problem(
+                        codes.NODES_UNKNOWN_ROLE,
                         ("nodes", index, "roles", role_index),
                         f"unknown role '{role}'{did_you_mean(role, valid)}; declare your own "
                         "roles in cluster.extra_roles",
@@ -78,7 +88,11 @@ def _roles_known(spec: Spec) -> list[Problem]:
                 )
             elif role in group.roles[:role_index]:
                 problems.append(
-                    Problem(("nodes", index, "roles", role_index), f"role '{role}' is listed twice")
+                    Problem(
+                        codes.NODES_DUPLICATE_ROLE,
+                        ("nodes", index, "roles", role_index),
+                        f"role '{role}' is listed twice",
+                    )
                 )
     return problems
 
@@ -89,9 +103,9 @@ def _unused_profiles(spec: Spec) -> list[Problem]:
         return []  # a group names an unknown profile, likely the unused one misspelt
     return [
         Problem(
+            codes.HARDWARE_UNUSED_PROFILE,
             ("hardware", name),
             f"hardware profile '{name}' is used by no node group",
-            severity="warning",
             at="key",
         )
         for name in spec.hardware
@@ -109,11 +123,15 @@ def _rack_positions(spec: Spec, hosts: list[Host]) -> list[Problem]:
                 continue
             path = ("racks", rack_index, "devices", device_index, "node")
             if device.node not in known:
-                problems.append(Problem(path, unknown_node(device.node, hosts)))
+                problems.append(
+                    Problem(codes.RACKS_UNKNOWN_NODE, path, unknown_node(device.node, hosts))
+                )
             elif device.node in placed:
                 problems.append(
                     Problem(
-                        path, f"node '{device.node}' is already placed at {placed[device.node]}"
+                        codes.RACKS_NODE_PLACED_TWICE,
+                        path,
+                        f"node '{device.node}' is already placed at {placed[device.node]}",
                     )
                 )
             else:
@@ -131,11 +149,17 @@ def _storage_nodes(spec: Spec, hosts: list[Host]) -> list[Problem]:
     targets += [((*base, "mdts", i, "node"), t.node) for i, t in enumerate(lustre.mdts)]
     targets += [((*base, "osts", i, "node"), t.node) for i, t in enumerate(lustre.osts)]
     problems = [
-        Problem(path, unknown_node(name, hosts)) for path, name in targets if name not in known
+        Problem(codes.STORAGE_UNKNOWN_NODE, path, unknown_node(name, hosts))
+        for path, name in targets
+        if name not in known
     ]
     roles = (*KNOWN_ROLES, *spec.cluster.extra_roles)
     problems += [
-        Problem((*base, "mount", "clients", i), f"unknown role '{role}'{did_you_mean(role, roles)}")
+        Problem(
+            codes.STORAGE_UNKNOWN_ROLE,
+            (*base, "mount", "clients", i),
+            f"unknown role '{role}'{did_you_mean(role, roles)}",
+        )
         for i, role in enumerate(lustre.mount.clients)
         if role not in roles
     ]

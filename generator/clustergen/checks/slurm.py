@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clustergen import codes
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
     DERIVED_KEYS,
@@ -27,22 +28,31 @@ _FOLKLORE_KEYS = {
 }
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def nodes(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    """Controllers, accounting and partitions against the nodes that exist."""
     return [
         *_compute_nodes_exist(spec, hosts),
         *_controllers(spec, hosts),
         *_accounting(spec, hosts),
         *_partitions(spec, hosts),
-        *_options(spec),
-        *_policies(spec),
     ]
+
+
+def options(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    """slurm.options against the keys of the pinned Slurm, and the scheduling policies."""
+    return [*_options(spec), *_policies(spec)]
 
 
 def _compute_nodes_exist(spec: Spec, hosts: list[Host]) -> list[Problem]:
     if any("compute" in meant_roles(spec, host.roles) for host in hosts):
         return []
     return [
-        Problem(("nodes",), "no node group has the compute role, so Slurm has no nodes", at="key")
+        Problem(
+            codes.SLURM_NO_COMPUTE_NODES,
+            ("nodes",),
+            "no node group has the compute role, so Slurm has no nodes",
+            at="key",
+        )
     ]
 
 
@@ -55,13 +65,23 @@ def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
         for name in expand_hostlist(entry):
             host = table.get(name)
             if host is None:
-                problems.append(Problem(path, unknown_node(name, hosts)))
+                problems.append(Problem(codes.SLURM_UNKNOWN_NODE, path, unknown_node(name, hosts)))
             elif "slurm_controller" not in meant_roles(spec, host.roles):
                 problems.append(
-                    Problem(path, f"node '{name}' does not have the slurm_controller role")
+                    Problem(
+                        codes.SLURM_CONTROLLER_WITHOUT_ROLE,
+                        path,
+                        f"node '{name}' does not have the slurm_controller role",
+                    )
                 )
             elif name in seen:
-                problems.append(Problem(path, f"controller '{name}' is listed twice"))
+                problems.append(
+                    Problem(
+                        codes.SLURM_CONTROLLER_LISTED_TWICE,
+                        path,
+                        f"controller '{name}' is listed twice",
+                    )
+                )
             seen.add(name)
     listed = seen
     if not listed <= set(table):
@@ -70,10 +90,10 @@ def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
         if "slurm_controller" in host.roles and host.name not in listed:
             problems.append(
                 Problem(
+                    codes.SLURM_CONTROLLER_NOT_LISTED,
                     ("nodes", host.group_index, "roles"),
                     f"node '{host.name}' has the slurm_controller role but is not "
                     "in slurm.controllers",
-                    severity="warning",
                 )
             )
     return problems
@@ -86,19 +106,25 @@ def _accounting(spec: Spec, hosts: list[Host]) -> list[Problem]:
         if dbd_hosts:
             return [
                 Problem(
+                    codes.SLURM_DBD_WITHOUT_ACCOUNTING,
                     ("nodes", dbd_hosts[0].group_index, "roles"),
                     f"node '{dbd_hosts[0].name}' has the slurm_dbd role but slurm.accounting "
                     "is not set, so slurmdbd is not configured",
-                    severity="warning",
                 )
             ]
         return []
     host = hosts_by_name(hosts).get(accounting.host)
     path = ("slurm", "accounting", "host")
     if host is None:
-        return [Problem(path, unknown_node(accounting.host, hosts))]
+        return [Problem(codes.SLURM_UNKNOWN_NODE, path, unknown_node(accounting.host, hosts))]
     if "slurm_dbd" not in meant_roles(spec, host.roles):
-        return [Problem(path, f"node '{accounting.host}' does not have the slurm_dbd role")]
+        return [
+            Problem(
+                codes.SLURM_ACCOUNTING_HOST_WITHOUT_ROLE,
+                path,
+                f"node '{accounting.host}' does not have the slurm_dbd role",
+            )
+        ]
     return []
 
 
@@ -113,6 +139,7 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
         if partition.name in seen:
             problems.append(
                 Problem(
+                    codes.SLURM_DUPLICATE_PARTITION,
                     (*base, "name"),
                     f"partition '{partition.name}' is already defined at "
                     f"slurm.partitions[{seen[partition.name]}]",
@@ -124,6 +151,7 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
             if len(defaults) > 1:
                 problems.append(
                     Problem(
+                        codes.SLURM_TWO_DEFAULT_PARTITIONS,
                         (*base, "default"),
                         f"only one partition may be the default; "
                         f"slurm.partitions[{defaults[0]}] already is",
@@ -132,10 +160,13 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
         for name in expand_hostlist(partition.nodes):
             host = table.get(name)
             if host is None:
-                problems.append(Problem((*base, "nodes"), unknown_node(name, hosts)))
+                problems.append(
+                    Problem(codes.SLURM_UNKNOWN_NODE, (*base, "nodes"), unknown_node(name, hosts))
+                )
             elif "compute" not in meant_roles(spec, host.roles):
                 problems.append(
                     Problem(
+                        codes.SLURM_PARTITION_NON_COMPUTE_NODE,
                         (*base, "nodes"),
                         f"node '{name}' is not a Slurm compute node (it has no compute role)",
                     )
@@ -151,6 +182,7 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
             ):
                 problems.append(
                     Problem(
+                        codes.SLURM_DEFAULT_TIME_EXCEEDS_MAX,
                         (*base, "default_time"),
                         f"default_time {partition.default_time} exceeds max_time "
                         f"{partition.max_time}",
@@ -163,6 +195,7 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
             if clash:
                 problems.append(
                     Problem(
+                        codes.SLURM_DEF_MEM_CONFLICT,
                         (*base, "def_mem_per_gpu_mib"),
                         f"DefMemPerGPU excludes slurm.options {clash[0]}",
                     )
@@ -171,9 +204,9 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
         if host.is_slurm_compute and host.name not in in_some_partition:
             problems.append(
                 Problem(
+                    codes.SLURM_NODE_IN_NO_PARTITION,
                     ("nodes", host.group_index, "names"),
                     f"compute node '{host.name}' is in no partition, so no job can run on it",
-                    severity="warning",
                 )
             )
     return problems
@@ -193,16 +226,27 @@ def _options(spec: Spec) -> list[Problem]:
         if lowered in deprecated:
             name, where = deprecated[lowered]
             problems.append(
-                Problem(path, f"{name} is deprecated and not written; use {where}", at="key")
+                Problem(
+                    codes.SLURM_OPTION_DEPRECATED,
+                    path,
+                    f"{name} is deprecated and not written; use {where}",
+                    at="key",
+                )
             )
         elif lowered in derived:
             name, where = derived[lowered]
             problems.append(
-                Problem(path, f"clustergen writes {name} itself from {where}", at="key")
+                Problem(
+                    codes.SLURM_OPTION_DERIVED,
+                    path,
+                    f"clustergen writes {name} itself from {where}",
+                    at="key",
+                )
             )
         elif lowered in accepted and accepted[lowered].defunct:
             problems.append(
                 Problem(
+                    codes.SLURM_OPTION_DEFUNCT,
                     path,
                     f"{accepted[lowered].name} is defunct in Slurm {release_name(list_version)}: "
                     "slurmctld logs an error and ignores it",
@@ -216,6 +260,7 @@ def _options(spec: Spec) -> list[Problem]:
             detail = detail or did_you_mean(key, live)
             problems.append(
                 Problem(
+                    codes.SLURM_OPTION_UNKNOWN,
                     path,
                     f"'{key}' is not a slurm.conf key in {_slurm_label(spec, list_version)} "
                     f"(slurmctld would refuse to start){detail}",
@@ -264,6 +309,7 @@ def _policies(spec: Spec) -> list[Problem]:
     if preemption is not None and preemption.type == "qos" and spec.slurm.accounting is None:
         problems.append(
             Problem(
+                codes.SLURM_PREEMPT_QOS_WITHOUT_ACCOUNTING,
                 ("slurm", "preemption", "type"),
                 "preempt/qos needs slurm.accounting: QOS are kept by slurmdbd",
             )
@@ -277,9 +323,9 @@ def _policies(spec: Spec) -> list[Problem]:
     ):
         problems.append(
             Problem(
+                codes.SLURM_FAIRSHARE_WITHOUT_ACCOUNTING,
                 ("slurm", "priority", "weights", "fairshare"),
                 "a fairshare weight has no effect without slurm.accounting",
-                severity="warning",
             )
         )
     return problems

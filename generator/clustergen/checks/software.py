@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clustergen import codes
 from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, key_list_version, release_name
@@ -15,13 +16,13 @@ def _dotted(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    return [
-        *_cuda_and_driver(spec),
-        *_gpu_architectures(spec),
-        *_fabric_manager(spec),
-        *_slurm_version(spec),
-    ]
+def versions(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    return [*_cuda_and_driver(spec), *_slurm_version(spec)]
+
+
+def gpus(spec: Spec, hosts: list[Host]) -> list[Problem]:
+    """The stack against the GPUs the hardware profiles have."""
+    return [*_gpu_architectures(spec), *_fabric_manager(spec)]
 
 
 def _cuda_and_driver(spec: Spec) -> list[Problem]:
@@ -30,7 +31,9 @@ def _cuda_and_driver(spec: Spec) -> list[Problem]:
     if cuda[:2] == (12, 7):
         return [
             Problem(
-                ("software", "cuda"), "there is no CUDA 12.7 release (12.6 is followed by 12.8)"
+                codes.SOFTWARE_NO_CUDA_12_7,
+                ("software", "cuda"),
+                "there is no CUDA 12.7 release (12.6 is followed by 12.8)",
             )
         ]
     needed = minimum_driver(cuda)
@@ -38,10 +41,10 @@ def _cuda_and_driver(spec: Spec) -> list[Problem]:
         known = ", ".join(_dotted(v) for v in MIN_DRIVER)
         return [
             Problem(
+                codes.SOFTWARE_CUDA_NOT_IN_DRIVER_TABLE,
                 ("software", "cuda"),
                 f"CUDA {software.cuda} is not in the driver table ({known}); its driver "
                 "requirement is not checked",
-                severity="warning",
             )
         ]
     minimum, rule = needed
@@ -49,6 +52,7 @@ def _cuda_and_driver(spec: Spec) -> list[Problem]:
     if driver < minimum:
         return [
             Problem(
+                codes.SOFTWARE_DRIVER_BELOW_CUDA_MINIMUM,
                 ("software", "nvidia_driver"),
                 f"driver {software.nvidia_driver} is older than {_dotted(minimum)}, "
                 "the minimum for "
@@ -69,6 +73,7 @@ def _gpu_architectures(spec: Spec) -> list[Problem]:
         if cuda < arch.first_cuda:
             problems.append(
                 Problem(
+                    codes.SOFTWARE_CUDA_TOO_OLD_FOR_GPU,
                     ("software", "cuda"),
                     f"CUDA {spec.software.cuda} cannot target {model.name} ({arch.sm}, "
                     f"hardware.{name}); it needs CUDA {_dotted(arch.first_cuda)} or newer",
@@ -77,6 +82,7 @@ def _gpu_architectures(spec: Spec) -> list[Problem]:
         elif arch.last_cuda_exclusive and cuda >= arch.last_cuda_exclusive:
             problems.append(
                 Problem(
+                    codes.SOFTWARE_CUDA_TOO_NEW_FOR_GPU,
                     ("software", "cuda"),
                     f"CUDA {spec.software.cuda} no longer supports {model.name} ({arch.sm}, "
                     f"hardware.{name}); the last CUDA for it is below "
@@ -94,6 +100,7 @@ def _fabric_manager(spec: Spec) -> list[Problem]:
     if nvswitch and software.fabric_manager is None:
         return [
             Problem(
+                codes.SOFTWARE_FABRIC_MANAGER_MISSING,
                 ("software",),
                 f"fabric_manager is required: hardware {', '.join(nvswitch)} has NVSwitch; "
                 f"set it to the driver version {software.nvidia_driver}",
@@ -103,6 +110,7 @@ def _fabric_manager(spec: Spec) -> list[Problem]:
     if nvswitch and software.fabric_manager != software.nvidia_driver:
         return [
             Problem(
+                codes.SOFTWARE_FABRIC_MANAGER_DIFFERS,
                 ("software", "fabric_manager"),
                 f"fabric_manager {software.fabric_manager} must equal nvidia_driver "
                 f"{software.nvidia_driver} exactly, or nvidia-fabricmanager will not start",
@@ -111,6 +119,7 @@ def _fabric_manager(spec: Spec) -> list[Problem]:
     if not nvswitch and software.fabric_manager is not None:
         return [
             Problem(
+                codes.SOFTWARE_FABRIC_MANAGER_WITHOUT_NVSWITCH,
                 ("software", "fabric_manager"),
                 "fabric_manager is set but no node's hardware has NVSwitch (gpu.nvswitch: true); "
                 "remove it",
@@ -124,6 +133,7 @@ def _slurm_version(spec: Spec) -> list[Problem]:
         oldest = release_name(KEY_LIST_VERSIONS[0])
         return [
             Problem(
+                codes.SOFTWARE_SLURM_TOO_OLD,
                 ("software", "slurm"),
                 f"Slurm {spec.software.slurm} is older than {oldest}, the oldest version "
                 "clustergen supports",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hostlist
 
+from clustergen import codes
 from clustergen.checks.references import unknown_node
 from clustergen.errors import Problem
 from clustergen.hosts import Host
@@ -23,6 +24,7 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
         if switch.name in index_of:
             problems.append(
                 Problem(
+                    codes.NETWORK_DUPLICATE_SWITCH,
                     (*base, index, "name"),
                     f"switch '{switch.name}' is already defined at "
                     f"network.fabric.switches[{index_of[switch.name]}]",
@@ -38,13 +40,27 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
             if child not in index_of:
                 unknown_child = True
                 problems.append(
-                    Problem(path, f"unknown switch '{child}'{did_you_mean(child, index_of)}")
+                    Problem(
+                        codes.NETWORK_UNKNOWN_SWITCH,
+                        path,
+                        f"unknown switch '{child}'{did_you_mean(child, index_of)}",
+                    )
                 )
             elif child == switch.name:
-                problems.append(Problem(path, f"switch '{child}' cannot be its own child"))
+                problems.append(
+                    Problem(
+                        codes.NETWORK_SWITCH_OWN_CHILD,
+                        path,
+                        f"switch '{child}' cannot be its own child",
+                    )
+                )
             elif child in parent_of:
                 problems.append(
-                    Problem(path, f"switch '{child}' already hangs from '{parent_of[child]}'")
+                    Problem(
+                        codes.NETWORK_SWITCH_TWO_PARENTS,
+                        path,
+                        f"switch '{child}' already hangs from '{parent_of[child]}'",
+                    )
                 )
             else:
                 parent_of[child] = switch.name
@@ -93,6 +109,7 @@ def _one_tree(
             chain.append(next(m for m in cycle if parent_of[m] == chain[-1]))
         problems.append(
             Problem(
+                codes.NETWORK_SWITCH_CYCLE,
                 (*base, index_of[closing], "switches"),
                 f"switch cycle {' > '.join(chain)} (each lists the next under 'switches'); "
                 "the switches must form one tree under a top switch",
@@ -101,6 +118,7 @@ def _one_tree(
     if len(roots) > 1 and not unknown_child:  # an unknown child leaves its switch a top
         problems.append(
             Problem(
+                codes.NETWORK_SWITCH_FOREST,
                 base,
                 f"the switches form {len(roots)} separate trees (tops: "
                 f"{', '.join(roots)}); add a spine switch over them",
@@ -120,10 +138,16 @@ def _leaf_membership(switches: list, hosts: list[Host], base: tuple) -> list[Pro
         path = (*base, index, "nodes")
         for name in expand_hostlist(switch.nodes):
             if name not in known:
-                problems.append(Problem(path, unknown_node(name, hosts)))
+                problems.append(
+                    Problem(codes.NETWORK_UNKNOWN_NODE, path, unknown_node(name, hosts))
+                )
             elif name in leaf_of:
                 problems.append(
-                    Problem(path, f"node '{name}' already hangs from leaf '{leaf_of[name]}'")
+                    Problem(
+                        codes.NETWORK_NODE_TWO_LEAVES,
+                        path,
+                        f"node '{name}' already hangs from leaf '{leaf_of[name]}'",
+                    )
                 )
             else:
                 leaf_of[name] = switch.name
@@ -131,6 +155,7 @@ def _leaf_membership(switches: list, hosts: list[Host], base: tuple) -> list[Pro
     if missing:
         problems.append(
             Problem(
+                codes.NETWORK_COMPUTE_NODE_NO_LEAF,
                 base,
                 f"Slurm compute node{'s' if len(missing) > 1 else ''} "
                 f"{hostlist.collect_hostlist(missing)} hang{'' if len(missing) > 1 else 's'} "

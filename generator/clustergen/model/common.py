@@ -9,6 +9,8 @@ from typing import Annotated, Any
 import hostlist
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from clustergen import codes
+from clustergen.codes import invalid
 from clustergen.model.syntax import (
     CIDR_PATTERN,
     CONF_VALUE_PATTERN,
@@ -50,9 +52,10 @@ class StrictModel(BaseModel):
 
 def check_hostname(value: str) -> str:
     if not _LABEL.fullmatch(value):
-        raise ValueError(
+        raise invalid(
+            codes.SYNTAX_HOSTNAME,
             f"'{value}' is not a valid host name (RFC 1123: letters, digits and inner "
-            "hyphens, 1-63 characters)"
+            "hyphens, 1-63 characters)",
         )
     return value
 
@@ -60,11 +63,11 @@ def check_hostname(value: str) -> str:
 def expand_hostlist(expression: str) -> list[str]:
     """Expand a Slurm hostlist expression, enforcing what Slurm itself enforces."""
     if not expression or expression != expression.strip():
-        raise ValueError(f"'{expression}' is not a hostlist expression")
+        raise invalid(codes.SYNTAX_HOSTLIST, f"'{expression}' is not a hostlist expression")
     opened = expression.count("[") - expression.count("]")
     if opened:
         missing = "a '[' is never closed" if opened > 0 else "a ']' has no matching '['"
-        raise ValueError(f"hostlist '{expression}': {missing}")
+        raise invalid(codes.SYNTAX_HOSTLIST, f"hostlist '{expression}': {missing}")
     for part in _top_level_parts(expression):
         if "[" in part and not part.endswith("]"):
             head, _, tail = part.partition("[")
@@ -72,24 +75,28 @@ def expand_hostlist(expression: str) -> list[str]:
             example = (
                 f"{head}{rest}[{ranges}]" if "[" not in rest and rest.strip() else "gpu-ib[01-04]"
             )
-            raise ValueError(
+            raise invalid(
+                codes.SYNTAX_HOSTLIST,
                 f"hostlist '{part}': a bracketed range must end the name (Slurm reads "
-                f"'{part}' differently); put the varying part last, e.g. '{example}'"
+                f"'{part}' differently); put the varying part last, e.g. '{example}'",
             )
     try:
         names: list[str] = hostlist.expand_hostlist(expression)
     except hostlist.BadHostlist as exc:
-        raise ValueError(f"'{expression}' is not a valid hostlist expression: {exc}") from None
+        raise invalid(
+            codes.SYNTAX_HOSTLIST, f"'{expression}' is not a valid hostlist expression: {exc}"
+        ) from None
     for name in names:
         if name != expression and not _LABEL.fullmatch(name):
-            raise ValueError(
+            raise invalid(
+                codes.SYNTAX_HOSTLIST,
                 f"hostlist '{expression}' gives '{name}', which is not a valid host name "
-                "(RFC 1123: letters, digits and inner hyphens, 1-63 characters)"
+                "(RFC 1123: letters, digits and inner hyphens, 1-63 characters)",
             )
         check_hostname(name)
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
-        raise ValueError(f"hostlist '{expression}' names '{duplicate}' twice")
+        raise invalid(codes.SYNTAX_HOSTLIST, f"hostlist '{expression}' names '{duplicate}' twice")
     return names
 
 
@@ -110,9 +117,9 @@ def _check_ipv4(value: str) -> str:
     try:
         address = ipaddress.ip_address(value)
     except ValueError:
-        raise ValueError(f"'{value}' is not an IP address") from None
+        raise invalid(codes.SYNTAX_IP_ADDRESS, f"'{value}' is not an IP address") from None
     if address.version != 4:
-        raise ValueError(f"'{value}': only IPv4 addresses are supported")
+        raise invalid(codes.SYNTAX_IP_ADDRESS, f"'{value}': only IPv4 addresses are supported")
     return value
 
 
@@ -120,11 +127,15 @@ def _check_cidr(value: str) -> str:
     try:
         network = ipaddress.ip_network(value, strict=True)
     except ValueError as exc:
-        raise ValueError(f"'{value}' is not a network in CIDR notation: {exc}") from None
+        raise invalid(
+            codes.SYNTAX_CIDR, f"'{value}' is not a network in CIDR notation: {exc}"
+        ) from None
     if network.version != 4:
-        raise ValueError(f"'{value}': only IPv4 networks are supported")
+        raise invalid(codes.SYNTAX_CIDR, f"'{value}': only IPv4 networks are supported")
     if network.prefixlen > 30:
-        raise ValueError(f"'{value}' leaves no room for hosts (use a /30 or larger network)")
+        raise invalid(
+            codes.SYNTAX_CIDR, f"'{value}' leaves no room for hosts (use a /30 or larger network)"
+        )
     return value
 
 
@@ -133,15 +144,19 @@ def _check_version(value: str) -> str:
         hint = ""
         if re.match(r"^\d+(?:\.\d+)+[-+~]", value):
             hint = "; an exact package version with a revision goes in software.packages"
-        raise ValueError(f"'{value}' is not a version (dotted numbers such as 12.4.1){hint}")
+        raise invalid(
+            codes.SYNTAX_VERSION,
+            f"'{value}' is not a version (dotted numbers such as 12.4.1){hint}",
+        )
     return value
 
 
 def _check_identifier(value: str) -> str:
     if not IDENTIFIER.matches(value):
-        raise ValueError(
+        raise invalid(
+            codes.SYNTAX_IDENTIFIER,
             f"'{value}' is not a valid name (lowercase letters, digits, '-' and '_', "
-            "starting with a letter)"
+            "starting with a letter)",
         )
     return value
 
@@ -152,8 +167,9 @@ def parse_slurm_time(value: str) -> int | None:
     Slurm accepts: min, min:sec, h:m:s, d-h, d-h:m, d-h:m:s, UNLIMITED/INFINITE.
     """
     if not SLURM_TIME.matches(value):
-        raise ValueError(
-            f"'{value}' is not a Slurm time (use minutes, 'h:m:s', 'd-h', 'd-h:m:s' or UNLIMITED)"
+        raise invalid(
+            codes.SYNTAX_SLURM_TIME,
+            f"'{value}' is not a Slurm time (use minutes, 'h:m:s', 'd-h', 'd-h:m:s' or UNLIMITED)",
         )
     if value.upper() in ("UNLIMITED", "INFINITE"):
         return None
@@ -171,7 +187,7 @@ def parse_slurm_time(value: str) -> int | None:
 def _check_slurm_time(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | str):
         shown = str(value).lower() if isinstance(value, bool) else repr(value)
-        raise ValueError(f"{shown} is not a Slurm time")
+        raise invalid(codes.SYNTAX_SLURM_TIME, f"{shown} is not a Slurm time")
     text = str(value)
     parse_slurm_time(text)
     return text
@@ -181,8 +197,9 @@ def parse_size(value: str) -> int:
     """'4MiB' -> bytes. Binary units only, as Lustre uses them."""
     match = SIZE.regex.fullmatch(value)
     if not match:
-        raise ValueError(
-            f"'{value}' is not a size (a whole number with KiB, MiB, GiB or TiB, e.g. 4MiB)"
+        raise invalid(
+            codes.SYNTAX_SIZE,
+            f"'{value}' is not a size (a whole number with KiB, MiB, GiB or TiB, e.g. 4MiB)",
         )
     return int(match.group(1)) * _SIZE_FACTORS[match.group(2)[0]]
 
@@ -190,17 +207,20 @@ def parse_size(value: str) -> int:
 def _check_no_conf_breakers(value: Any) -> Any:
     text = str(value)
     if "\n" in text or "\r" in text:
-        raise ValueError("a value may not contain a line break")
+        raise invalid(codes.SYNTAX_CONF_VALUE, "a value may not contain a line break")
     if "#" in text:
-        raise ValueError(f"'{text}': a value may not contain '#' (it starts a comment)")
+        raise invalid(
+            codes.SYNTAX_CONF_VALUE, f"'{text}': a value may not contain '#' (it starts a comment)"
+        )
     return value
 
 
 def _reject_bool(value: Any) -> Any:
     if isinstance(value, bool):
-        raise ValueError(
+        raise invalid(
+            codes.SYNTAX_CONF_BOOLEAN,
             f"{str(value).lower()} is a YAML boolean here; write the value Slurm expects "
-            "(e.g. YES/NO)"
+            "(e.g. YES/NO)",
         )
     return value
 

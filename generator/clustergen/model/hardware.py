@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from clustergen import codes
+from clustergen.codes import invalid
 from clustergen.model.common import Int, StrictModel
 from clustergen.model.syntax import GresType, InterfaceName
 
@@ -64,7 +66,10 @@ class Power(StrictModel):
     def _redundancy_leaves_a_supply(cls, redundant: int, info: ValidationInfo) -> int:
         psu_count = info.data.get("psu_count")
         if psu_count is not None and redundant >= psu_count:
-            raise ValueError(f"redundant_psus ({redundant}) must be below psu_count ({psu_count})")
+            raise invalid(
+                codes.HARDWARE_REDUNDANT_PSUS,
+                f"redundant_psus ({redundant}) must be below psu_count ({psu_count})",
+            )
         return redundant
 
 
@@ -95,7 +100,8 @@ class HardwareProfile(StrictModel):
     def _reserve_below_installed(cls, reserved: int | None, info: ValidationInfo) -> int | None:
         installed = info.data.get("memory_gib")
         if reserved is not None and installed is not None and reserved >= installed:
-            raise ValueError(
-                f"reserved_memory_gib ({reserved}) must be below memory_gib ({installed})"
+            raise invalid(
+                codes.HARDWARE_RESERVED_MEMORY_TOO_LARGE,
+                f"reserved_memory_gib ({reserved}) must be below memory_gib ({installed})",
             )
         return reserved

@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from typing_extensions import Self
 
+from clustergen import codes
+from clustergen.codes import invalid
 from clustergen.model.common import (
     CIDR,
     Hostlist,
@@ -54,9 +56,10 @@ class Switch(StrictModel):
     @model_validator(mode="after")
     def _has_children(self) -> Self:
         if (self.nodes is None) == (self.switches is None):
-            raise ValueError(
+            raise invalid(
+                codes.NETWORK_SWITCH_LEAF_OR_SPINE,
                 f"switch '{self.name}' needs exactly one of 'nodes' (a leaf) or 'switches' "
-                "(a spine)"
+                "(a spine)",
             )
         return self
 
@@ -121,14 +124,20 @@ class Fabric(StrictModel):
             else (ROCE_RATES, "a RoCE")
         )
         if rate not in rates:
-            raise ValueError(f"'{rate}' is not {label} rate (expected one of {', '.join(rates)})")
+            raise invalid(
+                codes.NETWORK_FABRIC_RATE,
+                f"'{rate}' is not {label} rate (expected one of {', '.join(rates)})",
+            )
         return rate
 
     @field_validator("roce")
     @classmethod
     def _roce_only_on_roce(cls, roce: Roce | None, info: ValidationInfo) -> Roce | None:
         if roce is not None and info.data.get("type") == "infiniband":
-            raise ValueError("'roce' settings apply only to a fabric of type roce")
+            raise invalid(
+                codes.NETWORK_ROCE_ON_INFINIBAND,
+                "'roce' settings apply only to a fabric of type roce",
+            )
         return roce
 
 

@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 from typing_extensions import Self
 
+from clustergen import codes
+from clustergen.codes import invalid
 from clustergen.model.common import Hostname, Int, StrictModel, keys_set, whole_number
 
 
@@ -49,12 +51,17 @@ class RackDevice(StrictModel):
     @model_validator(mode="after")
     def _node_or_device(self) -> Self:
         if (self.node is None) == (self.name is None):
-            raise ValueError("a rack device has either 'node' or 'name'")
+            raise invalid(
+                codes.RACKS_DEVICE_NODE_OR_NAME, "a rack device has either 'node' or 'name'"
+            )
         if self.name is not None and (self.height_u is None or self.max_watts is None):
-            raise ValueError(f"device '{self.name}' needs height_u and max_watts")
+            raise invalid(
+                codes.RACKS_DEVICE_NEEDS_SIZE, f"device '{self.name}' needs height_u and max_watts"
+            )
         if self.node is not None and (self.height_u is not None or self.max_watts is not None):
-            raise ValueError(
-                f"node '{self.node}' takes height_u and max_watts from its hardware profile"
+            raise invalid(
+                codes.RACKS_NODE_WITH_SIZE,
+                f"node '{self.node}' takes height_u and max_watts from its hardware profile",
             )
         return self
 

@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self
 
+from clustergen import codes
+from clustergen.codes import invalid
 from clustergen.model.common import (
     ConfValue,
     Hostlist,
@@ -109,7 +111,10 @@ class Priority(StrictModel):
         if self.type == "basic" and (
             self.weights or self.decay_half_life or self.usage_reset_period or self.max_age
         ):
-            raise ValueError("weights, decay and reset settings need type multifactor")
+            raise invalid(
+                codes.SLURM_PRIORITY_NEEDS_MULTIFACTOR,
+                "weights, decay and reset settings need type multifactor",
+            )
         return self
 
 

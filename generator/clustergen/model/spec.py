@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
+from clustergen.codes import WARNINGS, ignorable
 from clustergen.model.cluster import Cluster
 from clustergen.model.common import StrictModel, whole_number
 from clustergen.model.hardware import HardwareProfile
@@ -36,3 +37,9 @@ class Spec(StrictModel):
     slurm: Slurm = Field(description="The Slurm configuration.")
     storage: Storage | None = Field(default=None, description="Shared storage.")
     nccl: Nccl | None = Field(default=None, description="NCCL settings for GPU nodes.")
+    ignore: list[Annotated[str, AfterValidator(ignorable)]] = Field(
+        default_factory=list,
+        description="Codes of warnings this cluster accepts (e.g. packages.cudnn8-cuda-suffix); "
+        "they are not reported. Errors cannot be ignored.",
+        json_schema_extra={"items": {"type": "string", "enum": list(WARNINGS)}},
+    )

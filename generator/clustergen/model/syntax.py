@@ -25,6 +25,9 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
+from clustergen import codes
+from clustergen.codes import invalid
+
 
 @dataclass(frozen=True)
 class SchemaPattern:
@@ -60,7 +63,7 @@ class Syntax:
         if self.check is not None:
             self.check(value)
         if not self.matches(value):
-            raise ValueError(f"'{value}' is not valid here; use {self.meaning}")
+            raise invalid(codes.SYNTAX_INVALID, f"'{value}' is not valid here; use {self.meaning}")
         return value
 
     def __get_pydantic_core_schema__(

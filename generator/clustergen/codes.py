@@ -1,0 +1,369 @@
+"""Every problem code, registered once: its severity and a one-line summary.
+
+A code names one kind of mistake, section (or stage) first, in kebab-case:
+`software.driver-below-cuda-minimum`. Codes are stable: tools filter on them,
+specs silence warnings by them, and docs/errors.md lists them. A Problem takes a
+Code, never a string, and only the Codes defined here exist (see CODES).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+from pydantic_core import PydanticCustomError
+
+from clustergen.suggest import did_you_mean
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Code:
+    name: str
+    severity: Severity
+    summary: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def invalid(code: Code, message: str) -> PydanticCustomError:
+    """The error a model validator raises: pydantic reports `code` as the error's type."""
+    return PydanticCustomError(code.name, message)
+
+
+# yaml
+YAML_SYNTAX = Code("yaml.syntax", "error", "the file is not valid YAML")
+YAML_DUPLICATE_KEY = Code("yaml.duplicate-key", "error", "a mapping names the same key twice")
+YAML_TOO_DEEP = Code("yaml.too-deep", "error", "the YAML is nested too deeply to read")
+YAML_TAG = Code("yaml.tag", "error", "a YAML tag other than the core ones (a spec is plain data)")
+YAML_ALIAS = Code(
+    "yaml.alias", "error", "an alias that contains itself or multiplies the document's size"
+)
+
+# shape
+SHAPE_NOT_A_MAPPING = Code(
+    "shape.not-a-mapping", "error", "the file is empty or not a mapping of sections"
+)
+SHAPE_UNKNOWN_KEY = Code(
+    "shape.unknown-key", "error", "a key the spec language does not have (often a misspelling)"
+)
+SHAPE_MISSING_KEY = Code("shape.missing-key", "error", "a required key is absent")
+SHAPE_NULL_VALUE = Code("shape.null-value", "error", "a key is given with no value (YAML null)")
+SHAPE_WRONG_TYPE = Code(
+    "shape.wrong-type",
+    "error",
+    "a value of the wrong kind: a string for a number, a list for a mapping",
+)
+SHAPE_NOT_ALLOWED = Code("shape.not-allowed", "error", "a value outside the fixed set of choices")
+SHAPE_OUT_OF_RANGE = Code(
+    "shape.out-of-range", "error", "a number below the minimum or above the maximum"
+)
+SHAPE_WRONG_LENGTH = Code(
+    "shape.wrong-length", "error", "a list or mapping with too few or too many entries"
+)
+SHAPE_INVALID = Code("shape.invalid", "error", "a value the model rejects for another reason")
+
+# syntax
+SYNTAX_INVALID = Code(
+    "syntax.invalid", "error", "a string that does not follow the syntax of its key"
+)
+SYNTAX_HOSTNAME = Code("syntax.hostname", "error", "not a valid host name (RFC 1123)")
+SYNTAX_HOSTLIST = Code(
+    "syntax.hostlist", "error", "not a Slurm hostlist expression Slurm reads the same way"
+)
+SYNTAX_IP_ADDRESS = Code("syntax.ip-address", "error", "not an IPv4 address")
+SYNTAX_CIDR = Code(
+    "syntax.cidr", "error", "not an IPv4 network in CIDR notation with room for hosts"
+)
+SYNTAX_VERSION = Code("syntax.version", "error", "not a dotted version number")
+SYNTAX_IDENTIFIER = Code("syntax.identifier", "error", "not a lowercase identifier")
+SYNTAX_SLURM_TIME = Code("syntax.slurm-time", "error", "not a Slurm time")
+SYNTAX_SIZE = Code("syntax.size", "error", "not a size with a binary unit")
+SYNTAX_CONF_VALUE = Code(
+    "syntax.conf-value", "error", "a configuration value with a line break or a '#'"
+)
+SYNTAX_CONF_BOOLEAN = Code(
+    "syntax.conf-boolean", "error", "a YAML boolean where Slurm expects a word such as YES or NO"
+)
+
+# hardware
+HARDWARE_UNKNOWN_PROFILE = Code(
+    "hardware.unknown-profile", "error", "a node group names a hardware profile that does not exist"
+)
+HARDWARE_UNUSED_PROFILE = Code(
+    "hardware.unused-profile", "warning", "a hardware profile no node group uses"
+)
+HARDWARE_UNKNOWN_GPU_MODEL = Code(
+    "hardware.unknown-gpu-model", "error", "a GPU model not in clustergen's GPU catalog"
+)
+HARDWARE_RESERVED_MEMORY_MISSING = Code(
+    "hardware.reserved-memory-missing",
+    "error",
+    "a Slurm compute profile without reserved_memory_gib",
+)
+HARDWARE_RESERVED_MEMORY_TOO_LARGE = Code(
+    "hardware.reserved-memory-too-large", "error", "reserved_memory_gib is not below memory_gib"
+)
+HARDWARE_REDUNDANT_PSUS = Code(
+    "hardware.redundant-psus", "error", "redundant_psus is not below psu_count"
+)
+
+# ignore
+IGNORE_UNKNOWN_CODE = Code(
+    "ignore.unknown-code", "error", "ignore lists a code clustergen does not have"
+)
+IGNORE_NOT_A_WARNING = Code(
+    "ignore.not-a-warning", "error", "ignore lists an error's code; only warnings can be silenced"
+)
+
+# nodes
+NODES_DUPLICATE_NAME = Code("nodes.duplicate-name", "error", "two node groups define the same node")
+NODES_UNKNOWN_ROLE = Code(
+    "nodes.unknown-role", "error", "a role neither built in nor declared in cluster.extra_roles"
+)
+NODES_DUPLICATE_ROLE = Code("nodes.duplicate-role", "error", "a node group lists a role twice")
+NODES_ADDRESS_WITHOUT_NETWORK = Code(
+    "nodes.address-without-network",
+    "error",
+    "a node address for a network the spec does not define",
+)
+NODES_ADDRESS_NOT_HOST = Code(
+    "nodes.address-not-host", "error", "a node address that is not a host address of its network"
+)
+NODES_ADDRESS_RANGE_PAST_NETWORK = Code(
+    "nodes.address-range-past-network",
+    "error",
+    "a node group's addresses run past the end of its network",
+)
+NODES_ADDRESS_REUSED = Code(
+    "nodes.address-reused", "error", "one address given to two nodes, or to a node and a gateway"
+)
+
+# network
+NETWORK_OVERLAP = Code("network.overlap", "error", "two networks overlap")
+NETWORK_GATEWAY_NOT_HOST = Code(
+    "network.gateway-not-host", "error", "a gateway that is not a host address of its network"
+)
+NETWORK_FABRIC_RATE = Code(
+    "network.fabric-rate", "error", "a fabric rate that the fabric type does not have"
+)
+NETWORK_ROCE_ON_INFINIBAND = Code(
+    "network.roce-on-infiniband", "error", "roce settings on a fabric that is not RoCE"
+)
+NETWORK_SWITCH_LEAF_OR_SPINE = Code(
+    "network.switch-leaf-or-spine", "error", "a switch that is not exactly one of a leaf or a spine"
+)
+NETWORK_DUPLICATE_SWITCH = Code(
+    "network.duplicate-switch", "error", "two switches with the same name"
+)
+NETWORK_UNKNOWN_SWITCH = Code(
+    "network.unknown-switch", "error", "a spine lists a switch that is not defined"
+)
+NETWORK_SWITCH_OWN_CHILD = Code(
+    "network.switch-own-child", "error", "a switch lists itself under 'switches'"
+)
+NETWORK_SWITCH_TWO_PARENTS = Code(
+    "network.switch-two-parents", "error", "a switch hangs from two spines"
+)
+NETWORK_SWITCH_CYCLE = Code("network.switch-cycle", "error", "the switches form a cycle")
+NETWORK_SWITCH_FOREST = Code(
+    "network.switch-forest", "error", "the switches form more than one tree"
+)
+NETWORK_UNKNOWN_NODE = Code(
+    "network.unknown-node", "error", "a leaf switch lists a node that is not defined"
+)
+NETWORK_NODE_TWO_LEAVES = Code(
+    "network.node-two-leaves", "error", "a node hangs from two leaf switches"
+)
+NETWORK_COMPUTE_NODE_NO_LEAF = Code(
+    "network.compute-node-no-leaf", "error", "a Slurm compute node hangs from no leaf switch"
+)
+
+# racks
+RACKS_UNKNOWN_NODE = Code("racks.unknown-node", "error", "a rack places a node that is not defined")
+RACKS_NODE_PLACED_TWICE = Code(
+    "racks.node-placed-twice", "error", "a node is placed in two rack positions"
+)
+RACKS_DEVICE_NODE_OR_NAME = Code(
+    "racks.device-node-or-name",
+    "error",
+    "a rack device that has both or neither of 'node' and 'name'",
+)
+RACKS_DEVICE_NEEDS_SIZE = Code(
+    "racks.device-needs-size", "error", "a non-node rack device without height_u and max_watts"
+)
+RACKS_NODE_WITH_SIZE = Code(
+    "racks.node-with-size", "error", "a rack node with height_u or max_watts of its own"
+)
+
+# storage
+STORAGE_UNKNOWN_NODE = Code(
+    "storage.unknown-node", "error", "a storage server that is not a defined node"
+)
+STORAGE_UNKNOWN_ROLE = Code(
+    "storage.unknown-role", "error", "a Lustre client role that is not known"
+)
+
+# software
+SOFTWARE_NO_CUDA_12_7 = Code("software.no-cuda-12-7", "error", "CUDA 12.7 was never released")
+SOFTWARE_CUDA_NOT_IN_DRIVER_TABLE = Code(
+    "software.cuda-not-in-driver-table",
+    "warning",
+    "a CUDA release the driver table does not know; the driver is not checked",
+)
+SOFTWARE_DRIVER_BELOW_CUDA_MINIMUM = Code(
+    "software.driver-below-cuda-minimum",
+    "error",
+    "the NVIDIA driver is older than the pinned CUDA needs",
+)
+SOFTWARE_CUDA_TOO_OLD_FOR_GPU = Code(
+    "software.cuda-too-old-for-gpu", "error", "the pinned CUDA cannot target a GPU the hardware has"
+)
+SOFTWARE_CUDA_TOO_NEW_FOR_GPU = Code(
+    "software.cuda-too-new-for-gpu",
+    "error",
+    "the pinned CUDA no longer supports a GPU the hardware has",
+)
+SOFTWARE_FABRIC_MANAGER_MISSING = Code(
+    "software.fabric-manager-missing", "error", "NVSwitch hardware without fabric_manager"
+)
+SOFTWARE_FABRIC_MANAGER_DIFFERS = Code(
+    "software.fabric-manager-differs", "error", "fabric_manager is not exactly the driver version"
+)
+SOFTWARE_FABRIC_MANAGER_WITHOUT_NVSWITCH = Code(
+    "software.fabric-manager-without-nvswitch",
+    "error",
+    "fabric_manager set but no hardware has NVSwitch",
+)
+SOFTWARE_SLURM_TOO_OLD = Code(
+    "software.slurm-too-old", "error", "a Slurm release older than clustergen supports"
+)
+
+# packages
+PACKAGES_UNKNOWN_NAME = Code(
+    "packages.unknown-name", "error", "an override for a package the stack does not install"
+)
+PACKAGES_MALFORMED_VERSION = Code(
+    "packages.malformed-version", "error", "an override that is not a package version string"
+)
+PACKAGES_VERSION_DISAGREES = Code(
+    "packages.version-disagrees", "error", "an override whose upstream version differs from the pin"
+)
+PACKAGES_NCCL_CUDA_SUFFIX = Code(
+    "packages.nccl-cuda-suffix",
+    "error",
+    "an NCCL package built for another CUDA than the pinned one",
+)
+PACKAGES_CUDNN8_CUDA_SUFFIX = Code(
+    "packages.cudnn8-cuda-suffix",
+    "warning",
+    "cuDNN 8 packages whose CUDA suffix clustergen assumed",
+)
+PACKAGES_GROUP_NAME_CLASH = Code(
+    "packages.group-name-clash", "error", "two things become the same Ansible group"
+)
+
+# slurm
+SLURM_NO_COMPUTE_NODES = Code(
+    "slurm.no-compute-nodes", "error", "no node group has the compute role"
+)
+SLURM_UNKNOWN_NODE = Code(
+    "slurm.unknown-node",
+    "error",
+    "a controller, accounting host or partition node that is not defined",
+)
+SLURM_CONTROLLER_WITHOUT_ROLE = Code(
+    "slurm.controller-without-role", "error", "a controller without the slurm_controller role"
+)
+SLURM_CONTROLLER_LISTED_TWICE = Code(
+    "slurm.controller-listed-twice", "error", "a controller listed twice"
+)
+SLURM_CONTROLLER_NOT_LISTED = Code(
+    "slurm.controller-not-listed",
+    "warning",
+    "a node with the slurm_controller role that is not a controller",
+)
+SLURM_DBD_WITHOUT_ACCOUNTING = Code(
+    "slurm.dbd-without-accounting",
+    "warning",
+    "a node with the slurm_dbd role but no slurm.accounting",
+)
+SLURM_ACCOUNTING_HOST_WITHOUT_ROLE = Code(
+    "slurm.accounting-host-without-role", "error", "the accounting host lacks the slurm_dbd role"
+)
+SLURM_DUPLICATE_PARTITION = Code(
+    "slurm.duplicate-partition", "error", "two partitions with the same name"
+)
+SLURM_TWO_DEFAULT_PARTITIONS = Code(
+    "slurm.two-default-partitions", "error", "more than one default partition"
+)
+SLURM_PARTITION_NON_COMPUTE_NODE = Code(
+    "slurm.partition-non-compute-node", "error", "a partition lists a node without the compute role"
+)
+SLURM_DEFAULT_TIME_EXCEEDS_MAX = Code(
+    "slurm.default-time-exceeds-max", "error", "a partition's default_time is above its max_time"
+)
+SLURM_DEF_MEM_CONFLICT = Code(
+    "slurm.def-mem-conflict",
+    "error",
+    "def_mem_per_gpu_mib together with DefMemPerCPU or DefMemPerNode",
+)
+SLURM_NODE_IN_NO_PARTITION = Code(
+    "slurm.node-in-no-partition", "warning", "a compute node in no partition"
+)
+SLURM_OPTION_DEPRECATED = Code(
+    "slurm.option-deprecated", "error", "a slurm.conf key that is deprecated"
+)
+SLURM_OPTION_DERIVED = Code(
+    "slurm.option-derived", "error", "a slurm.conf key clustergen writes itself"
+)
+SLURM_OPTION_DEFUNCT = Code(
+    "slurm.option-defunct", "error", "a slurm.conf key the pinned Slurm ignores"
+)
+SLURM_OPTION_UNKNOWN = Code(
+    "slurm.option-unknown", "error", "not a slurm.conf key of the pinned Slurm"
+)
+SLURM_PRIORITY_NEEDS_MULTIFACTOR = Code(
+    "slurm.priority-needs-multifactor",
+    "error",
+    "priority weights or decay without type multifactor",
+)
+SLURM_PREEMPT_QOS_WITHOUT_ACCOUNTING = Code(
+    "slurm.preempt-qos-without-accounting", "error", "preempt/qos without slurm.accounting"
+)
+SLURM_FAIRSHARE_WITHOUT_ACCOUNTING = Code(
+    "slurm.fairshare-without-accounting", "warning", "a fairshare weight without slurm.accounting"
+)
+
+
+CODES: Mapping[str, Code] = MappingProxyType(
+    {value.name: value for value in list(globals().values()) if isinstance(value, Code)}
+)
+
+
+def is_registered(code: Code) -> bool:
+    return CODES.get(code.name) is code
+
+
+WARNINGS: tuple[str, ...] = tuple(sorted(n for n, c in CODES.items() if c.severity == "warning"))
+
+
+def ignorable(name: str) -> str:
+    """`name` if it is a warning's code; otherwise why it cannot be ignored (PydanticCustomError,
+    a ValueError, so the command line reports it too)."""
+    code = CODES.get(name)
+    if code is None:
+        raise invalid(
+            IGNORE_UNKNOWN_CODE, f"'{name}' is not a clustergen code{did_you_mean(name, CODES)}"
+        )
+    if code.severity != "warning":
+        raise invalid(
+            IGNORE_NOT_A_WARNING,
+            f"'{name}' is an error; errors cannot be ignored, only warnings "
+            f"({', '.join(WARNINGS)})",
+        )
+    return name

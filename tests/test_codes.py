@@ -1,0 +1,156 @@
+"""Every registered code is produced somewhere a test sees it.
+
+Most codes appear in tests/invalid/*.expected. The rest are produced here, each
+by one small change to a reference spec, or are listed in NOT_PRODUCED with the
+reason no spec can produce them.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from clustergen.codes import CODES
+from clustergen.errors import SpecInvalid
+from clustergen.load import LoadedSpec, parse_spec
+from clustergen.validate import validate
+
+from support.paths import EXAMPLES, INVALID
+
+Data = dict[str, Any]
+
+
+def _reference() -> Data:
+    loaded: Data = YAML(typ="safe").load((EXAMPLES / "ml-training-8node.yaml").read_text())
+    return loaded
+
+
+def _set(path: str, value: Any) -> Callable[[Data], None]:
+    """A change that sets the value at a dotted path ('nodes.0.roles')."""
+
+    def change(data: Data) -> None:
+        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+        node: Any = data
+        for part in parents:
+            node = node[part]
+        node[last] = value
+
+    return change
+
+
+def _delete(section: str) -> Callable[[Data], None]:
+    return lambda data: data.pop(section) and None
+
+
+def _both(*changes: Callable[[Data], None]) -> Callable[[Data], None]:
+    def change(data: Data) -> None:
+        for one in changes:
+            one(data)
+
+    return change
+
+
+def _copy_profile(name: str) -> Callable[[Data], None]:
+    return lambda data: data["hardware"].__setitem__(
+        name, copy.deepcopy(data["hardware"]["head-server"])
+    )
+
+
+# Codes no invalid case shows, each with the change to the reference spec that produces it.
+PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
+    "shape.missing-key": _delete("slurm"),
+    "shape.null-value": _set("cluster.domain", None),
+    "shape.out-of-range": _set("hardware.hgx-h100.memory_gib", -1),
+    "shape.wrong-length": _set("nodes", []),
+    "syntax.conf-boolean": _set("slurm.options", {"SlurmdTimeout": True}),
+    "syntax.hostname": _set("slurm.accounting.host", "bad_host"),
+    "syntax.identifier": _set("cluster.extra_roles", ["Bad Role"]),
+    "syntax.size": _set("storage.lustre.layouts.0.stripe_size", "1MB"),
+    "hardware.redundant-psus": _set("hardware.hgx-h100.power.redundant_psus", 6),
+    "hardware.unused-profile": _copy_profile("spare-head"),
+    "nodes.duplicate-role": _set("nodes.0.roles", ["compute", "compute"]),
+    "network.duplicate-switch": _set("network.fabric.switches.1.name", "ib-leaf01"),
+    "network.gateway-not-host": _set("network.management.gateway", "10.0.1.255"),
+    "network.overlap": _set("network.bmc.cidr", "10.0.1.0/24"),
+    "network.roce-on-infiniband": _set("network.fabric.roce", {}),
+    "network.switch-own-child": _set("network.fabric.switches.2.switches", "ib-spine01"),
+    "network.switch-two-parents": lambda data: data["network"]["fabric"]["switches"].append(
+        {"name": "ib-spine02", "switches": "ib-leaf01"}
+    ),
+    "packages.cudnn8-cuda-suffix": _set("software.cudnn", "8.9.7.29"),
+    "packages.group-name-clash": _copy_profile("head_server"),
+    "racks.device-needs-size": _set("racks.0.devices.2", {"u": 42, "name": "ib-leaf01"}),
+    "racks.device-node-or-name": _set("racks.0.devices.0", {"u": 3}),
+    "racks.node-with-size": _set("racks.0.devices.0.height_u", 6),
+    "slurm.accounting-host-without-role": _set("nodes.1.roles", ["slurm_controller", "login"]),
+    "slurm.controller-listed-twice": _set("slurm.controllers", ["slurm-head", "slurm-head"]),
+    "slurm.controller-not-listed": _set("nodes.2.roles", ["lustre_mgs", "slurm_controller"]),
+    "slurm.def-mem-conflict": _both(
+        _set("slurm.partitions.0.def_mem_per_gpu_mib", 1000),
+        _set("slurm.options", {"DefMemPerCPU": 100}),
+    ),
+    "slurm.default-time-exceeds-max": _set("slurm.partitions.1.default_time", "02:00:00"),
+    "slurm.no-compute-nodes": _set("nodes.0.roles", ["login"]),
+    "slurm.node-in-no-partition": _both(
+        _set("slurm.partitions.0.nodes", "gpu[01-07]"),
+    ),
+    "slurm.option-defunct": _set("slurm.options", {"SchedulerAuth": "x"}),
+    "slurm.priority-needs-multifactor": _set("slurm.priority.type", "basic"),
+    "software.cuda-not-in-driver-table": _set("software.cuda", "12.99.1"),
+    "software.slurm-too-old": _set("software.slurm", "20.11.9"),
+    "storage.unknown-role": _set("storage.lustre.mount.clients", ["computer"]),
+    "ignore.unknown-code": _set("ignore", ["hardware.unused-profil"]),
+}
+
+# Codes no spec can produce today, and why they are registered anyway.
+NOT_PRODUCED: dict[str, str] = {
+    "shape.invalid": "the fallback for a pydantic error clustergen has no wording for; "
+    "every error a spec can raise today has one",
+    "packages.malformed-version": "software.packages values are checked by their syntax "
+    "(syntax.invalid) first; the check guards the catalog against a model change",
+}
+
+
+def _codes_in_expected_files() -> set[str]:
+    found = set()
+    for expected in INVALID.glob("*.expected"):
+        found |= set(re.findall(r" \[([a-z0-9.-]+)\]$", expected.read_text(), re.M))
+    return found
+
+
+def _codes_for(data: Data) -> set[str]:
+    problems = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
+    return {p.code.name for p in problems}
+
+
+def test_every_code_is_produced_by_a_case_a_change_or_is_listed() -> None:
+    in_cases = _codes_in_expected_files()
+    assert in_cases <= set(CODES), "an .expected file names an unregistered code"
+    unaccounted = (
+        set(CODES) - in_cases - set(PRODUCED_BY_CHANGE) - set(NOT_PRODUCED) - {"yaml.too-deep"}
+    )
+    assert not unaccounted, f"no test produces these codes: {sorted(unaccounted)}"
+    stale = (set(PRODUCED_BY_CHANGE) | set(NOT_PRODUCED)) & in_cases
+    assert not stale, f"now shown by an invalid case; remove them from this file: {stale}"
+
+
+def test_the_reference_spec_has_no_problems() -> None:
+    assert _codes_for(_reference()) == set()
+
+
+@pytest.mark.parametrize("code", sorted(PRODUCED_BY_CHANGE))
+def test_change_produces_code(code: str) -> None:
+    data = _reference()
+    PRODUCED_BY_CHANGE[code](data)
+    assert code in _codes_for(data)
+
+
+def test_yaml_nested_too_deeply() -> None:
+    with pytest.raises(SpecInvalid) as caught:
+        parse_spec("[" * 100_000, file="deep.yaml", name="deep.yaml")
+    assert [p.code.name for p in caught.value.problems] == ["yaml.too-deep"]

@@ -1,0 +1,67 @@
+"""docs/errors.md is generated from the registered codes and the invalid cases."""
+
+from __future__ import annotations
+
+from test_codes import NOT_PRODUCED, PRODUCED_BY_CHANGE, _reference
+
+from clustergen.codes import CODES
+from clustergen.codes_doc import Example, errors_markdown
+from clustergen.errors import LocatedProblem, SpecInvalid, format_path
+from clustergen.load import LoadedSpec, load_spec, parse_spec
+from clustergen.validate import validate
+
+from support.paths import INVALID, REPO
+
+DOC = REPO / "docs" / "errors.md"
+
+
+def _problems(case: str) -> list[LocatedProblem]:
+    try:
+        return validate(load_spec(case))[1]
+    except SpecInvalid as exc:
+        return exc.problems
+
+
+def examples() -> dict[str, Example]:
+    found: dict[str, Example] = {}
+    for case in sorted(INVALID.glob("*.yaml")):
+        for problem in _problems(str(case)):
+            if problem.code.name not in found:
+                printed = problem.format().replace(f"{case.parent}/", "")
+                link = f"[tests/invalid/{case.name}](../tests/invalid/{case.name})"
+                found[problem.code.name] = Example(link, printed)
+    for name, change in PRODUCED_BY_CHANGE.items():
+        if name in found:
+            continue
+        data = _reference()
+        change(data)
+        loaded = LoadedSpec(file="spec.yaml", name="spec.yaml", data=data)
+        problem = next(p for p in validate(loaded)[1] if p.code.name == name)
+        label = "warning: " if problem.severity == "warning" else ""
+        printed = f"{format_path(problem.path)}: {label}{problem.message} [{name}]"
+        found[name] = Example(
+            "one change to examples/ml-training-8node.yaml, in tests/test_codes.py", printed
+        )
+    try:
+        parse_spec("[" * 100_000, file="deep.yaml", name="deep.yaml")
+    except SpecInvalid as exc:
+        found.setdefault(
+            "yaml.too-deep",
+            Example("a file of 100000 '[', in tests/test_codes.py", exc.problems[0].format()),
+        )
+    return found
+
+
+def test_errors_doc_is_current(update_golden: bool) -> None:
+    current = errors_markdown(examples())
+    if update_golden:
+        DOC.parent.mkdir(exist_ok=True)
+        DOC.write_text(current, encoding="utf-8")
+    assert DOC.read_text(encoding="utf-8") == current, (
+        "docs/errors.md is out of date; run pytest tests/test_errors_doc.py --update-golden"
+    )
+
+
+def test_every_code_has_an_example_unless_listed() -> None:
+    missing = set(CODES) - set(examples())
+    assert missing == set(NOT_PRODUCED)

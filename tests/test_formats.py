@@ -1,0 +1,72 @@
+"""`--format github` and `--format json` against committed expected output.
+
+The expected files hold what `clustergen validate --format F <case>` prints on
+standard output for a few invalid cases (one with warnings), with the directory
+of the case removed; refresh them with `pytest --update-golden`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clustergen.codes import SLURM_UNKNOWN_NODE
+from clustergen.errors import LocatedProblem, Position
+from clustergen.report import github_line
+
+from support.paths import EXAMPLES, INVALID, REPO
+
+FORMATS_DIR = REPO / "tests" / "formats"
+CASES = ["26-driver-below-cuda-minimum", "61-several-shape-problems", "77-accounting-dropped"]
+
+
+@pytest.mark.parametrize("output_format", ["github", "json"])
+@pytest.mark.parametrize("case", CASES)
+def test_format_output(cli, case: str, output_format: str, update_golden: bool) -> None:  # type: ignore[no-untyped-def]
+    spec = INVALID / f"{case}.yaml"
+    result = cli("validate", "--format", output_format, str(spec))
+    assert result.code == 1
+    assert result.err == ""  # no summary line outside the text format
+    output = result.out.replace(f"{spec.parent}/", "")
+    expected = FORMATS_DIR / f"{case}.{output_format}"
+    if update_golden:
+        expected.write_text(output, encoding="utf-8")
+    assert output == expected.read_text(encoding="utf-8")
+
+
+def test_json_is_in_the_text_order(cli) -> None:  # type: ignore[no-untyped-def]
+    spec = INVALID / "77-accounting-dropped.yaml"
+    text = cli("validate", str(spec)).err.splitlines()[:-1]
+    records = json.loads(cli("validate", "--format", "json", str(spec)).out)
+    assert [f"{r['line']}:{r['column']}" for r in records] == [
+        line.split(":", 3)[1] + ":" + line.split(":", 3)[2] for line in text
+    ]
+
+
+def test_valid_spec_is_an_empty_array(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("validate", "--format", "json", str(EXAMPLES / "edge-roce-2node.yaml"))
+    assert (result.code, json.loads(result.out), result.err) == (0, [], "")
+
+
+def test_render_prints_problems_as_json(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec = INVALID / "26-driver-below-cuda-minimum.yaml"
+    result = cli("render", "--format", "json", str(spec), "-o", str(tmp_path / "out"))
+    assert result.code == 1
+    assert [r["code"] for r in json.loads(result.out)] == ["software.driver-below-cuda-minimum"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_github_escaping() -> None:
+    problem = LocatedProblem(
+        "dir,with:odd%name.yaml",
+        Position(3, 7),
+        ("slurm", "partitions", 0, "nodes"),
+        "50% done\r\nnext line, with: colon",
+        SLURM_UNKNOWN_NODE,
+    )
+    assert github_line(problem) == (
+        "::error file=dir%2Cwith%3Aodd%25name.yaml,line=3,col=7,title=slurm.unknown-node"
+        "::slurm.partitions[0].nodes: 50%25 done%0D%0Anext line, with: colon"
+    )
