@@ -555,7 +555,7 @@ def test_syntax_errors_are_worded_by_the_pure_python_parser(
     monkeypatch.setattr(load, "REWORD_MAX_CHARS", len(text) - 1)  # too long to parse twice
     assert outcome(text) == [
         "spec.yaml:2:1: YAML syntax error: while scanning a plain scalar (started at line 1, "
-        "column 4), found a tab character that violates indentation"
+        "column 4), found a tab character that violates indentation [yaml.syntax]"
     ]
 
 

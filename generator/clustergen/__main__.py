@@ -1,3 +1,3 @@
-from clustergen.cli import main
+from clustergen.entry import main
 
 raise SystemExit(main())
