@@ -13,7 +13,6 @@ from typing import Literal
 
 # What applying a changed file needs, from least to most disruptive.
 Action = Literal["nothing", "reconfigure", "restart", "reboot", "remount", "reformat"]
-ACTIONS: tuple[Action, ...] = ("nothing", "reconfigure", "restart", "reboot", "remount", "reformat")
 
 
 @dataclass(frozen=True)

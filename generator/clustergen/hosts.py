@@ -1,7 +1,7 @@
 """Every node of the spec, expanded from its group: name, profile, roles and addresses.
 
-Checks and derive both read this table; it is computed from the model alone.
-A group's addresses are its first address plus the node's position in the group.
+The checks and the resolved cluster both read this table; it is computed from the
+model alone. A group's addresses are its first address plus the node's position in the group.
 """
 
 from __future__ import annotations

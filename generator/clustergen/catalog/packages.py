@@ -264,7 +264,6 @@ CONCERNS: tuple[Concern, ...] = (
     Concern("slurm_login", "Slurm client commands", "login", "slurm", _slurm("login")),
     Concern("lustre_client", "Lustre client", LUSTRE_CLIENT_GROUP, "lustre_client", _lustre_client),
 )
-CONCERN_NAMES: tuple[str, ...] = tuple(concern.name for concern in CONCERNS)
 
 
 def derived_pins(software: Software) -> StackPins:

@@ -238,10 +238,15 @@ HOSTNAME = Syntax(
     check_hostname,
 )
 HOSTLIST = Syntax(
-    HOSTLIST_PATTERN, "a Slurm hostlist such as gpu[01-08] or gpu[01-04],login1", expand_hostlist
+    HOSTLIST_PATTERN,
+    "a Slurm hostlist such as gpu[01-08] or gpu[01-04],login1",
+    expand_hostlist,
+    beyond_pattern=True,
 )
 IPV4 = Syntax(IPV4_PATTERN, "an IPv4 address such as 10.0.1.11", _check_ipv4)
-CIDR_NETWORK = Syntax(CIDR_PATTERN, "an IPv4 network such as 10.0.1.0/24", _check_cidr)
+CIDR_NETWORK = Syntax(
+    CIDR_PATTERN, "an IPv4 network such as 10.0.1.0/24", _check_cidr, beyond_pattern=True
+)
 VERSION = Syntax(VERSION_PATTERN, "a version: dotted numbers such as 12.4.1", _check_version)
 IDENTIFIER = Syntax(
     IDENTIFIER_PATTERN,

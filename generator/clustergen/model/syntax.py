@@ -50,7 +50,11 @@ class Syntax:
 
     pattern: str
     meaning: str
+    # Raises with words of its own for what is wrong. Called when the pattern fails,
+    # and on every value when `beyond_pattern` says it enforces more than the pattern
+    # can (a hostlist naming a host twice, a CIDR with host bits set).
     check: Callable[[str], object] | None = None
+    beyond_pattern: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -60,11 +64,13 @@ class Syntax:
         return self.regex.fullmatch(value) is not None
 
     def validate(self, value: str) -> str:
+        if self.matches(value):
+            if self.beyond_pattern and self.check is not None:
+                self.check(value)
+            return value
         if self.check is not None:
             self.check(value)
-        if not self.matches(value):
-            raise invalid(codes.SYNTAX_INVALID, f"'{value}' is not valid here; use {self.meaning}")
-        return value
+        raise invalid(codes.SYNTAX_INVALID, f"'{value}' is not valid here; use {self.meaning}")
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
