@@ -10,7 +10,7 @@ import pytest
 
 from clustergen.load import load_spec
 from clustergen.render import render_all
-from clustergen.validate import validate
+from clustergen.validate import validate_cluster
 
 from support.ci import require
 from support.paths import EXAMPLES
@@ -19,10 +19,10 @@ from support.paths import EXAMPLES
 @pytest.fixture(scope="module")
 def epilog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     loaded = load_spec(str(EXAMPLES / "ml-training-8node.yaml"))
-    spec, _ = validate(loaded)
-    assert spec is not None
+    cluster, _ = validate_cluster(loaded)
+    assert cluster is not None
     path = tmp_path_factory.mktemp("epilog") / "health-epilog.sh"
-    path.write_text(render_all(spec, loaded.name)["slurm/health-epilog.sh"].text)
+    path.write_text(render_all(cluster)["slurm/health-epilog.sh"].text)
     path.chmod(0o755)
     return path
 

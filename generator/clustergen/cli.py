@@ -13,11 +13,11 @@ from clustergen.artifacts import Artifact
 from clustergen.codes import ignorable
 from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInvalid, UsageError
 from clustergen.load import load_spec
-from clustergen.model import Spec
 from clustergen.render import render_all
 from clustergen.report import FORMATS, Format, github_line, json_document
+from clustergen.resolve import Cluster
 from clustergen.schema import schema_text
-from clustergen.validate import validate
+from clustergen.validate import validate, validate_cluster
 from clustergen.write import plan, unified_diff, with_manifest, write
 
 
@@ -142,15 +142,13 @@ def _report(
         sys.stdout.write(json_document(problems))
 
 
-def _load_valid(path: str, args: argparse.Namespace) -> tuple[Spec, str]:
-    """Load and validate one spec; warnings are printed, errors raise SpecInvalid."""
-    ignore = _ignored(args)
-    loaded = load_spec(path)
-    spec, problems = validate(loaded, ignore)
-    if spec is None:
+def _load_valid(path: str, args: argparse.Namespace) -> Cluster:
+    """Load, validate and resolve one spec; warnings are printed, errors raise SpecInvalid."""
+    cluster, problems = validate_cluster(load_spec(path), _ignored(args))
+    if cluster is None:
         raise SpecInvalid(problems)
     _report(problems, args.format, complete=True)
-    return spec, loaded.name
+    return cluster
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -185,10 +183,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
-    spec, spec_name = _load_valid(args.spec, args)
+    cluster = _load_valid(args.spec, args)
     # Standard output carries the problems in the machine formats; the summary moves aside.
     say = sys.stdout if args.format == "text" else sys.stderr
-    files: dict[str, Artifact] = with_manifest(render_all(spec, spec_name))
+    files: dict[str, Artifact] = with_manifest(render_all(cluster))
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir}: exists and is not a directory")

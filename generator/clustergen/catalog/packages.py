@@ -26,7 +26,7 @@ versions.lock shows every string before anything is installed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -272,23 +272,19 @@ def derived_pins(software: Software) -> StackPins:
     return StackPins(family, {c.name: c.packages(family, software) for c in CONCERNS})
 
 
-def stack_pins(software: Software) -> StackPins:
-    """Packages and exact versions per concern, with software.packages applied.
+def with_overrides(derived: StackPins, overrides: Mapping[str, str]) -> StackPins:
+    """The derived pins with software.packages applied.
 
     An override names a package the catalog derives; unknown names are reported by
     checks.packages, so here they are simply not installed.
     """
-    derived = derived_pins(software)
     by_concern = {
-        concern: {
-            name: software.packages.get(name, version) for name, version in sorted(pins.items())
-        }
+        concern: {name: overrides.get(name, version) for name, version in sorted(pins.items())}
         for concern, pins in derived.by_concern.items()
     }
     return StackPins(derived.family, by_concern)
 
 
-def pinned_upstream(software: Software) -> dict[str, str]:
+def pinned_upstream(derived: StackPins) -> dict[str, str]:
     """Package name -> the spec version it must carry (for checking overrides)."""
-    derived = derived_pins(software)
     return {name: upstream_version(version) for name, version in derived.all_packages().items()}

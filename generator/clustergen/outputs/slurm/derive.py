@@ -15,7 +15,6 @@ import hostlist
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.hosts import Host
 from clustergen.model import Spec
-from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import HardwareProfile
 from clustergen.resolve import Cluster
 
@@ -142,9 +141,9 @@ def derive_slurm(cluster: Cluster) -> SlurmContext:
     return SlurmContext(
         sections=_slurm_sections(cluster, epilog),
         nodes=_node_lines(spec, compute),
-        partitions=_partition_lines(spec),
+        partitions=_partition_lines(cluster),
         gres=_gres_lines(spec, compute),
-        topology=_switch_lines(spec, compute),
+        topology=_switch_lines(cluster),
         cgroup=[
             ("ConstrainCores", "yes"),
             ("ConstrainDevices", "yes"),
@@ -302,9 +301,11 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
     return lines
 
 
-def _partition_lines(spec: Spec) -> list[NodeLine]:
+def _partition_lines(cluster: Cluster) -> list[NodeLine]:
     lines = []
-    for partition in spec.slurm.partitions:
+    for partition, members in zip(
+        cluster.spec.slurm.partitions, cluster.partition_nodes, strict=True
+    ):
         settings: list[Setting] = []
         if partition.default:
             settings.append(("Default", "YES"))
@@ -323,8 +324,7 @@ def _partition_lines(spec: Spec) -> list[NodeLine]:
         ]
         settings += [(key, str(value)) for key, value in optional if value not in (None, "")]
         settings.append(("State", partition.state))
-        names = compress(expand_hostlist(partition.nodes))
-        lines.append(NodeLine(partition.name, [("Nodes", names), *settings]))
+        lines.append(NodeLine(partition.name, [("Nodes", compress(members)), *settings]))
     return lines
 
 
@@ -340,26 +340,26 @@ def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
     return lines
 
 
-def _switch_lines(spec: Spec, compute: Sequence[Host]) -> list[SwitchLine]:
-    fabric = spec.network.fabric
+def _switch_lines(cluster: Cluster) -> list[SwitchLine]:
+    fabric = cluster.spec.network.fabric
     if fabric is None:
         return []
-    slurm_names = {host.name for host in compute}
+    slurm_names = {host.name for host in cluster.compute}
     kept: dict[str, SwitchLine] = {}
     # Leaves first, then parents in spec order until nothing changes, so a spine
     # whose leaves hold no Slurm node is dropped too.
-    for switch in fabric.switches:
+    for switch, nodes in zip(fabric.switches, cluster.switch_nodes, strict=True):
         if switch.nodes is not None:
-            members = [n for n in expand_hostlist(switch.nodes) if n in slurm_names]
+            members = [n for n in nodes if n in slurm_names]
             if members:
                 kept[switch.name] = SwitchLine(switch.name, compress(members), None)
     changed = True
     while changed:
         changed = False
-        for switch in fabric.switches:
+        for switch, child_names in zip(fabric.switches, cluster.switch_children, strict=True):
             if switch.switches is None or switch.name in kept:
                 continue
-            children = [c for c in expand_hostlist(switch.switches) if c in kept]
+            children = [c for c in child_names if c in kept]
             if children:
                 kept[switch.name] = SwitchLine(switch.name, None, compress(children))
                 changed = True
