@@ -22,7 +22,7 @@ class Host:
     group_index: int
     position: int  # place within its group, 0-based
     hardware_name: str
-    hardware: HardwareProfile | None  # None when the profile does not exist (a check says so)
+    hardware: HardwareProfile
     roles: tuple[str, ...]
     management_ip: str | None
     bmc_ip: str | None
@@ -50,6 +50,13 @@ def _dotted(number: int) -> str:
     return f"{number >> 24}.{(number >> 16) & 255}.{(number >> 8) & 255}.{number & 255}"
 
 
+# A node group may name a profile that does not exist; references.node_groups reports
+# it and the spec is invalid, so no family ever sees such a host. While the checks
+# run, its profile is one with no fields set: reading any of them fails loudly, as
+# reading an invalid section does.
+_UNKNOWN_PROFILE = HardwareProfile.model_construct()
+
+
 def expand_hosts(spec: Spec) -> list[Host]:
     hosts = []
     for group_index, group in enumerate(spec.nodes):
@@ -72,7 +79,7 @@ def expand_hosts(spec: Spec) -> list[Host]:
                     group_index=group_index,
                     position=position,
                     hardware_name=group.hardware,
-                    hardware=spec.hardware.get(group.hardware),
+                    hardware=spec.hardware.get(group.hardware, _UNKNOWN_PROFILE),
                     roles=tuple(group.roles),
                     **addresses,
                 )

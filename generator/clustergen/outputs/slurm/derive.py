@@ -176,7 +176,7 @@ def _slurm_sections(cluster: Cluster, epilog: bool) -> list[ConfSection]:
         ),
     ]
     resources: list[Setting] = [("SelectType", "select/cons_tres")]
-    if any(h.hardware and h.hardware.gpu for h in compute):
+    if any(h.hardware.gpu for h in compute):
         resources.append(("GresTypes", "gpu"))
     resources += [
         ("ProctrackType", "proctrack/cgroup"),
@@ -262,7 +262,6 @@ def _groups_in_order(hosts: Sequence[Host], key_of: Callable[[Host], Hashable]) 
 
 
 def _node_features(spec: Spec, host: Host) -> list[str]:
-    assert host.hardware is not None
     group = spec.nodes[host.group_index]
     features = [host.hardware_name, gres_type(host.hardware), *group.features]
     return list(dict.fromkeys(f for f in features if f))
@@ -280,7 +279,6 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
     for members in _groups_in_order(compute, key_of):
         first = members[0]
         profile = first.hardware
-        assert profile is not None
         cpu = profile.cpu
         settings: list[Setting] = [
             ("CPUs", str(cpu.cpus)),
@@ -329,11 +327,11 @@ def _partition_lines(cluster: Cluster) -> list[NodeLine]:
 
 
 def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
-    gpu_hosts = [h for h in compute if h.hardware is not None and h.hardware.gpu is not None]
+    gpu_hosts = [h for h in compute if h.hardware.gpu is not None]
     lines = []
     for members in _groups_in_order(gpu_hosts, lambda h: h.hardware_name):
         profile = members[0].hardware
-        assert profile is not None and profile.gpu is not None
+        assert profile.gpu is not None
         count = profile.gpu.count
         files = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
         lines.append(GresLine(compress([h.name for h in members]), str(gres_type(profile)), files))
@@ -394,6 +392,6 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
 def _epilog_checks(spec: Spec, compute: Sequence[Host]) -> list[GpuNodeCheck]:
     by_count: dict[int, list[str]] = {}
     for host in compute:
-        if host.hardware is not None and host.hardware.gpu is not None:
+        if host.hardware.gpu is not None:
             by_count.setdefault(host.hardware.gpu.count, []).append(host.name)
     return [GpuNodeCheck(names, count) for count, names in by_count.items()]
