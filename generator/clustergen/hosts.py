@@ -93,8 +93,3 @@ def hosts_by_name(hosts: list[Host]) -> dict[str, Host]:
     for host in hosts:
         table.setdefault(host.name, host)
     return table
-
-
-def controller_names(spec: Spec) -> list[str]:
-    """slurm.controllers expanded, primary first."""
-    return [name for entry in spec.slurm.controllers for name in expand_hostlist(entry)]

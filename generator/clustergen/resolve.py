@@ -45,7 +45,7 @@ Members = tuple[str, ...]
 
 
 def _expand(expression: str | None) -> Members:
-    return tuple(expand_hostlist(expression)) if expression else ()
+    return expand_hostlist(expression) if expression else ()
 
 
 class Cluster:
