@@ -13,12 +13,10 @@ from clustergen.artifacts import Artifact
 from clustergen.codes import ignorable
 from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInvalid, UsageError
 from clustergen.load import load_spec
-from clustergen.render import render_all
 from clustergen.report import FORMATS, Format, github_line, json_document
 from clustergen.resolve import Cluster
 from clustergen.schema import schema_text
 from clustergen.validate import validate, validate_cluster
-from clustergen.write import plan, unified_diff, with_manifest, write
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,6 +181,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
+    # Only render needs jinja2 and the writer; validate starts faster without them.
+    from clustergen.render import render_all
+    from clustergen.write import plan, unified_diff, with_manifest, write
+
     cluster = _load_valid(args.spec, args)
     # Standard output carries the problems in the machine formats; the summary moves aside.
     say = sys.stdout if args.format == "text" else sys.stderr
