@@ -183,15 +183,19 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise UsageError("--diff writes to standard output, where --format json writes problems")
     # Only render needs jinja2 and the writer; validate starts faster without them.
     from clustergen.render import render_all
-    from clustergen.write import plan, unified_diff, with_manifest, write
+    from clustergen.write import plan, recover, unified_diff, with_manifest, write
 
+    out_dir = Path(args.output)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"{out_dir}: exists and is not a directory")
+    # An interrupted render is completed or undone before anything else, even --check.
+    repaired = recover(out_dir)
+    if repaired:
+        print(repaired, file=sys.stderr)
     cluster = _load_valid(args.spec, args)
     # Standard output carries the problems in the machine formats; the summary moves aside.
     say = sys.stdout if args.format == "text" else sys.stderr
     files: dict[str, Artifact] = with_manifest(render_all(cluster))
-    out_dir = Path(args.output)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"{out_dir}: exists and is not a directory")
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
     changes = plan(out_dir, files, adopt=args.adopt or args.check)
     pending = [c for c in changes if c.action != "unchanged"]

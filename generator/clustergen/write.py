@@ -1,7 +1,14 @@
-"""Compare a rendered tree with what is on disk, and write it atomically.
+"""Compare a rendered tree with what is on disk, and write it as one transaction.
 
 Only files clustergen wrote (listed in the manifest) are ever replaced or
 removed; everything else in the output directory is left alone.
+
+A write stages every new file as a temporary beside its target, then commits a
+journal naming every rename and removal, then applies them, then deletes the
+journal. A render killed at any point leaves either no journal (the tree is the
+old render plus temporaries, which the next command deletes) or a complete
+journal (the next command applies the rest of it). `recover` does that, and every
+command that reads or writes an output directory calls it first.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from clustergen.artifacts import Artifact
 from clustergen.errors import UsageError
 
 MANIFEST = ".clustergen-manifest"
+JOURNAL = ".clustergen-journal"
+TEMPORARY = ".clustergen-tmp"  # the suffix of staged files: .<name>.clustergen-tmp
+_JOURNAL_HEADER = "# clustergen: renames and removals of one render, applied in order\n"
 _MANIFEST_HEADER = (
     "# Files rendered by clustergen; it removes these when a spec no longer renders them.\n"
 )
@@ -77,35 +87,128 @@ def unified_diff(change: Change) -> str:
 
 
 def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> None:
-    """Write every created or changed file through a temporary file, then swap them all in.
+    """Write every created or changed file and remove the files no longer rendered,
+    as one transaction (see the module's docstring).
 
-    Every new file is complete on disk before the first one replaces an old
-    file, so a failure while writing leaves the previous tree as it was.
+    Every new file is complete on disk before the journal is committed, and the
+    journal is complete before the first file is replaced.
     """
-    staged: list[tuple[Path, Path]] = []
+    if all(change.action == "unchanged" for change in changes):
+        return
+    staged: list[Path] = []
     try:
         for change in changes:
             if change.action in ("create", "change"):
-                target = out_dir / change.path
-                staged.append((_stage(target, files[change.path]), target))
+                staged.append(_stage(out_dir / change.path, files[change.path]))
+        steps = [
+            *(("replace", c.path) for c in changes if c.action in ("create", "change")),
+            *(("remove", c.path) for c in changes if c.action == "remove"),
+        ]
+        _commit_journal(out_dir, steps)
     except OSError as exc:
-        for temporary, _ in staged:
+        for temporary in staged:
             temporary.unlink(missing_ok=True)
         raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
     try:
-        for temporary, target in staged:
-            os.replace(temporary, target)
-        for change in changes:
-            if change.action == "remove":
-                (out_dir / change.path).unlink(missing_ok=True)
-                _prune_empty_parents(out_dir, out_dir / change.path)
+        _apply(out_dir, steps)
+        (out_dir / JOURNAL).unlink()
     except OSError as exc:
-        raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"cannot write {out_dir}: {exc.strerror or exc}; the next clustergen command "
+            "on it completes this render"
+        ) from None
+
+
+def recover(out_dir: Path) -> str | None:
+    """Complete a render that was interrupted after its journal was committed, or undo
+    one interrupted before (its temporaries go; the old files were never touched).
+
+    Returns what was done, for the user, or None when there was nothing to do.
+    """
+    if not out_dir.is_dir():
+        return None
+    journal = _read(out_dir / JOURNAL)
+    try:
+        if journal is not None:
+            steps = _journal_steps(journal)
+            _apply(out_dir, steps)
+            (out_dir / JOURNAL).unlink()
+            _remove_temporaries(out_dir)
+            return (
+                f"{out_dir}: completed a render that was interrupted "
+                f"({len(steps)} file operation(s) from its journal)"
+            )
+        removed = _remove_temporaries(out_dir)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot repair the interrupted render in {out_dir}: {exc.strerror or exc}"
+        ) from None
+    if removed:
+        return (
+            f"{out_dir}: removed {removed} temporary file(s) of a render that was interrupted "
+            "before it changed anything; the tree is the render before it"
+        )
+    return None
+
+
+def _commit_journal(out_dir: Path, steps: list[tuple[str, str]]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = _JOURNAL_HEADER + "".join(f"{op} {path}\n" for op, path in steps)
+    _stage(out_dir / JOURNAL, Artifact(JOURNAL, text))
+    os.replace(_temporary(out_dir / JOURNAL), out_dir / JOURNAL)
+    _sync_directory(out_dir)
+
+
+def _journal_steps(text: str) -> list[tuple[str, str]]:
+    steps = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        op, _, path = line.partition(" ")
+        if op not in ("replace", "remove") or not _inside(path):
+            raise UsageError(f"unreadable clustergen journal line: {line!r}")
+        steps.append((op, path))
+    return steps
+
+
+def _apply(out_dir: Path, steps: list[tuple[str, str]]) -> None:
+    """Apply journal steps; each is skipped if already done, so this may run again."""
+    for op, path in steps:
+        target = out_dir / path
+        if op == "replace":
+            temporary = _temporary(target)
+            if temporary.exists():
+                os.replace(temporary, target)
+        else:
+            target.unlink(missing_ok=True)
+            _prune_empty_parents(out_dir, target)
+    _sync_directory(out_dir)
+
+
+def _remove_temporaries(out_dir: Path) -> int:
+    removed = 0
+    for temporary in sorted(out_dir.rglob(f".*{TEMPORARY}")):
+        if temporary.is_file() and not temporary.is_symlink():
+            temporary.unlink()
+            removed += 1
+    return removed
+
+
+def _temporary(target: Path) -> Path:
+    return target.with_name(f".{target.name}{TEMPORARY}")
+
+
+def _sync_directory(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _stage(target: Path, rendered: Artifact) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.clustergen-tmp")
+    temporary = _temporary(target)
     with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(rendered.text)
         handle.flush()
@@ -142,14 +245,14 @@ def _previous_outputs(out_dir: Path) -> set[str]:
     for line in text.splitlines():
         line = line.strip()
         # Never follow a manifest outside the output directory.
-        if (
-            line
-            and not line.startswith("#")
-            and ".." not in Path(line).parts
-            and not line.startswith("/")
-        ):
+        if line and not line.startswith("#") and _inside(line):
             paths.add(line)
     return paths
+
+
+def _inside(path: str) -> bool:
+    """A relative path that stays inside the output directory."""
+    return bool(path) and ".." not in Path(path).parts and not path.startswith("/")
 
 
 def _read(path: Path) -> str | None:
