@@ -8,8 +8,9 @@ import random
 import hostlist
 from ruamel.yaml import YAML
 
+from clustergen.hosts import compress
 from clustergen.model import Spec
-from clustergen.outputs.slurm.derive import compress, derive_slurm
+from clustergen.outputs.slurm.derive import derive_slurm
 from clustergen.resolve import resolve
 
 from support.paths import EXAMPLES

@@ -88,6 +88,46 @@ def _parser() -> argparse.ArgumentParser:
     _add_report_options(render)
     render.set_defaults(command=cmd_render)
 
+    plan = commands.add_parser(
+        "plan",
+        help="say what applying the spec's render to the cluster means; writes nothing",
+        description="Compare what SPEC renders with the applied tree in DIR and print what "
+        "applying it needs, most severe first. Exit 0: nothing to do on the nodes; "
+        "4: changes to apply; 5: at least one DESTRUCTIVE reformat; 1: invalid spec; "
+        "2: unusable invocation.",
+    )
+    plan.add_argument("spec", metavar="SPEC")
+    plan.add_argument(
+        "-o",
+        "--output",
+        default=".",
+        metavar="DIR",
+        help="the rendered tree the cluster runs on now (default: the current directory)",
+    )
+    plan.add_argument(
+        "--format",
+        dest="plan_format",
+        choices=("markdown", "json"),
+        default="markdown",
+        help="markdown (for a pull-request comment; default) or json, on stdout",
+    )
+    plan.add_argument(
+        "--driver-batch-size",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="nodes per batch of a rolling driver upgrade, as site.yml's "
+        "clustergen_driver_batch_size (default 1)",
+    )
+    plan.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="do not report warnings with this code (repeatable)",
+    )
+    plan.set_defaults(command=cmd_plan)
+
     schema = commands.add_parser("schema", help="write the JSON Schema of the spec language")
     schema.add_argument(
         "-o",
@@ -98,6 +138,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     schema.set_defaults(command=cmd_schema)
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
 
 
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
@@ -224,6 +274,27 @@ def cmd_render(args: argparse.Namespace) -> int:
         file=say,
     )
     return int(ExitCode.OK)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from clustergen.plan import json_text, make_plan, markdown
+    from clustergen.render import render_all
+    from clustergen.write import recover, with_manifest
+
+    out_dir = Path(args.output)
+    if not out_dir.is_dir():
+        raise UsageError(f"{out_dir}: no rendered tree there to plan against")
+    repaired = recover(out_dir)
+    if repaired:
+        print(repaired, file=sys.stderr)
+    cluster, problems = validate_cluster(load_spec(args.spec), _ignored(args))
+    if cluster is None:
+        raise SpecInvalid(problems)
+    _report(problems, "text")
+    files = with_manifest(render_all(cluster))
+    plan = make_plan(cluster, files, out_dir, args.driver_batch_size)
+    sys.stdout.write(markdown(plan) if args.plan_format == "markdown" else json_text(plan))
+    return int(plan.exit_code)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

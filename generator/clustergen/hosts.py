@@ -7,7 +7,11 @@ model alone. A group's addresses are its first address plus the node's position 
 from __future__ import annotations
 
 import ipaddress
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import hostlist
 
 from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
@@ -93,3 +97,34 @@ def hosts_by_name(hosts: list[Host]) -> dict[str, Host]:
     for host in hosts:
         table.setdefault(host.name, host)
     return table
+
+
+_NUMBERED = re.compile(r"^(.*?)([0-9]+)$")
+
+
+def compress(names: Sequence[str]) -> str:
+    """Slurm hostlist of names, e.g. gpu[01-08], exactly as python-hostlist writes it.
+
+    The common case (one prefix, numbers of one width) is folded here in one pass;
+    python-hostlist is slow on thousands of names and handles every other case.
+    """
+    matches = [_NUMBERED.match(name) for name in names]
+    if len(names) < 2 or any(m is None for m in matches):
+        return str(hostlist.collect_hostlist(list(names)))
+    prefixes = {m[1] for m in matches if m is not None}
+    widths = {len(m[2]) for m in matches if m is not None}
+    numbers = sorted({int(m[2]) for m in matches if m is not None})
+    if len(prefixes) != 1 or len(widths) != 1 or len(numbers) != len(names):
+        return str(hostlist.collect_hostlist(list(names)))
+    (prefix,), (width,) = prefixes, widths
+    ranges = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        low, high = f"{start:0{width}d}", f"{previous:0{width}d}"
+        ranges.append(low if start == previous else f"{low}-{high}")
+        if number is not None:
+            start = previous = number
+    return f"{prefix}[{','.join(ranges)}]"

@@ -29,6 +29,8 @@ TEMPORARY = ".clustergen-tmp"  # the suffix of staged files: .<name>.clustergen-
 _JOURNAL_HEADER = "# clustergen: renames and removals of one render, applied in order\n"
 _MANIFEST_HEADER = (
     "# Files rendered by clustergen; it removes these when a spec no longer renders them.\n"
+    "# A file installed on nodes also has, tab-separated: its inventory group, what a\n"
+    "# change to it needs, and its destination (clustergen plan reads them).\n"
 )
 
 Action = Literal["create", "change", "unchanged", "remove"]
@@ -43,8 +45,41 @@ class Change:
 
 
 def with_manifest(files: dict[str, Artifact]) -> dict[str, Artifact]:
-    listing = _MANIFEST_HEADER + "".join(f"{path}\n" for path in sorted(files))
-    return {**files, MANIFEST: Artifact(MANIFEST, listing)}
+    """Add the manifest: every rendered path, and for a file installed on nodes its
+    inventory group, what a change to it needs, and its destination (tab-separated),
+    so `clustergen plan` knows what removing it means once it is no longer rendered."""
+    lines = []
+    for path in sorted(files):
+        install = files[path].install
+        if install is None:
+            lines.append(f"{path}\n")
+        else:
+            lines.append(f"{path}\t{install.group}\t{install.change.describe()}\t{install.dest}\n")
+    return {**files, MANIFEST: Artifact(MANIFEST, _MANIFEST_HEADER + "".join(lines))}
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What an old manifest says of a file installed on nodes."""
+
+    group: str
+    change: str  # Change.describe(): 'restart slurmd', 'reconfigure slurmctld', 'nothing'
+    dest: str
+
+
+def manifest_entries(out_dir: Path) -> dict[str, Installed | None]:
+    """The paths the last render wrote into out_dir, with their install metadata (None
+    for files not installed on nodes, and for manifests written before it was kept)."""
+    text = _read(out_dir / MANIFEST)
+    entries: dict[str, Installed | None] = {}
+    for line in (text or "").splitlines():
+        path, *fields = line.strip("\n").split("\t")
+        path = path.strip()
+        # Never follow a manifest outside the output directory.
+        if not path or path.startswith("#") or not _inside(path):
+            continue
+        entries[path] = Installed(*fields) if len(fields) == 3 else None
+    return entries
 
 
 def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> list[Change]:
@@ -238,16 +273,7 @@ def _prune_empty_parents(root: Path, path: Path) -> None:
 
 
 def _previous_outputs(out_dir: Path) -> set[str]:
-    text = _read(out_dir / MANIFEST)
-    if text is None:
-        return set()
-    paths = set()
-    for line in text.splitlines():
-        line = line.strip()
-        # Never follow a manifest outside the output directory.
-        if line and not line.startswith("#") and _inside(line):
-            paths.add(line)
-    return paths
+    return set(manifest_entries(out_dir))
 
 
 def _inside(path: str) -> bool:

@@ -19,7 +19,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact, Install
 from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, Pins
-from clustergen.outputs.slurm.derive import compress
+from clustergen.hosts import compress
 from clustergen.render import render_template
 from clustergen.resolve import Cluster, InventoryGroup
 
