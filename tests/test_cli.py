@@ -155,14 +155,14 @@ def test_files_clustergen_did_not_write_are_never_replaced(cli, tmp_path: Path) 
     assert cli("render", str(ML), "-o", str(out)).code == 0, "adopted files are clustergen's now"
 
 
-def test_this_repository_is_never_a_render_target(cli) -> None:  # type: ignore[no-untyped-def]
-    """roles/ and the playbooks at the top of this repository are the sources."""
-    before = files_under(REPO / "roles")
-    result = cli("render", str(ML), "-o", str(REPO))
-    assert result.code == 2
-    assert "roles/" in result.err
-    assert files_under(REPO / "roles") == before
-    assert not (REPO / ".clustergen-manifest").exists()
+def test_this_repository_is_the_render_of_its_spec(cli) -> None:  # type: ignore[no-untyped-def]
+    """spec.yaml (the 8-node reference) and what it renders are committed at the top
+    of this repository; a change that makes the committed tree stale fails here.
+    roles/ and the playbooks are both the sources and their own render (the site
+    family copies them verbatim), so rendering never changes them."""
+    assert (REPO / "spec.yaml").read_bytes() == (EXAMPLES / "ml-training-8node.yaml").read_bytes()
+    result = cli("render", str(REPO / "spec.yaml"), "-o", str(REPO), "--check")
+    assert result.code == 0, result.err + "; run `clustergen render spec.yaml -o .` at the top"
 
 
 def test_output_path_is_a_file(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
