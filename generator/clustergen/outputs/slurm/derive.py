@@ -23,6 +23,7 @@ from clustergen.resolve import Cluster
 
 SLURM_ETC = "/etc/slurm"
 EPILOG_NAME = "health-epilog.sh"
+QOS_SCRIPT_NAME = "clustergen-qos.sh"
 
 # slurm.conf settings clustergen writes unless slurm.options sets them: site paths,
 # ports and sensible defaults for a GPU cluster.
@@ -654,11 +655,9 @@ def _qos_lines(spec: Spec) -> list[QosLine]:
         mode = (qos.preempt_mode or "cluster").lower()
         grace = qos.grace_time_s or 0
         shown = "|".join((qos.name, priority, preempt, mode, grace_time(grace)))
-        settings: list[Setting] = [
-            ("Priority", priority),
-            ("Preempt", preempt),
-            ("PreemptMode", mode),
-            ("GraceTime", str(grace)),
-        ]
+        settings: list[Setting] = [("Priority", priority)]
+        # An empty list is cleared by the script only where slurmdbd holds one.
+        settings += [("Preempt", preempt)] if preempt else []
+        settings += [("PreemptMode", mode), ("GraceTime", str(grace))]
         lines.append(QosLine(qos.name, shown, settings))
     return lines
