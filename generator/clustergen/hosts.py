@@ -99,7 +99,8 @@ def hosts_by_name(hosts: list[Host]) -> dict[str, Host]:
     return table
 
 
-_NUMBERED = re.compile(r"^(.*?)([0-9]+)$")
+# A name ending in a number: its head and the digits (gpu08 -> gpu, 08).
+NUMBERED_NAME = re.compile(r"^(.*?)([0-9]+)$")
 
 
 def compress(names: Sequence[str]) -> str:
@@ -108,7 +109,7 @@ def compress(names: Sequence[str]) -> str:
     The common case (one prefix, numbers of one width) is folded here in one pass;
     python-hostlist is slow on thousands of names and handles every other case.
     """
-    matches = [_NUMBERED.match(name) for name in names]
+    matches = [NUMBERED_NAME.match(name) for name in names]
     if len(names) < 2 or any(m is None for m in matches):
         return str(hostlist.collect_hostlist(list(names)))
     prefixes = {m[1] for m in matches if m is not None}
