@@ -155,6 +155,17 @@ def test_files_clustergen_did_not_write_are_never_replaced(cli, tmp_path: Path) 
     assert cli("render", str(ML), "-o", str(out)).code == 0, "adopted files are clustergen's now"
 
 
+def test_a_file_already_as_rendered_is_not_in_the_way(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A file clustergen did not write but would write byte for byte (a role source in
+    this repository, which renders itself) is taken into the manifest, not refused."""
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "site.yml").write_bytes((REPO / "site.yml").read_bytes())
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 0, result.err
+    assert "site.yml" in (out / ".clustergen-manifest").read_text().splitlines()
+
+
 def test_this_repository_is_the_render_of_its_spec(cli) -> None:  # type: ignore[no-untyped-def]
     """spec.yaml (the 8-node reference) and what it renders are committed at the top
     of this repository; a change that makes the committed tree stale fails here.

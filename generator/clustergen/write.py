@@ -91,7 +91,13 @@ def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> l
     for path, rendered in sorted(files.items()):
         _refuse_non_file(out_dir, path)
         old = _read(out_dir / path)
-        if old is not None and path not in previous and path != MANIFEST:
+        # A file clustergen did not write is in the way only if rendering would change it.
+        if (
+            old is not None
+            and path not in previous
+            and path != MANIFEST
+            and (old != rendered.text or _mode(out_dir / path) != rendered.mode)
+        ):
             foreign.append(path)
         if old is None:
             changes.append(Change(path, "create", None, rendered.text))
