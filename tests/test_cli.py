@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +27,10 @@ def files_under(root: Path) -> dict[str, bytes]:
 def test_validate_reference_specs(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("validate", str(ML), str(EDGE))
     assert result.code == 0, result.err
-    assert result.out.splitlines() == [f"{ML}: valid", f"{EDGE}: valid"]
-    assert result.err == ""
+    # Valid, with only warnings (a rule a reference spec breaks is a warning there).
+    for line, spec in zip(result.out.splitlines(), (ML, EDGE), strict=True):
+        assert re.fullmatch(rf"{re.escape(str(spec))}: valid( \(\d+ warning\(s\)\))?", line)
+    assert all(": warning: " in line for line in result.err.splitlines())
 
 
 @pytest.mark.parametrize(
