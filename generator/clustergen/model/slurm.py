@@ -97,8 +97,9 @@ class Partition(StrictModel):
     )
     billing_weights: BillingWeights | None = Field(
         default=None,
-        description="TRESBillingWeights, written exactly as given. Default on a partition with "
-        "GPU nodes: CPU=1, and memory and GPUs weighted so that all of a node's memory, or all "
+        description="TRESBillingWeights, written exactly as given; needs slurm.accounting "
+        "(billing is kept by slurmdbd). Default on a partition with GPU nodes, with accounting: "
+        "CPU=1, and memory and GPUs weighted so that all of a node's memory, or all "
         "of its GPUs, bill as much as all of its CPUs (with PriorityFlags MAX_TRES a job is "
         "billed for the largest share of a node it takes).",
     )

@@ -382,23 +382,34 @@ def _next_name(previous: str, name: str) -> bool:
 
 
 def _address_runs(hosts: Sequence[Host]) -> list[list[Host]]:
-    """Hosts split where the management addresses stop counting up by one within one /24,
-    so each run's names and addresses are both single hostlist ranges in the same order."""
+    """Hosts split where names or management addresses stop counting up by one, so each
+    run's names and addresses expand in the same order."""
     runs: list[list[Host]] = []
     for host in hosts:
         if runs:
             previous = runs[-1][-1]
             address = ipaddress.IPv4Address(host.management_ip)
-            previous_address = ipaddress.IPv4Address(previous.management_ip)
-            if (
-                address == previous_address + 1
-                and int(address) >> 8 == int(previous_address) >> 8
-                and _next_name(previous.name, host.name)
+            if address == ipaddress.IPv4Address(previous.management_ip) + 1 and _next_name(
+                previous.name, host.name
             ):
                 runs[-1].append(host)
                 continue
         runs.append([host])
     return runs
+
+
+def address_hostlist(addresses: Sequence[str]) -> str:
+    """Consecutive IPv4 addresses as a Slurm hostlist, one range per /24 in ascending order:
+    10.0.1.[250-255],10.0.2.[0-3]."""
+    by_prefix: dict[str, list[int]] = {}
+    for address in addresses:
+        prefix, _, last = address.rpartition(".")
+        by_prefix.setdefault(prefix, []).append(int(last))
+    parts = []
+    for prefix, numbers in by_prefix.items():
+        low, high = numbers[0], numbers[-1]
+        parts.append(f"{prefix}.{low}" if low == high else f"{prefix}.[{low}-{high}]")
+    return ",".join(parts)
 
 
 def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
@@ -439,7 +450,7 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
             lines.append(NodeLine(compress([h.name for h in members]), settings))
             continue
         for run in _address_runs(members):
-            addresses = compress([h.management_ip for h in run])
+            addresses = address_hostlist([h.management_ip for h in run])
             names = compress([h.name for h in run])
             lines.append(NodeLine(names, [("NodeAddr", addresses), *settings]))
     return lines
@@ -526,7 +537,10 @@ def _partition_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
             def_cpu = def_cpu or min(s.cpus for s in shares)
             if def_mem is None and not mem_default_elsewhere:
                 def_mem = min(s.memory_mib for s in shares)
-            weights = weights or billing_weights(shares)
+            # Without slurmdbd there is no gres/gpu TRES to weigh (slurmctld refuses it),
+            # and nothing that bills.
+            if spec.slurm.accounting is not None:
+                weights = weights or billing_weights(shares)
         settings: list[Setting] = []
         if partition.default:
             settings.append(("Default", "YES"))
