@@ -160,7 +160,8 @@ class Priority(StrictModel):
         default_factory=lambda: ["MAX_TRES"],
         description="PriorityFlags. Default [MAX_TRES]: a job is billed for the largest share "
         "of a node it takes (of CPUs, memory or GPUs), so an 8-GPU 1-CPU job is not billed as "
-        "one CPU. Written also when slurm.priority is absent; [] writes none.",
+        "one CPU. Without slurm.priority, the default is written when slurm.accounting is set; "
+        "[] writes none.",
     )
 
     @model_validator(mode="after")

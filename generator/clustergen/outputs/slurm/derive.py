@@ -330,7 +330,8 @@ def _priority_settings(spec: Spec) -> list[Setting]:
     flags = Priority().flags if priority is None else priority.flags
     flag_settings: list[Setting] = [("PriorityFlags", ",".join(flags))] if flags else []
     if priority is None:
-        return flag_settings
+        # Billing (what MAX_TRES shapes) is kept by slurmdbd.
+        return flag_settings if spec.slurm.accounting is not None else []
     settings: list[Setting] = [("PriorityType", f"priority/{priority.type}"), *flag_settings]
     if priority.weights is not None:
         weights = priority.weights
@@ -470,7 +471,7 @@ def _default_time(partition: Partition) -> str:
     if partition.default_time is not None:
         return str(partition.default_time)
     minutes = partition_default_time_min(partition)
-    return f"{minutes // 60}:{minutes % 60:02d}:00"
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
 
 
 @dataclass(frozen=True)
