@@ -391,9 +391,7 @@ def _qos(spec: Spec) -> list[Problem]:
             )
         for name in qos.preempt:
             if name not in known:
-                problems.append(
-                    Problem(codes.SLURM_UNKNOWN_QOS, path, _unknown_qos(name, defined))
-                )
+                problems.append(Problem(codes.SLURM_UNKNOWN_QOS, path, _unknown_qos(name, defined)))
     for index, partition in enumerate(slurm.partitions):
         base = ("slurm", "partitions", index)
         named = [("qos", partition.qos)] if partition.qos else []

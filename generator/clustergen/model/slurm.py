@@ -134,6 +134,10 @@ PriorityFlag = Literal[
 ]
 
 
+def _default_priority_flags() -> list[PriorityFlag]:
+    return ["MAX_TRES"]
+
+
 class Priority(StrictModel):
     """Job priority policy."""
 
@@ -157,7 +161,7 @@ class Priority(StrictModel):
     ) = Field(default=None, description="PriorityUsageResetPeriod.")
     max_age: SlurmTime | None = Field(default=None, description="PriorityMaxAge.")
     flags: list[PriorityFlag] = Field(
-        default_factory=lambda: ["MAX_TRES"],
+        default_factory=_default_priority_flags,
         description="PriorityFlags. Default [MAX_TRES]: a job is billed for the largest share "
         "of a node it takes (of CPUs, memory or GPUs), so an 8-GPU 1-CPU job is not billed as "
         "one CPU. Without slurm.priority, the default is written when slurm.accounting is set; "

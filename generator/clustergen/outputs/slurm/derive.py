@@ -377,9 +377,7 @@ def _node_features(spec: Spec, host: Host) -> list[str]:
 def _next_name(previous: str, name: str) -> bool:
     """gpu08 -> gpu09: same prefix and width, number one up."""
     a, b = _NUMBERED.match(previous), _NUMBERED.match(name)
-    return bool(
-        a and b and a[1] == b[1] and len(a[2]) == len(b[2]) and int(b[2]) == int(a[2]) + 1
-    )
+    return bool(a and b and a[1] == b[1] and len(a[2]) == len(b[2]) and int(b[2]) == int(a[2]) + 1)
 
 
 def _address_runs(hosts: Sequence[Host]) -> list[list[Host]]:
@@ -389,8 +387,8 @@ def _address_runs(hosts: Sequence[Host]) -> list[list[Host]]:
     for host in hosts:
         if runs:
             previous = runs[-1][-1]
-            address = ipaddress.IPv4Address(host.management_ip)
-            if address == ipaddress.IPv4Address(previous.management_ip) + 1 and _next_name(
+            address = ipaddress.IPv4Address(str(host.management_ip))
+            if address == ipaddress.IPv4Address(str(previous.management_ip)) + 1 and _next_name(
                 previous.name, host.name
             ):
                 runs[-1].append(host)
@@ -451,7 +449,9 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
             lines.append(NodeLine(compress([h.name for h in members]), settings))
             continue
         for run in _address_runs(members):
-            addresses = address_hostlist([h.management_ip for h in run])
+            ips = [h.management_ip for h in run if h.management_ip is not None]
+            assert len(ips) == len(run)  # every node of a valid spec has one
+            addresses = address_hostlist(ips)
             names = compress([h.name for h in run])
             lines.append(NodeLine(names, [("NodeAddr", addresses), *settings]))
     return lines
