@@ -232,9 +232,9 @@ def uses_qos(spec: Spec) -> bool:
 
 
 def unkillable_step_timeout_s(spec: Spec) -> int:
-    message_timeout = _option(spec, "MessageTimeout")
-    floor = 5 * (int(message_timeout) if message_timeout else MESSAGE_TIMEOUT_DEFAULT_S)
-    return max(UNKILLABLE_STEP_TIMEOUT_S, floor)
+    message_timeout = _option(spec, "MessageTimeout") or ""
+    seconds = int(message_timeout) if message_timeout.isdigit() else MESSAGE_TIMEOUT_DEFAULT_S
+    return max(UNKILLABLE_STEP_TIMEOUT_S, 5 * seconds)
 
 
 def backfill_parameters(spec: Spec) -> str:
