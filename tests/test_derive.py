@@ -11,7 +11,7 @@ from ruamel.yaml import YAML
 
 from clustergen.catalog.slurm_keys import accepted_keys, key_list_version
 from clustergen.model import Spec
-from clustergen.outputs.slurm.derive import compress, derive_slurm
+from clustergen.outputs.slurm.derive import compress, derive_slurm, name_ranges
 from clustergen.resolve import resolve
 
 from support.paths import EXAMPLES
@@ -246,3 +246,12 @@ def test_every_top_level_key_is_live_in_each_supported_slurm(name: str, release:
     unknown = [key for key in keys if key.lower() not in accepted]
     defunct = [key for key in keys if key.lower() in accepted and accepted[key.lower()].defunct]
     assert (unknown, defunct) == ([], [])
+
+
+def test_name_ranges_split_at_gaps_and_widths() -> None:
+    ranges, plain = name_ranges(["gpu01", "gpu02", "gpu04", "gpu100", "gpu101", "head", "gpu03"])
+    assert [(r.prefix, r.width, r.low, r.high) for r in ranges] == [
+        ("gpu", 2, 1, 4),
+        ("gpu", 3, 100, 101),
+    ]
+    assert plain == ["head"]

@@ -96,9 +96,22 @@ class SwitchLine:
 
 
 @dataclass(frozen=True)
-class GpuNodeCheck:
-    """Epilog: nodes that must show this many GPUs, and whether they have NVSwitches."""
+class NameRange:
+    """Names `prefix` + a `width`-digit number from low to high: gpu[01-08]."""
 
+    prefix: str
+    width: int
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class GpuNodeCheck:
+    """Epilog: nodes that must show this many GPUs, and whether they have NVSwitches. The
+    nodes are ranges of numbered names plus any names without a number, so the Epilog
+    grows with runs of names, not with nodes."""
+
+    ranges: list[NameRange]
     names: list[str]
     gpu_count: int
     nvswitch: bool
@@ -644,13 +657,42 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
     return settings
 
 
+def name_ranges(names: Sequence[str]) -> tuple[list[NameRange], list[str]]:
+    """Numbered names as ranges of consecutive numbers per prefix and width, in order of
+    first appearance; the names without a trailing number apart."""
+    numbers: dict[tuple[str, int], list[int]] = {}
+    plain = []
+    for name in names:
+        match = _NUMBERED.match(name)
+        if match is None:
+            plain.append(name)
+        else:
+            numbers.setdefault((match[1], len(match[2])), []).append(int(match[2]))
+    ranges = []
+    for (prefix, width), found in numbers.items():
+        ordered = sorted(set(found))
+        start = previous = ordered[0]
+        for number in [*ordered[1:], None]:
+            if number is not None and number == previous + 1:
+                previous = number
+                continue
+            ranges.append(NameRange(prefix, width, start, previous))
+            if number is not None:
+                start = previous = number
+    return ranges, plain
+
+
 def _epilog_checks(spec: Spec, compute: Sequence[Host]) -> list[GpuNodeCheck]:
     groups: dict[tuple[int, bool], list[str]] = {}
     for host in compute:
         if host.hardware is not None and host.hardware.gpu is not None:
             gpu = host.hardware.gpu
             groups.setdefault((gpu.count, gpu.nvswitch), []).append(host.name)
-    return [GpuNodeCheck(names, count, nvswitch) for (count, nvswitch), names in groups.items()]
+    checks = []
+    for (count, nvswitch), names in groups.items():
+        ranges, plain = name_ranges(names)
+        checks.append(GpuNodeCheck(ranges, plain, count, nvswitch))
+    return checks
 
 
 def grace_time(seconds: int) -> str:
