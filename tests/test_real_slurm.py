@@ -69,6 +69,19 @@ def test_slurmctld_runs_the_rendered_configuration(spec_path: Path, tmp_path: Pa
         if partition.max_time is not None:
             minutes = parse_slurm_time(str(partition.max_time))
             assert seen.max_time == ("UNLIMITED" if minutes is None else _slurm_duration(minutes))
+        rendered_line = dict(
+            next(p for p in slurm.partitions if p.names == partition.name).settings
+        )
+        default_minutes = parse_slurm_time(rendered_line["DefaultTime"])
+        assert default_minutes is not None
+        assert seen.default_time == _slurm_duration(default_minutes)
+        if "DefCpuPerGPU" in rendered_line:
+            assert seen.fields["JobDefaults"] == (
+                f"DefCpuPerGPU={rendered_line['DefCpuPerGPU']},"
+                f"DefMemPerGPU={rendered_line['DefMemPerGPU']}"
+            )
+        weights = rendered_line.get("TRESBillingWeights")
+        assert seen.fields.get("TRESBillingWeights") == weights
 
     leaves = [s for s in slurm.topology if s.nodes]
     for leaf in leaves:
