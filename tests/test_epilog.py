@@ -319,3 +319,16 @@ def test_shellcheck_is_clean(epilog_text: str, tmp_path: Path) -> None:
     cluster, _ = validate_cluster(loaded)
     assert cluster is not None
     assert render_all(cluster)["slurm/health-epilog.sh"].mode & os.X_OK
+
+
+@pytest.mark.parametrize("node", ["gpu09", "gpu1", "gpu001", "gpu0x", "xgpu01", "gpu00"])
+def test_names_outside_the_gpu_ranges_are_skipped(
+    epilog_text: str, tmp_path: Path, node: str
+) -> None:
+    run = run_epilog(epilog_text, tmp_path, node, Node(readings=""))
+    assert (run.drains, run.journalctl_args) == ([], [])
+
+
+def test_the_node_check_grows_with_name_ranges_not_nodes(epilog_text: str) -> None:
+    assert "gpu02" not in epilog_text
+    assert 'if in_range "${name}" gpu 2 1 8; then echo "8 1"; return; fi' in epilog_text

@@ -204,6 +204,16 @@ def _partitions(cluster: Cluster) -> list[Problem]:
                         f"{partition.max_time}",
                     )
                 )
+        if partition.billing_weights is not None and spec.slurm.accounting is None:
+            problems.append(
+                Problem(
+                    codes.SLURM_BILLING_WITHOUT_ACCOUNTING,
+                    (*base, "billing_weights"),
+                    "billing weights need slurm.accounting: without slurmdbd slurmctld has no "
+                    "gres/gpu TRES to weigh and refuses to start",
+                    at="key",
+                )
+            )
         if partition.def_mem_per_gpu_mib is not None:
             clash = [
                 k for k in spec.slurm.options if k.lower() in ("defmempercpu", "defmempernode")
@@ -399,7 +409,12 @@ def _qos(spec: Spec) -> list[Problem]:
                 )
     preemption = slurm.preemption
     preempting = [q for q in slurm.qos if q.preempt]
-    if preemption is not None and preemption.type == "qos" and not preempting:
+    if (
+        preemption is not None
+        and preemption.type == "qos"
+        and not preempting
+        and slurm.accounting is not None  # else the error above says what is missing
+    ):
         problems.append(
             Problem(
                 codes.SLURM_PREEMPT_QOS_WITHOUT_QOS,

@@ -93,9 +93,22 @@ class SwitchLine:
 
 
 @dataclass(frozen=True)
-class GpuNodeCheck:
-    """Epilog: nodes that must show this many GPUs, and whether they have NVSwitches."""
+class NameRange:
+    """Names `prefix` + a `width`-digit number from low to high: gpu[01-08]."""
 
+    prefix: str
+    width: int
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class GpuNodeCheck:
+    """Epilog: nodes that must show this many GPUs, and whether they have NVSwitches. The
+    nodes are ranges of numbered names plus any names without a number, so the Epilog
+    grows with runs of names, not with nodes."""
+
+    ranges: list[NameRange]
     names: list[str]
     gpu_count: int
     nvswitch: bool
@@ -198,9 +211,9 @@ def uses_qos(spec: Spec) -> bool:
 
 
 def unkillable_step_timeout_s(spec: Spec) -> int:
-    message_timeout = _option(spec, "MessageTimeout")
-    floor = 5 * (int(message_timeout) if message_timeout else MESSAGE_TIMEOUT_DEFAULT_S)
-    return max(UNKILLABLE_STEP_TIMEOUT_S, floor)
+    message_timeout = _option(spec, "MessageTimeout") or ""
+    seconds = int(message_timeout) if message_timeout.isdigit() else MESSAGE_TIMEOUT_DEFAULT_S
+    return max(UNKILLABLE_STEP_TIMEOUT_S, 5 * seconds)
 
 
 def backfill_parameters(spec: Spec) -> str:
@@ -296,7 +309,8 @@ def _priority_settings(spec: Spec) -> list[Setting]:
     flags = Priority().flags if priority is None else priority.flags
     flag_settings: list[Setting] = [("PriorityFlags", ",".join(flags))] if flags else []
     if priority is None:
-        return flag_settings
+        # Billing (what MAX_TRES shapes) is kept by slurmdbd.
+        return flag_settings if spec.slurm.accounting is not None else []
     settings: list[Setting] = [("PriorityType", f"priority/{priority.type}"), *flag_settings]
     if priority.weights is not None:
         weights = priority.weights
@@ -345,23 +359,34 @@ def _next_name(previous: str, name: str) -> bool:
 
 
 def _address_runs(hosts: Sequence[Host]) -> list[list[Host]]:
-    """Hosts split where the management addresses stop counting up by one within one /24,
-    so each run's names and addresses are both single hostlist ranges in the same order."""
+    """Hosts split where names or management addresses stop counting up by one, so each
+    run's names and addresses expand in the same order."""
     runs: list[list[Host]] = []
     for host in hosts:
         if runs:
             previous = runs[-1][-1]
-            address = ipaddress.IPv4Address(host.management_ip)
-            previous_address = ipaddress.IPv4Address(previous.management_ip)
-            if (
-                address == previous_address + 1
-                and int(address) >> 8 == int(previous_address) >> 8
-                and _next_name(previous.name, host.name)
+            address = ipaddress.IPv4Address(str(host.management_ip))
+            if address == ipaddress.IPv4Address(str(previous.management_ip)) + 1 and _next_name(
+                previous.name, host.name
             ):
                 runs[-1].append(host)
                 continue
         runs.append([host])
     return runs
+
+
+def address_hostlist(addresses: Sequence[str]) -> str:
+    """Consecutive IPv4 addresses as a Slurm hostlist, one range per /24 in ascending order:
+    10.0.1.[250-255],10.0.2.[0-3]."""
+    by_prefix: dict[str, list[int]] = {}
+    for address in addresses:
+        prefix, _, last = address.rpartition(".")
+        by_prefix.setdefault(prefix, []).append(int(last))
+    parts = []
+    for prefix, numbers in by_prefix.items():
+        low, high = numbers[0], numbers[-1]
+        parts.append(f"{prefix}.{low}" if low == high else f"{prefix}.[{low}-{high}]")
+    return ",".join(parts)
 
 
 def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
@@ -401,7 +426,9 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
             lines.append(NodeLine(compress([h.name for h in members]), settings))
             continue
         for run in _address_runs(members):
-            addresses = compress([ip for h in run if (ip := h.management_ip)])
+            ips = [h.management_ip for h in run if h.management_ip is not None]
+            assert len(ips) == len(run)  # every node of a valid spec has one
+            addresses = address_hostlist(ips)
             names = compress([h.name for h in run])
             lines.append(NodeLine(names, [("NodeAddr", addresses), *settings]))
     return lines
@@ -421,7 +448,7 @@ def _default_time(partition: Partition) -> str:
     if partition.default_time is not None:
         return str(partition.default_time)
     minutes = partition_default_time_min(partition)
-    return f"{minutes // 60}:{minutes % 60:02d}:00"
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
 
 
 @dataclass(frozen=True)
@@ -486,7 +513,10 @@ def _partition_lines(cluster: Cluster) -> list[NodeLine]:
             def_cpu = def_cpu or min(s.cpus for s in shares)
             if def_mem is None and not mem_default_elsewhere:
                 def_mem = min(s.memory_mib for s in shares)
-            weights = weights or billing_weights(shares)
+            # Without slurmdbd there is no gres/gpu TRES to weigh (slurmctld refuses it),
+            # and nothing that bills.
+            if spec.slurm.accounting is not None:
+                weights = weights or billing_weights(shares)
         settings: list[Setting] = []
         if partition.default:
             settings.append(("Default", "YES"))
@@ -589,13 +619,42 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
     return settings
 
 
+def name_ranges(names: Sequence[str]) -> tuple[list[NameRange], list[str]]:
+    """Numbered names as ranges of consecutive numbers per prefix and width, in order of
+    first appearance; the names without a trailing number apart."""
+    numbers: dict[tuple[str, int], list[int]] = {}
+    plain = []
+    for name in names:
+        match = NUMBERED_NAME.match(name)
+        if match is None:
+            plain.append(name)
+        else:
+            numbers.setdefault((match[1], len(match[2])), []).append(int(match[2]))
+    ranges = []
+    for (prefix, width), found in numbers.items():
+        ordered = sorted(set(found))
+        start = previous = ordered[0]
+        for number in [*ordered[1:], None]:
+            if number is not None and number == previous + 1:
+                previous = number
+                continue
+            ranges.append(NameRange(prefix, width, start, previous))
+            if number is not None:
+                start = previous = number
+    return ranges, plain
+
+
 def _epilog_checks(spec: Spec, compute: Sequence[Host]) -> list[GpuNodeCheck]:
     groups: dict[tuple[int, bool], list[str]] = {}
     for host in compute:
         if host.hardware.gpu is not None:
             gpu = host.hardware.gpu
             groups.setdefault((gpu.count, gpu.nvswitch), []).append(host.name)
-    return [GpuNodeCheck(names, count, nvswitch) for (count, nvswitch), names in groups.items()]
+    checks = []
+    for (count, nvswitch), names in groups.items():
+        ranges, plain = name_ranges(names)
+        checks.append(GpuNodeCheck(ranges, plain, count, nvswitch))
+    return checks
 
 
 def grace_time(seconds: int) -> str:
