@@ -299,5 +299,25 @@ def _all_vars(cluster: Cluster) -> GroupVars:
                 True,
             ),
             Variable("repositories_list", "software.repositories", repositories),
+            Variable(
+                "clustergen_accounts",
+                "cluster.accounts: created with these IDs before any package",
+                {
+                    "slurm": str(cluster.spec.cluster.accounts.slurm.uid),
+                    "munge": str(cluster.spec.cluster.accounts.munge.uid),
+                },
+            ),
+            Variable(
+                "clustergen_hosts_file",
+                "cluster.hosts_file: every node's name and address in /etc/hosts",
+                cluster.spec.cluster.hosts_file,
+            ),
+            Variable("clustergen_domain", "cluster.domain", cluster.spec.cluster.domain),
+            Variable(
+                "clustergen_munge_key_variable",
+                "cluster.munge_key_variable: the vault variable with the base64 MUNGE key",
+                cluster.spec.cluster.munge_key_variable,
+            ),
+            Variable("clustergen_cluster_name", "cluster.name", cluster.spec.cluster.name),
         ],
     )
