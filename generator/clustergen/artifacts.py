@@ -12,19 +12,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 # What applying a changed file needs, from least to most disruptive.
-Action = Literal["nothing", "reconfigure", "restart", "reboot", "remount", "reformat"]
+Action = Literal["nothing", "set_param", "reconfigure", "restart", "reboot", "remount", "reformat"]
 
 
 @dataclass(frozen=True)
 class Change:
     """What a change to an installed file requires: `restart` names the service,
-    `reconfigure` the daemon that is told to reread its configuration."""
+    `reconfigure` the daemon that is told to reread its configuration, `reformat`
+    the one target that is destroyed and formatted again (DESTRUCTIVE); `set_param`
+    runs the installed file once (Lustre settings applied with lctl)."""
 
     action: Action
     service: str | None = None
 
     def __post_init__(self) -> None:
-        needs_service = self.action in ("restart", "reconfigure")
+        needs_service = self.action in ("restart", "reconfigure", "reformat")
         if needs_service != (self.service is not None):
             raise ValueError(
                 f"a {self.action} change {'needs' if needs_service else 'takes no'} service"

@@ -250,7 +250,8 @@ def _install_entry(family: str, path: str, install: Install) -> dict[str, str | 
 
 def handler_name(install: Install) -> str | None:
     """The handler a change notifies: roles name theirs 'Restart <service>',
-    'Reconfigure <daemon>', 'Reboot', 'Remount <path>'."""
+    'Reconfigure <daemon>', 'Reboot', 'Remount <path>', 'Reformat <target>',
+    'Apply <path>' (set_param: run the installed script or unit)."""
     change = install.change
     if change.action == "nothing":
         return None
@@ -258,6 +259,10 @@ def handler_name(install: Install) -> str | None:
         return f"{change.action.capitalize()} {change.service}"
     if change.action == "remount":
         return f"Remount {install.dest}"
+    if change.action == "reformat":
+        return f"Reformat {change.service}"
+    if change.action == "set_param":
+        return f"Apply {install.dest}"
     return change.action.capitalize()
 
 
