@@ -19,8 +19,8 @@ from clustergen.outputs.lustre.derive import SBIN, UNITS, LustreContext, derive_
 from clustergen.render import render_template
 from clustergen.resolve import Cluster
 
-REMOUNT = Change("remount")
-SET_PARAM = Change("set_param")
+REMOUNT = Change("remount", "lustre")
+SET_PARAM = Change("set_param", "lustre")
 MGS_SETTINGS = f"{SBIN}/lustre-mgs-settings"
 LAYOUTS = f"{SBIN}/lustre-layouts"
 CLIENT_TUNING = "lustre-client-tuning.service"
