@@ -54,13 +54,22 @@ GPU_GROUP = "nvidia_gpu"  # nodes whose hardware profile has GPUs
 NVSWITCH_GROUP = "nvswitch"  # nodes whose GPUs sit on NVSwitch (fabric manager)
 SLURM_GROUP = "slurm"  # every node with a Slurm role
 LUSTRE_CLIENT_GROUP = "lustre_client"  # nodes of the roles that mount Lustre
-DERIVED_GROUPS: tuple[str, ...] = (GPU_GROUP, NVSWITCH_GROUP, SLURM_GROUP, LUSTRE_CLIENT_GROUP)
+LUSTRE_SERVER_GROUP = "lustre_server"  # nodes with lustre_mgs, lustre_mds or lustre_oss
+LUSTRE_SERVER_ROLES: tuple[str, ...] = ("lustre_mgs", "lustre_mds", "lustre_oss")
+DERIVED_GROUPS: tuple[str, ...] = (
+    GPU_GROUP,
+    NVSWITCH_GROUP,
+    SLURM_GROUP,
+    LUSTRE_CLIENT_GROUP,
+    LUSTRE_SERVER_GROUP,
+)
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
     GPU_GROUP: "The pinned NVIDIA stack on every GPU node",
     NVSWITCH_GROUP: "NVIDIA fabric manager on NVSwitch nodes (equal to the driver)",
     SLURM_GROUP: "Every Slurm node",
     LUSTRE_CLIENT_GROUP: "Lustre clients",
+    LUSTRE_SERVER_GROUP: "Lustre servers (MGS, MDS, OSS)",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
@@ -220,6 +229,20 @@ def _lustre_client(family: PackageFamily, s: Software) -> Pins:
     return {"lustre-client": version, "kmod-lustre-client": version}
 
 
+def _lustre_server(family: PackageFamily, s: Software) -> Pins:
+    """Server utilities and modules with the ldiskfs OSD (Whamcloud's el9 server
+    RPMs; on apt, packages built from the Lustre source tree with its debs target)."""
+    if s.lustre is None:
+        return {}
+    if family == "apt":
+        version = f"{s.lustre}-1"
+        return {"lustre-server-utils": version, "lustre-server-modules-dkms": version}
+    version = f"{s.lustre}-1{_EL_DIST}"
+    return dict.fromkeys(
+        ("lustre", "kmod-lustre", "kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount"), version
+    )
+
+
 @dataclass(frozen=True)
 class Concern:
     """One part of the pinned stack: its packages, who gets them and which role
@@ -263,6 +286,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern("slurm_compute", "Slurm compute (slurmd)", "compute", "slurm", _slurm("compute")),
     Concern("slurm_login", "Slurm client commands", "login", "slurm", _slurm("login")),
     Concern("lustre_client", "Lustre client", LUSTRE_CLIENT_GROUP, "lustre_client", _lustre_client),
+    Concern("lustre_server", "Lustre server", LUSTRE_SERVER_GROUP, "lustre_server", _lustre_server),
 )
 
 
