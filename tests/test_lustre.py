@@ -404,3 +404,30 @@ def test_ansible_flags_skip_quietly_and_never_destroy(stubs: Stubs, ost3: tuple[
     assert stubs.run(path, *ansible).returncode == 1
     assert destructive(stubs.calls()) == []
     assert stubs.run(path, "--yes", "--reformat-existing", "--skip-formatted").returncode == 2
+
+
+def test_lnet_configuration_is_lnetctl_import_yaml() -> None:
+    import yaml
+
+    storage = yaml.safe_load(ZFS["lustre/lnet/storage.conf"])
+    assert [ni["interfaces"][0] for ni in storage["net"][0]["local NI(s)"]] == ["ib0", "ib1"]
+    assert storage["net"][0]["net type"] == "o2ib1"
+    assert storage["net"][0]["local NI(s)"][0]["tunables"] == {"peer_credits": 32, "credits": 256}
+    assert storage["route"] == [{"net": "tcp0", "gateway": "10.10.0.2@o2ib1", "hop": 1}]
+    hgx = yaml.safe_load(ML["lustre/lnet/hgx-h100.conf"])
+    assert hgx == {"net": [{"net type": "o2ib0", "local NI(s)": [{"interfaces": {0: "ib0"}}]}]}
+    assert "lustre/lnet/hgx-h100.modprobe.conf" not in ML  # no tunables in that spec
+    modprobe = ZFS["lustre/lnet/storage.modprobe.conf"].splitlines()[-1]
+    assert modprobe == "options ko2iblnd peer_credits=32 credits=256 conns_per_peer=4"
+
+
+def test_client_mounts_wait_for_lnet() -> None:
+    unit = ML["lustre/client/mnt-lustre.mount"]
+    assert "What=10.10.0.5@o2ib0:/training\n" in unit
+    assert "Options=_netdev,x-systemd.requires=lnet.service\n" in unit
+    assert "Requires=lnet.service\n" in unit
+    line = ZFS["lustre/client/fstab"].splitlines()[-1]
+    assert line == (
+        "10.10.0.5@o2ib1:10.10.0.6@o2ib1:/scratch/projects /scratch lustre "
+        "_netdev,x-systemd.requires=lnet.service,flock,noatime 0 0"
+    )

@@ -76,7 +76,17 @@ class LnetProfile:
     nets: tuple[tuple[str, tuple[str, ...]], ...]  # (network, interfaces)
     routes: tuple[tuple[str, str, int], ...]
     lnd: str | None  # ko2iblnd or ksocklnd, when tunables are set
-    tunables: tuple[tuple[str, int], ...]
+    tunables: tuple[tuple[str, int], ...]  # the module options
+
+    @property
+    def ni_tunables(self) -> tuple[tuple[str, int], ...]:
+        """lnetctl's per-NI `tunables` (credits)."""
+        return tuple((k, v) for k, v in self.tunables if k in ("peer_credits", "credits"))
+
+    @property
+    def lnd_tunables(self) -> tuple[tuple[str, int], ...]:
+        """lnetctl's per-NI `lnd tunables`."""
+        return tuple((k, v) for k, v in self.tunables if k == "conns_per_peer")
 
 
 @dataclass(frozen=True)
