@@ -296,6 +296,7 @@ def layouts(tmp_path: Path, tree: dict[str, str], mount: str) -> Path:
     root = tmp_path / "mnt"
     root.mkdir(exist_ok=True)
     text = tree["lustre/client/lustre-layouts.sh"].replace(f"'{mount}/", f"'{root}/")
+    text = text.replace(f"readonly MOUNT='{mount}'", f"readonly MOUNT='{root}'")
     path = tmp_path / "layouts.sh"
     path.write_text(text)
     return path
@@ -314,7 +315,8 @@ def test_layout_script_changes_only_differences_and_nothing_the_second_time(
     assert setstripes and "lfs setstripe" in first.stdout
     second = stubs.run(path)
     assert second.returncode == 0, second.stderr
-    assert [c for c in stubs.calls() if c[1] != "getstripe"] == []
+    reads = [["getstripe"], ["project", "-d"], ["quota"]]
+    assert [c for c in stubs.calls() if not any(c[1 : 1 + len(r)] == r for r in reads)] == []
     assert second.stdout.strip().endswith("0 change(s)"), second.stdout
 
 
@@ -431,3 +433,21 @@ def test_client_mounts_wait_for_lnet() -> None:
         "10.10.0.5@o2ib1:10.10.0.6@o2ib1:/scratch/projects /scratch lustre "
         "_netdev,x-systemd.requires=lnet.service,flock,noatime 0 0"
     )
+
+
+def test_quotas_are_set_once_and_project_ids_only_where_they_differ(
+    stubs: Stubs, tmp_path: Path
+) -> None:
+    path = layouts(tmp_path, ZFS, "/scratch")
+    assert stubs.run(path).returncode == 0
+    root = tmp_path / "mnt"
+    quota_calls = [c for c in stubs.calls() if c[1] in ("project", "setquota") and c[2] != "-d"]
+    assert quota_calls == [
+        ["lfs", "project", "-p", "1001", "-r", "-s", f"{root}/projects/small"],
+        ["lfs", "setquota", "-p", "1001", "-b", "0", "-B", str(10 << 30),
+         "-i", "0", "-I", "1000000", str(root)],
+        ["lfs", "setquota", "-u", "alice", "-b", str(900 << 20), "-B", str(1 << 30),
+         "-i", "0", "-I", "0", str(root)],
+    ]  # fmt: skip
+    second = stubs.run(path)
+    assert second.stdout.strip().endswith("0 change(s)"), second.stdout

@@ -114,6 +114,7 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "lustre-17-tuning-range": _LUSTRE_TUNING,
     "lustre-18-tuning-place": _LUSTRE_TUNING,
     "lustre-19-pages-per-rpc": _COMPARISON,
+    "lustre-21-quota-project": "a path compared with the mount point, per quota type",
     "77-accounting-dropped": "settings and a role that need another section",
 }
 

@@ -276,6 +276,12 @@ STORAGE_TUNING_PLACE = Code(
     "error",
     "a server parameter in client_tuning (set it in persistent_tuning)",
 )
+STORAGE_QUOTA_PROJECT = Code(
+    "storage.quota-project",
+    "error",
+    "a project quota without a numeric id and a directory under the mount, or a path on "
+    "a user or group quota",
+)
 STORAGE_PAGES_PER_RPC = Code(
     "storage.pages-per-rpc",
     "error",

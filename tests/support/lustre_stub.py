@@ -47,6 +47,25 @@ def lfs() -> int:
         args = json.loads(saved.read_text()) if saved.exists() else ["-c", "1", "-S", "1048576"]
         print(yaml_layout(args))
         return 0
+    if ARGS[0] == "project":
+        projects = STATE / "projects.json"
+        state = json.loads(projects.read_text()) if projects.exists() else {}
+        if ARGS[1] == "-d":
+            print(f" {state.get(ARGS[2], 0)} - {ARGS[2]}")
+        else:  # project -p ID -r -s DIR
+            state[ARGS[-1]] = int(ARGS[2])
+            projects.write_text(json.dumps(state))
+        return 0
+    if ARGS[0] in ("quota", "setquota"):
+        quotas = STATE / "quotas.json"
+        state = json.loads(quotas.read_text()) if quotas.exists() else {}
+        if ARGS[0] == "quota":  # quota -q FLAG ID MOUNT
+            b, bh, i, ih = state.get(f"{ARGS[2]} {ARGS[3]}", [0, 0, 0, 0])
+            print(f"{ARGS[4]}\n  0  {b}  {bh}  -  0  {i}  {ih}  -")
+        else:  # setquota FLAG ID -b N -B N -i N -I N MOUNT
+            state[f"{ARGS[1]} {ARGS[2]}"] = [int(ARGS[i]) for i in (4, 6, 8, 10)]
+            quotas.write_text(json.dumps(state))
+        return 0
     return canned()
 
 

@@ -202,6 +202,31 @@ def layouts(cluster: Cluster) -> list[Problem]:
     ]
     for i, layout in enumerate(lustre.layouts):
         problems += _layout(lustre, (*BASE, "layouts", i), layout, len(lustre.osts), pools)
+    mount = lustre.mount.path.rstrip("/")
+    for i, quota in enumerate(lustre.quotas):
+        at = (*BASE, "quotas", i)
+        if quota.type != "project":
+            if quota.path is not None:
+                problems.append(
+                    Problem(
+                        codes.STORAGE_QUOTA_PROJECT,
+                        (*at, "path"),
+                        f"a {quota.type} quota covers the whole file system; only project "
+                        "quotas take a path",
+                    )
+                )
+        elif not isinstance(quota.id, int):
+            problems.append(
+                Problem(codes.STORAGE_QUOTA_PROJECT, (*at, "id"), "a project id is a number")
+            )
+        elif quota.path is None or not (quota.path + "/").startswith(mount + "/"):
+            problems.append(
+                Problem(
+                    codes.STORAGE_QUOTA_PROJECT,
+                    (*at, "path") if quota.path else at,
+                    f"a project quota needs a directory under {lustre.mount.path}",
+                )
+            )
     return problems
 
 

@@ -176,6 +176,21 @@ class JobStats(StrictModel):
     )
 
 
+class Quota(StrictModel):
+    """One quota: a user's or group's on the file system, or a project's on a
+    directory tree (the directory gets the project ID, inherited below it)."""
+
+    type: Literal["user", "group", "project"] = Field(description="user, group or project.")
+    id: Owner | Int = Field(description="User or group name (or number); project: its number.")
+    path: AbsolutePath | None = Field(
+        default=None, description="project: the directory under the mount it covers."
+    )
+    block_soft: Size | None = Field(default=None, description="Soft block limit, e.g. 900GiB.")
+    block_hard: Size | None = Field(default=None, description="Hard block limit, e.g. 1TiB.")
+    inode_soft: Int | None = Field(default=None, ge=0, description="Soft limit on files.")
+    inode_hard: Int | None = Field(default=None, ge=0, description="Hard limit on files.")
+
+
 class Lustre(StrictModel):
     """A Lustre file system: targets, NIDs, client mounts, striping and tuning."""
 
@@ -214,6 +229,9 @@ class Lustre(StrictModel):
     )
     job_stats: JobStats | None = Field(
         default=None, description="Tag I/O with Slurm job IDs (job stats)."
+    )
+    quotas: list[Quota] = Field(
+        default_factory=list, description="User, group and project (per directory) quotas."
     )
 
 

@@ -106,6 +106,14 @@ class Layout:
 
 
 @dataclass(frozen=True)
+class QuotaLine:
+    flag: str  # -u, -g, -p
+    id: str
+    path: str | None  # project: the directory
+    limits: tuple[int, int, int, int]  # block soft, block hard (KiB), inode soft, hard; 0 = none
+
+
+@dataclass(frozen=True)
 class LustreContext:
     fsname: str
     mgs_nids: tuple[str, ...]  # one per MGS service node
@@ -120,6 +128,7 @@ class LustreContext:
     persistent_params: tuple[tuple[str, str], ...]
     pools: tuple[tuple[str, tuple[str, ...]], ...]  # name, OST names
     layouts: tuple[Layout, ...]
+    quotas: tuple[QuotaLine, ...]
 
 
 def nid(host: Host, net: str) -> str:
@@ -164,7 +173,25 @@ def derive_lustre(cluster: Cluster) -> LustreContext | None:
             for p in lustre.pools
         ),
         layouts=tuple(_layout(layout) for layout in lustre.layouts),
+        quotas=tuple(
+            QuotaLine(
+                {"user": "-u", "group": "-g", "project": "-p"}[q.type],
+                str(q.id),
+                q.path,
+                (
+                    _kib(q.block_soft),
+                    _kib(q.block_hard),
+                    q.inode_soft or 0,
+                    q.inode_hard or 0,
+                ),
+            )
+            for q in lustre.quotas
+        ),
     )
+
+
+def _kib(size: str | None) -> int:
+    return 0 if size is None else parse_size(size) // 1024
 
 
 def _target(

@@ -9,6 +9,7 @@
 # changes nothing. Fields the spec leaves out (*) keep the file system default.
 set -euo pipefail
 
+readonly MOUNT='/scratch'
 changed=0
 
 # "end count size pattern pool" per component of DIR's default layout.
@@ -80,8 +81,34 @@ ensure_layout() {
     fi
 }
 
+# A project ID on a directory tree (`lfs project -d` prints "ID P DIR").
+ensure_project() {
+    local dir=$1 id=$2
+    if [[ $(lfs project -d "$dir" | awk '{print $1; exit}') != "$id" ]]; then
+        lfs project -p "$id" -r -s "$dir"
+        echo "$dir: project $id"
+        changed=$((changed + 1))
+    fi
+}
+
+# Limits (block soft/hard in KiB, inode soft/hard; 0 = none) of a user (-u),
+# group (-g) or project (-p), read with `lfs quota -q`.
+ensure_quota() {
+    local flag=$1 id=$2 limits="$3 $4 $5 $6" have
+    have=$(lfs quota -q "$flag" "$id" "$MOUNT" | awk '{ for (i = 1; i <= NF; i++) f[++n] = $i }
+        END { print f[3], f[4], f[7], f[8] }')
+    if [[ $have != "$limits" ]]; then
+        lfs setquota "$flag" "$id" -b "$3" -B "$4" -i "$5" -I "$6" "$MOUNT"
+        echo "quota $flag $id: $limits"
+        changed=$((changed + 1))
+    fi
+}
+
 ensure_dir '/scratch/projects/small' 'root' 'root' '2775'
 ensure_layout '/scratch/projects/small' 3 '1048576 * * mdt -' '67108864 1 * * flash' 'EOF -1 4194304 * -' '-E' '1048576' '-L' 'mdt' '-E' '67108864' '-c' '1' '-p' 'flash' '-E' '-1' '-c' '-1' '-S' '4194304'
 ensure_dir '/scratch/projects/wide' '' '' ''
 ensure_layout '/scratch/projects/wide' 1 '* 2 1048576 * -' '-c' '2' '-S' '1048576'
+ensure_project '/scratch/projects/small' '1001'
+ensure_quota '-p' '1001' 0 10737418240 0 1000000
+ensure_quota '-u' 'alice' 943718400 1073741824 0 0
 echo "scratch layouts: $changed change(s)"

@@ -9,6 +9,7 @@
 # changes nothing. Fields the spec leaves out (*) keep the file system default.
 set -euo pipefail
 
+readonly MOUNT='/mnt/lustre'
 changed=0
 
 # "end count size pattern pool" per component of DIR's default layout.
@@ -76,6 +77,29 @@ ensure_layout() {
     if ! current_layout "$dir" | matches "${want[@]}"; then
         lfs setstripe "${args[@]}" "$dir"
         echo "$dir: lfs setstripe ${args[*]}"
+        changed=$((changed + 1))
+    fi
+}
+
+# A project ID on a directory tree (`lfs project -d` prints "ID P DIR").
+ensure_project() {
+    local dir=$1 id=$2
+    if [[ $(lfs project -d "$dir" | awk '{print $1; exit}') != "$id" ]]; then
+        lfs project -p "$id" -r -s "$dir"
+        echo "$dir: project $id"
+        changed=$((changed + 1))
+    fi
+}
+
+# Limits (block soft/hard in KiB, inode soft/hard; 0 = none) of a user (-u),
+# group (-g) or project (-p), read with `lfs quota -q`.
+ensure_quota() {
+    local flag=$1 id=$2 limits="$3 $4 $5 $6" have
+    have=$(lfs quota -q "$flag" "$id" "$MOUNT" | awk '{ for (i = 1; i <= NF; i++) f[++n] = $i }
+        END { print f[3], f[4], f[7], f[8] }')
+    if [[ $have != "$limits" ]]; then
+        lfs setquota "$flag" "$id" -b "$3" -B "$4" -i "$5" -I "$6" "$MOUNT"
+        echo "quota $flag $id: $limits"
         changed=$((changed + 1))
     fi
 }
