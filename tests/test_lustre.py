@@ -3,8 +3,9 @@ lustre_stub.py) for mkfs.lustre, zpool, zfs, lfs, lctl, lnetctl, mount, blkid,
 wipefs and hostname; shellcheck on every script; the zfs variant's golden files.
 
 The format scripts are run as rendered except for the device paths, which point
-at a block device of this machine (a loop device, never written: mkfs.lustre is a
-stand-in) or at files that are not block devices.
+at a block device node (made with mknod, or a loop device; only stat'ed: every tool
+that would open it is a stand-in) or at files that are not block devices. The
+layout and MGS scripts get a temporary directory for the mount and state file.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -43,12 +45,20 @@ ML = rendered(EXAMPLES / "ml-training-8node.yaml")
 ZFS = rendered(ZFS_SPEC)
 
 
-def block_device() -> str:
+@pytest.fixture(scope="module")
+def blockdev(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A block device node the scripts only stat (every tool that would open it is a
+    stand-in): made with mknod where allowed (root), else an existing loop device."""
+    node = tmp_path_factory.mktemp("dev") / "blk"
+    try:
+        os.mknod(node, stat.S_IFBLK | 0o600, os.makedev(7, 250))
+        return str(node)
+    except PermissionError:
+        pass
     for name in sorted(os.listdir("/dev")):
-        path = f"/dev/{name}"
-        if name.startswith("loop") and Path(path).is_block_device():
-            return path
-    skip_or_fail("no loop block device on this machine for the format guards")
+        if name.startswith("loop") and Path(f"/dev/{name}").is_block_device():
+            return f"/dev/{name}"
+    skip_or_fail("neither mknod nor a loop device for the format guards")
     raise AssertionError  # unreachable
 
 
@@ -127,9 +137,9 @@ MKFS_OST3 = [
 
 
 @pytest.fixture
-def ost3(tmp_path: Path) -> tuple[Path, str]:
+def ost3(tmp_path: Path, blockdev: str) -> tuple[Path, str]:
     device = tmp_path / "by-id-ost3"
-    device.symlink_to(block_device())
+    device.symlink_to(blockdev)
     return script(tmp_path, ML[OST3], DEVICE=f"'{device}'"), str(device)
 
 
@@ -211,18 +221,18 @@ def test_missing_or_non_block_device_is_refused(stubs: Stubs, tmp_path: Path) ->
 ZFS_OST0 = "lustre/format/scratch-ost0000.sh"
 
 
-def zfs_ost0(tmp_path: Path) -> tuple[Path, list[str]]:
+def zfs_ost0(tmp_path: Path, blockdev: str) -> tuple[Path, list[str]]:
     disks = []
     for letter in "abcd":
         disk = tmp_path / f"disk-{letter}"
-        disk.symlink_to(block_device())
+        disk.symlink_to(blockdev)
         disks.append(str(disk))
     vdevs = "(" + " ".join(f"'{d}'" for d in disks) + ")"
     return script(tmp_path, ZFS[ZFS_OST0], VDEVS=vdevs), disks
 
 
-def test_zfs_creates_the_pool_then_the_target(stubs: Stubs, tmp_path: Path) -> None:
-    path, disks = zfs_ost0(tmp_path)
+def test_zfs_creates_the_pool_then_the_target(stubs: Stubs, tmp_path: Path, blockdev: str) -> None:
+    path, disks = zfs_ost0(tmp_path, blockdev)
     stubs.env["STUB_HOST"] = "oss1"
     stubs.canned("zpool-list", "", 1)
     result = stubs.run(path, "--yes")
@@ -254,8 +264,8 @@ def test_zfs_creates_the_pool_then_the_target(stubs: Stubs, tmp_path: Path) -> N
     ]
 
 
-def test_zfs_refuses_an_existing_dataset(stubs: Stubs, tmp_path: Path) -> None:
-    path, _ = zfs_ost0(tmp_path)
+def test_zfs_refuses_an_existing_dataset(stubs: Stubs, tmp_path: Path, blockdev: str) -> None:
+    path, _ = zfs_ost0(tmp_path, blockdev)
     stubs.env["STUB_HOST"] = "oss2"  # the failover node may format too
     stubs.canned("zfs-get", "scratch-OST0000\n")
     result = stubs.run(path, "--yes")
@@ -264,8 +274,8 @@ def test_zfs_refuses_an_existing_dataset(stubs: Stubs, tmp_path: Path) -> None:
     assert destructive(stubs.calls()) == []
 
 
-def test_zfs_vdev_with_a_label_is_refused(stubs: Stubs, tmp_path: Path) -> None:
-    path, _ = zfs_ost0(tmp_path)
+def test_zfs_vdev_with_a_label_is_refused(stubs: Stubs, tmp_path: Path, blockdev: str) -> None:
+    path, _ = zfs_ost0(tmp_path, blockdev)
     stubs.env["STUB_HOST"] = "oss1"
     stubs.canned("zpool-list", "", 1)
     stubs.canned("blkid", "LABEL=tank\nTYPE=zfs_member\n", 0)
@@ -276,10 +286,10 @@ def test_zfs_vdev_with_a_label_is_refused(stubs: Stubs, tmp_path: Path) -> None:
 
 
 def test_without_confirmation_nothing_destructive_runs_in_any_script(
-    stubs: Stubs, tmp_path: Path
+    stubs: Stubs, tmp_path: Path, blockdev: str
 ) -> None:
     device = tmp_path / "dev"
-    device.symlink_to(block_device())
+    device.symlink_to(blockdev)
     for tree in (ML, ZFS):
         for name, text in tree.items():
             if not name.startswith("lustre/format/"):
