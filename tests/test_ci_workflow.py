@@ -193,7 +193,7 @@ def test_a_stale_tree_fails_the_check(site: Path) -> None:
     assert '+nvidia_driver_version: "550.127.05"' in run.logs["check"]
     # The plan still tells the reviewer what the change means.
     assert run.outcomes["plan"] == "success"
-    assert "Rolling driver upgrade" in run.logs["plan"]
+    assert "Rolling upgrade with reboots" in run.logs["plan"]
 
 
 def test_the_pull_request_plan(site: Path) -> None:
@@ -210,8 +210,8 @@ def test_the_pull_request_plan(site: Path) -> None:
         "destructive": run.outcomes["destructive"],
     }
     plan = run.logs["plan"]
-    assert "### Rolling driver upgrade: 8 node(s) in 8 batch(es) of 1" in plan
-    assert "- cuda-drivers-550 550.90.07-1 -> 550.127.05-1" in plan
+    assert "### Rolling upgrade with reboots: 8 node(s) in 8 batch(es) of 1" in plan
+    assert "- NVIDIA driver: cuda-drivers-550 550.90.07-1 -> 550.127.05-1" in plan
     assert "- **restart `nvidia-fabricmanager`** on gpu[01-08]" in plan
     assert "- **reconfigure `slurmctld`** on gpu[01-08],slurm-head" in plan
     assert "- added: gpu[09-10]; bring them up first" in plan

@@ -102,7 +102,8 @@ def test_rerender_removes_only_what_clustergen_wrote(cli, tmp_path: Path) -> Non
     (out / "slurm" / "site-notes.txt").write_text("mine\n")
     result = cli("render", str(EDGE), "-o", str(out))
     assert result.code == 0
-    assert "5 removed" in result.out
+    # 5, and ml's 27 Lustre files and 7 group_vars (Lustre pins and installs only)
+    assert "39 removed" in result.out
     assert not (out / "slurm" / "slurmdbd.conf").exists()  # edge has no accounting
     assert not (out / "slurm" / "health-epilog.sh").exists()
     # ... nor slurmdbd, NVSwitch or Lustre nodes, so neither their group_vars

@@ -65,7 +65,6 @@ def _copy_profile(name: str) -> Callable[[Data], None]:
 PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "shape.missing-key": _delete("slurm"),
     "shape.null-value": _set("cluster.domain", None),
-    "shape.out-of-range": _set("hardware.hgx-h100.memory_gib", -1),
     "shape.wrong-length": _set("nodes", []),
     "syntax.conf-boolean": _set("slurm.options", {"SlurmdTimeout": True}),
     "syntax.hostname": _set("slurm.accounting.host", "bad_host"),

@@ -67,8 +67,8 @@ def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ig
     result = cli("plan", str(spec), "-o", str(tree), "--driver-batch-size", "3")
     assert result.code == ExitCode.PLAN_CHANGES, result.err
     out = result.out
-    assert "### Rolling driver upgrade: 8 node(s) in 3 batch(es) of 3" in out
-    assert "- cuda-drivers-550 550.90.07-1 -> 550.127.05-1" in out
+    assert "### Rolling upgrade with reboots: 8 node(s) in 3 batch(es) of 3" in out
+    assert "- NVIDIA driver: cuda-drivers-550 550.90.07-1 -> 550.127.05-1" in out
     assert re.search(r"^1\. gpu\[01-03\]\n2\. gpu\[04-06\]\n3\. gpu\[07-08\]$", out, re.M)
     # The new nodes are brought up, not rolled; running nodes restart what changed for them.
     assert "- **restart `nvidia-fabricmanager`** on gpu[01-08]" in out
@@ -78,7 +78,7 @@ def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ig
     assert "- added: gpu[09-10]; bring them up first" in out
     # Most severe first.
     order = [
-        out.index(h) for h in ("Rolling driver", "### Restart", "### Reconfigure", "### Nodes")
+        out.index(h) for h in ("Rolling upgrade", "### Restart", "### Reconfigure", "### Nodes")
     ]
     assert order == sorted(order)
 
@@ -142,14 +142,14 @@ def test_a_reformat_is_destructive_and_comes_first(cli, tmp_path: Path) -> None:
         format_script,
         "mkfs.lustre --ost --index=3 /dev/disk/by-id/dm-name-ost3b\n",
         0o755,
-        Install("/usr/local/sbin/format-ost0003", "lustre_oss", Change("reformat")),
+        Install("/usr/local/sbin/format-ost0003", "lustre_oss", Change("reformat", "OST0003")),
     )
     plan = make_plan(cluster, with_manifest(files), tree)
     assert plan.exit_code == ExitCode.PLAN_DESTRUCTIVE
     text = markdown(plan)
     assert text.index("**DESTRUCTIVE") < text.index("### DESTRUCTIVE: reformat")
-    assert text.index("### DESTRUCTIVE: reformat") < text.index("Rolling driver upgrade")
-    assert "- **reformat `/usr/local/sbin/format-ost0003`** on oss[01-04]" in text
+    assert text.index("### DESTRUCTIVE: reformat") < text.index("Rolling upgrade with reboots")
+    assert "- **reformat `OST0003`** on oss[01-04]" in text
     assert f"  - {format_script} new" in text
 
 

@@ -42,6 +42,10 @@ _SLURM_VERSION = (
     "slurm.conf keys depend on the pinned software.slurm, and Slurm reads them in any case"
 )
 _TOPOLOGY = "a property of the whole switch graph"
+_LUSTRE_BACKEND = (
+    "depends on storage.lustre.backend, checked in checks/lustre.py with a clearer message"
+)
+_LUSTRE_TUNING = "the parameter table (catalog/lustre.py) with ranges and places per key"
 _PINS = "package overrides are compared with the versions clustergen derives"
 
 # Each invalid case the schema cannot reject, with the reason. A case the schema
@@ -91,6 +95,26 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "62-package-nccl-wrong-cuda-suffix": _PINS,
     "63-package-unknown-name": "package names depend on software.os; " + _PINS,
     "64-package-version-disagrees": _PINS,
+    "lustre-01-duplicate-index": "uniqueness of a field across list items",
+    "lustre-02-failover-lacks-role": _CROSS_REFERENCE,
+    "lustre-03-nid-network": _CROSS_REFERENCE,
+    "lustre-04-ldiskfs-dataset": _LUSTRE_BACKEND,
+    "lustre-05-kernel-device-name": _LUSTRE_BACKEND,
+    "lustre-06-zfs-device-path": _LUSTRE_BACKEND,
+    "lustre-07-zpool-on-ldiskfs": _LUSTRE_BACKEND,
+    "lustre-08-layout-outside-mount": "a path compared with the mount point; " + _COMPARISON,
+    "lustre-09-stripe-count": "counts the OSTs; " + _COMPARISON,
+    "lustre-10-stripe-align": "arithmetic on a size with units",
+    "lustre-11-component-order": _COMPARISON,
+    "lustre-12-last-component": "a property of the last list item",
+    "lustre-13-dom-placement": _COMPARISON,
+    "lustre-14-unknown-pool": _CROSS_REFERENCE,
+    "lustre-15-pool-ost": _CROSS_REFERENCE,
+    "lustre-16-unknown-profile": _CROSS_REFERENCE,
+    "lustre-17-tuning-range": _LUSTRE_TUNING,
+    "lustre-18-tuning-place": _LUSTRE_TUNING,
+    "lustre-19-pages-per-rpc": _COMPARISON,
+    "lustre-21-quota-project": "a path compared with the mount point, per quota type",
     "77-accounting-dropped": "settings and a role that need another section",
     "79-system-reserve-all-cores": _COMPARISON,
     "80-qos-without-accounting": "a setting that needs another section",

@@ -12,19 +12,22 @@ from dataclasses import dataclass
 from typing import Literal
 
 # What applying a changed file needs, from least to most disruptive.
-Action = Literal["nothing", "reconfigure", "restart", "reboot", "remount", "reformat"]
+Action = Literal["nothing", "set_param", "reconfigure", "restart", "reboot", "remount", "reformat"]
 
 
 @dataclass(frozen=True)
 class Change:
-    """What a change to an installed file requires: `restart` names the service,
-    `reconfigure` the daemon that is told to reread its configuration."""
+    """What a change to an installed file requires, and of what: `restart` names the
+    service, `reconfigure` the daemon told to reread its configuration, `remount`
+    the file system whose mounts are remounted, `set_param` the file system whose
+    settings are applied again (lctl set_param), `reformat` the one target that
+    must be destroyed and formatted again (DESTRUCTIVE; never done by a handler)."""
 
     action: Action
     service: str | None = None
 
     def __post_init__(self) -> None:
-        needs_service = self.action in ("restart", "reconfigure")
+        needs_service = self.action not in ("nothing", "reboot")
         if needs_service != (self.service is not None):
             raise ValueError(
                 f"a {self.action} change {'needs' if needs_service else 'takes no'} service"

@@ -212,6 +212,86 @@ STORAGE_UNKNOWN_NODE = Code(
 STORAGE_UNKNOWN_ROLE = Code(
     "storage.unknown-role", "error", "a Lustre client role that is not known"
 )
+STORAGE_DUPLICATE_INDEX = Code(
+    "storage.duplicate-index", "error", "two MDTs or two OSTs share an index"
+)
+STORAGE_TARGET_ROLE = Code(
+    "storage.target-role",
+    "error",
+    "a target's node or failover node lacks the role (lustre_mgs, lustre_mds, lustre_oss)",
+)
+STORAGE_NID_NETWORK = Code(
+    "storage.nid-network",
+    "error",
+    "a server has no interface on the LNet network of its NID, or no fabric address",
+)
+STORAGE_DEVICE_NOT_ABSOLUTE = Code(
+    "storage.device-not-absolute", "error", "an ldiskfs target's device is not a /dev path"
+)
+STORAGE_DEVICE_KERNEL_NAME = Code(
+    "storage.device-kernel-name",
+    "warning",
+    "a device named like /dev/sdX, which can change at boot; use /dev/disk/by-id/",
+)
+STORAGE_ZFS_DATASET = Code(
+    "storage.zfs-dataset", "error", "a zfs target's device is not pool/dataset"
+)
+STORAGE_ZFS_ON_LDISKFS = Code(
+    "storage.zfs-on-ldiskfs", "error", "zpool or dataset settings on an ldiskfs file system"
+)
+STORAGE_LAYOUT_OUTSIDE_MOUNT = Code(
+    "storage.layout-outside-mount", "error", "a layout directory that is not under the mount"
+)
+STORAGE_STRIPE_COUNT = Code(
+    "storage.stripe-count", "error", "a stripe count above the OSTs there are (or in the pool)"
+)
+STORAGE_STRIPE_ALIGN = Code(
+    "storage.stripe-align",
+    "error",
+    "a stripe size or component end that is not a multiple of 64 KiB (or not below 4 GiB)",
+)
+STORAGE_COMPONENT_ORDER = Code(
+    "storage.component-order", "error", "layout component ends that do not ascend"
+)
+STORAGE_LAST_COMPONENT = Code(
+    "storage.last-component", "error", "a layout whose last component does not end at eof"
+)
+STORAGE_DOM_PLACEMENT = Code(
+    "storage.dom-placement",
+    "error",
+    "a Data-on-MDT component that is not the first or exceeds the MDT's DoM limit",
+)
+STORAGE_UNKNOWN_POOL = Code(
+    "storage.unknown-pool", "error", "a layout names an OST pool that is not defined"
+)
+STORAGE_POOL_OST = Code("storage.pool-ost", "error", "an OST pool lists an OST index not defined")
+STORAGE_UNKNOWN_PROFILE = Code(
+    "storage.unknown-profile", "error", "LNet interfaces for a hardware profile not defined"
+)
+STORAGE_TUNING_UNKNOWN = Code(
+    "storage.tuning-unknown",
+    "warning",
+    "a tuning parameter clustergen does not know; it is applied unchecked",
+)
+STORAGE_TUNING_RANGE = Code(
+    "storage.tuning-range", "error", "a tuning value outside the parameter's range"
+)
+STORAGE_TUNING_PLACE = Code(
+    "storage.tuning-place",
+    "error",
+    "a server parameter in client_tuning (set it in persistent_tuning)",
+)
+STORAGE_QUOTA_PROJECT = Code(
+    "storage.quota-project",
+    "error",
+    "a project quota without a numeric id and a directory under the mount, or a path on "
+    "a user or group quota",
+)
+STORAGE_PAGES_PER_RPC = Code(
+    "storage.pages-per-rpc",
+    "error",
+    "osc max_pages_per_rpc above the servers' obdfilter brw_size",
+)
 
 # software
 SOFTWARE_NO_CUDA_12_7 = Code("software.no-cuda-12-7", "error", "CUDA 12.7 was never released")

@@ -3,7 +3,7 @@
 The plan compares what the spec renders with the tree on disk (the last applied
 render) and says, most severe first, what each difference needs on the nodes:
 nothing, `scontrol reconfigure`, a restart of a named service on named nodes, a
-rolling driver upgrade (drain, install, reboot, resume) in batches, a remount, or a
+rolling upgrade (drain, install, reboot, resume) in batches, a remount, or a
 DESTRUCTIVE reformat. It knows no family's files: every rendered artifact declares
 its install metadata (group, destination, what a change needs), the old tree's
 manifest keeps that metadata for files no longer rendered, and each package
@@ -31,7 +31,14 @@ from clustergen.write import MANIFEST, Installed, manifest_entries
 from clustergen.write import plan as file_changes
 
 # Most severe first; the plan lists steps in this order.
-SEVERITY: tuple[Action, ...] = ("reformat", "reboot", "restart", "remount", "reconfigure")
+SEVERITY: tuple[Action, ...] = (
+    "reformat",
+    "reboot",
+    "restart",
+    "remount",
+    "set_param",
+    "reconfigure",
+)
 # From Slurm 23.11, `scontrol reconfigure` takes node additions and removals;
 # before, slurmctld and every slurmd must restart to see them.
 NODES_BY_RECONFIGURE = (23, 11)
@@ -50,6 +57,7 @@ class Step:
 
 @dataclass(frozen=True)
 class PackageChange:
+    title: str  # the concern's, e.g. "NVIDIA driver"
     package: str
     old: str | None  # None: newly pinned
     new: str | None  # None: no longer pinned
@@ -60,7 +68,7 @@ class Plan:
     spec: str
     tree: str
     steps: list[Step]
-    rollout: list[PackageChange]  # driver packages rolled out node by node
+    rollout: list[PackageChange]  # packages whose new version needs a reboot, node by node
     batches: list[list[str]]
     added: list[str]
     removed: list[str]
@@ -87,7 +95,7 @@ def make_plan(
     steps: dict[tuple[str, str | None, str | None], Step] = {}
 
     def step(change: Change, target: str | None, nodes: Iterable[str], reason: str) -> None:
-        key_target = target if change.action in ("remount", "reformat") else None
+        key_target = target if change.action == "reformat" else None
         key = (change.action, change.service, key_target)
         entry = steps.setdefault(key, Step(change.action, change.service, key_target))
         entry.nodes.update(nodes)
@@ -140,7 +148,7 @@ def make_plan(
         old_packages = _lock_packages(old_lock, concern.group)
         new_packages = cluster.pins.by_concern[concern.name]
         changed = [
-            PackageChange(name, old_packages.get(name), version)
+            PackageChange(concern.title, name, old_packages.get(name), version)
             for name, version in sorted(new_packages.items())
             if old_lock is not None and old_packages.get(name) != version
         ]
@@ -199,18 +207,19 @@ def make_plan(
 
 
 def _parse_change(installed: Installed) -> Change:
+    """The Change an old manifest wrote with Change.describe(); a line it cannot read
+    (a hand edit, an older clustergen) means nothing is known to be needed."""
     action, _, service = installed.change.partition(" ")
-    if action in ("restart", "reconfigure") and service:
-        return Change(action, service)  # type: ignore[arg-type]
-    if action in ("nothing", "reboot", "remount", "reformat"):
-        return Change(action)  # type: ignore[arg-type]
-    return Change("nothing")
+    try:
+        return Change(action, service or None)  # type: ignore[arg-type]
+    except ValueError:
+        return Change("nothing")
 
 
 def _described(change: PackageChange) -> str:
     if change.old is None:
-        return f"{change.package} {change.new} (newly pinned)"
-    return f"{change.package} {change.old} -> {change.new}"
+        return f"{change.title}: {change.package} {change.new} (newly pinned)"
+    return f"{change.title}: {change.package} {change.old} -> {change.new}"
 
 
 def _node_summary(added: set[str], removed: set[str]) -> str:
@@ -261,6 +270,7 @@ _HEADINGS = {
     "reboot": "Reboot",
     "restart": "Restart",
     "remount": "Remount",
+    "set_param": "Apply settings again (lctl set_param)",
     "reconfigure": "Reconfigure",
 }
 
@@ -283,7 +293,7 @@ def markdown(plan: Plan) -> str:
         size = max(len(batch) for batch in plan.batches)
         nodes = sum(len(batch) for batch in plan.batches)
         lines += [
-            f"### Rolling driver upgrade: {nodes} node(s) in {len(plan.batches)} "
+            f"### Rolling upgrade with reboots: {nodes} node(s) in {len(plan.batches)} "
             f"batch(es) of {size}",
             "",
             "Each batch is drained, upgraded, rebooted, checked and resumed before the next.",
@@ -331,10 +341,11 @@ def _section(action: Action, steps: list[Step]) -> list[str]:
     lines = [f"### {_HEADINGS[action]}", ""]
     for step in steps:
         what = {
-            "reformat": f"reformat `{step.target}`",
+            "reformat": f"reformat `{step.service}`",
             "reboot": "reboot",
             "restart": f"restart `{step.service}`",
-            "remount": f"remount `{step.target}`" if step.target else "remount",
+            "remount": f"remount `{step.service}`",
+            "set_param": f"set_param `{step.service}`",
             "reconfigure": f"reconfigure `{step.service}`",
         }[step.action]
         nodes = compress(sorted(step.nodes)) if step.nodes else "no running node"
@@ -360,7 +371,10 @@ def json_text(plan: Plan) -> str:
             for step in plan.steps
         ],
         "driver_rollout": {
-            "packages": [{"package": c.package, "old": c.old, "new": c.new} for c in plan.rollout],
+            "packages": [
+                {"concern": c.title, "package": c.package, "old": c.old, "new": c.new}
+                for c in plan.rollout
+            ],
             "batches": plan.batches,
         },
         "nodes": {

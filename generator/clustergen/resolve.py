@@ -19,6 +19,8 @@ from functools import cached_property
 from clustergen.catalog.packages import (
     GPU_GROUP,
     LUSTRE_CLIENT_GROUP,
+    LUSTRE_SERVER_GROUP,
+    LUSTRE_SERVER_ROLES,
     NVSWITCH_GROUP,
     SLURM_GROUP,
     SLURM_ROLES,
@@ -168,5 +170,8 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
         derived(NVSWITCH_GROUP, {hardware_group(n) for n in nvswitch_profiles}),
         derived(SLURM_GROUP, {role_group(r) for r in SLURM_ROLES}),
         derived(LUSTRE_CLIENT_GROUP, {role_group(r) for r in lustre_roles}),
+        derived(
+            LUSTRE_SERVER_GROUP, {role_group(r) for r in LUSTRE_SERVER_ROLES} if lustre else set()
+        ),
     ]
     return tuple(sorted(groups, key=lambda g: g.name))

@@ -55,13 +55,22 @@ GPU_GROUP = "nvidia_gpu"  # nodes whose hardware profile has GPUs
 NVSWITCH_GROUP = "nvswitch"  # nodes whose GPUs sit on NVSwitch (fabric manager)
 SLURM_GROUP = "slurm"  # every node with a Slurm role
 LUSTRE_CLIENT_GROUP = "lustre_client"  # nodes of the roles that mount Lustre
-DERIVED_GROUPS: tuple[str, ...] = (GPU_GROUP, NVSWITCH_GROUP, SLURM_GROUP, LUSTRE_CLIENT_GROUP)
+LUSTRE_SERVER_GROUP = "lustre_server"  # nodes with lustre_mgs, lustre_mds or lustre_oss
+LUSTRE_SERVER_ROLES: tuple[str, ...] = ("lustre_mgs", "lustre_mds", "lustre_oss")
+DERIVED_GROUPS: tuple[str, ...] = (
+    GPU_GROUP,
+    NVSWITCH_GROUP,
+    SLURM_GROUP,
+    LUSTRE_CLIENT_GROUP,
+    LUSTRE_SERVER_GROUP,
+)
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
     GPU_GROUP: "The pinned NVIDIA stack on every GPU node",
     NVSWITCH_GROUP: "NVIDIA fabric manager on NVSwitch nodes (equal to the driver)",
     SLURM_GROUP: "Every Slurm node",
     LUSTRE_CLIENT_GROUP: "Lustre clients",
+    LUSTRE_SERVER_GROUP: "Lustre servers (MGS, MDS, OSS)",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
@@ -221,6 +230,20 @@ def _lustre_client(family: PackageFamily, s: Software) -> Pins:
     return {"lustre-client": version, "kmod-lustre-client": version}
 
 
+def _lustre_server(family: PackageFamily, s: Software) -> Pins:
+    """Server utilities and modules with the ldiskfs OSD (Whamcloud's el9 server
+    RPMs; on apt, packages built from the Lustre source tree with its debs target)."""
+    if s.lustre is None:
+        return {}
+    if family == "apt":
+        version = f"{s.lustre}-1"
+        return {"lustre-server-utils": version, "lustre-server-modules-dkms": version}
+    version = f"{s.lustre}-1{_EL_DIST}"
+    return dict.fromkeys(
+        ("lustre", "kmod-lustre", "kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount"), version
+    )
+
+
 @dataclass(frozen=True)
 class Concern:
     """One part of the pinned stack: its packages, who gets them and which role
@@ -292,7 +315,15 @@ CONCERNS: tuple[Concern, ...] = (
         LUSTRE_CLIENT_GROUP,
         "lustre_client",
         _lustre_client,
-        change=Change("remount"),  # new client modules load once the file system is remounted
+        change=Change("remount", "lustre"),  # new client modules load on the next mount
+    ),
+    Concern(
+        "lustre_server",
+        "Lustre server",
+        LUSTRE_SERVER_GROUP,
+        "lustre_server",
+        _lustre_server,
+        change=Change("reboot"),  # new server modules load once the targets restart
     ),
 )
 

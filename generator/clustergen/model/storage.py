@@ -2,31 +2,92 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from clustergen.model.common import Hostname, Int, Size, StrictModel
-from clustergen.model.syntax import AbsolutePath, BlockDevice, LnetNetwork, LustreFsname
+from clustergen.model.syntax import (
+    AbsolutePath,
+    BlockDevice,
+    InterfaceName,
+    LnetNetwork,
+    LustreFsname,
+    Syntax,
+)
+
+# Options handed to mkfs.lustre or mount: one word each, no quoting games.
+OPTION = Syntax(r"^[A-Za-z0-9_.,:=/+@-]+$", "one option word: letters, digits and _.,:=/+@-")
+Option = Annotated[str, OPTION]
+POOL_NAME = Syntax(r"^[A-Za-z0-9_]{1,15}$", "1-15 letters, digits or '_'")
+PoolName = Annotated[str, POOL_NAME]
+NID = Syntax(r"^(?:[0-9]{1,3}\.){3}[0-9]{1,3}@(?:o2ib|tcp)[0-9]*$", "a NID such as 10.10.0.1@o2ib0")
+Nid = Annotated[str, NID]
+TUNING_KEY = Syntax(r"^[A-Za-z0-9_.*-]+$", "an lctl parameter such as osc.*.max_rpcs_in_flight")
+TuningKey = Annotated[str, TUNING_KEY]
+TUNING_VALUE = Syntax(r"^[A-Za-z0-9_.%:-]+$", "a parameter value: letters, digits and _.%:-")
+TuningValue = Annotated[str, TUNING_VALUE]
+MODE = Syntax(r"^0?[0-7]{3,4}$", "an octal mode such as 0775 or 2775")
+Mode = Annotated[str, MODE]
+OWNER = Syntax(r"^[a-z_][a-z0-9_-]*$", "a user or group name")
+Owner = Annotated[str, OWNER]
 
 
-class LustreMgs(StrictModel):
-    """The Lustre management target."""
+class ZfsPool(StrictModel):
+    """The zpool a zfs target's dataset lives in, created by the format script."""
 
-    node: Hostname = Field(description="Node that runs the MGS.")
-    device: BlockDevice = Field(
-        description="Block device (/dev/disk/by-id/... preferred) or zfs pool/dataset.",
+    vdev_type: Literal["stripe", "mirror", "raidz", "raidz2", "raidz3"] = Field(
+        description="Vdev layout: stripe (no redundancy), mirror, raidz, raidz2 or raidz3."
+    )
+    devices: list[BlockDevice] = Field(
+        min_length=1, description="Disks of the vdev (/dev/disk/by-id/... paths)."
+    )
+    ashift: Int = Field(default=12, ge=9, le=16, description="zpool ashift (12 = 4 KiB sectors).")
+
+
+class ZfsDataset(StrictModel):
+    """Properties of a zfs target's dataset."""
+
+    recordsize: Literal["128K", "256K", "512K", "1M", "2M", "4M", "8M", "16M"] | None = Field(
+        default=None, description="zfs recordsize (OSTs: 1M or more)."
+    )
+    compression: Literal["off", "lz4", "zstd", "gzip"] | None = Field(
+        default=None, description="zfs compression."
     )
 
 
-class LustreTarget(StrictModel):
+class ServerTarget(StrictModel):
+    """What the MGS, MDTs and OSTs share: service nodes, device and options."""
+
+    node: Hostname = Field(description="Server node of the target (primary service node).")
+    device: BlockDevice = Field(
+        description="ldiskfs: block device (/dev/disk/by-id/... preferred); zfs: pool/dataset.",
+    )
+    failover: list[Hostname] = Field(
+        default_factory=list,
+        description="Further service nodes that can mount the target (--servicenode); "
+        "the MGS's give clients their failover MGS NIDs.",
+    )
+    mkfs_options: list[Option] = Field(
+        default_factory=list, description="Extra mkfs.lustre options, one word each."
+    )
+    mount_options: list[Option] = Field(
+        default_factory=list, description="Server mount options of the target."
+    )
+    zpool: ZfsPool | None = Field(
+        default=None, description="zfs: the pool to create (omit when it exists)."
+    )
+    dataset: ZfsDataset | None = Field(default=None, description="zfs: dataset properties.")
+
+
+class LustreMgs(ServerTarget):
+    """The Lustre management target."""
+
+
+class LustreTarget(ServerTarget):
     """A Lustre MDT or OST."""
 
     index: Int = Field(ge=0, le=65535, description="Target index, unique per MDT and per OST.")
-    node: Hostname = Field(description="Server node of the target.")
-    device: BlockDevice = Field(
-        description="Block device (/dev/disk/by-id/... preferred) or zfs pool/dataset.",
-    )
 
 
 class LustreMount(StrictModel):
@@ -34,25 +95,100 @@ class LustreMount(StrictModel):
 
     path: AbsolutePath = Field(description="Client mount point.")
     clients: list[str] = Field(min_length=1, description="Roles whose nodes mount the file system.")
+    options: list[Option] = Field(
+        default_factory=list, description="Client mount options, e.g. flock, noatime."
+    )
+    fileset: AbsolutePath | None = Field(
+        default=None, description="Mount only this sub-directory of the file system."
+    )
+    method: Literal["systemd", "fstab"] = Field(
+        default="systemd", description="systemd mount unit (default) or an /etc/fstab line."
+    )
 
 
 class LayoutComponent(StrictModel):
     """One component of a progressive file layout."""
 
     end: Size | Literal["eof"] = Field(description="End of the component (e.g. 64MiB) or eof.")
-    stripe_count: Int = Field(ge=-1, le=2000, description="Stripe count; -1 = all OSTs.")
+    stripe_count: Int = Field(default=1, ge=-1, le=2000, description="Stripe count; -1 = all OSTs.")
     stripe_size: Size | None = Field(default=None, description="Stripe size, multiple of 64KiB.")
+    mdt: bool = Field(
+        default=False, description="Data-on-MDT: the first component's data lives on the MDT."
+    )
+    pool: PoolName | None = Field(default=None, description="OST pool of this component.")
 
 
 class LustreLayout(StrictModel):
-    """Default striping of one directory."""
+    """Default striping, ownership and mode of one directory."""
 
     path: AbsolutePath = Field(description="Directory under the mount point.")
     stripe_count: Int | None = Field(default=None, ge=-1, le=2000, description="lfs setstripe -c.")
     stripe_size: Size | None = Field(default=None, description="lfs setstripe -S.")
+    pool: PoolName | None = Field(default=None, description="lfs setstripe -p: the OST pool.")
     components: list[LayoutComponent] | None = Field(
         default=None, description="Progressive file layout components, ascending ends."
     )
+    owner: Owner | None = Field(default=None, description="Owner of the directory.")
+    group: Owner | None = Field(default=None, description="Group of the directory.")
+    mode: Mode | None = Field(default=None, description="Mode of the directory, e.g. 2775.")
+
+
+class OstPool(StrictModel):
+    """A named OST pool."""
+
+    name: PoolName = Field(description="Pool name.")
+    osts: list[Int] = Field(min_length=1, description="OST indices in the pool.")
+
+
+class LnetNet(StrictModel):
+    """One LNet network and the interfaces each hardware profile puts on it."""
+
+    name: LnetNetwork = Field(description="LNet network, e.g. o2ib0 or tcp0.")
+    interfaces: dict[str, list[InterfaceName]] = Field(
+        description="Hardware profile -> interfaces on this network (two or more: multi-rail).",
+    )
+
+
+class LnetRoute(StrictModel):
+    """A route to a remote LNet network through a router NID."""
+
+    net: LnetNetwork = Field(description="Remote network.")
+    gateway: Nid = Field(description="Router NID on a local network.")
+    hops: Int = Field(default=1, ge=1, le=255, description="Hop count.")
+
+
+class LndTunables(StrictModel):
+    """ko2iblnd / ksocklnd tunables."""
+
+    peer_credits: Int | None = Field(default=None, ge=1, le=255, description="peer_credits.")
+    credits: Int | None = Field(default=None, ge=1, le=65535, description="credits.")
+    conns_per_peer: Int | None = Field(default=None, ge=1, le=127, description="conns_per_peer.")
+
+
+class JobStats(StrictModel):
+    """Tag I/O with the Slurm job ID (lctl jobid_var / jobid_name)."""
+
+    jobid_var: Literal["SLURM_JOB_ID", "procname_uid", "nodelocal", "disable"] = Field(
+        default="SLURM_JOB_ID", description="jobid_var: where the job ID comes from."
+    )
+    jobid_name: TuningValue = Field(
+        default="%j", description="jobid_name, used when jobid_var is nodelocal or unset."
+    )
+
+
+class Quota(StrictModel):
+    """One quota: a user's or group's on the file system, or a project's on a
+    directory tree (the directory gets the project ID, inherited below it)."""
+
+    type: Literal["user", "group", "project"] = Field(description="user, group or project.")
+    id: Owner | Int = Field(description="User or group name (or number); project: its number.")
+    path: AbsolutePath | None = Field(
+        default=None, description="project: the directory under the mount it covers."
+    )
+    block_soft: Size | None = Field(default=None, description="Soft block limit, e.g. 900GiB.")
+    block_hard: Size | None = Field(default=None, description="Hard block limit, e.g. 1TiB.")
+    inode_soft: Int | None = Field(default=None, ge=0, description="Soft limit on files.")
+    inode_hard: Int | None = Field(default=None, ge=0, description="Hard limit on files.")
 
 
 class Lustre(StrictModel):
@@ -70,11 +206,32 @@ class Lustre(StrictModel):
     mdts: list[LustreTarget] = Field(min_length=1, description="Metadata targets.")
     osts: list[LustreTarget] = Field(min_length=1, description="Object storage targets.")
     mount: LustreMount = Field(description="Where and on which roles clients mount it.")
+    networks: list[LnetNet] = Field(
+        default_factory=list,
+        description="LNet networks; default: the lnet network on each profile's fabric interface.",
+    )
+    routes: list[LnetRoute] = Field(default_factory=list, description="LNet routes.")
+    lnd_tunables: LndTunables | None = Field(
+        default=None, description="ko2iblnd (o2ib) or ksocklnd (tcp) tunables."
+    )
+    dom_limit: Size = Field(
+        default="1MiB", description="The MDTs' Data-on-MDT limit (lod.*.dom_stripesize)."
+    )
+    pools: list[OstPool] = Field(default_factory=list, description="OST pools.")
     layouts: list[LustreLayout] = Field(
         default_factory=list, description="Default striping per directory."
     )
-    client_tuning: dict[str, int | str] = Field(
+    client_tuning: dict[TuningKey, int | TuningValue] = Field(
         default_factory=dict, description="lctl set_param values applied on clients."
+    )
+    persistent_tuning: dict[TuningKey, int | TuningValue] = Field(
+        default_factory=dict, description="lctl set_param -P values, set once on the MGS."
+    )
+    job_stats: JobStats | None = Field(
+        default=None, description="Tag I/O with Slurm job IDs (job stats)."
+    )
+    quotas: list[Quota] = Field(
+        default_factory=list, description="User, group and project (per directory) quotas."
     )
 
 

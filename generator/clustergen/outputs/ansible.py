@@ -250,15 +250,14 @@ def _install_entry(family: str, path: str, install: Install) -> dict[str, str | 
 
 def handler_name(install: Install) -> str | None:
     """The handler a change notifies: roles name theirs 'Restart <service>',
-    'Reconfigure <daemon>', 'Reboot', 'Remount <path>'."""
+    'Reconfigure <daemon>', 'Remount <file system>', 'Set_param <file system>',
+    'Reboot', and 'Reformat' (which only reports: a reformat is never automatic)."""
     change = install.change
     if change.action == "nothing":
         return None
-    if change.action in ("restart", "reconfigure"):
-        return f"{change.action.capitalize()} {change.service}"
-    if change.action == "remount":
-        return f"Remount {install.dest}"
-    return change.action.capitalize()
+    if change.action in ("reboot", "reformat"):
+        return change.action.capitalize()
+    return f"{change.action.capitalize()} {change.service}"
 
 
 def _all_vars(cluster: Cluster) -> GroupVars:
