@@ -140,7 +140,8 @@ def test_every_code_is_produced_by_a_case_a_change_or_is_listed() -> None:
 
 
 def test_the_reference_spec_has_no_problems() -> None:
-    assert _codes_for(_reference()) == set()
+    # Its GPU profile has no topology table: a warning says what that loses (issue 9).
+    assert _codes_for(_reference()) == {"hardware.topology-missing"}
 
 
 @pytest.mark.parametrize("code", sorted(PRODUCED_BY_CHANGE))

@@ -43,6 +43,10 @@ _SLURM_VERSION = (
 )
 _TOPOLOGY = "a property of the whole switch graph"
 _PINS = "package overrides are compared with the versions clustergen derives"
+_NCCL_TABLE = (
+    "values are judged per variable by catalog/nccl_vars.py; the schema leaves nccl.env open "
+    "so that a name NCCL adds later only warns"
+)
 
 # Each invalid case the schema cannot reject, with the reason. A case the schema
 # starts to reject must leave this list (the test below says so).
@@ -92,6 +96,17 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "63-package-unknown-name": "package names depend on software.os; " + _PINS,
     "64-package-version-disagrees": _PINS,
     "77-accounting-dropped": "settings and a role that need another section",
+    "79-topology-gpu-index-twice": "counts across list items against gpu.count",
+    "80-topology-cores-beyond-cpus": _COMPARISON,
+    "81-topology-numa-beyond-sockets": _COMPARISON,
+    "82-topology-unknown-hca": _CROSS_REFERENCE,
+    "83-topology-hcas-differ-from-fabric-hcas": _CROSS_REFERENCE,
+    "84-nccl-timeout-out-of-range": _NCCL_TABLE,
+    "85-nccl-hca-list-bad-prefix": _NCCL_TABLE,
+    "86-nccl-unknown-hca": _CROSS_REFERENCE,
+    "87-nccl-not-an-nccl-name": _NCCL_TABLE,
+    "88-nccl-debug-enum": _NCCL_TABLE,
+    "89-roce-without-traffic-class": "a setting that depends on the fabric type",
 }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from clustergen.checks import (
     addresses,
     hardware,
+    nccl,
     packages,
     references,
     slurm,
@@ -51,6 +52,8 @@ CHECKS: tuple[Check, ...] = (
     _check(topology.check, "network", "hardware", "nodes"),
     _check(packages.pins, "software"),
     _check(packages.groups, "cluster", "hardware"),
+    _check(nccl.settings, "nccl", "hardware", "network", "nodes", "slurm"),
+    _check(nccl.topology, "nccl", "hardware", "nodes"),
 )
 
 

@@ -19,6 +19,7 @@ from clustergen.model.common import (
     keys_set,
     when_equal,
 )
+from clustergen.model.nccl import NcclSettings
 from clustergen.model.syntax import DatabaseWord, SlurmName, VariableName
 
 # One word of a slurm.conf value list: nothing that would split or end the value.
@@ -70,6 +71,11 @@ class Partition(StrictModel):
     def_mem_per_gpu_mib: Int | None = Field(default=None, ge=1, description="DefMemPerGPU in MiB.")
     preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] | None = Field(
         default=None, description="PreemptMode of this partition."
+    )
+    nccl: NcclSettings | None = Field(
+        default=None,
+        description="NCCL settings for jobs in this partition (its acceptance jobs' "
+        "environment), over the profile's and the global ones.",
     )
 
 
