@@ -51,9 +51,8 @@ def test_mixed_fleet_has_one_hca_list_per_profile_and_leaves_storage_hcas_out() 
 
 def test_every_line_names_its_source() -> None:
     cluster = _cluster(str(DATA / "mixed-fleet.yaml"))
-    sources = {
-        s.name: s.source for e in derive_nccl(cluster) if e.profile == "hgx-h100" for s in e.settings
-    }
+    entry = next(e for e in derive_nccl(cluster) if e.profile == "hgx-h100")
+    sources = {s.name: s.source for s in entry.settings}
     assert sources == {
         "NCCL_DEBUG": "nccl.debug",
         "NCCL_IB_HCA": "hardware.hgx-h100.topology.hcas (role compute); "
