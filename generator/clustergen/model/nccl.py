@@ -38,6 +38,20 @@ class AcceptanceTools(StrictModel):
         default="/usr/bin/ib_write_bw", description="perftest's ib_write_bw."
     )
     dcgmi: AbsolutePath = Field(default="/usr/bin/dcgmi", description="DCGM's dcgmi.")
+    busbw_fraction: float = Field(
+        default=0.75,
+        gt=0,
+        le=1,
+        description="nccl-allreduce passes when bus bandwidth reaches this fraction of the "
+        "node's compute HCAs x the fabric's link rate.",
+    )
+    rail_fraction: float = Field(
+        default=0.9,
+        gt=0,
+        le=1,
+        description="ib-rails passes a rail whose ib_write_bw average reaches this fraction "
+        "of the link rate.",
+    )
 
 
 class Nccl(NcclSettings):
