@@ -344,7 +344,7 @@ SLURM_FAIRSHARE_WITHOUT_ACCOUNTING = Code(
 HARDWARE_TOPOLOGY_MISSING = Code(
     "hardware.topology-missing",
     "warning",
-    "a GPU compute profile without a topology table: no gres.conf Cores= and no per-rail tests",
+    "a GPU compute profile without a topology table: no gres.conf Cores= (GPU-CPU affinity)",
 )
 HARDWARE_TOPOLOGY_GPU_INDEX = Code(
     "hardware.topology-gpu-index",

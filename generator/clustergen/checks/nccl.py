@@ -148,9 +148,8 @@ def topology(cluster: Cluster) -> list[Problem]:
                         codes.HARDWARE_TOPOLOGY_MISSING,
                         ("hardware", name),
                         f"GPU profile '{name}' has no topology table, so gres.conf has no "
-                        "Cores= (jobs get no GPU-CPU affinity), NCCL_IB_HCA comes from "
-                        "fabric_hcas without rail roles, and no per-rail acceptance test is "
-                        "rendered",
+                        "Cores= (jobs get no GPU-CPU affinity), and NCCL_IB_HCA and the ib-rails "
+                        "job take fabric_hcas as they stand, with no rail told from a storage HCA",
                         at="key",
                     )
                 )
