@@ -51,6 +51,25 @@ hardware:
     fabric_hcas: [mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7]
     interfaces: {{management: eno1, fabric: ib0}}
     power: {{max_watts: {node_watts}, psu_count: 6, psu_watts: 3000, redundant_psus: 2}}
+    topology:
+      hcas:
+        - {{name: mlx5_0, numa_node: 0, role: compute}}
+        - {{name: mlx5_1, numa_node: 0, role: compute}}
+        - {{name: mlx5_2, numa_node: 0, role: compute}}
+        - {{name: mlx5_3, numa_node: 0, role: compute}}
+        - {{name: mlx5_4, numa_node: 1, role: compute}}
+        - {{name: mlx5_5, numa_node: 1, role: compute}}
+        - {{name: mlx5_6, numa_node: 1, role: compute}}
+        - {{name: mlx5_7, numa_node: 1, role: compute}}
+      gpus:
+        - {{index: 0, numa_node: 0, cores: 0-15, hca: mlx5_0}}
+        - {{index: 1, numa_node: 0, cores: 16-31, hca: mlx5_1}}
+        - {{index: 2, numa_node: 0, cores: 32-47, hca: mlx5_2}}
+        - {{index: 3, numa_node: 0, cores: 48-63, hca: mlx5_3}}
+        - {{index: 4, numa_node: 1, cores: 64-79, hca: mlx5_4}}
+        - {{index: 5, numa_node: 1, cores: 80-95, hca: mlx5_5}}
+        - {{index: 6, numa_node: 1, cores: 96-111, hca: mlx5_6}}
+        - {{index: 7, numa_node: 1, cores: 112-127, hca: mlx5_7}}
   head-server:
     rack_units: 1
     cpu: {{sockets: 2, cores_per_socket: 16, threads_per_core: 2}}

@@ -19,10 +19,12 @@ from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 from clustergen.write import with_manifest
 
-from support.paths import GOLDEN, REFERENCE_SPECS
+from support.paths import DATA, GOLDEN, REFERENCE_SPECS
 from support.trees import generated_only, site_sources, tree_on_disk
 
 REFRESH = "pytest tests/test_golden.py --update-golden"
+# The reference specs, and a mixed A100/H100 fleet for the per-profile NCCL files.
+GOLDEN_SPECS = [*REFERENCE_SPECS, DATA / "mixed-fleet.yaml"]
 
 
 def rendered_tree(spec_path: Path) -> dict[str, str]:
@@ -32,7 +34,7 @@ def rendered_tree(spec_path: Path) -> dict[str, str]:
     return {path: f.text for path, f in with_manifest(render_all(cluster)).items()}
 
 
-@pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("spec_path", GOLDEN_SPECS, ids=lambda p: p.stem)
 def test_rendered_tree_matches_golden(spec_path: Path, update_golden: bool) -> None:
     golden_dir = GOLDEN / spec_path.stem
     rendered = generated_only(rendered_tree(spec_path))

@@ -47,6 +47,10 @@ _LUSTRE_BACKEND = (
 )
 _LUSTRE_TUNING = "the parameter table (catalog/lustre.py) with ranges and places per key"
 _PINS = "package overrides are compared with the versions clustergen derives"
+_NCCL_TABLE = (
+    "values are judged per variable by catalog/nccl_vars.py; the schema leaves nccl.env open "
+    "so that a name NCCL adds later only warns"
+)
 
 # Each invalid case the schema cannot reject, with the reason. A case the schema
 # starts to reject must leave this list (the test below says so).
@@ -124,6 +128,17 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "84-enforce-without-qos": "a slurm.options value judged against other settings",
     "85-ha-controllers-local-state": "counts the hosts of hostlist expressions",
     "86-billing-without-accounting": "a setting that needs another section",
+    "nccl-01-topology-gpu-index-twice": "counts across list items against gpu.count",
+    "nccl-02-topology-cores-beyond-cpus": _COMPARISON,
+    "nccl-03-topology-numa-beyond-sockets": _COMPARISON,
+    "nccl-04-topology-unknown-hca": _CROSS_REFERENCE,
+    "nccl-05-topology-hcas-differ-from-fabric-hcas": _CROSS_REFERENCE,
+    "nccl-06-nccl-timeout-out-of-range": _NCCL_TABLE,
+    "nccl-07-nccl-hca-list-bad-prefix": _NCCL_TABLE,
+    "nccl-08-nccl-unknown-hca": _CROSS_REFERENCE,
+    "nccl-09-nccl-not-an-nccl-name": _NCCL_TABLE,
+    "nccl-10-nccl-debug-enum": _NCCL_TABLE,
+    "nccl-11-roce-without-traffic-class": "a setting that depends on the fabric type",
 }
 
 

@@ -460,6 +460,53 @@ SLURM_UNKILLABLE_BELOW_MESSAGE_TIMEOUT = Code(
 )
 
 
+# hardware topology and nccl
+HARDWARE_TOPOLOGY_MISSING = Code(
+    "hardware.topology-missing",
+    "warning",
+    "a GPU compute profile without a topology table: no gres.conf Cores= (GPU-CPU affinity)",
+)
+HARDWARE_TOPOLOGY_GPU_INDEX = Code(
+    "hardware.topology-gpu-index",
+    "error",
+    "the topology table does not list every GPU index from 0 to count-1 exactly once",
+)
+HARDWARE_TOPOLOGY_CORES = Code(
+    "hardware.topology-cores", "error", "a GPU's cores lie outside the profile's CPU cores"
+)
+HARDWARE_TOPOLOGY_NUMA = Code(
+    "hardware.topology-numa", "error", "a NUMA node outside the range of the profile's sockets"
+)
+HARDWARE_TOPOLOGY_UNKNOWN_HCA = Code(
+    "hardware.topology-unknown-hca", "error", "a GPU's nearest HCA is not in the topology's HCAs"
+)
+HARDWARE_TOPOLOGY_HCAS_DIFFER = Code(
+    "hardware.topology-hcas-differ",
+    "error",
+    "fabric_hcas and the topology table's compute HCAs name different devices",
+)
+NCCL_UNKNOWN_VARIABLE = Code(
+    "nccl.unknown-variable", "warning", "an NCCL_* name NCCL's documentation does not list"
+)
+NCCL_NOT_NCCL_VARIABLE = Code(
+    "nccl.not-nccl-variable", "error", "an nccl env entry whose name does not start with NCCL_"
+)
+NCCL_BAD_VALUE = Code(
+    "nccl.bad-value", "error", "an NCCL value outside the variable's documented syntax or range"
+)
+NCCL_UNKNOWN_HCA = Code(
+    "nccl.unknown-hca", "error", "NCCL settings name an HCA the hardware profile does not have"
+)
+NCCL_ROCE_SETTINGS_MISSING = Code(
+    "nccl.roce-settings-missing",
+    "error",
+    "a RoCE fabric without network.fabric.roce gid_index and traffic_class",
+)
+NCCL_ROCE_SETTING_ON_INFINIBAND = Code(
+    "nccl.roce-setting-on-infiniband", "warning", "a RoCE-only NCCL setting on an InfiniBand fabric"
+)
+
+
 CODES: Mapping[str, Code] = MappingProxyType(
     {value.name: value for value in list(globals().values()) if isinstance(value, Code)}
 )

@@ -19,6 +19,7 @@ from clustergen.checks import (
     addresses,
     hardware,
     lustre,
+    nccl,
     packages,
     references,
     slurm,
@@ -57,6 +58,8 @@ CHECKS: tuple[Check, ...] = (
     _check(topology.check, "network", "hardware", "nodes"),
     _check(packages.pins, "software"),
     _check(packages.groups, "cluster", "hardware"),
+    _check(nccl.settings, "nccl", "hardware", "network", "nodes", "slurm"),
+    _check(nccl.topology, "nccl", "hardware", "nodes"),
 )
 
 

@@ -7,6 +7,8 @@ from pydantic import Field, ValidationInfo, field_validator
 from clustergen import codes
 from clustergen.codes import invalid
 from clustergen.model.common import Int, StrictModel
+from clustergen.model.gpu_topology import Topology
+from clustergen.model.nccl import NcclSettings
 from clustergen.model.syntax import GresType, InterfaceName
 
 
@@ -115,6 +117,14 @@ class HardwareProfile(StrictModel):
     )
     interfaces: Interfaces
     power: Power | None = Field(default=None, description="Power supplies and draw.")
+    topology: Topology | None = Field(
+        default=None,
+        description="GPU/CPU/HCA affinity table; without it no gres.conf Cores= and no "
+        "per-rail acceptance tests are rendered.",
+    )
+    nccl: NcclSettings | None = Field(
+        default=None, description="NCCL settings for this profile's nodes, over the global ones."
+    )
 
     @field_validator("reserved_memory_gib")
     @classmethod

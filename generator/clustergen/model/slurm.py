@@ -19,6 +19,7 @@ from clustergen.model.common import (
     keys_set,
     when_equal,
 )
+from clustergen.model.nccl import NcclSettings
 from clustergen.model.syntax import AbsolutePath, DatabaseWord, SlurmName, VariableName
 
 # One word of a slurm.conf value list: nothing that would split or end the value.
@@ -105,6 +106,11 @@ class Partition(StrictModel):
     )
     preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] | None = Field(
         default=None, description="PreemptMode of this partition."
+    )
+    nccl: NcclSettings | None = Field(
+        default=None,
+        description="NCCL settings for jobs in this partition (its acceptance jobs' "
+        "environment), over the profile's and the global ones.",
     )
 
 

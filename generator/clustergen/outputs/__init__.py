@@ -9,11 +9,16 @@ from collections.abc import Callable
 import jinja2
 
 from clustergen.artifacts import Artifact
-from clustergen.outputs import lustre, slurm
+from clustergen.outputs import acceptance, lustre, nccl, slurm
 from clustergen.resolve import Cluster
 
 Family = Callable[[Cluster, jinja2.Environment], list[Artifact]]
 
 # The content families, by name: the name is the family's directory in the output
 # tree and the value of `family` in the install lists Ansible reads.
-FAMILIES: dict[str, Family] = {"slurm": slurm.render, "lustre": lustre.render}
+FAMILIES: dict[str, Family] = {
+    "slurm": slurm.render,
+    "lustre": lustre.render,
+    "nccl": nccl.render,
+    "acceptance": acceptance.render,
+}

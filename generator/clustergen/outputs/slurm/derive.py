@@ -83,6 +83,7 @@ class GresLine:
     names: str
     gres_type: str
     files: str
+    cores: str | None = None  # Cores= from the profile's topology table, one line per GPU
 
 
 @dataclass(frozen=True)
@@ -563,8 +564,15 @@ def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
         profile = members[0].hardware
         assert profile.gpu is not None
         count = profile.gpu.count
+        names, kind = compress([h.name for h in members]), str(gres_type(profile))
+        if profile.topology is not None and profile.topology.gpus:
+            lines += [
+                GresLine(names, kind, f"/dev/nvidia{gpu.index}", gpu.cores)
+                for gpu in sorted(profile.topology.gpus, key=lambda g: g.index)
+            ]
+            continue
         files = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
-        lines.append(GresLine(compress([h.name for h in members]), str(gres_type(profile)), files))
+        lines.append(GresLine(names, kind, files))
     return lines
 
 

@@ -1,0 +1,223 @@
+"""NCCL settings against NCCL's documented variables and the hardware; the topology table."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from clustergen import codes
+from clustergen.catalog.nccl_vars import (
+    NCCL_VARIABLES,
+    ROCE_ONLY,
+    parse_interface_list,
+    value_problem,
+)
+from clustergen.errors import Problem, SpecPath
+from clustergen.model.gpu_topology import core_ids
+from clustergen.model.hardware import HardwareProfile
+from clustergen.model.nccl import NcclSettings
+from clustergen.resolve import Cluster
+from clustergen.suggest import did_you_mean
+
+
+def profile_hcas(profile: HardwareProfile) -> list[str]:
+    """The HCA names a profile has: the topology table's, else fabric_hcas."""
+    if profile.topology is not None:
+        return [hca.name for hca in profile.topology.hcas]
+    return list(profile.fabric_hcas)
+
+
+def _settings(cluster: Cluster) -> Iterator[tuple[SpecPath, NcclSettings, list[str]]]:
+    """Every NCCL settings block with its path and the profiles whose nodes it reaches."""
+    spec = cluster.spec
+    gpu_profiles = [name for name, p in spec.hardware.items() if p.gpu is not None]
+    if spec.nccl is not None:
+        yield ("nccl",), spec.nccl, gpu_profiles
+    for name, profile in spec.hardware.items():
+        if profile.nccl is not None:
+            yield ("hardware", name, "nccl"), profile.nccl, [name]
+    for index, partition in enumerate(spec.slurm.partitions):
+        if partition.nccl is not None:
+            members = cluster.partition_nodes[index]
+            names = sorted({h.hardware_name for h in cluster.hosts if h.name in members})
+            yield ("slurm", "partitions", index, "nccl"), partition.nccl, names
+
+
+def settings(cluster: Cluster) -> list[Problem]:
+    """Names and values of the env entries; HCAs named exist; RoCE-only names on InfiniBand."""
+    spec = cluster.spec
+    fabric = spec.network.fabric
+    problems = []
+    for path, block, profiles in _settings(cluster):
+        for name, value in block.env.items():
+            where = (*path, "env", name)
+            if not name.startswith("NCCL_"):
+                problems.append(
+                    Problem(
+                        codes.NCCL_NOT_NCCL_VARIABLE,
+                        where,
+                        f"'{name}' is not an NCCL variable; nccl.env holds NCCL_* names only",
+                        at="key",
+                    )
+                )
+                continue
+            syntax = NCCL_VARIABLES.get(name)
+            if syntax is None:
+                problems.append(
+                    Problem(
+                        codes.NCCL_UNKNOWN_VARIABLE,
+                        where,
+                        f"'{name}' is not in NCCL's documented variables"
+                        f"{did_you_mean(name, NCCL_VARIABLES)}; it is written as given",
+                        at="key",
+                    )
+                )
+                continue
+            why = value_problem(syntax, value)
+            if why is not None:
+                problems.append(Problem(codes.NCCL_BAD_VALUE, where, f"{name}: {why}"))
+                continue
+            if fabric is not None and fabric.type == "infiniband" and name in ROCE_ONLY:
+                problems.append(
+                    Problem(
+                        codes.NCCL_ROCE_SETTING_ON_INFINIBAND,
+                        where,
+                        f"{name} only applies to RoCE; the fabric is InfiniBand",
+                        at="key",
+                    )
+                )
+            if name == "NCCL_IB_HCA":
+                problems.extend(_hcas_exist(cluster, where, str(value), profiles))
+    if fabric is not None and fabric.type == "roce":
+        missing = (
+            ["gid_index", "traffic_class"]
+            if fabric.roce is None
+            else ["traffic_class"]
+            if fabric.roce.traffic_class is None
+            else []
+        )
+        if missing:
+            problems.append(
+                Problem(
+                    codes.NCCL_ROCE_SETTINGS_MISSING,
+                    ("network", "fabric") if fabric.roce is None else ("network", "fabric", "roce"),
+                    f"a RoCE fabric needs roce {' and '.join(missing)} (NCCL_IB_GID_INDEX, "
+                    "NCCL_IB_TC): with the wrong GID NCCL falls back to TCP sockets",
+                    at="key",
+                )
+            )
+    return problems
+
+
+def _hcas_exist(
+    cluster: Cluster, where: SpecPath, value: str, profiles: list[str]
+) -> list[Problem]:
+    parsed = parse_interface_list(value)
+    if isinstance(parsed, str):
+        return []
+    exact = parsed[1]
+    problems = []
+    for profile_name in profiles:
+        have = profile_hcas(cluster.spec.hardware[profile_name])
+        for hca, _ in parsed[2]:
+            known = hca in have if exact else any(h.startswith(hca) for h in have)
+            if not known:
+                problems.append(
+                    Problem(
+                        codes.NCCL_UNKNOWN_HCA,
+                        where,
+                        f"NCCL_IB_HCA names '{hca}', which profile '{profile_name}' does not "
+                        f"have{did_you_mean(hca, have)}; its HCAs: {', '.join(have) or 'none'}",
+                    )
+                )
+    return problems
+
+
+def topology(cluster: Cluster) -> list[Problem]:
+    """The topology table against the profile; its absence on GPU compute profiles when the
+    spec asks for NCCL settings (the `nccl` section), whose HCA list and rail tests it feeds."""
+    spec = cluster.spec
+    compute_profiles = {h.hardware_name for h in cluster.hosts if h.is_slurm_compute}
+    problems = []
+    for name, profile in spec.hardware.items():
+        table = profile.topology
+        if table is None:
+            if spec.nccl is not None and profile.gpu is not None and name in compute_profiles:
+                problems.append(
+                    Problem(
+                        codes.HARDWARE_TOPOLOGY_MISSING,
+                        ("hardware", name),
+                        f"GPU profile '{name}' has no topology table, so gres.conf has no "
+                        "Cores= (jobs get no GPU-CPU affinity), and NCCL_IB_HCA and the ib-rails "
+                        "job take fabric_hcas as they stand, with no rail told from a storage HCA",
+                        at="key",
+                    )
+                )
+            continue
+        base = ("hardware", name, "topology")
+        hca_names = [hca.name for hca in table.hcas]
+        for i, hca in enumerate(table.hcas):
+            if hca.numa_node >= profile.cpu.sockets:
+                problems.append(_numa((*base, "hcas", i, "numa_node"), hca.numa_node, profile))
+        compute = [hca.name for hca in table.hcas if hca.role == "compute"]
+        if profile.fabric_hcas and sorted(profile.fabric_hcas) != sorted(compute):
+            problems.append(
+                Problem(
+                    codes.HARDWARE_TOPOLOGY_HCAS_DIFFER,
+                    ("hardware", name, "fabric_hcas"),
+                    f"fabric_hcas ({', '.join(profile.fabric_hcas)}) differ from the topology "
+                    f"table's compute HCAs ({', '.join(compute) or 'none'})",
+                )
+            )
+        count = profile.gpu.count if profile.gpu is not None else 0
+        seen = Counter(gpu.index for gpu in table.gpus)
+        wrong = sorted(i for i in seen if i >= count or seen[i] > 1)
+        missing = sorted(set(range(count)) - set(seen))
+        if wrong or missing:
+            problems.append(
+                Problem(
+                    codes.HARDWARE_TOPOLOGY_GPU_INDEX,
+                    (*base, "gpus"),
+                    f"the table must list GPU indexes 0-{count - 1} once each"
+                    + (f"; missing {', '.join(map(str, missing))}" if missing else "")
+                    + (
+                        f"; duplicated or beyond the count: {', '.join(map(str, wrong))}"
+                        if wrong
+                        else ""
+                    ),
+                )
+            )
+        cores = profile.cpu.sockets * profile.cpu.cores_per_socket
+        for i, gpu in enumerate(table.gpus):
+            here = (*base, "gpus", i)
+            outside = [c for c in core_ids(gpu.cores) if c >= cores]
+            if outside:
+                problems.append(
+                    Problem(
+                        codes.HARDWARE_TOPOLOGY_CORES,
+                        (*here, "cores"),
+                        f"core {outside[0]} is beyond the profile's {cores} cores (Slurm core "
+                        f"IDs 0-{cores - 1}: sockets x cores_per_socket)",
+                    )
+                )
+            if gpu.numa_node >= profile.cpu.sockets:
+                problems.append(_numa((*here, "numa_node"), gpu.numa_node, profile))
+            if gpu.hca not in hca_names:
+                problems.append(
+                    Problem(
+                        codes.HARDWARE_TOPOLOGY_UNKNOWN_HCA,
+                        (*here, "hca"),
+                        f"'{gpu.hca}' is not one of the table's HCAs"
+                        f"{did_you_mean(gpu.hca, hca_names)}: {', '.join(hca_names)}",
+                    )
+                )
+    return problems
+
+
+def _numa(path: SpecPath, numa: int, profile: HardwareProfile) -> Problem:
+    return Problem(
+        codes.HARDWARE_TOPOLOGY_NUMA,
+        path,
+        f"NUMA node {numa} is outside the profile's {profile.cpu.sockets} socket(s) "
+        f"(0-{profile.cpu.sockets - 1})",
+    )

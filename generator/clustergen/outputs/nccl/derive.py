@@ -1,0 +1,99 @@
+"""NCCL settings per GPU hardware profile: each value with where it came from.
+
+Derived values come first (NCCL_DEBUG, the HCA list, the socket interface, the
+RoCE GID index and traffic class); `env` entries follow and win over a derived
+value of the same name. Profile settings override the global ones key by key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clustergen.catalog.packages import hardware_group
+from clustergen.model.hardware import HardwareProfile
+from clustergen.model.nccl import NcclSettings
+from clustergen.resolve import Cluster
+
+NCCL_CONF = "/etc/nccl.conf"
+# Sourced by job scripts (the acceptance jobs do): the same values, as exports.
+JOB_ENV = "/etc/nccl/job.env"
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: str
+    source: str  # the spec path (or rule) the value came from
+
+
+@dataclass(frozen=True)
+class ProfileNccl:
+    profile: str
+    group: str  # inventory group of the profile's nodes
+    settings: tuple[Setting, ...]
+    compute_hcas: tuple[tuple[str, int], ...]  # (name, port) of each rail
+
+
+def compute_hcas(profile: HardwareProfile) -> tuple[tuple[str, int], ...]:
+    """The profile's GPU rails: the topology table's compute HCAs, else fabric_hcas on port 1."""
+    if profile.topology is not None:
+        return tuple((h.name, h.port) for h in profile.topology.hcas if h.role == "compute")
+    return tuple((name, 1) for name in profile.fabric_hcas)
+
+
+def settings_for(
+    cluster: Cluster, name: str, extra: tuple[tuple[str, NcclSettings | None], ...] = ()
+) -> tuple[Setting, ...]:
+    """The settings of profile `name`, with narrower blocks (path, settings) applied last."""
+    spec = cluster.spec
+    profile = spec.hardware[name]
+    fabric = spec.network.fabric
+    at = f"hardware.{name}"
+    values: dict[str, Setting] = {}
+
+    def put(var: str, value: object, source: str) -> None:
+        values.pop(var, None)  # a later source moves the line to the end: overrides read last
+        values[var] = Setting(var, str(value), source)
+
+    blocks: list[tuple[str, NcclSettings | None]] = [
+        ("nccl", spec.nccl),
+        (f"{at}.nccl", profile.nccl),
+        *extra,
+    ]
+    for path, block in blocks:
+        if block is not None and block.debug is not None:
+            put("NCCL_DEBUG", block.debug, f"{path}.debug")
+    rails = compute_hcas(profile)
+    if fabric is not None and rails:
+        source = f"{at}.topology.hcas (role compute)" if profile.topology else f"{at}.fabric_hcas"
+        put(
+            "NCCL_IB_HCA",
+            "=" + ",".join(f"{hca}:{port}" for hca, port in rails),
+            f"{source}; '=' matches these names exactly",
+        )
+    if fabric is not None and profile.interfaces.fabric is not None:
+        put("NCCL_SOCKET_IFNAME", "=" + profile.interfaces.fabric, f"{at}.interfaces.fabric")
+    if fabric is not None and fabric.type == "roce" and fabric.roce is not None:
+        put("NCCL_IB_GID_INDEX", fabric.roce.gid_index, "network.fabric.roce.gid_index")
+        if fabric.roce.traffic_class is not None:
+            put("NCCL_IB_TC", fabric.roce.traffic_class, "network.fabric.roce.traffic_class")
+    for path, block in blocks:
+        if block is not None:
+            for var, value in block.env.items():
+                put(var, value, f"{path}.env.{var}")
+    return tuple(values.values())
+
+
+def derive_nccl(cluster: Cluster) -> list[ProfileNccl]:
+    """One entry per GPU profile that nodes use, in spec order."""
+    used = {host.hardware_name for host in cluster.hosts}
+    return [
+        ProfileNccl(
+            name,
+            hardware_group(name),
+            settings_for(cluster, name),
+            compute_hcas(profile),
+        )
+        for name, profile in cluster.spec.hardware.items()
+        if profile.gpu is not None and name in used
+    ]

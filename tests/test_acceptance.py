@@ -1,0 +1,172 @@
+"""Acceptance jobs: rendered per partition, shellcheck-clean, thresholds from the hardware,
+and their result parsers run on output in the tools' documented formats.
+
+The fixtures under tests/data/acceptance/ follow nccl-tests' all_reduce_perf table
+(size count type redop root, then time algbw busbw #wrong out-of-place and in-place)
+and perftest's ib_write_bw --report_gbits report. Each parser is run through the
+rendered script's own `--parse` entry, so the awk tested is the awk that ships.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clustergen.load import load_spec
+from clustergen.render import render_all
+from clustergen.validate import validate_cluster
+
+from support.ci import tool
+from support.paths import DATA, EXAMPLES
+
+FIXTURES = DATA / "acceptance"
+SPECS = {
+    "ml": EXAMPLES / "ml-training-8node.yaml",
+    "edge": EXAMPLES / "edge-roce-2node.yaml",
+    "mixed": DATA / "mixed-fleet.yaml",
+}
+
+
+def _scripts(spec: Path, out: Path) -> dict[str, Path]:
+    cluster, problems = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None, problems
+    written = {}
+    for path, artifact in render_all(cluster).items():
+        if path.startswith("acceptance/"):
+            target = out / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(artifact.text, encoding="utf-8")
+            written[path] = target
+    return written
+
+
+def _run(script: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(script), *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_both_reference_specs_render_the_jobs(tmp_path: Path) -> None:
+    ml = _scripts(SPECS["ml"], tmp_path / "ml")
+    assert set(ml) == {
+        f"acceptance/{partition}/{name}"
+        for partition, names in {
+            "gpu-training": (
+                "nccl-allreduce.sbatch",
+                "nccl-allreduce-2node.sbatch",
+                "ib-rails.sbatch",
+                "dcgm-diag.sbatch",
+            ),
+            "debug": ("nccl-allreduce.sbatch", "ib-rails.sbatch", "dcgm-diag.sbatch"),
+        }.items()
+        for name in names
+    }
+    edge = _scripts(SPECS["edge"], tmp_path / "edge")
+    assert set(edge) == {
+        "acceptance/gpu/nccl-allreduce.sbatch",
+        "acceptance/gpu/ib-rails.sbatch",
+        "acceptance/gpu/dcgm-diag.sbatch",
+    }
+
+
+@pytest.mark.parametrize("spec", sorted(SPECS))
+def test_scripts_are_shellcheck_clean(spec: str, tmp_path: Path) -> None:
+    shellcheck = tool("shellcheck")
+    assert shellcheck, "shellcheck is installed by .ci/install-deps"
+    scripts = sorted(_scripts(SPECS[spec], tmp_path).values())
+    result = subprocess.run(
+        [shellcheck, "--severity=style", *map(str, scripts)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout
+    for script in scripts:
+        assert "\nset -euo pipefail\n" in script.read_text(encoding="utf-8")
+
+
+def test_thresholds_come_from_the_hardware_with_their_derivation(tmp_path: Path) -> None:
+    ml = _scripts(SPECS["ml"], tmp_path / "ml")
+    allreduce = ml["acceptance/gpu-training/nccl-allreduce.sbatch"].read_text(encoding="utf-8")
+    assert "BUSBW_THRESHOLD_GBYTES=${BUSBW_THRESHOLD_GBYTES:-150.0}" in allreduce
+    assert (
+        "8 compute HCAs (hgx-h100) x 200 Gb/s (infiniband hdr) = 1600 Gb/s = 200.0 GB/s per "
+        "node; x busbw_fraction 0.75 = 150.0 GB/s" in allreduce
+    )
+    rails = ml["acceptance/gpu-training/ib-rails.sbatch"].read_text(encoding="utf-8")
+    assert (
+        "RAILS=(mlx5_0:1 mlx5_1:1 mlx5_2:1 mlx5_3:1 mlx5_4:1 mlx5_5:1 mlx5_6:1 mlx5_7:1)" in rails
+    )
+    assert "RAIL_THRESHOLD_GBITS=${RAIL_THRESHOLD_GBITS:-180.0}" in rails
+    edge = _scripts(SPECS["edge"], tmp_path / "edge")
+    roce = edge["acceptance/gpu/nccl-allreduce.sbatch"].read_text(encoding="utf-8")
+    assert "2 compute HCAs (l40s-4gpu) x 100 Gb/s (roce 100g)" in roce
+    mixed = _scripts(SPECS["mixed"], tmp_path / "mixed")
+    fleet = mixed["acceptance/gpu-training/nccl-allreduce.sbatch"].read_text(encoding="utf-8")
+    assert "4 compute HCAs (dgx-a100)" in fleet  # the slowest profile sets the bar
+    debug = mixed["acceptance/debug/nccl-allreduce.sbatch"].read_text(encoding="utf-8")
+    assert "\nexport NCCL_DEBUG=INFO  # slurm partition debug: nccl override\n" in debug
+
+
+@pytest.fixture
+def allreduce(tmp_path: Path) -> Path:
+    return _scripts(SPECS["ml"], tmp_path)["acceptance/gpu-training/nccl-allreduce.sbatch"]
+
+
+@pytest.fixture
+def ib_rails(tmp_path: Path) -> Path:
+    return _scripts(SPECS["ml"], tmp_path)["acceptance/gpu-training/ib-rails.sbatch"]
+
+
+def test_allreduce_parser_passes_good_output(allreduce: Path) -> None:
+    result = _run(allreduce, "--parse", FIXTURES / "all_reduce_perf-pass.txt")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["PASS"] * 5 + ["PASS:"]
+    assert lines[0] == "PASS size 536870912 B: busbw 315.32 GB/s, threshold 150.00 GB/s"
+    assert lines[-1] == "PASS: all 5 sizes at or above 150.00 GB/s"
+
+
+def test_allreduce_parser_fails_a_slow_size(allreduce: Path) -> None:
+    result = _run(allreduce, "--parse", FIXTURES / "all_reduce_perf-fail.txt")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL size 2147483648 B: busbw 131.44 GB/s, threshold 150.00 GB/s" in result.stdout
+    assert result.stdout.count("PASS size") == 4
+    assert result.stdout.splitlines()[-1] == "FAIL: 1 of 5 sizes below 150.00 GB/s or wrong"
+
+
+def test_allreduce_parser_rejects_output_without_results(allreduce: Path) -> None:
+    result = _run(allreduce, "--parse", FIXTURES / "all_reduce_perf-malformed.txt")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == "MALFORMED: no result rows in the all_reduce_perf output\n"
+
+
+def test_allreduce_parser_fails_wrong_results(allreduce: Path, tmp_path: Path) -> None:
+    text = (FIXTURES / "all_reduce_perf-pass.txt").read_text(encoding="utf-8")
+    wrong = tmp_path / "wrong.txt"
+    wrong.write_text(text.replace("322.66      0", "322.66      3"), encoding="utf-8")
+    result = _run(allreduce, "--parse", wrong)
+    assert result.returncode == 1
+    assert "FAIL size 8589934592 B: busbw 322.63 GB/s, threshold 150.00 GB/s, wrong results" in (
+        result.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("fixture", "code", "line"),
+    [
+        ("ib_write_bw-pass.txt", 0, "PASS mlx5_3:1: 193.42 Gb/s"),
+        ("ib_write_bw-fail.txt", 1, "FAIL mlx5_3:1: 88.17 Gb/s below 180.00 Gb/s"),
+        ("ib_write_bw-malformed.txt", 2, "MALFORMED mlx5_3:1: no result row under a Gb/sec header"),
+    ],
+)
+def test_rail_parser(ib_rails: Path, fixture: str, code: int, line: str) -> None:
+    result = _run(ib_rails, "--parse", "mlx5_3:1", FIXTURES / fixture)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [line]

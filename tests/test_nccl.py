@@ -1,0 +1,95 @@
+"""NCCL settings derived from the hardware, the known-variable table, and the overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from clustergen.catalog.nccl_vars import NCCL_VARIABLES, parse_interface_list, value_problem
+from clustergen.load import load_spec
+from clustergen.outputs.nccl.derive import derive_nccl
+from clustergen.resolve import Cluster
+from clustergen.validate import validate_cluster
+
+from support.paths import DATA, EXAMPLES
+
+
+def _cluster(name: str) -> Cluster:
+    cluster, problems = validate_cluster(load_spec(str(name)))
+    assert cluster is not None, [p.format() for p in problems]
+    return cluster
+
+
+def _values(cluster: Cluster, profile: str) -> dict[str, str]:
+    entry = next(e for e in derive_nccl(cluster) if e.profile == profile)
+    return {s.name: s.value for s in entry.settings}
+
+
+def test_eight_node_spec_lists_its_eight_compute_hcas_exactly() -> None:
+    values = _values(_cluster(str(EXAMPLES / "ml-training-8node.yaml")), "hgx-h100")
+    assert values["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
+    assert values["NCCL_SOCKET_IFNAME"] == "=ib0"
+    assert "NCCL_IB_GID_INDEX" not in values and "NCCL_IB_TC" not in values
+
+
+def test_roce_spec_sets_gid_index_and_traffic_class() -> None:
+    values = _values(_cluster(str(EXAMPLES / "edge-roce-2node.yaml")), "l40s-4gpu")
+    assert values["NCCL_IB_GID_INDEX"] == "3"
+    assert values["NCCL_IB_TC"] == "106"
+    assert values["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_1:1"
+    assert values["NCCL_DEBUG"] == "WARN"
+
+
+def test_mixed_fleet_has_one_hca_list_per_profile_and_leaves_storage_hcas_out() -> None:
+    cluster = _cluster(str(DATA / "mixed-fleet.yaml"))
+    h100, a100 = _values(cluster, "hgx-h100"), _values(cluster, "dgx-a100")
+    assert "mlx5_8" not in h100["NCCL_IB_HCA"]  # role storage in the topology table
+    assert h100["NCCL_IB_HCA"].count(":1") == 8
+    assert a100["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_2:1,mlx5_6:1,mlx5_8:1"
+    assert a100["NCCL_IB_QPS_PER_CONNECTION"] == "2"  # the profile's own env
+    assert "NCCL_IB_QPS_PER_CONNECTION" not in h100
+
+
+def test_every_line_names_its_source() -> None:
+    cluster = _cluster(str(DATA / "mixed-fleet.yaml"))
+    entry = next(e for e in derive_nccl(cluster) if e.profile == "hgx-h100")
+    sources = {s.name: s.source for s in entry.settings}
+    assert sources == {
+        "NCCL_DEBUG": "nccl.debug",
+        "NCCL_IB_HCA": "hardware.hgx-h100.topology.hcas (role compute); "
+        "'=' matches these names exactly",
+        "NCCL_SOCKET_IFNAME": "hardware.hgx-h100.interfaces.fabric",
+        "NCCL_IB_TIMEOUT": "nccl.env.NCCL_IB_TIMEOUT",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("NCCL_IB_TIMEOUT", 20, None),
+        ("NCCL_IB_TIMEOUT", 0, "0 is outside 1-31"),
+        ("NCCL_IB_TIMEOUT", "fast", "'fast' is not an integer"),
+        ("NCCL_DEBUG", "INFO", None),
+        ("NCCL_NET_GDR_LEVEL", "PHB", None),
+        ("NCCL_NET_GDR_LEVEL", "NEAR", "'NEAR' is not one of"),
+        ("NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1", None),
+        ("NCCL_IB_HCA", "^=mlx5_4", None),
+        ("NCCL_IB_HCA", "mlx5_0,^mlx5_1", "'^mlx5_1' is not a name"),
+        ("NCCL_IB_HCA", "mlx5_0:x", "'mlx5_0:x' is not a name"),
+        ("NCCL_SOCKET_IFNAME", "^lo,docker", None),
+        ("NCCL_SOCKET_IFNAME", "=ib0:1", "interface names take no ':port'"),
+    ],
+)
+def test_value_syntax(name: str, value: str | int, problem: str | None) -> None:
+    found = value_problem(NCCL_VARIABLES[name], value)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith(problem), found
+
+
+def test_interface_list_prefixes_apply_to_the_whole_list() -> None:
+    assert parse_interface_list("^=mlx5_0:1,mlx5_1") == (
+        True,
+        True,
+        [("mlx5_0", 1), ("mlx5_1", None)],
+    )
