@@ -60,11 +60,11 @@ def run(
     return result
 
 
-def _mirror() -> str:
-    mirror = debian_mirror()
-    if mirror is None:
+def mirror() -> str:
+    found = debian_mirror()
+    if found is None:
         raise RuntimeError("no Debian mirror in this machine's apt sources")
-    return mirror
+    return found
 
 
 def missing_prerequisites() -> list[str]:
@@ -91,11 +91,11 @@ def missing_prerequisites() -> list[str]:
 # --- cached builds --------------------------------------------------------------------
 
 
-def _digest(*parts: object) -> str:
+def digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _cached(kind: str, key: str, build: Callable[[Path], None], scratch: Path) -> Path:
+def cached(kind: str, key: str, build: Callable[[Path], None], scratch: Path) -> Path:
     """Build into a temporary directory and move it into place, so a half-built tree
     is never reused; in CI build under scratch instead of the cache."""
     root = scratch if in_ci() else CACHE_ROOT
@@ -120,7 +120,7 @@ def base_system(scratch: Path) -> Path:
     """A bookworm minbase chroot with python3 and python3-apt, sources pointing nowhere."""
 
     def build(tree: Path) -> None:
-        run(["debootstrap", "--variant=minbase", SUITE, str(tree), _mirror()])
+        run(["debootstrap", "--variant=minbase", SUITE, str(tree), mirror()])
         shutil.copy2("/etc/resolv.conf", tree / "etc" / "resolv.conf")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         run(
@@ -141,7 +141,7 @@ def base_system(scratch: Path) -> Path:
         for lists in (tree / "var" / "lib" / "apt" / "lists").glob("*_*"):
             lists.unlink()
 
-    return _cached("base", _digest(RECIPE_VERSION, SUITE, _mirror(), BASE_PACKAGES), build, scratch)
+    return cached("base", digest(RECIPE_VERSION, SUITE, mirror(), BASE_PACKAGES), build, scratch)
 
 
 def newer_version(version: str) -> str:
@@ -158,28 +158,43 @@ def _equivs_control(name: str, version: str) -> str:
     )
 
 
+def stand_ins_wanted(pins: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Every pinned package at its pin and at one newer version."""
+    return sorted({(name, v) for name, pin in pins.items() for v in (pin, newer_version(pin))})
+
+
+def build_stand_ins(wanted: Iterable[tuple[str, str]], into: Path) -> None:
+    """equivs-build one empty package per (name, version) into the directory `into`."""
+
+    def one(item: tuple[str, str]) -> None:
+        name, version = item
+        with tempfile.TemporaryDirectory(dir=into.parent) as work:
+            control = Path(work) / "control"
+            control.write_text(_equivs_control(name, version), encoding="utf-8")
+            run(["equivs-build", "control"], cwd=work)
+            for deb in Path(work).glob("*.deb"):
+                shutil.move(str(deb), into / deb.name)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        list(pool.map(one, wanted))
+
+
+def index_flat_repository(tree: Path) -> None:
+    """The Packages index of a flat repository (`deb [trusted=yes] file:DIR ./`)."""
+    packages = run(["dpkg-scanpackages", "-m", "."], cwd=tree).stdout
+    (tree / "Packages").write_text(packages, encoding="utf-8")
+
+
 def stand_in_repository(pins: Mapping[str, str], scratch: Path) -> Path:
     """Flat apt repository: every pinned package at its pin and at one newer version."""
-    wanted = sorted({(name, v) for name, pin in pins.items() for v in (pin, newer_version(pin))})
+    wanted = stand_ins_wanted(pins)
 
     def build(tree: Path) -> None:
         tree.mkdir(parents=True)
+        build_stand_ins(wanted, tree)
+        index_flat_repository(tree)
 
-        def one(item: tuple[str, str]) -> None:
-            name, version = item
-            with tempfile.TemporaryDirectory(dir=tree.parent) as work:
-                control = Path(work) / "control"
-                control.write_text(_equivs_control(name, version), encoding="utf-8")
-                run(["equivs-build", "control"], cwd=work)
-                for deb in Path(work).glob("*.deb"):
-                    shutil.move(str(deb), tree / deb.name)
-
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            list(pool.map(one, wanted))
-        packages = run(["dpkg-scanpackages", "-m", "."], cwd=tree).stdout
-        (tree / "Packages").write_text(packages, encoding="utf-8")
-
-    return _cached("repo", _digest(RECIPE_VERSION, wanted), build, scratch)
+    return cached("repo", digest(RECIPE_VERSION, wanted), build, scratch)
 
 
 # --- nodes ----------------------------------------------------------------------------
@@ -269,7 +284,13 @@ class Ansible:
     extra_args: tuple[str, ...] = ()
 
     def playbook(self, playbook: str, *args: str) -> PlaybookRun:
-        argv = [str(tool("ansible-playbook")), str(self.repo_root / playbook)]
+        return self._run([str(tool("ansible-playbook")), str(self.repo_root / playbook)], args)
+
+    def adhoc(self, pattern: str, *args: str) -> PlaybookRun:
+        """`ansible PATTERN ARGS`: one module on each host, with the same inventories."""
+        return self._run([str(tool("ansible")), pattern], args)
+
+    def _run(self, argv: list[str], args: Sequence[str]) -> PlaybookRun:
         for inventory in self.inventories:
             argv += ["-i", str(inventory)]
         argv += ["--limit", self.limit, *self.extra_args, *args]

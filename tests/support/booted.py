@@ -1,0 +1,532 @@
+"""Booted Debian nodes: systemd as PID 1, sshd, an admin user with sudo, on a host bridge.
+
+The recipe of shared/reference/testbed.md ("Booted nodes" and "Running Slurm on booted
+nodes"), with every fix listed there:
+- the node tree is the chroot testbed's debootstrap base plus systemd, dbus, iproute2,
+  sshd and sudo, installed with a policy-rc.d that exits 101 and under `unshare -m -p -f`
+  so that no package script starts anything on the host; its SSH host keys and
+  machine-id are removed, and every node gets fresh ones;
+- the node tree is BARE for Slurm: no munge, slurm or mariadb. Nodes have no route out,
+  so one flat apt repository, bind-mounted read-only into every node, holds Debian's real
+  munge/MariaDB/Slurm packages with their dependency closure beyond the node tree, and the
+  equivs stand-ins for every pinned NVIDIA/CUDA/NCCL/DCGM/Lustre package (pin and newer);
+- each node is `systemd-nspawn -b --register=no --keep-unit` in its own cgroup in every
+  hierarchy (the host has no systemd, so nodes would otherwise share the caller's),
+  in legacy cgroup mode (SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0: slurmd refuses hybrid), with
+  the v1 controllers remounted read-write inside the node once it is up;
+- fake GPUs are character devices 195:N (and nvidiactl 195:255) made in a host directory
+  and bound over /dev/nvidiaN;
+- stopping sends SIGTERM twice (the first is ignored before the node's systemd is up),
+  falls back to SIGKILL and removes the lock nspawn leaves behind, then the cgroups and
+  the bridge.
+
+Built trees are cached by a digest of what goes into them (support.ansible_testbed.cached):
+under /var/tmp locally, under the test's own directory in CI.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from support.ansible_testbed import (
+    base_system,
+    build_stand_ins,
+    cached,
+    digest,
+    index_flat_repository,
+    mirror,
+    run,
+    stand_ins_wanted,
+)
+from support.ci import tool
+
+# Bump when the recipe changes, so cached trees built the old way are not reused.
+RECIPE_VERSION = "1"
+NODE_PACKAGES = (
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "iproute2",
+    "openssh-server",
+    "openssh-sftp-server",
+    "sudo",
+)
+# What the roles install from the distribution onto bare nodes: Debian's real packages,
+# offered by the local repository with their dependency closure. Time sync and the
+# MariaDB client library for Ansible are offered too, for roles that use them.
+DAEMON_PACKAGES = (
+    "munge",
+    "mariadb-server",
+    "slurmctld",
+    "slurmd",
+    "slurmdbd",
+    "slurm-client",
+    "libpmix2",
+    "chrony",
+    "python3-pymysql",
+)
+ADMIN = "admin"
+REPO_IN_NODE = "/srv/repo"
+HOST_TOOLS = (
+    "systemd-nspawn",
+    "nsenter",
+    "unshare",
+    "ip",
+    "ssh",
+    "ssh-keygen",
+    "debootstrap",
+    "equivs-build",
+    "dpkg-scanpackages",
+    "chroot",
+)
+NVIDIA_MAJOR = 195
+NVIDIACTL_MINOR = 255
+# The cgroup v1 controllers nspawn mounts read-only inside a node; slurmd writes to them.
+V1_CONTROLLERS_RW = ("freezer", "devices", "cpuset", "memory", "cpu", "cpuacct", "cpu,cpuacct")
+_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
+_NSPAWN_LOCKS = Path("/run/systemd/nspawn/locks")
+
+
+def missing_prerequisites() -> list[str]:
+    missing = [name for name in HOST_TOOLS if tool(name) is None]
+    missing += [name for name in ("ansible", "ansible-playbook") if tool(name) is None]
+    if os.geteuid() != 0:
+        missing.append("root privileges (debootstrap, systemd-nspawn, bridges)")
+    if not _SOURCES.is_file():
+        missing.append(f"the host's Debian sources ({_SOURCES})")
+    if not Path("/sys/fs/cgroup").is_dir():
+        missing.append("cgroups under /sys/fs/cgroup")
+    return missing
+
+
+# --- building ---------------------------------------------------------------------------
+
+
+def _in_tree(tree: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """Run a command in the tree in its own mount and PID namespaces: anything a package
+    script leaves running dies with the namespace, and never sees the host."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
+    return run(
+        ["unshare", "-m", "-p", "-f", f"--mount-proc={tree}/proc", "chroot", str(tree), *argv],
+        env=env,
+    )
+
+
+@contextmanager
+def _host_sources(tree: Path) -> Iterator[None]:
+    """The host's Debian sources in the tree while installing, and no service starts."""
+    sources = tree / "etc/apt/sources.list.d/debian.sources"
+    policy = tree / "usr/sbin/policy-rc.d"
+    shutil.copy2(_SOURCES, sources)
+    policy.write_text("#!/bin/sh\nexit 101\n", encoding="utf-8")
+    policy.chmod(0o755)
+    try:
+        _in_tree(tree, "apt-get", "update")
+        yield
+    finally:
+        sources.unlink(missing_ok=True)
+        policy.unlink(missing_ok=True)
+        for lists in (tree / "var/lib/apt/lists").glob("*_*"):
+            lists.unlink()
+
+
+def node_base(scratch: Path) -> Path:
+    """The chroot base plus what a booted node needs; bare for Slurm."""
+    base = base_system(scratch)
+
+    def build(tree: Path) -> None:
+        run(["cp", "-a", str(base), str(tree)])
+        with _host_sources(tree):
+            _in_tree(tree, "apt-get", "install", "-y", "--no-install-recommends", *NODE_PACKAGES)
+            _in_tree(tree, "apt-get", "clean")
+        _in_tree(tree, "systemctl", "enable", "systemd-networkd", "ssh")
+        _in_tree(tree, "useradd", "--create-home", "--shell", "/bin/bash", ADMIN)
+        sudoers = tree / "etc/sudoers.d" / ADMIN
+        sudoers.write_text(f"{ADMIN} ALL=(ALL) NOPASSWD:ALL\n", encoding="utf-8")
+        sudoers.chmod(0o440)
+        for key in (tree / "etc/ssh").glob("ssh_host_*"):
+            key.unlink()
+        (tree / "etc/machine-id").write_text("", encoding="utf-8")
+        (tree / "var/lib/dbus/machine-id").unlink(missing_ok=True)
+
+    key = digest(RECIPE_VERSION, base.name, NODE_PACKAGES, ADMIN)
+    return cached("node", key, build, scratch)
+
+
+def daemon_packages(base: Path, scratch: Path) -> Path:
+    """Debian's .debs of DAEMON_PACKAGES and everything they need that `base` lacks,
+    downloaded in a throwaway copy of the node tree with the host's mirror."""
+
+    def build(tree: Path) -> None:
+        throwaway = tree.parent / "root"
+        run(["cp", "-a", str(base), str(throwaway)])
+        try:
+            with _host_sources(throwaway):
+                _in_tree(
+                    throwaway,
+                    "apt-get",
+                    "install",
+                    "--download-only",
+                    "-y",
+                    "--no-install-recommends",
+                    *DAEMON_PACKAGES,
+                )
+            tree.mkdir()
+            for deb in (throwaway / "var/cache/apt/archives").glob("*.deb"):
+                shutil.copy2(deb, tree / deb.name)
+        finally:
+            shutil.rmtree(throwaway, ignore_errors=True)
+
+    return cached(
+        "debs", digest(RECIPE_VERSION, base.name, mirror(), DAEMON_PACKAGES), build, scratch
+    )
+
+
+def local_repository(pins: Mapping[str, str], base: Path, scratch: Path) -> Path:
+    """One flat repository for the nodes: the real daemon packages and the stand-ins."""
+    debs = daemon_packages(base, scratch)
+    real = {deb.name.split("_", 1)[0] for deb in debs.glob("*.deb")}
+    # Debian's own packages are never replaced by a stand-in.
+    wanted = stand_ins_wanted({name: pin for name, pin in pins.items() if name not in real})
+
+    def build(tree: Path) -> None:
+        tree.mkdir(parents=True)
+        for deb in debs.glob("*.deb"):
+            shutil.copy2(deb, tree / deb.name)
+        build_stand_ins(wanted, tree)
+        index_flat_repository(tree)
+
+    return cached("flatrepo", digest(RECIPE_VERSION, debs.name, wanted), build, scratch)
+
+
+# --- the network ------------------------------------------------------------------------
+
+
+def _routes_overlapping(subnet: ipaddress.IPv4Network) -> list[str]:
+    routes = json.loads(run(["ip", "-j", "-4", "route", "show", "table", "all"]).stdout)
+    clashes = []
+    for route in routes:
+        dst = route.get("dst", "")
+        if dst in ("default", "") or route.get("type") in ("local", "broadcast"):
+            continue
+        network = ipaddress.ip_network(dst if "/" in dst else f"{dst}/32", strict=False)
+        if isinstance(network, ipaddress.IPv4Network) and network.overlaps(subnet):
+            clashes.append(f"{dst} dev {route.get('dev', '?')}")
+    return clashes
+
+
+@contextmanager
+def bridge(subnet: ipaddress.IPv4Network, gateway: ipaddress.IPv4Address) -> Iterator[str]:
+    """A host bridge owning `subnet`, refused when the host already routes any of it."""
+    clashes = _routes_overlapping(subnet)
+    if clashes:
+        raise RuntimeError(f"{subnet} is already in use on this host: {clashes}")
+    name = f"cgb{uuid.uuid4().hex[:8]}"
+    run(["ip", "link", "add", name, "type", "bridge"])
+    try:
+        run(["ip", "addr", "add", f"{gateway}/{subnet.prefixlen}", "dev", name])
+        run(["ip", "link", "set", name, "up"])
+        yield name
+    finally:
+        subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def refuse_outside(addresses: Mapping[str, str], subnet: ipaddress.IPv4Network) -> None:
+    """A test contacts only addresses in the subnet it created itself."""
+    outside = {
+        host: address
+        for host, address in addresses.items()
+        if ipaddress.ip_address(address) not in subnet
+    }
+    if outside:
+        raise RuntimeError(f"inventory addresses outside the test's subnet {subnet}: {outside}")
+
+
+# --- cgroups ----------------------------------------------------------------------------
+
+
+def _cgroup_mounts() -> dict[frozenset[str], Path]:
+    """Each mounted hierarchy by its controller set (cgroup2: the empty set)."""
+    mounts: dict[frozenset[str], Path] = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        before, _, after = line.partition(" - ")
+        fstype, _source, options = after.split(" ")[:3]
+        mount_point = Path(before.split(" ")[4])
+        if fstype == "cgroup2":
+            mounts.setdefault(frozenset(), mount_point)
+        elif fstype == "cgroup":
+            known = {"rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec", "xattr"}
+            controllers = frozenset(o for o in options.split(",") if o not in known)
+            mounts[controllers] = mount_point
+    return mounts
+
+
+def make_node_cgroups(label: str) -> list[Path]:
+    """One new cgroup per hierarchy, beneath this process's own."""
+    mounts = _cgroup_mounts()
+    made = []
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        key = frozenset(c for c in controllers.split(",") if c)
+        mount = mounts.get(key)
+        if mount is None:
+            continue
+        parent = mount / path.lstrip("/")
+        cgroup = parent / label
+        cgroup.mkdir(exist_ok=True)
+        if "cpuset" in key:
+            for name in ("cpuset.cpus", "cpuset.mems"):
+                (cgroup / name).write_text((parent / name).read_text())
+        made.append(cgroup)
+    return made
+
+
+def remove_cgroups(cgroups: Sequence[Path]) -> None:
+    """Deepest first: the node's systemd made its own cgroups inside each."""
+    for top in cgroups:
+        if not top.is_dir():
+            continue
+        for directory in sorted((p for p in top.rglob("*") if p.is_dir()), reverse=True):
+            directory.rmdir()
+        top.rmdir()
+
+
+# --- nodes ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    name: str
+    address: str
+    gpus: int = 0
+
+
+@dataclass
+class BootedNode:
+    name: str
+    address: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    cgroups: list[Path]
+    log: Path
+    gpus: int = 0
+
+    def init_pid(self) -> int:
+        """The node's PID 1 (systemd), the only child of systemd-nspawn."""
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        pids = children.read_text().split() if children.exists() else []
+        if not pids:
+            raise RuntimeError(f"{self.name}: systemd-nspawn has no child yet")
+        return int(pids[0])
+
+    def sh(self, command: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """A root shell command inside the node, not through SSH (for checks only:
+        daemons started this way stay in the host's cgroups)."""
+        argv = ["nsenter", "-t", str(self.init_pid()), "-a", "/bin/sh", "-c", command]
+        if check:
+            return run(argv)
+        return subprocess.run(argv, capture_output=True, text=True)
+
+
+def _write_node_identity(root: Path, plan: NodePlan, prefix: int, public_key: str) -> None:
+    (root / "etc/hostname").write_text(f"{plan.name}\n", encoding="utf-8")
+    (root / "etc/machine-id").write_text(f"{uuid.uuid4().hex}\n", encoding="utf-8")
+    run(["ssh-keygen", "-q", "-A", "-f", str(root)])
+    # Sorts before the shipped 80-container-host0.network, which would win otherwise.
+    (root / "etc/systemd/network/10-host0.network").write_text(
+        f"[Match]\nName=host0\n\n[Network]\nAddress={plan.address}/{prefix}\n",
+        encoding="utf-8",
+    )
+    ssh_dir = root / "home" / ADMIN / ".ssh"
+    ssh_dir.mkdir(mode=0o700, exist_ok=True)
+    (ssh_dir / "authorized_keys").write_text(public_key, encoding="utf-8")
+    owner = (root / "home" / ADMIN).stat()
+    for path in (ssh_dir, ssh_dir / "authorized_keys"):
+        os.chown(path, owner.st_uid, owner.st_gid)
+    (ssh_dir / "authorized_keys").chmod(0o600)
+
+
+def _fake_gpus(directory: Path, count: int) -> list[str]:
+    """nspawn --bind options for /dev/nvidia0..count-1 and /dev/nvidiactl."""
+    directory.mkdir(parents=True)
+    devices = [(f"nvidia{n}", n) for n in range(count)] + [("nvidiactl", NVIDIACTL_MINOR)]
+    binds = []
+    for name, minor in devices:
+        path = directory / name
+        os.mknod(path, 0o666 | 0o020000, os.makedev(NVIDIA_MAJOR, minor))
+        binds.append(f"--bind={path}:/dev/{name}")
+    return binds
+
+
+def _boot(
+    plan: NodePlan, base: Path, repo: Path, bridge_name: str, prefix: int, key: str, work: Path
+) -> BootedNode:
+    root = work / "nodes" / plan.name
+    run(["cp", "-a", str(base), str(root)])
+    _write_node_identity(root, plan, prefix, key)
+    (root / REPO_IN_NODE.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    argv = [
+        "systemd-nspawn",
+        "-q",
+        "--register=no",
+        "--keep-unit",
+        "-D",
+        str(root),
+        "-M",
+        plan.name,
+        f"--network-bridge={bridge_name}",
+        f"--bind-ro={repo}:{REPO_IN_NODE}",
+    ]
+    if plan.gpus:
+        argv += _fake_gpus(work / "dev" / plan.name, plan.gpus)
+    argv.append("-b")
+    cgroups = make_node_cgroups(f"clustergen-{plan.name}-{uuid.uuid4().hex[:6]}")
+    procs = [str(cgroup / "cgroup.procs") for cgroup in cgroups]
+
+    def enter_cgroups() -> None:
+        for path in procs:
+            with open(path, "w") as handle:
+                handle.write(str(os.getpid()))
+
+    log = work / f"{plan.name}.console"
+    env = {**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "0"}
+    with log.open("wb") as console:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=console,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=enter_cgroups,
+        )
+    return BootedNode(plan.name, plan.address, root, process, cgroups, log, plan.gpus)
+
+
+def _wait_running(node: BootedNode, deadline: float) -> None:
+    """Until systemd says running (or degraded), sshd answers, and cgroups are writable."""
+    state = ""
+    while time.monotonic() < deadline:
+        if node.process.poll() is not None:
+            raise RuntimeError(
+                f"{node.name}: systemd-nspawn exited {node.process.returncode}:\n"
+                + node.log.read_text(errors="replace")[-3000:]
+            )
+        try:
+            # `offline` until PID 1 is systemd; keep waiting.
+            state = node.sh("systemctl is-system-running", check=False).stdout.strip()
+        except RuntimeError:
+            state = "no init yet"
+        if state in ("running", "degraded"):
+            break
+        time.sleep(0.5)
+    else:
+        raise RuntimeError(f"{node.name}: not running after boot (state {state!r})")
+    for mount in node.sh("findmnt -rn -t cgroup -o TARGET").stdout.split():
+        if Path(mount).name in V1_CONTROLLERS_RW:
+            node.sh(f"mount -o remount,bind,rw,nosuid,nodev,noexec {mount}")
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            probe.settimeout(1)
+            if probe.connect_ex((node.address, 22)) == 0:
+                return
+        time.sleep(0.3)
+    raise RuntimeError(f"{node.name}: sshd does not answer on {node.address}:22")
+
+
+def _stop(node: BootedNode) -> None:
+    """SIGTERM, and again (the first is ignored before the node's systemd is up); SIGKILL
+    as the last resort, then the lock nspawn leaves after a kill, then the cgroups."""
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+        if node.process.poll() is not None:
+            break
+        node.process.send_signal(sig)
+        try:
+            node.process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    info = node.root.stat()
+    (_NSPAWN_LOCKS / f"inode-{info.st_dev}:{info.st_ino}").unlink(missing_ok=True)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            remove_cgroups(node.cgroups)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+@dataclass
+class BootedCluster:
+    nodes: dict[str, BootedNode]
+    subnet: ipaddress.IPv4Network
+    private_key: Path
+    boot_seconds: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def connection_inventory(self, path: Path) -> Path:
+        """How a site's admin reaches the nodes: SSH as the admin user, become for root.
+        Nothing else of the rendered inventory is overridden."""
+        settings = {
+            "ansible_user": ADMIN,
+            "ansible_ssh_private_key_file": str(self.private_key),
+            "ansible_ssh_common_args": (
+                "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+            ),
+            "ansible_python_interpreter": "/usr/bin/python3",
+        }
+        path.write_text(yaml.safe_dump({"all": {"vars": settings}}, sort_keys=True))
+        return path
+
+
+@contextmanager
+def booted_cluster(
+    plans: Sequence[NodePlan],
+    subnet: ipaddress.IPv4Network,
+    gateway: ipaddress.IPv4Address,
+    base: Path,
+    repo: Path,
+    work: Path,
+    boot_timeout: float = 120,
+) -> Iterator[BootedCluster]:
+    """Boot every planned node on a new bridge; stop them all and remove their trees,
+    cgroups and the bridge however the block ends."""
+    refuse_outside({plan.name: plan.address for plan in plans}, subnet)
+    (work / "nodes").mkdir(parents=True)
+    private_key = work / "admin_ed25519"
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(private_key)])
+    public_key = (work / "admin_ed25519.pub").read_text()
+    started = time.monotonic()
+    with ExitStack() as cleanup:
+        bridge_name = cleanup.enter_context(bridge(subnet, gateway))
+        nodes: dict[str, BootedNode] = {}
+
+        def stop_all() -> None:
+            for node in nodes.values():
+                _stop(node)
+            shutil.rmtree(work / "nodes", ignore_errors=True)
+
+        cleanup.callback(stop_all)
+        for plan in plans:
+            nodes[plan.name] = _boot(
+                plan, base, repo, bridge_name, subnet.prefixlen, public_key, work
+            )
+        deadline = time.monotonic() + boot_timeout
+        for node in nodes.values():
+            _wait_running(node, deadline)
+        yield BootedCluster(nodes, subnet, private_key, time.monotonic() - started)
