@@ -37,6 +37,7 @@ from support.paths import DATA
 pytestmark = pytest.mark.daemons
 
 SPEC = DATA / "booted-3node.yaml"
+REBOOTED = "gpu2"
 SLURM_STACK = ("munge", "mariadb-server", "slurmctld", "slurmd", "slurmdbd", "slurm-client")
 
 
@@ -159,8 +160,14 @@ def test_nodes_answer_over_ssh_with_become(
         names = {line.split()[1] for line in installed.splitlines() if line.startswith("ii")}
         present = sorted(names & set(SLURM_STACK))
         assert present == [], f"{node.name} is not bare: {present}"
+    # A reboot (the driver roll-out's) brings the node back, cgroups writable again.
+    node = cluster.nodes[REBOOTED]
+    reboot = ansible.adhoc(REBOOTED, "-m", "ansible.builtin.reboot", "--become")
+    _succeeded(reboot, f"reboot {REBOOTED}")
+    assert node.boots == 2
+    assert node.sh("systemctl is-active testbed-cgroup-rw").stdout.strip() == "active"
     print(
         f"\nbooted nodes ({len(cluster.nodes)}, {os.cpu_count()} cores): build "
         f"{cluster.timings['build']:.1f}s, boot {cluster.timings['boot']:.1f}s, "
-        f"ping --become {ping.seconds:.1f}s"
+        f"ping --become {ping.seconds:.1f}s, reboot {reboot.seconds:.1f}s"
     )

@@ -149,13 +149,43 @@ def newer_version(version: str) -> str:
     return f"{version}+testbed1"
 
 
-def _equivs_control(name: str, version: str) -> str:
-    return (
+@dataclass(frozen=True)
+class StandInFile:
+    """A file a stand-in package installs (what a booted node needs to run it)."""
+
+    name: str
+    directory: str  # where the package puts it, e.g. /usr/bin/
+    text: str
+    mode: int = 0o644
+
+
+@dataclass(frozen=True)
+class StandInContent:
+    files: tuple[StandInFile, ...] = ()
+    postinst: str | None = None
+
+
+# What goes into the stand-in of (package, version); empty packages by default.
+StandInPayload = Callable[[str, str], StandInContent]
+
+
+def _empty(name: str, version: str) -> StandInContent:
+    return StandInContent()
+
+
+def _equivs_control(name: str, version: str, content: StandInContent) -> str:
+    control = (
         "Section: misc\nPriority: optional\nStandards-Version: 4.6.2\n"
         f"Package: {name}\nVersion: {version}\nArchitecture: all\n"
         "Maintainer: clustergen tests <tests@clustergen.invalid>\n"
         f"Description: stand-in for {name}\n clustergen end-to-end test package.\n"
     )
+    if content.files:
+        lines = [f"{item.name} {item.directory}" for item in content.files]
+        control += "Files: " + "\n ".join(lines) + "\n"
+    if content.postinst is not None:
+        control += "Postinst: postinst\n"
+    return control
 
 
 def stand_ins_wanted(pins: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -163,14 +193,24 @@ def stand_ins_wanted(pins: Mapping[str, str]) -> list[tuple[str, str]]:
     return sorted({(name, v) for name, pin in pins.items() for v in (pin, newer_version(pin))})
 
 
-def build_stand_ins(wanted: Iterable[tuple[str, str]], into: Path) -> None:
-    """equivs-build one empty package per (name, version) into the directory `into`."""
+def build_stand_ins(
+    wanted: Iterable[tuple[str, str]], into: Path, payload: StandInPayload = _empty
+) -> None:
+    """equivs-build one package per (name, version) into the directory `into`, empty
+    unless `payload` gives it files."""
 
     def one(item: tuple[str, str]) -> None:
         name, version = item
+        content = payload(name, version)
         with tempfile.TemporaryDirectory(dir=into.parent) as work:
+            for item_file in content.files:
+                path = Path(work) / item_file.name
+                path.write_text(item_file.text, encoding="utf-8")
+                path.chmod(item_file.mode)
+            if content.postinst is not None:
+                (Path(work) / "postinst").write_text(content.postinst, encoding="utf-8")
             control = Path(work) / "control"
-            control.write_text(_equivs_control(name, version), encoding="utf-8")
+            control.write_text(_equivs_control(name, version, content), encoding="utf-8")
             run(["equivs-build", "control"], cwd=work)
             for deb in Path(work).glob("*.deb"):
                 shutil.move(str(deb), into / deb.name)

@@ -29,10 +29,12 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,6 +45,9 @@ from pathlib import Path
 import yaml
 
 from support.ansible_testbed import (
+    StandInContent,
+    StandInFile,
+    StandInPayload,
     base_system,
     build_stand_ins,
     cached,
@@ -55,7 +60,7 @@ from support.ansible_testbed import (
 from support.ci import tool
 
 # Bump when the recipe changes, so cached trees built the old way are not reused.
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 NODE_PACKAGES = (
     "systemd",
     "systemd-sysv",
@@ -144,6 +149,35 @@ def _host_sources(tree: Path) -> Iterator[None]:
             lists.unlink()
 
 
+# nspawn mounts the cgroup v1 controllers read-only inside a node, and slurmd fails with
+# "unable to create cgroup ... Read-only file system". The node remounts them read-write
+# itself, early at every boot (also after a reboot the playbook asks for).
+_CGROUP_RW_SCRIPT = f"""#!/bin/sh
+# clustergen testbed: cgroup v1 controllers writable for slurmd.
+set -e
+for dir in $(findmnt -rn -t cgroup -o TARGET); do
+    case "${{dir##*/}}" in
+        {"|".join(V1_CONTROLLERS_RW)})
+            mount -o remount,bind,rw,nosuid,nodev,noexec "$dir" ;;
+    esac
+done
+"""
+_CGROUP_RW_UNIT = """[Unit]
+Description=clustergen testbed: cgroup v1 controllers writable for slurmd
+DefaultDependencies=no
+After=local-fs.target
+Before=sysinit.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/testbed-cgroup-rw
+
+[Install]
+WantedBy=sysinit.target
+"""
+
+
 def node_base(scratch: Path) -> Path:
     """The chroot base plus what a booted node needs; bare for Slurm."""
     base = base_system(scratch)
@@ -158,6 +192,13 @@ def node_base(scratch: Path) -> Path:
         sudoers = tree / "etc/sudoers.d" / ADMIN
         sudoers.write_text(f"{ADMIN} ALL=(ALL) NOPASSWD:ALL\n", encoding="utf-8")
         sudoers.chmod(0o440)
+        script = tree / "usr/local/sbin/testbed-cgroup-rw"
+        script.write_text(_CGROUP_RW_SCRIPT, encoding="utf-8")
+        script.chmod(0o755)
+        (tree / "etc/systemd/system/testbed-cgroup-rw.service").write_text(
+            _CGROUP_RW_UNIT, encoding="utf-8"
+        )
+        _in_tree(tree, "systemctl", "enable", "testbed-cgroup-rw.service")
         for key in (tree / "etc/ssh").glob("ssh_host_*"):
             key.unlink()
         (tree / "etc/machine-id").write_text("", encoding="utf-8")
@@ -196,6 +237,58 @@ def daemon_packages(base: Path, scratch: Path) -> Path:
     )
 
 
+# The package that carries nvidia-smi and the driver's services, in the order tried:
+# the package of that name if the lock pins it, else the driver's meta package.
+_DRIVER_META = re.compile(r"^(cuda-drivers|nvidia-open|nvidia-driver)(-\d+)?$")
+_SERVICES = (
+    ("nvidia-persistenced", re.compile(r"^nvidia-persistenced$")),
+    ("nvidia-fabricmanager", re.compile(r"^nvidia-fabric-?manager(-\d+)?$")),
+    ("nvidia-dcgm", re.compile(r"^datacenter-gpu-manager(-4-core)?$")),
+)
+_RELOAD_UNITS = (
+    "#!/bin/sh\nset -e\nif [ -d /run/systemd/system ]; then systemctl daemon-reload; fi\n"
+)
+NVIDIA_SMI = Path(__file__).with_name("nvidia_smi_stand_in.py")
+
+
+def _upstream(version: str) -> str:
+    without_epoch = version.split(":", 1)[-1]
+    return without_epoch.rsplit("-", 1)[0] if "-" in without_epoch else without_epoch
+
+
+def stand_in_payload(names: Sequence[str]) -> StandInPayload:
+    """What a booted node needs of the stand-ins: an nvidia-smi that reports the
+    installed driver's version and healthy fake GPUs, and a unit (a sleeping process)
+    for each NVIDIA service the roles start, each carried by one package of the lock."""
+    smi_carrier = "nvidia-smi" if "nvidia-smi" in names else None
+    metas = sorted(name for name in names if _DRIVER_META.match(name))
+    smi_carrier = smi_carrier or (metas[0] if metas else None)
+    units: dict[str, list[str]] = {}
+    for unit, pattern in _SERVICES:
+        carrier = next((name for name in sorted(names) if pattern.match(name)), None)
+        if carrier is None and unit == "nvidia-persistenced":
+            carrier = smi_carrier
+        if carrier is not None:
+            units.setdefault(carrier, []).append(unit)
+
+    def payload(name: str, version: str) -> StandInContent:
+        files: list[StandInFile] = []
+        if name == smi_carrier:
+            script = NVIDIA_SMI.read_text().replace("@DRIVER_VERSION@", _upstream(version))
+            files.append(StandInFile("nvidia-smi", "/usr/bin/", script, 0o755))
+        for unit in units.get(name, []):
+            text = (
+                f"[Unit]\nDescription=stand-in for {unit} ({name} {version})\n\n"
+                "[Service]\nExecStart=/bin/sleep infinity\n\n"
+                "[Install]\nWantedBy=multi-user.target\n"
+            )
+            files.append(StandInFile(f"{unit}.service", "/lib/systemd/system/", text))
+        reload = _RELOAD_UNITS if name in units else None
+        return StandInContent(tuple(files), reload)
+
+    return payload
+
+
 def local_repository(pins: Mapping[str, str], base: Path, scratch: Path) -> Path:
     """One flat repository for the nodes: the real daemon packages and the stand-ins."""
     debs = daemon_packages(base, scratch)
@@ -207,10 +300,11 @@ def local_repository(pins: Mapping[str, str], base: Path, scratch: Path) -> Path
         tree.mkdir(parents=True)
         for deb in debs.glob("*.deb"):
             shutil.copy2(deb, tree / deb.name)
-        build_stand_ins(wanted, tree)
+        build_stand_ins(wanted, tree, stand_in_payload(sorted({n for n, _ in wanted})))
         index_flat_repository(tree)
 
-    return cached("flatrepo", digest(RECIPE_VERSION, debs.name, wanted), build, scratch)
+    recipe = (RECIPE_VERSION, NVIDIA_SMI.read_text())
+    return cached("flatrepo", digest(recipe, debs.name, wanted), build, scratch)
 
 
 # --- the network ------------------------------------------------------------------------
@@ -315,19 +409,70 @@ class NodePlan:
     gpus: int = 0
 
 
+# systemd-nspawn's exit status when the node's systemd asked for a reboot.
+_REBOOT_EXIT = 133
+
+
 @dataclass
 class BootedNode:
+    """One node: its tree, and the systemd-nspawn that runs it. A reboot inside the node
+    (the driver roll-out's) ends that process with status 133; the node's watcher then
+    boots the same tree again, as a machine would come back."""
+
     name: str
     address: str
     root: Path
-    process: subprocess.Popen[bytes]
+    argv: list[str]
     cgroups: list[Path]
     log: Path
     gpus: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    boots: int = 0
+    stopping: bool = False
+    _watcher: threading.Thread | None = None
+
+    def launch(self) -> None:
+        procs = [str(cgroup / "cgroup.procs") for cgroup in self.cgroups]
+
+        def enter_cgroups() -> None:
+            for path in procs:
+                with open(path, "w") as handle:
+                    handle.write(str(os.getpid()))
+
+        env = {**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "0"}
+        with self.log.open("ab") as console:
+            self.process = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=enter_cgroups,
+            )
+        self.boots += 1
+        if self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch, name=self.name, daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        while not self.stopping:
+            process = self.process
+            assert process is not None
+            status = process.wait()
+            if self.stopping or status != _REBOOT_EXIT:
+                return
+            _remove_lock(self.root)
+            self.launch()
+
+    @property
+    def nspawn(self) -> subprocess.Popen[bytes]:
+        assert self.process is not None
+        return self.process
 
     def init_pid(self) -> int:
         """The node's PID 1 (systemd), the only child of systemd-nspawn."""
-        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        pid = self.nspawn.pid
+        children = Path(f"/proc/{pid}/task/{pid}/children")
         pids = children.read_text().split() if children.exists() else []
         if not pids:
             raise RuntimeError(f"{self.name}: systemd-nspawn has no child yet")
@@ -395,34 +540,20 @@ def _boot(
         argv += _fake_gpus(work / "dev" / plan.name, plan.gpus)
     argv.append("-b")
     cgroups = make_node_cgroups(f"clustergen-{plan.name}-{uuid.uuid4().hex[:6]}")
-    procs = [str(cgroup / "cgroup.procs") for cgroup in cgroups]
-
-    def enter_cgroups() -> None:
-        for path in procs:
-            with open(path, "w") as handle:
-                handle.write(str(os.getpid()))
-
-    log = work / f"{plan.name}.console"
-    env = {**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "0"}
-    with log.open("wb") as console:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=console,
-            stderr=subprocess.STDOUT,
-            env=env,
-            preexec_fn=enter_cgroups,
-        )
-    return BootedNode(plan.name, plan.address, root, process, cgroups, log, plan.gpus)
+    node = BootedNode(
+        plan.name, plan.address, root, argv, cgroups, work / f"{plan.name}.console", plan.gpus
+    )
+    node.launch()
+    return node
 
 
 def _wait_running(node: BootedNode, deadline: float) -> None:
     """Until systemd says running (or degraded), sshd answers, and cgroups are writable."""
     state = ""
     while time.monotonic() < deadline:
-        if node.process.poll() is not None:
+        if node.nspawn.poll() is not None and node.nspawn.returncode != _REBOOT_EXIT:
             raise RuntimeError(
-                f"{node.name}: systemd-nspawn exited {node.process.returncode}:\n"
+                f"{node.name}: systemd-nspawn exited {node.nspawn.returncode}:\n"
                 + node.log.read_text(errors="replace")[-3000:]
             )
         try:
@@ -435,9 +566,14 @@ def _wait_running(node: BootedNode, deadline: float) -> None:
         time.sleep(0.5)
     else:
         raise RuntimeError(f"{node.name}: not running after boot (state {state!r})")
-    for mount in node.sh("findmnt -rn -t cgroup -o TARGET").stdout.split():
-        if Path(mount).name in V1_CONTROLLERS_RW:
-            node.sh(f"mount -o remount,bind,rw,nosuid,nodev,noexec {mount}")
+    mounts = node.sh("findmnt -rn -t cgroup -o TARGET,OPTIONS").stdout.splitlines()
+    read_only = [
+        line
+        for line in mounts
+        if Path(line.split()[0]).name in V1_CONTROLLERS_RW and line.split()[1].startswith("ro")
+    ]
+    if read_only:
+        raise RuntimeError(f"{node.name}: cgroup controllers still read-only: {read_only}")
     while time.monotonic() < deadline:
         with socket.socket() as probe:
             probe.settimeout(1)
@@ -447,19 +583,29 @@ def _wait_running(node: BootedNode, deadline: float) -> None:
     raise RuntimeError(f"{node.name}: sshd does not answer on {node.address}:22")
 
 
+def _remove_lock(root: Path) -> None:
+    """The lock a killed (or rebooted) nspawn leaves for its tree."""
+    info = root.stat()
+    (_NSPAWN_LOCKS / f"inode-{info.st_dev}:{info.st_ino}").unlink(missing_ok=True)
+
+
 def _stop(node: BootedNode) -> None:
     """SIGTERM, and again (the first is ignored before the node's systemd is up); SIGKILL
     as the last resort, then the lock nspawn leaves after a kill, then the cgroups."""
-    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-        if node.process.poll() is not None:
-            break
-        node.process.send_signal(sig)
-        try:
-            node.process.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    info = node.root.stat()
-    (_NSPAWN_LOCKS / f"inode-{info.st_dev}:{info.st_ino}").unlink(missing_ok=True)
+    node.stopping = True
+    # Twice: a reboot may have started a new nspawn while the first one was stopped.
+    for _ in range(2):
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+            if node.nspawn.poll() is not None:
+                break
+            node.nspawn.send_signal(sig)
+            try:
+                node.nspawn.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+        if node._watcher is not None:
+            node._watcher.join(timeout=5)
+    _remove_lock(node.root)
     deadline = time.monotonic() + 10
     while True:
         try:
