@@ -8,22 +8,26 @@ become; nothing of the rendered inventory is overridden but how to connect.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import ipaddress
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
+from clustergen.catalog.packages import hardware_group
 from clustergen.cli import main
 
-from support.ansible_testbed import Ansible, PlaybookRun, run
+from support.ansible_testbed import Ansible, PlaybookRun, encrypt_vault, run
 from support.booted import (
     BootedCluster,
+    BootedNode,
     NodePlan,
     booted_cluster,
     local_repository,
@@ -37,6 +41,12 @@ from support.paths import DATA
 pytestmark = pytest.mark.daemons
 
 SPEC = DATA / "booted-3node.yaml"
+# The rolling driver step: the same spec with a newer driver of the branch.
+DRIVER, NEWER_DRIVER = "550.90.07", "550.127.05"
+HEAD, GPU_NODES = "head", ("gpu1", "gpu2")
+GPUS_PER_NODE = 8
+MUNGE_KEY = bytes(range(256)) * 4  # 1024 bytes, what mungekey writes
+STORAGE_PASS = "booted-db-secret"
 REBOOTED = "gpu2"
 SLURM_STACK = ("munge", "mariadb-server", "slurmctld", "slurmd", "slurmdbd", "slurm-client")
 
@@ -60,12 +70,25 @@ class Rendered:
     gpus: dict[str, int]
     subnet: ipaddress.IPv4Network
     gateway: ipaddress.IPv4Address
-    pins: dict[str, str]
+    pins: tuple[dict[str, str], ...]
+    upgraded_spec: Path
+
+
+def _pins(out: Path) -> dict[str, str]:
+    lock = yaml.safe_load((out / "versions.lock").read_text())
+    return {n: v for group in lock["groups"].values() for n, v in group["packages"].items()}
 
 
 def _render(tmp_path: Path) -> Rendered:
     out = tmp_path / "out"
     assert main(["render", str(SPEC), "-o", str(out)]) == 0
+    text = SPEC.read_text()
+    assert f"nvidia_driver: {DRIVER}\n" in text
+    upgraded_spec = tmp_path / SPEC.name
+    upgraded_spec.write_text(
+        text.replace(f"nvidia_driver: {DRIVER}", f"nvidia_driver: {NEWER_DRIVER}")
+    )
+    assert main(["render", str(upgraded_spec), "-o", str(tmp_path / "upgraded")]) == 0
     listing = json.loads(
         run([str(tool("ansible-inventory")), "-i", str(out / "inventory"), "--list"]).stdout
     )
@@ -78,10 +101,10 @@ def _render(tmp_path: Path) -> Rendered:
         host: profile["gpu"]["count"]
         for name, profile in spec["hardware"].items()
         if "gpu" in profile
-        for host in listing.get(f"hw_{name}", {}).get("hosts", [])
+        for host in listing.get(hardware_group(name), {}).get("hosts", [])
     }
-    lock = yaml.safe_load((out / "versions.lock").read_text())
-    pins = {n: v for group in lock["groups"].values() for n, v in group["packages"].items()}
+    # The local repository offers both stacks, as a site's mirror would.
+    pins = (_pins(out), _pins(tmp_path / "upgraded"))
     return Rendered(
         out,
         addresses,
@@ -89,6 +112,7 @@ def _render(tmp_path: Path) -> Rendered:
         ipaddress.IPv4Network(management["cidr"]),
         ipaddress.IPv4Address(management["gateway"]),
         pins,
+        upgraded_spec,
     )
 
 
@@ -148,6 +172,7 @@ def test_nodes_answer_over_ssh_with_become(
     for host in rendered.addresses:
         assert f"{host} | CHANGED | rc=0 >>\nroot" in whoami.output, whoami.output
         assert f"{host} | CHANGED | rc=0 >>\nadmin" in plain.output, plain.output
+    assert rendered.gpus == dict.fromkeys(GPU_NODES, GPUS_PER_NODE)
     for host, node in cluster.nodes.items():
         listed = node.sh("ls /dev | grep '^nvidia' || true").stdout.split()
         want = [f"nvidia{n}" for n in range(rendered.gpus.get(host, 0))]
@@ -171,3 +196,142 @@ def test_nodes_answer_over_ssh_with_become(
         f"{cluster.timings['build']:.1f}s, boot {cluster.timings['boot']:.1f}s, "
         f"ping --become {ping.seconds:.1f}s, reboot {reboot.seconds:.1f}s"
     )
+
+
+# --- the end-to-end test ------------------------------------------------------------------
+
+
+def _active(node: BootedNode, unit: str) -> str:
+    return node.sh(f"systemctl is-active {unit}", check=False).stdout.strip()
+
+
+def _on_head(cluster: BootedCluster, command: str) -> str:
+    return cluster.nodes[HEAD].sh(command).stdout
+
+
+def _wait_for(what: str, probe: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not probe():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds:.0f}s waiting for {what}")
+        time.sleep(1)
+
+
+def _node_states(cluster: BootedCluster) -> dict[str, tuple[str, str]]:
+    """sinfo per node: (state, GRES)."""
+    rows = _on_head(cluster, "sinfo -h -N -o '%N %t %G'").split("\n")
+    return {r.split()[0]: (r.split()[1], r.split()[2]) for r in rows if r.strip()}
+
+
+def _task_headers(result: PlaybookRun) -> int:
+    return sum(1 for line in result.output.splitlines() if line.startswith("TASK ["))
+
+
+def _assert_services(cluster: BootedCluster) -> None:
+    wanted = {HEAD: ("munge", "mariadb", "slurmdbd", "slurmctld")}
+    wanted.update({name: ("munge", "slurmd") for name in GPU_NODES})
+    inactive = {
+        name: {unit: _active(cluster.nodes[name], unit) for unit in units}
+        for name, units in wanted.items()
+    }
+    assert all(state == "active" for units in inactive.values() for state in units.values()), (
+        inactive
+    )
+
+
+def _assert_one_munge_key_and_slurm_uid(cluster: BootedCluster) -> None:
+    keys = {
+        name: node.sh("sha256sum /etc/munge/munge.key").stdout.split()[0]
+        for name, node in cluster.nodes.items()
+    }
+    assert set(keys.values()) == {hashlib.sha256(MUNGE_KEY).hexdigest()}, keys
+    ids = {
+        name: node.sh("id -u slurm; id -g slurm").stdout.split()
+        for name, node in cluster.nodes.items()
+    }
+    assert len({tuple(v) for v in ids.values()}) == 1, f"slurm UID/GID differ: {ids}"
+    # munge credentials made on one node decode on another: the key is really shared.
+    credential = cluster.nodes["gpu1"].sh("munge -n").stdout
+    decoded = cluster.nodes[HEAD].sh(f"echo '{credential.strip()}' | unmunge").stdout
+    assert "STATUS:          Success (0)" in decoded, decoded
+
+
+def _run_gpu_job(cluster: BootedCluster) -> str:
+    """srun on both GPU nodes with all 8 GPUs; returns the job id."""
+    script = "echo $(hostname) $CUDA_VISIBLE_DEVICES $SLURM_JOB_ID"
+    out = _on_head(cluster, f"srun -N2 --gres=gpu:{GPUS_PER_NODE} -t 5 bash -c '{script}'")
+    lines = sorted(line.split() for line in out.splitlines() if line.strip())
+    every_gpu = ",".join(str(n) for n in range(GPUS_PER_NODE))
+    assert [line[:2] for line in lines] == [[name, every_gpu] for name in GPU_NODES], out
+    return lines[0][2]
+
+
+def _sacct_state(cluster: BootedCluster, job: str) -> str:
+    return _on_head(cluster, f"sacct -n -X -P -j {job} -o State,NodeList").strip()
+
+
+def test_site_builds_a_working_slurm_cluster(
+    rendered: Rendered,
+    cluster: BootedCluster,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    figures: dict[str, float] = dict(cluster.timings)
+    vault, password = encrypt_vault(
+        {
+            "vault_munge_key": base64.b64encode(MUNGE_KEY).decode(),
+            "vault_slurmdbd_storage_pass": STORAGE_PASS,
+        },
+        tmp_path,
+    )
+    connection = cluster.connection_inventory(tmp_path / "connection.yml")
+    # As a site runs it: from the rendered tree, over SSH as admin; become is the
+    # playbook's own (no -b here), secrets from the vault.
+    ansible = Ansible(
+        rendered.out,
+        (rendered.out / "inventory", connection),
+        limit="all",
+        extra_args=("-e", f"@{vault}", "--vault-password-file", str(password)),
+    )
+
+    # 1. From bare nodes to a cluster.
+    first = ansible.playbook("site.yml")
+    _succeeded(first, "first site.yml run on bare nodes")
+    figures["first site.yml"] = first.seconds
+
+    # 2. Daemons up, one key, one slurm UID, both GPU nodes idle with their GPUs.
+    _assert_services(cluster)
+    _assert_one_munge_key_and_slurm_uid(cluster)
+    gres = f"gpu:h100:{GPUS_PER_NODE}"
+    _wait_for(
+        "both GPU nodes idle with their GRES",
+        lambda: all(_node_states(cluster).get(n, ("", ""))[0] == "idle" for n in GPU_NODES),
+    )
+    states = _node_states(cluster)
+    assert {n: states[n] for n in GPU_NODES} == {n: ("idle", gres) for n in GPU_NODES}, states
+
+    # 3. A job on both nodes sees all 8 GPUs on each; accounting records it.
+    job = _run_gpu_job(cluster)
+    _wait_for(
+        f"sacct to record job {job}", lambda: _sacct_state(cluster, job).startswith("COMPLETED")
+    )
+    assert _sacct_state(cluster, job) == "COMPLETED|gpu[1-2]"
+
+    # 4. A second run changes nothing; the no-op run against a ping round.
+    second = ansible.playbook("site.yml")
+    _succeeded(second, "second site.yml run")
+    assert set(second.changed()) == set(cluster.nodes)
+    assert not any(second.changed().values()), (
+        f"second run changed: {second.changed()}\n{second.output}"
+    )
+    ping = ansible.adhoc("all", "-m", "ansible.builtin.ping")
+    _succeeded(ping, "ansible -m ping")
+    figures["no-op site.yml"] = second.seconds
+    figures["ping round"] = ping.seconds
+    figures["no-op task headers"] = _task_headers(second)
+
+    # 5. verify.yml passes on the converged cluster.
+    _succeeded(ansible.playbook("verify.yml"), "verify.yml on the converged cluster")
+
+    with capsys.disabled():
+        print("\nbooted e2e (" + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()) + ")")

@@ -289,12 +289,19 @@ def stand_in_payload(names: Sequence[str]) -> StandInPayload:
     return payload
 
 
-def local_repository(pins: Mapping[str, str], base: Path, scratch: Path) -> Path:
-    """One flat repository for the nodes: the real daemon packages and the stand-ins."""
+def local_repository(pin_sets: Sequence[Mapping[str, str]], base: Path, scratch: Path) -> Path:
+    """One flat repository for the nodes: the real daemon packages, and the stand-ins of
+    every pin set (each pin and one newer version)."""
     debs = daemon_packages(base, scratch)
     real = {deb.name.split("_", 1)[0] for deb in debs.glob("*.deb")}
     # Debian's own packages are never replaced by a stand-in.
-    wanted = stand_ins_wanted({name: pin for name, pin in pins.items() if name not in real})
+    wanted = sorted(
+        {
+            item
+            for pins in pin_sets
+            for item in stand_ins_wanted({n: v for n, v in pins.items() if n not in real})
+        }
+    )
 
     def build(tree: Path) -> None:
         tree.mkdir(parents=True)
