@@ -13,6 +13,8 @@ import hashlib
 import ipaddress
 import json
 import os
+import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ import yaml
 from clustergen.catalog.packages import hardware_group
 from clustergen.cli import main
 
-from support.ansible_testbed import Ansible, PlaybookRun, encrypt_vault, run
+from support.ansible_testbed import Ansible, PlaybookRun, encrypt_vault, newer_version, run
 from support.booted import (
     BootedCluster,
     BootedNode,
@@ -47,6 +49,11 @@ HEAD, GPU_NODES = "head", ("gpu1", "gpu2")
 GPUS_PER_NODE = 8
 MUNGE_KEY = bytes(range(256)) * 4  # 1024 bytes, what mungekey writes
 STORAGE_PASS = "booted-db-secret"
+# verify.yml: one node moves a package past its pin, another loses a hold.
+DRIFT_NODE, UNHELD_NODE, DRIFT_PACKAGE = "gpu2", "gpu1", "libnccl2"
+ROLLOUT_PLAY = "NVIDIA driver | roll out in batches (drain, install, reboot, check, resume)"
+# Long enough to outlast the first node's upgrade while it runs on the second.
+JOB_SECONDS = 30
 REBOOTED = "gpu2"
 SLURM_STACK = ("munge", "mariadb-server", "slurmctld", "slurmd", "slurmdbd", "slurm-client")
 
@@ -333,5 +340,166 @@ def test_site_builds_a_working_slurm_cluster(
     # 5. verify.yml passes on the converged cluster.
     _succeeded(ansible.playbook("verify.yml"), "verify.yml on the converged cluster")
 
+    # 6. A slurm.conf change that a reconfigure applies: no daemon restarts.
+    figures["reconfigure run"] = _reconfigure_without_restart(cluster, ansible, rendered)
+
+    # 7. verify.yml catches a drifted package and a removed hold; site.yml puts both back.
+    figures["drift round"] = _drift_and_hold_caught(cluster, ansible, rendered)
+
+    # 8. The driver rolls through the GPU nodes one at a time on the live cluster.
+    figures["rolling driver run"] = _rolling_driver_upgrade(cluster, ansible, rendered)
+    _succeeded(ansible.playbook("verify.yml"), "verify.yml after the driver upgrade")
+
     with capsys.disabled():
         print("\nbooted e2e (" + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()) + ")")
+
+
+def _main_pids(cluster: BootedCluster) -> dict[tuple[str, str], str]:
+    units = [(HEAD, "slurmctld"), (HEAD, "slurmdbd")] + [(n, "slurmd") for n in GPU_NODES]
+    return {
+        (name, unit): cluster.nodes[name].sh(f"systemctl show -P MainPID {unit}").stdout.strip()
+        for name, unit in units
+    }
+
+
+def _rerender(rendered: Rendered, spec_text: str, tmp: Path) -> None:
+    """The admin edits the spec and renders again over the same tree."""
+    spec = tmp / SPEC.name
+    spec.write_text(spec_text)
+    assert main(["render", str(spec), "-o", str(rendered.out)]) == 0
+
+
+def _reconfigure_without_restart(
+    cluster: BootedCluster, ansible: Ansible, rendered: Rendered
+) -> float:
+    before = _main_pids(cluster)
+    text = SPEC.read_text()
+    changed = text.replace('max_time: "1-00:00:00"', 'max_time: "2-00:00:00"')
+    assert changed != text
+    # The driver step renders the upgraded spec next, which also puts MaxTime back.
+    _rerender(rendered, changed, rendered.out.parent / "reconfigure")
+    result = ansible.playbook("site.yml")
+    _succeeded(result, "site.yml after a MaxTime change")
+    assert "RUNNING HANDLER [slurm : Reconfigure" in result.output, result.output
+    partition = _on_head(cluster, "scontrol show partition gpu")
+    assert "MaxTime=2-00:00:00" in partition, partition
+    assert _main_pids(cluster) == before, "a reconfigure must not restart any daemon"
+    return result.seconds
+
+
+def _drift_rows(output: str, package: str) -> dict[str, list[str]]:
+    """verify.yml's table rows for one package, by node: [locked, installed, held]."""
+    rows = {}
+    for line in output.splitlines():
+        cells = line.strip().lstrip("-").strip().strip("'\"").split()
+        if len(cells) == 5 and cells[1] == package:
+            rows[cells[0]] = [cells[2], cells[3], cells[4]]
+    return rows
+
+
+def _drift_and_hold_caught(cluster: BootedCluster, ansible: Ansible, rendered: Rendered) -> float:
+    """One node's package moves past its pin and another node loses its hold: verify.yml
+    names both, with what differs; one site.yml run puts both back."""
+    started = time.monotonic()
+    lock = yaml.safe_load((rendered.out / "versions.lock").read_text())
+    pin = lock["groups"]["nvidia_gpu"]["packages"][DRIFT_PACKAGE]
+    newer = newer_version(pin)
+    cluster.nodes[DRIFT_NODE].sh(
+        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-change-held-packages "
+        f"{DRIFT_PACKAGE}={newer}"
+    )
+    cluster.nodes[UNHELD_NODE].sh(f"apt-mark unhold {DRIFT_PACKAGE}")
+    drifted = ansible.playbook("verify.yml")
+    assert drifted.returncode != 0, f"verify.yml passed despite drift:\n{drifted.output}"
+    rows = _drift_rows(drifted.output, DRIFT_PACKAGE)
+    assert set(rows) == {DRIFT_NODE, UNHELD_NODE}, drifted.output
+    assert rows[DRIFT_NODE][:2] == [pin, newer], rows
+    assert rows[UNHELD_NODE] == [pin, pin, "no"], rows
+    named = re.search(r"differ from the lock on (.+?)\s*$", drifted.output, re.MULTILINE)
+    assert named is not None, drifted.output
+    assert named[1] == ", ".join(sorted((DRIFT_NODE, UNHELD_NODE))), drifted.output
+    converge = ansible.playbook("site.yml")
+    _succeeded(converge, "converge run after the drift")
+    assert {n for n, c in converge.changed().items() if c} == {DRIFT_NODE, UNHELD_NODE}
+    _succeeded(ansible.playbook("verify.yml"), "verify.yml after the converge run")
+    return time.monotonic() - started
+
+
+class _StateRecorder:
+    """sinfo every second while the roll-out runs: what an admin would watch."""
+
+    def __init__(self, cluster: BootedCluster) -> None:
+        self.cluster = cluster
+        self.samples: list[dict[str, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._record, daemon=True)
+
+    def _record(self) -> None:
+        while not self._stop.is_set():
+            try:
+                states = _node_states(self.cluster)
+            except RuntimeError:
+                states = {}
+            self.samples.append({name: state for name, (state, _) in states.items()})
+            self._stop.wait(1)
+
+    def __enter__(self) -> _StateRecorder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sequence(self, node: str) -> list[str]:
+        """The node's states in order, repeats collapsed."""
+        states: list[str] = []
+        for sample in self.samples:
+            state = sample.get(node)
+            if state and (not states or states[-1] != state):
+                states.append(state)
+        return states
+
+
+def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, rendered: Rendered) -> float:
+    """The spec moves to a newer driver; site.yml drains, upgrades, reboots and resumes
+    one GPU node at a time while a job runs on the other, and the job completes."""
+    _rerender(rendered, rendered.upgraded_spec.read_text(), rendered.out.parent / "upgrade")
+    boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
+    busy, first = GPU_NODES[1], GPU_NODES[0]
+    job = _on_head(
+        cluster, f"sbatch --parsable -w {busy} -o /dev/null --wrap 'sleep {JOB_SECONDS}'"
+    ).strip()
+    _wait_for(f"job {job} running on {busy}", lambda: _node_states(cluster)[busy][0] == "alloc")
+    with _StateRecorder(cluster) as recorder:
+        result = ansible.playbook("site.yml")
+    _succeeded(result, "site.yml with the newer driver")
+    assert result.output.count(f"PLAY [{ROLLOUT_PLAY}]") == len(GPU_NODES), result.output
+    for name in GPU_NODES:
+        sequence = recorder.sequence(name)
+        drained = [i for i, state in enumerate(sequence) if state.startswith("dr")]
+        assert drained and "idle" in sequence[drained[-1] :], f"{name}: {sequence}"
+        assert cluster.nodes[name].boots == boots[name] + 1, f"{name} was not rebooted"
+        smi = (
+            cluster.nodes[name]
+            .sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
+            .stdout.split()
+        )
+        assert smi == [NEWER_DRIVER] * GPUS_PER_NODE, f"{name}: {smi}"
+    # One node at a time: never both GPU nodes out of service in one sample.
+    both_out = [
+        sample
+        for sample in recorder.samples
+        if all(sample.get(n, "").startswith("dr") for n in GPU_NODES)
+    ]
+    assert not both_out, both_out
+    # The node that was upgraded first went out while the job still ran on the other.
+    first_out = next(
+        i for i, sample in enumerate(recorder.samples) if sample.get(first, "").startswith("dr")
+    )
+    assert recorder.samples[first_out].get(busy) == "alloc", recorder.samples
+    _wait_for(f"sacct to record job {job}", lambda: _sacct_state(cluster, job) != "")
+    assert _sacct_state(cluster, job) == f"COMPLETED|{busy}"
+    states = _node_states(cluster)
+    assert {n: states[n][0] for n in GPU_NODES} == dict.fromkeys(GPU_NODES, "idle"), states
+    return result.seconds
