@@ -123,6 +123,13 @@ def _render(tmp_path: Path) -> Rendered:
     )
 
 
+def test_refuses_addresses_outside_the_subnet_it_created() -> None:
+    subnet = ipaddress.IPv4Network("10.213.7.0/24")
+    refuse_outside({"head": "10.213.7.2", "gpu1": "10.213.7.11"}, subnet)
+    with pytest.raises(RuntimeError, match=r"outside the test's subnet .*'gpu2': '10.0.1.12'"):
+        refuse_outside({"head": "10.213.7.2", "gpu2": "10.0.1.12"}, subnet)
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
     return _render(tmp_path_factory.mktemp("render"))
