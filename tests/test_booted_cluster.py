@@ -45,6 +45,12 @@ pytestmark = pytest.mark.daemons
 SPEC = DATA / "booted-3node.yaml"
 # The rolling driver step: the same spec with a newer driver of the branch.
 DRIVER, NEWER_DRIVER = "550.90.07", "550.127.05"
+DRIVER_UPGRADE = (f"nvidia_driver: {DRIVER}", f"nvidia_driver: {NEWER_DRIVER}")
+# A change a reconfigure applies (MaxTime), and one slurmd must restart for: new GPU
+# boards change the GRES type in gres.conf, which slurmd reads only when it starts.
+MAX_TIME_CHANGE = ('max_time: "1-00:00:00"', 'max_time: "2-00:00:00"')
+GPU_MODEL_CHANGE = ("model: h100-pcie-80gb", "model: h100-nvl-94gb")
+NEW_GRES = "gpu:h100nvl:8"
 HEAD, GPU_NODES = "head", ("gpu1", "gpu2")
 GPUS_PER_NODE = 8
 MUNGE_KEY = bytes(range(256)) * 4  # 1024 bytes, what mungekey writes
@@ -78,7 +84,26 @@ class Rendered:
     subnet: ipaddress.IPv4Network
     gateway: ipaddress.IPv4Address
     pins: tuple[dict[str, str], ...]
-    upgraded_spec: Path
+
+
+def _edited(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, f"{old!r} is not in the spec exactly once"
+    return text.replace(old, new)
+
+
+class SpecEdits:
+    """The admin's edits to the spec, one after another, each rendered over the same
+    tree as a site does before running site.yml again."""
+
+    def __init__(self, rendered: Rendered, work: Path) -> None:
+        self.rendered = rendered
+        self.text = SPEC.read_text()
+        self.path = work / SPEC.name
+
+    def apply(self, old: str, new: str) -> None:
+        self.text = _edited(self.text, old, new)
+        self.path.write_text(self.text)
+        assert main(["render", str(self.path), "-o", str(self.rendered.out)]) == 0
 
 
 def _pins(out: Path) -> dict[str, str]:
@@ -89,13 +114,10 @@ def _pins(out: Path) -> dict[str, str]:
 def _render(tmp_path: Path) -> Rendered:
     out = tmp_path / "out"
     assert main(["render", str(SPEC), "-o", str(out)]) == 0
-    text = SPEC.read_text()
-    assert f"nvidia_driver: {DRIVER}\n" in text
-    upgraded_spec = tmp_path / SPEC.name
-    upgraded_spec.write_text(
-        text.replace(f"nvidia_driver: {DRIVER}", f"nvidia_driver: {NEWER_DRIVER}")
-    )
-    assert main(["render", str(upgraded_spec), "-o", str(tmp_path / "upgraded")]) == 0
+    upgraded = tmp_path / "upgraded" / SPEC.name
+    upgraded.parent.mkdir()
+    upgraded.write_text(_edited(SPEC.read_text(), *DRIVER_UPGRADE))
+    assert main(["render", str(upgraded), "-o", str(tmp_path / "upgraded" / "out")]) == 0
     listing = json.loads(
         run([str(tool("ansible-inventory")), "-i", str(out / "inventory"), "--list"]).stdout
     )
@@ -111,7 +133,7 @@ def _render(tmp_path: Path) -> Rendered:
         for host in listing.get(hardware_group(name), {}).get("hosts", [])
     }
     # The local repository offers both stacks, as a site's mirror would.
-    pins = (_pins(out), _pins(tmp_path / "upgraded"))
+    pins = (_pins(out), _pins(tmp_path / "upgraded" / "out"))
     return Rendered(
         out,
         addresses,
@@ -119,7 +141,6 @@ def _render(tmp_path: Path) -> Rendered:
         ipaddress.IPv4Network(management["cidr"]),
         ipaddress.IPv4Address(management["gateway"]),
         pins,
-        upgraded_spec,
     )
 
 
@@ -347,14 +368,17 @@ def test_site_builds_a_working_slurm_cluster(
     # 5. verify.yml passes on the converged cluster.
     _succeeded(ansible.playbook("verify.yml"), "verify.yml on the converged cluster")
 
-    # 6. A slurm.conf change that a reconfigure applies: no daemon restarts.
-    figures["reconfigure run"] = _reconfigure_without_restart(cluster, ansible, rendered)
+    # 6. A slurm.conf change that a reconfigure applies restarts nothing; one that
+    #    needs slurmd restarted restarts it.
+    edits = SpecEdits(rendered, tmp_path)
+    figures["reconfigure run"] = _reconfigure_without_restart(cluster, ansible, edits)
+    figures["restart run"] = _restart_where_needed(cluster, ansible, edits)
 
     # 7. verify.yml catches a drifted package and a removed hold; site.yml puts both back.
     figures["drift round"] = _drift_and_hold_caught(cluster, ansible, rendered)
 
     # 8. The driver rolls through the GPU nodes one at a time on the live cluster.
-    figures["rolling driver run"] = _rolling_driver_upgrade(cluster, ansible, rendered)
+    figures["rolling driver run"] = _rolling_driver_upgrade(cluster, ansible, edits)
     _succeeded(ansible.playbook("verify.yml"), "verify.yml after the driver upgrade")
 
     with capsys.disabled():
@@ -369,28 +393,33 @@ def _main_pids(cluster: BootedCluster) -> dict[tuple[str, str], str]:
     }
 
 
-def _rerender(rendered: Rendered, spec_text: str, tmp: Path) -> None:
-    """The admin edits the spec and renders again over the same tree."""
-    spec = tmp / SPEC.name
-    spec.write_text(spec_text)
-    assert main(["render", str(spec), "-o", str(rendered.out)]) == 0
-
-
 def _reconfigure_without_restart(
-    cluster: BootedCluster, ansible: Ansible, rendered: Rendered
+    cluster: BootedCluster, ansible: Ansible, edits: SpecEdits
 ) -> float:
     before = _main_pids(cluster)
-    text = SPEC.read_text()
-    changed = text.replace('max_time: "1-00:00:00"', 'max_time: "2-00:00:00"')
-    assert changed != text
-    # The driver step renders the upgraded spec next, which also puts MaxTime back.
-    _rerender(rendered, changed, rendered.out.parent / "reconfigure")
+    edits.apply(*MAX_TIME_CHANGE)
     result = ansible.playbook("site.yml")
     _succeeded(result, "site.yml after a MaxTime change")
     assert "RUNNING HANDLER [slurm : Reconfigure" in result.output, result.output
     partition = _on_head(cluster, "scontrol show partition gpu")
     assert "MaxTime=2-00:00:00" in partition, partition
     assert _main_pids(cluster) == before, "a reconfigure must not restart any daemon"
+    return result.seconds
+
+
+def _restart_where_needed(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
+    before = _main_pids(cluster)
+    edits.apply(*GPU_MODEL_CHANGE)
+    result = ansible.playbook("site.yml")
+    _succeeded(result, "site.yml after new GPU boards")
+    assert "RUNNING HANDLER [slurm : Restart slurmd]" in result.output, result.output
+    after = _main_pids(cluster)
+    restarted = sorted(key for key in before if after[key] != before[key])
+    assert restarted == [(name, "slurmd") for name in GPU_NODES], (before, after)
+    _wait_for(
+        f"both GPU nodes idle with {NEW_GRES}",
+        lambda: all(_node_states(cluster).get(n) == ("idle", NEW_GRES) for n in GPU_NODES),
+    )
     return result.seconds
 
 
@@ -468,10 +497,10 @@ class _StateRecorder:
         return states
 
 
-def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, rendered: Rendered) -> float:
+def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
     """The spec moves to a newer driver; site.yml drains, upgrades, reboots and resumes
     one GPU node at a time while a job runs on the other, and the job completes."""
-    _rerender(rendered, rendered.upgraded_spec.read_text(), rendered.out.parent / "upgrade")
+    edits.apply(*DRIVER_UPGRADE)
     boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
     busy, first = GPU_NODES[1], GPU_NODES[0]
     job = _on_head(
