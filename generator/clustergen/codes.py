@@ -108,6 +108,11 @@ HARDWARE_RESERVED_MEMORY_MISSING = Code(
 HARDWARE_RESERVED_MEMORY_TOO_LARGE = Code(
     "hardware.reserved-memory-too-large", "error", "reserved_memory_gib is not below memory_gib"
 )
+HARDWARE_SYSTEM_RESERVE_TOO_LARGE = Code(
+    "hardware.system-reserve-too-large",
+    "error",
+    "system_reserved leaves a node no cores or no memory for jobs",
+)
 HARDWARE_REDUNDANT_PSUS = Code(
     "hardware.redundant-psus", "error", "redundant_psus is not below psu_count"
 )
@@ -337,6 +342,36 @@ SLURM_PREEMPT_QOS_WITHOUT_ACCOUNTING = Code(
 )
 SLURM_FAIRSHARE_WITHOUT_ACCOUNTING = Code(
     "slurm.fairshare-without-accounting", "warning", "a fairshare weight without slurm.accounting"
+)
+SLURM_PREEMPT_QOS_WITHOUT_QOS = Code(
+    "slurm.preempt-qos-without-qos",
+    "warning",
+    "preempt/qos but no QOS in slurm.qos preempts another, so nothing is ever preempted",
+)
+SLURM_QOS_WITHOUT_ACCOUNTING = Code(
+    "slurm.qos-without-accounting", "error", "slurm.qos without slurm.accounting"
+)
+SLURM_DUPLICATE_QOS = Code("slurm.duplicate-qos", "error", "two QOS with the same name")
+SLURM_UNKNOWN_QOS = Code(
+    "slurm.unknown-qos", "error", "a preempt list or partition names a QOS slurm.qos lacks"
+)
+SLURM_QOS_PREEMPTS_ITSELF = Code(
+    "slurm.qos-preempts-itself", "error", "a QOS lists itself in its preempt list"
+)
+SLURM_ENFORCE_WITHOUT_QOS = Code(
+    "slurm.enforce-without-qos",
+    "error",
+    "slurm.options AccountingStorageEnforce leaves out qos while QOS are used",
+)
+SLURM_HA_STATE_NOT_SHARED = Code(
+    "slurm.ha-state-not-shared",
+    "error",
+    "two or more controllers without slurm.state_save.shared",
+)
+SLURM_UNKILLABLE_BELOW_MESSAGE_TIMEOUT = Code(
+    "slurm.unkillable-below-message-timeout",
+    "warning",
+    "UnkillableStepTimeout below 5 x MessageTimeout, so nodes go down with KillTaskFailed",
 )
 
 

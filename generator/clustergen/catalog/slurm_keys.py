@@ -39,6 +39,8 @@ DERIVED_KEYS: dict[str, str] = {
     "PriorityDecayHalfLife": "slurm.priority.decay_half_life",
     "PriorityUsageResetPeriod": "slurm.priority.usage_reset_period",
     "PriorityMaxAge": "slurm.priority.max_age",
+    "PriorityFlags": "slurm.priority.flags",
+    "StateSaveLocation": "slurm.state_save.path",
     "PreemptType": "slurm.preemption.type",
     "PreemptMode": "slurm.preemption.mode",
     "Epilog": "slurm.health_check.epilog",

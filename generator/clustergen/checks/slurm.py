@@ -39,8 +39,8 @@ def nodes(spec: Spec, hosts: list[Host]) -> list[Problem]:
 
 
 def options(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    """slurm.options against the keys of the pinned Slurm, and the scheduling policies."""
-    return [*_options(spec), *_policies(spec)]
+    """slurm.options against the keys of the pinned Slurm, the scheduling policies and QOS."""
+    return [*_options(spec), *_policies(spec), *_qos(spec), *_timeouts(spec)]
 
 
 def _compute_nodes_exist(spec: Spec, hosts: list[Host]) -> list[Problem]:
@@ -83,6 +83,16 @@ def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
                     )
                 )
             seen.add(name)
+    if len(seen) > 1 and not spec.slurm.state_save.shared:
+        problems.append(
+            Problem(
+                codes.SLURM_HA_STATE_NOT_SHARED,
+                ("slurm", "controllers"),
+                f"{len(seen)} controllers need one StateSaveLocation they all read and write, "
+                "or a takeover loses the queue: put slurm.state_save.path on shared storage "
+                "(NFS, Lustre) and set slurm.state_save.shared: true",
+            )
+        )
     listed = seen
     if not listed <= set(table):
         return problems  # an unknown controller may be a misspelt node; said above
@@ -329,3 +339,113 @@ def _policies(spec: Spec) -> list[Problem]:
             )
         )
     return problems
+
+
+# slurmdbd creates this QOS itself; a spec may name it without defining it.
+BUILTIN_QOS = "normal"
+
+
+def _qos(spec: Spec) -> list[Problem]:
+    slurm = spec.slurm
+    problems = []
+    if slurm.qos and slurm.accounting is None:
+        problems.append(
+            Problem(
+                codes.SLURM_QOS_WITHOUT_ACCOUNTING,
+                ("slurm", "qos"),
+                "QOS live in slurmdbd: slurm.qos needs slurm.accounting",
+                at="key",
+            )
+        )
+    defined: dict[str, int] = {}
+    for index, qos in enumerate(slurm.qos):
+        if qos.name in defined:
+            problems.append(
+                Problem(
+                    codes.SLURM_DUPLICATE_QOS,
+                    ("slurm", "qos", index, "name"),
+                    f"QOS '{qos.name}' is already defined at slurm.qos[{defined[qos.name]}]",
+                )
+            )
+        defined.setdefault(qos.name, index)
+    known = {*defined, BUILTIN_QOS}
+    for index, qos in enumerate(slurm.qos):
+        path = ("slurm", "qos", index, "preempt")
+        if qos.name in qos.preempt:
+            problems.append(
+                Problem(
+                    codes.SLURM_QOS_PREEMPTS_ITSELF,
+                    path,
+                    f"QOS '{qos.name}' cannot preempt itself",
+                )
+            )
+        for name in qos.preempt:
+            if name not in known:
+                problems.append(
+                    Problem(codes.SLURM_UNKNOWN_QOS, path, _unknown_qos(name, defined))
+                )
+    for index, partition in enumerate(slurm.partitions):
+        base = ("slurm", "partitions", index)
+        named = [("qos", partition.qos)] if partition.qos else []
+        named += [("allow_qos", name) for name in partition.allow_qos]
+        for key, name in named:
+            if name not in known and name.upper() != "ALL":
+                problems.append(
+                    Problem(codes.SLURM_UNKNOWN_QOS, (*base, key), _unknown_qos(name, defined))
+                )
+    preemption = slurm.preemption
+    preempting = [q for q in slurm.qos if q.preempt]
+    if preemption is not None and preemption.type == "qos" and not preempting:
+        problems.append(
+            Problem(
+                codes.SLURM_PREEMPT_QOS_WITHOUT_QOS,
+                ("slurm", "preemption", "type"),
+                "preempt/qos preempts only jobs of a QOS that another QOS lists in its preempt "
+                "list, and slurm.qos defines none, so no job is ever preempted; define them in "
+                "slurm.qos (the playbook creates them in slurmdbd)",
+            )
+        )
+    enforce = next(
+        (str(v) for k, v in slurm.options.items() if k.lower() == "accountingstorageenforce"), None
+    )
+    uses_qos = bool(slurm.qos) or (preemption is not None and preemption.type == "qos")
+    if enforce is not None and uses_qos and "qos" not in enforce.lower().split(","):
+        problems.append(
+            Problem(
+                codes.SLURM_ENFORCE_WITHOUT_QOS,
+                ("slurm", "options", "AccountingStorageEnforce"),
+                f"AccountingStorageEnforce={enforce} leaves out qos, so the QOS (and preemption "
+                "by QOS) are not enforced; add qos or leave the key to clustergen",
+            )
+        )
+    return problems
+
+
+def _unknown_qos(name: str, defined: dict[str, int]) -> str:
+    return (
+        f"QOS '{name}' is not in slurm.qos (nor slurmdbd's own '{BUILTIN_QOS}')"
+        f"{did_you_mean(name, defined)}"
+    )
+
+
+def _timeouts(spec: Spec) -> list[Problem]:
+    options = {k.lower(): (k, v) for k, v in spec.slurm.options.items()}
+    if "unkillablesteptimeout" not in options:
+        return []  # clustergen derives it from MessageTimeout
+    key, unkillable = options["unkillablesteptimeout"]
+    message = options.get("messagetimeout", ("MessageTimeout", 10))[1]
+    try:
+        too_short = int(str(unkillable)) < 5 * int(str(message))
+    except ValueError:
+        return []
+    if not too_short:
+        return []
+    return [
+        Problem(
+            codes.SLURM_UNKILLABLE_BELOW_MESSAGE_TIMEOUT,
+            ("slurm", "options", key),
+            f"UnkillableStepTimeout={unkillable} is below 5 x MessageTimeout ({message}): "
+            "nodes go down with KillTaskFailed while a GPU job is still letting go of its "
+            "devices",
+        )
+    ]

@@ -73,6 +73,20 @@ class Power(StrictModel):
         return redundant
 
 
+class SystemReserved(StrictModel):
+    """Cores and memory Slurm keeps for the node's own daemons (slurmd, DCGM, fabric manager,
+    Lustre): CoreSpecCount and MemSpecLimit on the NodeName line."""
+
+    cores: Int = Field(
+        default=0, ge=0, description="Physical cores kept from jobs (CoreSpecCount); 0 keeps none."
+    )
+    memory_gib: Int = Field(
+        default=0,
+        ge=0,
+        description="Memory kept from jobs within RealMemory (MemSpecLimit), in GiB; 0 keeps none.",
+    )
+
+
 class HardwareProfile(StrictModel):
     """A reusable hardware profile: what one node of this kind is."""
 
@@ -86,6 +100,13 @@ class HardwareProfile(StrictModel):
         description="Memory held back from Slurm for the OS: RealMemory = memory_gib - "
         "reserved_memory_gib. Required for Slurm compute nodes, because a node that reports less "
         "than RealMemory is drained as INVAL.",
+    )
+    system_reserved: SystemReserved | None = Field(
+        default=None,
+        description="Cores and memory kept from jobs for system daemons (CoreSpecCount, "
+        "MemSpecLimit). Unlike reserved_memory_gib, which Slurm never sees, this memory is part "
+        "of RealMemory; slurmd and its steps may use it. DefCpuPerGPU and DefMemPerGPU are "
+        "derived from what is left.",
     )
     gpu: Gpu | None = Field(default=None, description="GPUs; omit for a node without GPUs.")
     fabric_hcas: list[str] = Field(
@@ -105,3 +126,26 @@ class HardwareProfile(StrictModel):
                 f"reserved_memory_gib ({reserved}) must be below memory_gib ({installed})",
             )
         return reserved
+
+    @field_validator("system_reserved")
+    @classmethod
+    def _system_reserve_leaves_room(
+        cls, reserve: SystemReserved | None, info: ValidationInfo
+    ) -> SystemReserved | None:
+        if reserve is None:
+            return None
+        cpu, installed = info.data.get("cpu"), info.data.get("memory_gib")
+        if cpu is not None and reserve.cores >= cpu.sockets * cpu.cores_per_socket:
+            raise invalid(
+                codes.HARDWARE_SYSTEM_RESERVE_TOO_LARGE,
+                f"system_reserved.cores ({reserve.cores}) must be below the profile's "
+                f"{cpu.sockets * cpu.cores_per_socket} cores",
+            )
+        usable = None if installed is None else installed - (info.data.get("reserved_memory_gib") or 0)
+        if usable is not None and reserve.memory_gib >= usable:
+            raise invalid(
+                codes.HARDWARE_SYSTEM_RESERVE_TOO_LARGE,
+                f"system_reserved.memory_gib ({reserve.memory_gib}) must be below RealMemory "
+                f"({usable} GiB: memory_gib less reserved_memory_gib)",
+            )
+        return reserve

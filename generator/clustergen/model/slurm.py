@@ -19,7 +19,7 @@ from clustergen.model.common import (
     keys_set,
     when_equal,
 )
-from clustergen.model.syntax import DatabaseWord, SlurmName, VariableName
+from clustergen.model.syntax import AbsolutePath, DatabaseWord, SlurmName, VariableName
 
 # One word of a slurm.conf value list: nothing that would split or end the value.
 SlurmWord = SlurmName
@@ -49,6 +49,16 @@ class Accounting(StrictModel):
     )
 
 
+class BillingWeights(StrictModel):
+    """TRESBillingWeights of a partition: what one unit of each resource is billed."""
+
+    cpu: float | None = Field(default=None, ge=0, description="Weight of one CPU (CPU=).")
+    mem_per_gib: float | None = Field(
+        default=None, ge=0, description="Weight of one GiB of memory (Mem=<w>G)."
+    )
+    gpu: float | None = Field(default=None, ge=0, description="Weight of one GPU (GRES/gpu=).")
+
+
 class Partition(StrictModel):
     """A Slurm partition (PartitionName line)."""
 
@@ -56,7 +66,11 @@ class Partition(StrictModel):
     nodes: Hostlist = Field(description="Hostlist of the partition's nodes (Slurm compute nodes).")
     default: bool = Field(default=False, description="The default partition (at most one).")
     max_time: SlurmTime | None = Field(default=None, description="MaxTime: longest job time.")
-    default_time: SlurmTime | None = Field(default=None, description="DefaultTime for jobs.")
+    default_time: SlurmTime | None = Field(
+        default=None,
+        description="DefaultTime: the time limit of a job that asks for none. Default 1:00:00, "
+        "or max_time when that is shorter, so backfill always has a limit to plan with.",
+    )
     priority_tier: Int | None = Field(default=None, ge=0, le=65533, description="PriorityTier.")
     state: Literal["UP", "DOWN", "DRAIN", "INACTIVE"] = Field(default="UP", description="State.")
     oversubscribe: Literal["NO", "YES", "EXCLUSIVE", "FORCE"] | None = Field(
@@ -66,8 +80,28 @@ class Partition(StrictModel):
     allow_groups: list[SlurmWord] = Field(default_factory=list, description="AllowGroups.")
     allow_qos: list[SlurmWord] = Field(default_factory=list, description="AllowQos.")
     qos: SlurmWord | None = Field(default=None, description="Partition QOS.")
-    def_cpu_per_gpu: Int | None = Field(default=None, ge=1, description="DefCpuPerGPU.")
-    def_mem_per_gpu_mib: Int | None = Field(default=None, ge=1, description="DefMemPerGPU in MiB.")
+    def_cpu_per_gpu: Int | None = Field(
+        default=None,
+        ge=1,
+        description="DefCpuPerGPU. Default on a partition with GPU nodes: the node's cores "
+        "left after hardware.*.system_reserved.cores, shared evenly among its GPUs in whole "
+        "cores (the smallest share among the partition's GPU profiles).",
+    )
+    def_mem_per_gpu_mib: Int | None = Field(
+        default=None,
+        ge=1,
+        description="DefMemPerGPU in MiB. Default on a partition with GPU nodes: RealMemory less "
+        "hardware.*.system_reserved.memory_gib, shared evenly among the GPUs (the smallest share "
+        "among the partition's GPU profiles); not derived when slurm.options sets DefMemPerCPU "
+        "or DefMemPerNode.",
+    )
+    billing_weights: BillingWeights | None = Field(
+        default=None,
+        description="TRESBillingWeights, written exactly as given. Default on a partition with "
+        "GPU nodes: CPU=1, and memory and GPUs weighted so that all of a node's memory, or all "
+        "of its GPUs, bill as much as all of its CPUs (with PriorityFlags MAX_TRES a job is "
+        "billed for the largest share of a node it takes).",
+    )
     preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] | None = Field(
         default=None, description="PreemptMode of this partition."
     )
@@ -81,6 +115,22 @@ class PriorityWeights(StrictModel):
     job_size: Int = Field(default=0, ge=0, description="PriorityWeightJobSize.")
     partition: Int = Field(default=0, ge=0, description="PriorityWeightPartition.")
     qos: Int = Field(default=0, ge=0, description="PriorityWeightQOS.")
+
+
+PriorityFlag = Literal[
+    "ACCRUE_ALWAYS",
+    "CALCULATE_RUNNING",
+    "DEPTH_OBLIVIOUS",
+    "NO_FAIR_TREE",
+    "INCR_ONLY",
+    "MAX_TRES",
+    "NO_NORMAL_ALL",
+    "NO_NORMAL_ASSOC",
+    "NO_NORMAL_PART",
+    "NO_NORMAL_QOS",
+    "NO_NORMAL_TRES",
+    "SMALL_RELATIVE_TO_TIME",
+]
 
 
 class Priority(StrictModel):
@@ -105,6 +155,12 @@ class Priority(StrictModel):
         Literal["NONE", "NOW", "DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY"] | None
     ) = Field(default=None, description="PriorityUsageResetPeriod.")
     max_age: SlurmTime | None = Field(default=None, description="PriorityMaxAge.")
+    flags: list[PriorityFlag] = Field(
+        default_factory=lambda: ["MAX_TRES"],
+        description="PriorityFlags. Default [MAX_TRES]: a job is billed for the largest share "
+        "of a node it takes (of CPUs, memory or GPUs), so an 8-GPU 1-CPU job is not billed as "
+        "one CPU. Written also when slurm.priority is absent; [] writes none.",
+    )
 
     @model_validator(mode="after")
     def _multifactor_settings(self) -> Self:
@@ -129,16 +185,59 @@ class Preemption(StrictModel):
     )
 
 
+class Qos(StrictModel):
+    """A QOS that clustergen creates in slurmdbd (sacctmgr), e.g. for preemption."""
+
+    name: SlurmName = Field(description="QOS name.")
+    priority: Int | None = Field(default=None, ge=0, description="Priority of the QOS.")
+    preempt: list[SlurmName] = Field(
+        default_factory=list,
+        description="QOS whose jobs this QOS may preempt (Preempt=); each must be in slurm.qos "
+        "or be 'normal', which slurmdbd always has.",
+    )
+    preempt_mode: Literal["CANCEL", "REQUEUE", "SUSPEND"] | None = Field(
+        default=None,
+        description="PreemptMode of jobs of this QOS when they are preempted; unset uses "
+        "slurm.preemption.mode. REQUEUE with a grace_time_s is what training sites usually want.",
+    )
+    grace_time_s: Int | None = Field(
+        default=None,
+        ge=0,
+        description="GraceTime in seconds: how long a preempted job of this QOS gets to "
+        "checkpoint (it receives SIGTERM) before it is requeued or cancelled.",
+    )
+
+
+class StateSave(StrictModel):
+    """Where slurmctld keeps its state (StateSaveLocation)."""
+
+    path: AbsolutePath = Field(
+        default="/var/spool/slurmctld", description="StateSaveLocation directory."
+    )
+    shared: bool = Field(
+        default=False,
+        description="The directory is on storage every controller mounts read-write (NFS, "
+        "Lustre). Required with more than one controller: a takeover from a local directory "
+        "loses the queue.",
+    )
+
+
 class HealthCheck(StrictModel):
     """GPU health checks run by Slurm."""
 
     epilog: bool = Field(
         default=False,
-        description="Install a GPU health-check Epilog: GPU count, ECC errors and temperature; "
-        "a failing node is drained with a reason.",
+        description="Install a GPU health-check Epilog, run after every job: GPU count, pending "
+        "or failed row remaps, uncorrectable aggregate ECC errors, Xid 48/79/94/95 in the "
+        "kernel log since the job started and, on NVSwitch nodes, the fabric manager. A failing "
+        "node is drained with the reason (never set DOWN); every command runs under `timeout`.",
     )
     max_gpu_temp_c: Int = Field(
-        default=85, ge=30, le=120, description="Drain a node when a GPU is hotter than this."
+        default=85,
+        ge=30,
+        le=120,
+        description="A GPU hotter than this at job end is logged (syslog tag clustergen-epilog), "
+        "never drained: right after a job a GPU is at its hottest, so a drain would be false.",
     )
 
 
@@ -154,6 +253,20 @@ class Slurm(StrictModel):
     partitions: list[Partition] = Field(min_length=1, description="Slurm partitions.")
     priority: Priority | None = Field(default=None, description="Job priority policy.")
     preemption: Preemption | None = Field(default=None, description="Preemption policy.")
+    qos: list[Qos] = Field(
+        default_factory=list,
+        description="QOS created in slurmdbd by the playbook (role slurm_accounting, sacctmgr). "
+        "Needs slurm.accounting. With QOS, AccountingStorageEnforce includes qos (and so "
+        "associations and limits), so every user needs an association in slurmdbd.",
+    )
+    state_save: StateSave = Field(
+        default_factory=StateSave, description="StateSaveLocation and whether it is shared."
+    )
+    node_addr_from_management: bool = Field(
+        default=False,
+        description="Write NodeAddr=<management address> on the NodeName lines, for sites where "
+        "node names resolve neither in DNS nor in /etc/hosts. Off: slurmctld resolves the names.",
+    )
     health_check: HealthCheck | None = Field(default=None, description="GPU health checks.")
     options: dict[str, ConfValue] = Field(
         default_factory=dict,

@@ -3,7 +3,8 @@
 Files land in slurm/ under the output directory, named as they are installed in
 /etc/slurm. slurm.conf and topology.conf take effect with `scontrol reconfigure`;
 slurmd reads gres.conf and cgroup.conf only when it starts; slurmdbd.conf needs a
-slurmdbd restart; the Epilog is read afresh after every job.
+slurmdbd restart; the Epilog is read afresh after every job. With slurm.qos, a
+sacctmgr script for the controllers creates the QOS in slurmdbd (role slurm_accounting).
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ import jinja2
 
 from clustergen.artifacts import NO_CHANGE, Artifact, Change, Install, Secret
 from clustergen.catalog.packages import SLURM_GROUP
-from clustergen.outputs.slurm.derive import EPILOG_NAME, SLURM_ETC, SlurmContext, derive_slurm
+from clustergen.outputs.slurm.derive import (
+    EPILOG_NAME,
+    QOS_SCRIPT_NAME,
+    SLURM_ETC,
+    SlurmContext,
+    derive_slurm,
+)
 from clustergen.render import render_template
 from clustergen.resolve import Cluster
 
@@ -45,6 +52,19 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
                 text,
                 mode=0o755,
                 install=Install(dest, "compute", NO_CHANGE, mode=0o755),
+            )
+        )
+    if slurm.qos:
+        # Applied by the slurm_accounting role (sacctmgr), not by a daemon reading it.
+        text = render_template(env, "slurm/qos.sh.j2", cluster, slurm=slurm)
+        artifacts.append(
+            Artifact(
+                f"slurm/{QOS_SCRIPT_NAME}",
+                text,
+                mode=0o755,
+                install=Install(
+                    f"{SLURM_ETC}/{QOS_SCRIPT_NAME}", "slurm_controller", NO_CHANGE, mode=0o750
+                ),
             )
         )
     return artifacts

@@ -6,6 +6,7 @@ key order are decided here, from the resolved cluster.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -15,12 +16,14 @@ import hostlist
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.hosts import Host
 from clustergen.model import Spec
-from clustergen.model.common import expand_hostlist
+from clustergen.model.common import expand_hostlist, parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
+from clustergen.model.slurm import Partition, Priority
 from clustergen.resolve import Cluster
 
 SLURM_ETC = "/etc/slurm"
 EPILOG_NAME = "health-epilog.sh"
+QOS_SCRIPT_NAME = "clustergen-qos.sh"
 
 # slurm.conf settings clustergen writes unless slurm.options sets them: site paths,
 # ports and sensible defaults for a GPU cluster.
@@ -30,7 +33,6 @@ SLURM_DEFAULTS: tuple[tuple[str, str], ...] = (
     ("SlurmdPort", "6818"),
     ("AuthType", "auth/munge"),
     ("CredType", "cred/munge"),
-    ("StateSaveLocation", "/var/spool/slurmctld"),
     ("SlurmdSpoolDir", "/var/spool/slurmd"),
     ("SlurmctldPidFile", "/run/slurmctld.pid"),
     ("SlurmdPidFile", "/run/slurmd.pid"),
@@ -40,7 +42,29 @@ SLURM_DEFAULTS: tuple[tuple[str, str], ...] = (
     ("SelectTypeParameters", "CR_Core_Memory"),
     ("MpiDefault", "none"),
     ("ReturnToService", "2"),
+    # Alloc runs the Prolog when a job is allocated; Contain adds the extern step that
+    # pam_slurm_adopt puts SSH sessions into, so they stay in the job's cgroup.
+    ("PrologFlags", "Alloc,Contain"),
+    # Slurm waits for ever by default; an Epilog stuck on a GPU that fell off the bus
+    # (a process in uninterruptible sleep outlives `timeout`) would leave the node
+    # COMPLETING. Above the health Epilog's worst case (EpilogTimeouts.worst_case_s).
+    ("PrologEpilogTimeout", "180"),
 )
+
+# slurm.conf's MessageTimeout when the site sets none.
+MESSAGE_TIMEOUT_DEFAULT_S = 10
+# UnkillableStepTimeout: long enough for a GPU job's processes to release the device;
+# Slurm wants at least 5 x MessageTimeout, or nodes go down with KillTaskFailed.
+UNKILLABLE_STEP_TIMEOUT_S = 180
+# DefaultTime of a partition whose spec sets none (capped at its MaxTime).
+DEFAULT_PARTITION_TIME_MIN = 60
+# Backfill plans at least Slurm's default day ahead and at most the 30 days it accepts.
+BF_WINDOW_MIN_MIN = 1440
+BF_WINDOW_MAX_MIN = 43200
+# bf_resolution grows with the window so the plan keeps about a day of one-minute
+# slots; Slurm caps it at an hour.
+BF_SLOTS = 1440
+BF_RESOLUTION_MAX_S = 3600
 
 Setting = tuple[str, str]
 
@@ -73,10 +97,41 @@ class SwitchLine:
 
 @dataclass(frozen=True)
 class GpuNodeCheck:
-    """Epilog: nodes that must show this many GPUs."""
+    """Epilog: nodes that must show this many GPUs, and whether they have NVSwitches."""
 
     names: list[str]
     gpu_count: int
+    nvswitch: bool
+
+
+@dataclass(frozen=True)
+class EpilogTimeouts:
+    """Seconds the health Epilog gives each command before `timeout` ends it."""
+
+    smi_s: int = 30  # each nvidia-smi call
+    call_s: int = 10  # journalctl, systemctl, logger, scontrol, hostname
+    kill_after_s: int = 5  # SIGKILL this long after SIGTERM
+    smi_calls: int = 2
+    other_calls: int = 6  # hostname, journalctl, systemctl, two logger calls, scontrol
+
+    @property
+    def worst_case_s(self) -> int:
+        """The longest the Epilog can run with every command timing out."""
+        return self.smi_calls * (self.smi_s + self.kill_after_s) + self.other_calls * (
+            self.call_s + self.kill_after_s
+        )
+
+
+EPILOG_TIMEOUTS = EpilogTimeouts()
+
+
+@dataclass(frozen=True)
+class QosLine:
+    """One QOS as `sacctmgr show qos -nP` prints it, and the sacctmgr settings that make it."""
+
+    name: str
+    shown: str  # Name|Priority|Preempt|PreemptMode|GraceTime as sacctmgr prints them
+    settings: list[Setting]
 
 
 @dataclass(frozen=True)
@@ -91,6 +146,8 @@ class SlurmContext:
     password_variable: str | None
     epilog_checks: list[GpuNodeCheck] | None
     max_gpu_temp_c: int
+    qos: list[QosLine]
+    epilog_timeouts: EpilogTimeouts = EPILOG_TIMEOUTS
 
 
 _NUMBERED = re.compile(r"^(.*?)([0-9]+)$")
@@ -142,19 +199,57 @@ def derive_slurm(cluster: Cluster) -> SlurmContext:
     return SlurmContext(
         sections=_slurm_sections(cluster, epilog),
         nodes=_node_lines(spec, compute),
-        partitions=_partition_lines(spec),
+        partitions=_partition_lines(spec, compute),
         gres=_gres_lines(spec, compute),
         topology=_switch_lines(spec, compute),
         cgroup=[
             ("ConstrainCores", "yes"),
             ("ConstrainDevices", "yes"),
             ("ConstrainRAMSpace", "yes"),
+            # Jobs are OOM-killed at their memory limit instead of swapping.
+            ("ConstrainSwapSpace", "yes"),
+            ("AllowedSwapSpace", "0"),
         ],
         slurmdbd=_slurmdbd(spec) if accounting else None,
         password_variable=accounting.database.password_variable if accounting else None,
         epilog_checks=_epilog_checks(spec, compute) if epilog else None,
         max_gpu_temp_c=health.max_gpu_temp_c if health else 0,
+        qos=_qos_lines(spec),
     )
+
+
+def _option(spec: Spec, key: str) -> str | None:
+    """The value slurm.options gives `key` (any case), or None."""
+    for name, value in spec.slurm.options.items():
+        if name.lower() == key.lower():
+            return str(value)
+    return None
+
+
+def uses_qos(spec: Spec) -> bool:
+    preemption = spec.slurm.preemption
+    return bool(spec.slurm.qos) or (preemption is not None and preemption.type == "qos")
+
+
+def unkillable_step_timeout_s(spec: Spec) -> int:
+    message_timeout = _option(spec, "MessageTimeout")
+    floor = 5 * (int(message_timeout) if message_timeout else MESSAGE_TIMEOUT_DEFAULT_S)
+    return max(UNKILLABLE_STEP_TIMEOUT_S, floor)
+
+
+def backfill_parameters(spec: Spec) -> str:
+    """bf_window covering the longest finite MaxTime or DefaultTime (minutes), within what
+    Slurm accepts; the whole range when a partition's MaxTime is UNLIMITED."""
+    limits = [partition_default_time_min(p) for p in spec.slurm.partitions]
+    unbounded = False
+    for partition in spec.slurm.partitions:
+        minutes = parse_slurm_time(str(partition.max_time or "UNLIMITED"))
+        unbounded = unbounded or minutes is None
+        limits.append(minutes or 0)
+    longest = BF_WINDOW_MAX_MIN if unbounded else max(limits)
+    window = min(max(longest, BF_WINDOW_MIN_MIN), BF_WINDOW_MAX_MIN)
+    resolution = min(max(60, window * 60 // BF_SLOTS), BF_RESOLUTION_MAX_S)
+    return f"bf_window={window},bf_resolution={resolution}"
 
 
 def _slurm_sections(cluster: Cluster, epilog: bool) -> list[ConfSection]:
@@ -162,18 +257,24 @@ def _slurm_sections(cluster: Cluster, epilog: bool) -> list[ConfSection]:
     slurm = spec.slurm
     table = cluster.by_name
     overridden = {key.lower() for key in slurm.options}
+    defaults = [
+        *SLURM_DEFAULTS,
+        ("UnkillableStepTimeout", str(unkillable_step_timeout_s(spec))),
+        ("SchedulerParameters", backfill_parameters(spec)),
+    ]
     sections = [
         ConfSection(
-            "Cluster and controllers (slurm.controllers: primary first)",
+            "Cluster and controllers (slurm.controllers: primary first; slurm.state_save)",
             [("ClusterName", spec.cluster.name)]
             + [
                 ("SlurmctldHost", f"{name}({table[name].management_ip})")
                 for name in cluster.controllers
-            ],
+            ]
+            + [("StateSaveLocation", slurm.state_save.path)],
         ),
         ConfSection(
             "Daemons, paths and defaults (override any of these in slurm.options)",
-            [(key, value) for key, value in SLURM_DEFAULTS if key.lower() not in overridden],
+            [(key, value) for key, value in defaults if key.lower() not in overridden],
         ),
     ]
     resources: list[Setting] = [("SelectType", "select/cons_tres")]
@@ -187,17 +288,18 @@ def _slurm_sections(cluster: Cluster, epilog: bool) -> list[ConfSection]:
     if slurm.accounting is not None:
         # Gathering job usage without storing it makes slurmctld log errors, so
         # the gather plugin comes only with accounting.
+        accounting: list[Setting] = [
+            ("JobAcctGatherType", "jobacct_gather/cgroup"),
+            ("AccountingStorageType", "accounting_storage/slurmdbd"),
+            ("AccountingStorageHost", slurm.accounting.host),
+            ("AccountingStoragePort", str(slurm.accounting.port)),
+            ("AccountingStorageTRES", "gres/gpu"),
+        ]
+        # QOS act only when enforced; qos implies associations, limits makes QOS limits count.
+        if uses_qos(spec) and "accountingstorageenforce" not in overridden:
+            accounting.append(("AccountingStorageEnforce", "associations,limits,qos"))
         sections.append(
-            ConfSection(
-                "Accounting (slurm.accounting)",
-                [
-                    ("JobAcctGatherType", "jobacct_gather/cgroup"),
-                    ("AccountingStorageType", "accounting_storage/slurmdbd"),
-                    ("AccountingStorageHost", slurm.accounting.host),
-                    ("AccountingStoragePort", str(slurm.accounting.port)),
-                    ("AccountingStorageTRES", "gres/gpu"),
-                ],
-            )
+            ConfSection("Accounting (slurm.accounting; enforcement with QOS)", accounting)
         )
     scheduling = _priority_settings(spec) + _preemption_settings(spec)
     if scheduling:
@@ -225,9 +327,11 @@ def _slurm_sections(cluster: Cluster, epilog: bool) -> list[ConfSection]:
 
 def _priority_settings(spec: Spec) -> list[Setting]:
     priority = spec.slurm.priority
+    flags = Priority().flags if priority is None else priority.flags
+    flag_settings: list[Setting] = [("PriorityFlags", ",".join(flags))] if flags else []
     if priority is None:
-        return []
-    settings: list[Setting] = [("PriorityType", f"priority/{priority.type}")]
+        return flag_settings
+    settings: list[Setting] = [("PriorityType", f"priority/{priority.type}"), *flag_settings]
     if priority.weights is not None:
         weights = priority.weights
         settings += [
@@ -269,6 +373,34 @@ def _node_features(spec: Spec, host: Host) -> list[str]:
     return list(dict.fromkeys(f for f in features if f))
 
 
+def _next_name(previous: str, name: str) -> bool:
+    """gpu08 -> gpu09: same prefix and width, number one up."""
+    a, b = _NUMBERED.match(previous), _NUMBERED.match(name)
+    return bool(
+        a and b and a[1] == b[1] and len(a[2]) == len(b[2]) and int(b[2]) == int(a[2]) + 1
+    )
+
+
+def _address_runs(hosts: Sequence[Host]) -> list[list[Host]]:
+    """Hosts split where the management addresses stop counting up by one within one /24,
+    so each run's names and addresses are both single hostlist ranges in the same order."""
+    runs: list[list[Host]] = []
+    for host in hosts:
+        if runs:
+            previous = runs[-1][-1]
+            address = ipaddress.IPv4Address(host.management_ip)
+            previous_address = ipaddress.IPv4Address(previous.management_ip)
+            if (
+                address == previous_address + 1
+                and int(address) >> 8 == int(previous_address) >> 8
+                and _next_name(previous.name, host.name)
+            ):
+                runs[-1].append(host)
+                continue
+        runs.append([host])
+    return runs
+
+
 def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
     def key_of(host: Host) -> tuple[object, ...]:
         return (
@@ -291,6 +423,11 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
             ("ThreadsPerCore", str(cpu.threads_per_core)),
             ("RealMemory", str(real_memory_mib(profile))),
         ]
+        reserve = profile.system_reserved
+        if reserve is not None and reserve.cores:
+            settings.append(("CoreSpecCount", str(reserve.cores)))
+        if reserve is not None and reserve.memory_gib:
+            settings.append(("MemSpecLimit", str(reserve.memory_gib * 1024)))
         if profile.gpu is not None:
             settings.append(("Gres", f"gpu:{gres_type(profile)}:{profile.gpu.count}"))
         settings.append(("Features", ",".join(_node_features(spec, first))))
@@ -298,34 +435,135 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
         if weight is not None:
             settings.append(("Weight", str(weight)))
         settings.append(("State", "UNKNOWN"))
-        lines.append(NodeLine(compress([h.name for h in members]), settings))
+        if not spec.slurm.node_addr_from_management:
+            lines.append(NodeLine(compress([h.name for h in members]), settings))
+            continue
+        for run in _address_runs(members):
+            addresses = compress([h.management_ip for h in run])
+            names = compress([h.name for h in run])
+            lines.append(NodeLine(names, [("NodeAddr", addresses), *settings]))
     return lines
 
 
-def _partition_lines(spec: Spec) -> list[NodeLine]:
+def partition_default_time_min(partition: Partition) -> int:
+    """DefaultTime in minutes: the spec's, or an hour capped at MaxTime."""
+    if partition.default_time is not None:
+        return parse_slurm_time(str(partition.default_time)) or BF_WINDOW_MAX_MIN
+    max_minutes = parse_slurm_time(str(partition.max_time or "UNLIMITED"))
+    if max_minutes is None:
+        return DEFAULT_PARTITION_TIME_MIN
+    return min(DEFAULT_PARTITION_TIME_MIN, max_minutes)
+
+
+def _default_time(partition: Partition) -> str:
+    if partition.default_time is not None:
+        return str(partition.default_time)
+    minutes = partition_default_time_min(partition)
+    return f"{minutes // 60}:{minutes % 60:02d}:00"
+
+
+@dataclass(frozen=True)
+class GpuShare:
+    """What one GPU of a profile gets by default, after the system reserve."""
+
+    cpus: int  # whole cores' worth of CPUs
+    memory_mib: int
+    gpus: int
+    node_cpus: int  # CPUs jobs may use on the node
+    node_memory_mib: int  # memory jobs may use on the node
+
+
+def gpu_share(profile: HardwareProfile) -> GpuShare | None:
+    if profile.gpu is None:
+        return None
+    cpu, reserve = profile.cpu, profile.system_reserved
+    cores = cpu.sockets * cpu.cores_per_socket - (reserve.cores if reserve else 0)
+    memory = real_memory_mib(profile) - (reserve.memory_gib * 1024 if reserve else 0)
+    count = profile.gpu.count
+    return GpuShare(
+        cpus=max(1, cores // count) * cpu.threads_per_core,
+        memory_mib=memory // count,
+        gpus=count,
+        node_cpus=cores * cpu.threads_per_core,
+        node_memory_mib=memory,
+    )
+
+
+def _weight(value: float) -> str:
+    """A billing weight as Slurm reads it: a plain decimal, at most four places."""
+    text = f"{value:.4f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def billing_weights(shares: Sequence[GpuShare]) -> str:
+    """CPU=1 and memory and GPUs weighted so that a whole node bills the same by each; from
+    the profile with the fewest CPUs per GPU when a partition mixes profiles."""
+    share = min(shares, key=lambda s: s.node_cpus / s.gpus)
+    mem_per_gib = share.node_cpus / (share.node_memory_mib / 1024)
+    gpu = share.node_cpus / share.gpus
+    return f"CPU=1,Mem={_weight(mem_per_gib)}G,GRES/gpu={_weight(gpu)}"
+
+
+def _partition_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
+    profile_of = {h.name: h.hardware_name for h in compute}
+    shares_of = {
+        h.hardware_name: share
+        for h in compute
+        if h.hardware is not None and (share := gpu_share(h.hardware)) is not None
+    }
+    mem_default_elsewhere = any(
+        _option(spec, key) is not None for key in ("DefMemPerCPU", "DefMemPerNode")
+    )
     lines = []
     for partition in spec.slurm.partitions:
+        names = expand_hostlist(partition.nodes)
+        in_partition = dict.fromkeys(profile_of[n] for n in names if n in profile_of)
+        shares = [shares_of[p] for p in in_partition if p in shares_of]
+        def_cpu: int | None = partition.def_cpu_per_gpu
+        def_mem: int | None = partition.def_mem_per_gpu_mib
+        weights = _explicit_weights(partition)
+        if shares:
+            def_cpu = def_cpu or min(s.cpus for s in shares)
+            if def_mem is None and not mem_default_elsewhere:
+                def_mem = min(s.memory_mib for s in shares)
+            weights = weights or billing_weights(shares)
         settings: list[Setting] = []
         if partition.default:
             settings.append(("Default", "YES"))
         optional: list[tuple[str, object]] = [
             ("MaxTime", partition.max_time),
-            ("DefaultTime", partition.default_time),
+            ("DefaultTime", _default_time(partition)),
             ("PriorityTier", partition.priority_tier),
             ("OverSubscribe", partition.oversubscribe),
             ("AllowAccounts", ",".join(partition.allow_accounts)),
             ("AllowGroups", ",".join(partition.allow_groups)),
             ("AllowQos", ",".join(partition.allow_qos)),
             ("QOS", partition.qos),
-            ("DefCpuPerGPU", partition.def_cpu_per_gpu),
-            ("DefMemPerGPU", partition.def_mem_per_gpu_mib),
+            ("DefCpuPerGPU", def_cpu),
+            ("DefMemPerGPU", def_mem),
+            ("TRESBillingWeights", weights),
             ("PreemptMode", partition.preempt_mode),
         ]
         settings += [(key, str(value)) for key, value in optional if value not in (None, "")]
         settings.append(("State", partition.state))
-        names = compress(expand_hostlist(partition.nodes))
-        lines.append(NodeLine(partition.name, [("Nodes", names), *settings]))
+        lines.append(NodeLine(partition.name, [("Nodes", compress(names)), *settings]))
     return lines
+
+
+def _explicit_weights(partition: Partition) -> str | None:
+    given = partition.billing_weights
+    if given is None:
+        return None
+    parts = [
+        f"{name}={_weight(value)}{unit}"
+        for name, value, unit in (
+            ("CPU", given.cpu, ""),
+            ("Mem", given.mem_per_gib, "G"),
+            ("GRES/gpu", given.gpu, ""),
+        )
+        if value is not None
+    ]
+    return ",".join(parts) or None
 
 
 def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
@@ -392,8 +630,34 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
 
 
 def _epilog_checks(spec: Spec, compute: Sequence[Host]) -> list[GpuNodeCheck]:
-    by_count: dict[int, list[str]] = {}
+    groups: dict[tuple[int, bool], list[str]] = {}
     for host in compute:
         if host.hardware is not None and host.hardware.gpu is not None:
-            by_count.setdefault(host.hardware.gpu.count, []).append(host.name)
-    return [GpuNodeCheck(names, count) for count, names in by_count.items()]
+            gpu = host.hardware.gpu
+            groups.setdefault((gpu.count, gpu.nvswitch), []).append(host.name)
+    return [GpuNodeCheck(names, count, nvswitch) for (count, nvswitch), names in groups.items()]
+
+
+def grace_time(seconds: int) -> str:
+    """GraceTime as sacctmgr prints it: [days-]hh:mm:ss."""
+    days, rest = divmod(seconds, 86400)
+    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def _qos_lines(spec: Spec) -> list[QosLine]:
+    """Each QOS with every setting clustergen manages, unset ones at slurmdbd's defaults, so
+    a QOS changed by hand is set back."""
+    lines = []
+    for qos in spec.slurm.qos:
+        priority = str(qos.priority or 0)
+        preempt = ",".join(sorted(qos.preempt))
+        mode = (qos.preempt_mode or "cluster").lower()
+        grace = qos.grace_time_s or 0
+        shown = "|".join((qos.name, priority, preempt, mode, grace_time(grace)))
+        settings: list[Setting] = [("Priority", priority)]
+        # An empty list is cleared by the script only where slurmdbd holds one.
+        settings += [("Preempt", preempt)] if preempt else []
+        settings += [("PreemptMode", mode), ("GraceTime", str(grace))]
+        lines.append(QosLine(qos.name, shown, settings))
+    return lines
