@@ -294,7 +294,9 @@ def _assert_one_munge_key_and_slurm_uid(cluster: BootedCluster) -> None:
 def _run_gpu_job(cluster: BootedCluster) -> str:
     """srun on both GPU nodes with all 8 GPUs; returns the job id."""
     script = "echo $(hostname) $CUDA_VISIBLE_DEVICES $SLURM_JOB_ID"
-    out = _on_head(cluster, f"srun -N2 --gres=gpu:{GPUS_PER_NODE} -t 5 bash -c '{script}'")
+    # -c 1: the test nodes have 2 CPUs for their 8 GPUs, and the partition's
+    # DefCpuPerGPU=1 (used only when a job names no CPU count) would ask for 8.
+    out = _on_head(cluster, f"srun -N2 -c 1 --gres=gpu:{GPUS_PER_NODE} -t 5 bash -c '{script}'")
     lines = sorted(line.split() for line in out.splitlines() if line.strip())
     every_gpu = ",".join(str(n) for n in range(GPUS_PER_NODE))
     assert [line[:2] for line in lines] == [[name, every_gpu] for name in GPU_NODES], out
