@@ -158,13 +158,13 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
 
 @pytest.fixture(scope="module")
 def cluster(
-    rendered: Rendered, tmp_path_factory: pytest.TempPathFactory
+    rendered: Rendered, testbed_scratch: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[BootedCluster]:
     _require()
     work = tmp_path_factory.mktemp("booted")
     started = time.monotonic()
-    base = node_base(work)
-    repo = local_repository(rendered.pins, base, work)
+    base = node_base(testbed_scratch)
+    repo = local_repository(rendered.pins, base, testbed_scratch)
     build_seconds = time.monotonic() - started
     # Checked before any node exists: the test talks to no address it did not create.
     refuse_outside(rendered.addresses, rendered.subnet)

@@ -9,7 +9,7 @@ nodes"), with every fix listed there:
 - the node tree is BARE for Slurm: no munge, slurm or mariadb. Nodes have no route out,
   so one flat apt repository, bind-mounted read-only into every node, holds Debian's real
   munge/MariaDB/Slurm packages with their dependency closure beyond the node tree, and the
-  equivs stand-ins for every pinned NVIDIA/CUDA/NCCL/DCGM/Lustre package (pin and newer);
+  stand-ins for every pinned NVIDIA/CUDA/NCCL/DCGM/Lustre package (pin and newer);
 - each node is `systemd-nspawn -b --register=no --keep-unit` in its own cgroup in every
   hierarchy (the host has no systemd, so nodes would otherwise share the caller's),
   in legacy cgroup mode (SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0: slurmd refuses hybrid), with
@@ -45,6 +45,7 @@ from pathlib import Path
 import yaml
 
 from support.ansible_testbed import (
+    STAND_IN_RECIPE,
     StandInContent,
     StandInFile,
     StandInPayload,
@@ -94,7 +95,7 @@ HOST_TOOLS = (
     "ssh",
     "ssh-keygen",
     "debootstrap",
-    "equivs-build",
+    "dpkg-deb",
     "dpkg-scanpackages",
     "chroot",
 )
@@ -310,7 +311,7 @@ def local_repository(pin_sets: Sequence[Mapping[str, str]], base: Path, scratch:
         build_stand_ins(wanted, tree, stand_in_payload(sorted({n for n, _ in wanted})))
         index_flat_repository(tree)
 
-    recipe = (RECIPE_VERSION, NVIDIA_SMI.read_text())
+    recipe = (RECIPE_VERSION, STAND_IN_RECIPE, NVIDIA_SMI.read_text())
     return cached("flatrepo", digest(recipe, debs.name, wanted), build, scratch)
 
 
