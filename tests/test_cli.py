@@ -26,8 +26,10 @@ def files_under(root: Path) -> dict[str, bytes]:
 def test_validate_reference_specs(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("validate", str(ML), str(EDGE))
     assert result.code == 0, result.err
-    assert result.out.splitlines() == [f"{ML}: valid", f"{EDGE}: valid"]
-    assert result.err == ""
+    assert result.out.splitlines() == [f"{ML}: valid (1 warning(s))", f"{EDGE}: valid"]
+    # preempt/qos with no QOS that preempts: a warning in the reference spec (issue 7).
+    assert result.err.count("\n") == 1
+    assert result.err.endswith("[slurm.preempt-qos-without-qos]\n")
 
 
 @pytest.mark.parametrize(

@@ -124,3 +124,110 @@ def test_compress_writes_what_python_hostlist_writes() -> None:
         if rng.random() < 0.2:
             names.append(rng.choice(["login1", "gpu9", "zz", f"{prefix}{top + 5}"]))
         assert compress(names) == hostlist.collect_hostlist(names), names
+
+
+def _partitions(document: dict) -> dict[str, dict[str, str]]:  # type: ignore[type-arg]
+    return {line.names: dict(line.settings) for line in slurm_of(document).partitions}
+
+
+def _section_settings(document: dict) -> dict[str, str]:  # type: ignore[type-arg]
+    return {key: value for s in slurm_of(document).sections for key, value in s.settings}
+
+
+def test_gpu_partitions_get_per_gpu_defaults_after_the_system_reserve() -> None:
+    document = reference()
+    partitions = _partitions(document)
+    # 128 cores x 2 threads and 1984 GiB shared by 8 GPUs.
+    assert partitions["gpu-training"]["DefCpuPerGPU"] == "32"
+    assert partitions["gpu-training"]["DefMemPerGPU"] == str(1984 * 1024 // 8)
+    assert partitions["gpu-training"]["TRESBillingWeights"] == "CPU=1,Mem=0.129G,GRES/gpu=32"
+    document["hardware"]["hgx-h100"]["system_reserved"] = {"cores": 6, "memory_gib": 64}
+    partitions = _partitions(document)
+    # 122 cores left: 15 whole cores a GPU (not 15.25), 30 CPUs; memory 1920 GiB.
+    assert partitions["gpu-training"]["DefCpuPerGPU"] == "30"
+    assert partitions["gpu-training"]["DefMemPerGPU"] == str(1920 * 1024 // 8)
+    (node,) = slurm_of(document).nodes
+    assert dict(node.settings)["CoreSpecCount"] == "6"
+    assert dict(node.settings)["MemSpecLimit"] == str(64 * 1024)
+
+
+def test_spec_values_win_over_derived_partition_defaults() -> None:
+    document = reference()
+    document["slurm"]["partitions"][1].update(
+        def_cpu_per_gpu=8,
+        def_mem_per_gpu_mib=65536,
+        default_time="30",
+        billing_weights={"cpu": 1, "gpu": 64.5},
+    )
+    debug = _partitions(document)["debug"]
+    assert debug["DefCpuPerGPU"] == "8"
+    assert debug["DefMemPerGPU"] == "65536"
+    assert debug["DefaultTime"] == "30"
+    assert debug["TRESBillingWeights"] == "CPU=1,GRES/gpu=64.5"
+
+
+def test_def_mem_per_gpu_is_left_to_a_site_default_per_cpu() -> None:
+    document = reference()
+    document["slurm"]["options"]["DefMemPerCPU"] = 4096
+    assert "DefMemPerGPU" not in _partitions(document)["gpu-training"]
+
+
+def test_billing_needs_accounting() -> None:
+    partitions = _partitions(reference("edge-roce-2node"))
+    assert "TRESBillingWeights" not in partitions["gpu"]
+    assert "PriorityFlags" not in _section_settings(reference("edge-roce-2node"))
+    assert _section_settings(reference())["PriorityFlags"] == "MAX_TRES"
+
+
+def test_default_time_is_an_hour_capped_at_max_time() -> None:
+    document = reference()
+    document["slurm"]["partitions"][1]["max_time"] = "20"
+    partitions = _partitions(document)
+    assert partitions["gpu-training"]["DefaultTime"] == "01:00:00"
+    assert partitions["debug"]["DefaultTime"] == "00:20:00"
+
+
+def test_bf_window_covers_the_longest_max_time() -> None:
+    document = reference()
+    assert _section_settings(document)["SchedulerParameters"] == (
+        "bf_window=43200,bf_resolution=1800"  # UNLIMITED: all Slurm allows (30 days)
+    )
+    document["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
+    assert _section_settings(document)["SchedulerParameters"] == (
+        "bf_window=10080,bf_resolution=420"
+    )
+    document["slurm"]["partitions"][0]["max_time"] = "02:00:00"
+    assert _section_settings(document)["SchedulerParameters"] == (
+        "bf_window=1440,bf_resolution=60"  # never below Slurm's own day
+    )
+    document["slurm"]["options"]["SchedulerParameters"] = "bf_window=60"
+    settings = [s for s in slurm_of(document).sections if s.title.startswith("Daemons")]
+    assert "SchedulerParameters" not in dict(settings[0].settings)
+
+
+def test_unkillable_step_timeout_follows_message_timeout() -> None:
+    document = reference()
+    assert _section_settings(document)["UnkillableStepTimeout"] == "180"
+    document["slurm"]["options"]["MessageTimeout"] = 60
+    assert _section_settings(document)["UnkillableStepTimeout"] == "300"
+
+
+def test_node_addr_lines_grow_with_address_blocks_not_nodes() -> None:
+    document = reference()
+    assert "NodeAddr" not in dict(slurm_of(document).nodes[0].settings)
+    document["slurm"]["node_addr_from_management"] = True
+    document["network"]["management"]["cidr"] = "10.0.0.0/16"
+    document["nodes"][0].update(names="gpu[0001-1000]", management_ip="10.0.10.1")
+    document["nodes"][0].pop("bmc_ip")
+    document["nodes"][0].pop("fabric_ip")
+    document["network"]["fabric"]["switches"][0]["nodes"] = "gpu[0001-1000]"
+    extra = {**document["nodes"][0], "names": "gpu[1001-1010]", "management_ip": "10.0.40.1"}
+    document["nodes"].append(extra)
+    document["network"]["fabric"]["switches"][0]["nodes"] = "gpu[0001-1010]"
+    document["slurm"]["partitions"] = [{"name": "all", "nodes": "gpu[0001-1010]"}]
+    document["racks"] = []
+    lines = [(line.names, dict(line.settings)["NodeAddr"]) for line in slurm_of(document).nodes]
+    addresses = ",".join(
+        ["10.0.10.[1-255]", "10.0.11.[0-255]", "10.0.12.[0-255]", "10.0.13.[0-232]"]
+    )
+    assert lines == [("gpu[0001-1000]", addresses), ("gpu[1001-1010]", "10.0.40.[1-10]")]

@@ -99,3 +99,66 @@ def test_slurmd_reads_rendered_gres_conf(spec_path: Path, tmp_path: Path, cli) -
             report = bed.slurmd_gres(host.name, gpu_count=count)  # type: ignore[attr-defined]
             assert report.ok, report.output
             assert report.gpu_count(gres_type(host.hardware)) == count, report.output  # type: ignore[attr-defined]
+
+
+def gpu_defaults_spec(tmp_path: Path) -> Path:
+    """ml-training-8node with a system reserve, NodeAddr and QOS; the GPU nodes' addresses
+    cross a /24, so NodeAddr needs two ranges on one line."""
+    text = (REFERENCE_SPECS[-1]).read_text()
+    replacements = {
+        "    gpu: {model: h100-sxm5-80gb, count: 8, nvswitch: true}\n": (
+            "    system_reserved: {cores: 4, memory_gib: 32}\n"
+            "    gpu: {model: h100-sxm5-80gb, count: 8, nvswitch: true}\n"
+        ),
+        "management: {cidr: 10.0.1.0/24, gateway: 10.0.1.1}": (
+            "management: {cidr: 10.0.0.0/23, gateway: 10.0.1.1}"
+        ),
+        "    management_ip: 10.0.1.11\n": "    management_ip: 10.0.0.249\n",
+        "  preemption: {type: qos, mode: CANCEL}\n": (
+            "  preemption: {type: qos, mode: REQUEUE}\n"
+            "  node_addr_from_management: true\n"
+            "  qos:\n"
+            "    - {name: low, preempt_mode: REQUEUE, grace_time_s: 600}\n"
+            "    - {name: high, priority: 10, preempt: [low]}\n"
+        ),
+    }
+    for old, new in replacements.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    spec = tmp_path / "gpu-defaults.yaml"
+    spec.write_text(text)
+    return spec
+
+
+def test_slurmctld_takes_the_derived_gpu_defaults(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    require_real_slurm()
+    cluster, slurm = rendered(gpu_defaults_spec(tmp_path), tmp_path / "out", cli)
+    (node_line,) = slurm.nodes
+    assert node_line.names == "gpu[01-08]"
+    assert dict(node_line.settings)["NodeAddr"] == "10.0.0.[249-255],10.0.1.0"
+    with SlurmTestbed(tmp_path / "out", tmp_path / "bed") as bed:
+        report = bed.start_controller()
+        config = bed.client("scontrol", "show", "config")
+    print(report.summary())
+    assert report.config_problems() == []
+    assert [item.line for item in report.skipped] == []
+    for host in cluster.hosts:
+        if host.is_slurm_compute:
+            fields = report.nodes[host.name].fields
+            assert fields["NodeAddr"] == host.management_ip, host.name
+            assert fields["CoreSpecCount"] == "4"
+            assert fields["MemSpecLimit"] == str(32 * 1024)
+    for partition in report.partitions.values():
+        fields = partition.fields
+        assert fields["DefaultTime"] == "01:00:00"
+        # 124 of 128 cores and 1952 of 1984 GiB left for jobs, shared among 8 GPUs.
+        assert fields["JobDefaults"] == "DefCpuPerGPU=30,DefMemPerGPU=249856"
+        assert fields["TRESBillingWeights"] == "CPU=1,Mem=0.127G,GRES/gpu=31"
+    settings = dict(line.split(" = ", 1) for line in config.splitlines() if " = " in line)
+    settings = {key.strip(): value.strip() for key, value in settings.items()}
+    assert settings["PrologFlags"] == "Alloc,Contain"
+    assert settings["PriorityFlags"].startswith("MAX_TRES")
+    assert settings["AccountingStorageEnforce"] == "associations,limits,qos"
+    assert settings["UnkillableStepTimeout"] == "180 sec"
+    assert settings["PrologEpilogTimeout"] == "180"
+    assert "bf_window=43200" in settings["SchedulerParameters"]

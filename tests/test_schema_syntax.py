@@ -92,6 +92,14 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "63-package-unknown-name": "package names depend on software.os; " + _PINS,
     "64-package-version-disagrees": _PINS,
     "77-accounting-dropped": "settings and a role that need another section",
+    "79-system-reserve-all-cores": _COMPARISON,
+    "80-qos-without-accounting": "a setting that needs another section",
+    "81-duplicate-qos": _CROSS_REFERENCE,
+    "82-preempt-unknown-qos": _CROSS_REFERENCE,
+    "83-qos-preempts-itself": _CROSS_REFERENCE,
+    "84-enforce-without-qos": "a slurm.options value judged against other settings",
+    "85-ha-controllers-local-state": "counts the hosts of hostlist expressions",
+    "86-billing-without-accounting": "a setting that needs another section",
 }
 
 

@@ -47,7 +47,11 @@ def test_qos_script_creates_the_qos_once(tmp_path: Path, cli) -> None:  # type: 
 
         def show() -> list[str]:
             listing = bed.client(
-                "sacctmgr", "-nP", "show", "qos", "format=Name,Priority,Preempt,PreemptMode,GraceTime"
+                "sacctmgr",
+                "-nP",
+                "show",
+                "qos",
+                "format=Name,Priority,Preempt,PreemptMode,GraceTime",
             )
             return sorted(listing.splitlines())
 

@@ -363,6 +363,11 @@ SLURM_ENFORCE_WITHOUT_QOS = Code(
     "error",
     "slurm.options AccountingStorageEnforce leaves out qos while QOS are used",
 )
+SLURM_BILLING_WITHOUT_ACCOUNTING = Code(
+    "slurm.billing-without-accounting",
+    "error",
+    "billing_weights without slurm.accounting (slurmctld refuses the gres/gpu weight)",
+)
 SLURM_HA_STATE_NOT_SHARED = Code(
     "slurm.ha-state-not-shared",
     "error",

@@ -198,6 +198,16 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
                         f"{partition.max_time}",
                     )
                 )
+        if partition.billing_weights is not None and spec.slurm.accounting is None:
+            problems.append(
+                Problem(
+                    codes.SLURM_BILLING_WITHOUT_ACCOUNTING,
+                    (*base, "billing_weights"),
+                    "billing weights need slurm.accounting: without slurmdbd slurmctld has no "
+                    "gres/gpu TRES to weigh and refuses to start",
+                    at="key",
+                )
+            )
         if partition.def_mem_per_gpu_mib is not None:
             clash = [
                 k for k in spec.slurm.options if k.lower() in ("defmempercpu", "defmempernode")
@@ -381,9 +391,7 @@ def _qos(spec: Spec) -> list[Problem]:
             )
         for name in qos.preempt:
             if name not in known:
-                problems.append(
-                    Problem(codes.SLURM_UNKNOWN_QOS, path, _unknown_qos(name, defined))
-                )
+                problems.append(Problem(codes.SLURM_UNKNOWN_QOS, path, _unknown_qos(name, defined)))
     for index, partition in enumerate(slurm.partitions):
         base = ("slurm", "partitions", index)
         named = [("qos", partition.qos)] if partition.qos else []
@@ -395,7 +403,12 @@ def _qos(spec: Spec) -> list[Problem]:
                 )
     preemption = slurm.preemption
     preempting = [q for q in slurm.qos if q.preempt]
-    if preemption is not None and preemption.type == "qos" and not preempting:
+    if (
+        preemption is not None
+        and preemption.type == "qos"
+        and not preempting
+        and slurm.accounting is not None  # else the error above says what is missing
+    ):
         problems.append(
             Problem(
                 codes.SLURM_PREEMPT_QOS_WITHOUT_QOS,

@@ -141,7 +141,8 @@ class HardwareProfile(StrictModel):
                 f"system_reserved.cores ({reserve.cores}) must be below the profile's "
                 f"{cpu.sockets * cpu.cores_per_socket} cores",
             )
-        usable = None if installed is None else installed - (info.data.get("reserved_memory_gib") or 0)
+        kept_from_slurm = info.data.get("reserved_memory_gib") or 0
+        usable = None if installed is None else installed - kept_from_slurm
         if usable is not None and reserve.memory_gib >= usable:
             raise invalid(
                 codes.HARDWARE_SYSTEM_RESERVE_TOO_LARGE,

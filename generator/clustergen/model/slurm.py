@@ -97,8 +97,9 @@ class Partition(StrictModel):
     )
     billing_weights: BillingWeights | None = Field(
         default=None,
-        description="TRESBillingWeights, written exactly as given. Default on a partition with "
-        "GPU nodes: CPU=1, and memory and GPUs weighted so that all of a node's memory, or all "
+        description="TRESBillingWeights, written exactly as given; needs slurm.accounting "
+        "(billing is kept by slurmdbd). Default on a partition with GPU nodes, with accounting: "
+        "CPU=1, and memory and GPUs weighted so that all of a node's memory, or all "
         "of its GPUs, bill as much as all of its CPUs (with PriorityFlags MAX_TRES a job is "
         "billed for the largest share of a node it takes).",
     )
@@ -133,6 +134,10 @@ PriorityFlag = Literal[
 ]
 
 
+def _default_priority_flags() -> list[PriorityFlag]:
+    return ["MAX_TRES"]
+
+
 class Priority(StrictModel):
     """Job priority policy."""
 
@@ -156,10 +161,11 @@ class Priority(StrictModel):
     ) = Field(default=None, description="PriorityUsageResetPeriod.")
     max_age: SlurmTime | None = Field(default=None, description="PriorityMaxAge.")
     flags: list[PriorityFlag] = Field(
-        default_factory=lambda: ["MAX_TRES"],
+        default_factory=_default_priority_flags,
         description="PriorityFlags. Default [MAX_TRES]: a job is billed for the largest share "
         "of a node it takes (of CPUs, memory or GPUs), so an 8-GPU 1-CPU job is not billed as "
-        "one CPU. Written also when slurm.priority is absent; [] writes none.",
+        "one CPU. Without slurm.priority, the default is written when slurm.accounting is set; "
+        "[] writes none.",
     )
 
     @model_validator(mode="after")

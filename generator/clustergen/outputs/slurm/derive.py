@@ -330,7 +330,8 @@ def _priority_settings(spec: Spec) -> list[Setting]:
     flags = Priority().flags if priority is None else priority.flags
     flag_settings: list[Setting] = [("PriorityFlags", ",".join(flags))] if flags else []
     if priority is None:
-        return flag_settings
+        # Billing (what MAX_TRES shapes) is kept by slurmdbd.
+        return flag_settings if spec.slurm.accounting is not None else []
     settings: list[Setting] = [("PriorityType", f"priority/{priority.type}"), *flag_settings]
     if priority.weights is not None:
         weights = priority.weights
@@ -376,29 +377,38 @@ def _node_features(spec: Spec, host: Host) -> list[str]:
 def _next_name(previous: str, name: str) -> bool:
     """gpu08 -> gpu09: same prefix and width, number one up."""
     a, b = _NUMBERED.match(previous), _NUMBERED.match(name)
-    return bool(
-        a and b and a[1] == b[1] and len(a[2]) == len(b[2]) and int(b[2]) == int(a[2]) + 1
-    )
+    return bool(a and b and a[1] == b[1] and len(a[2]) == len(b[2]) and int(b[2]) == int(a[2]) + 1)
 
 
 def _address_runs(hosts: Sequence[Host]) -> list[list[Host]]:
-    """Hosts split where the management addresses stop counting up by one within one /24,
-    so each run's names and addresses are both single hostlist ranges in the same order."""
+    """Hosts split where names or management addresses stop counting up by one, so each
+    run's names and addresses expand in the same order."""
     runs: list[list[Host]] = []
     for host in hosts:
         if runs:
             previous = runs[-1][-1]
-            address = ipaddress.IPv4Address(host.management_ip)
-            previous_address = ipaddress.IPv4Address(previous.management_ip)
-            if (
-                address == previous_address + 1
-                and int(address) >> 8 == int(previous_address) >> 8
-                and _next_name(previous.name, host.name)
+            address = ipaddress.IPv4Address(str(host.management_ip))
+            if address == ipaddress.IPv4Address(str(previous.management_ip)) + 1 and _next_name(
+                previous.name, host.name
             ):
                 runs[-1].append(host)
                 continue
         runs.append([host])
     return runs
+
+
+def address_hostlist(addresses: Sequence[str]) -> str:
+    """Consecutive IPv4 addresses as a Slurm hostlist, one range per /24 in ascending order:
+    10.0.1.[250-255],10.0.2.[0-3]."""
+    by_prefix: dict[str, list[int]] = {}
+    for address in addresses:
+        prefix, _, last = address.rpartition(".")
+        by_prefix.setdefault(prefix, []).append(int(last))
+    parts = []
+    for prefix, numbers in by_prefix.items():
+        low, high = numbers[0], numbers[-1]
+        parts.append(f"{prefix}.{low}" if low == high else f"{prefix}.[{low}-{high}]")
+    return ",".join(parts)
 
 
 def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
@@ -439,7 +449,9 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
             lines.append(NodeLine(compress([h.name for h in members]), settings))
             continue
         for run in _address_runs(members):
-            addresses = compress([h.management_ip for h in run])
+            ips = [h.management_ip for h in run if h.management_ip is not None]
+            assert len(ips) == len(run)  # every node of a valid spec has one
+            addresses = address_hostlist(ips)
             names = compress([h.name for h in run])
             lines.append(NodeLine(names, [("NodeAddr", addresses), *settings]))
     return lines
@@ -459,7 +471,7 @@ def _default_time(partition: Partition) -> str:
     if partition.default_time is not None:
         return str(partition.default_time)
     minutes = partition_default_time_min(partition)
-    return f"{minutes // 60}:{minutes % 60:02d}:00"
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
 
 
 @dataclass(frozen=True)
@@ -526,7 +538,10 @@ def _partition_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
             def_cpu = def_cpu or min(s.cpus for s in shares)
             if def_mem is None and not mem_default_elsewhere:
                 def_mem = min(s.memory_mib for s in shares)
-            weights = weights or billing_weights(shares)
+            # Without slurmdbd there is no gres/gpu TRES to weigh (slurmctld refuses it),
+            # and nothing that bills.
+            if spec.slurm.accounting is not None:
+                weights = weights or billing_weights(shares)
         settings: list[Setting] = []
         if partition.default:
             settings.append(("Default", "YES"))
