@@ -200,6 +200,11 @@ def test_nodes_answer_over_ssh_with_become(
     _succeeded(ping, "ansible -m ping --become")
     for host in rendered.addresses:
         assert f"{host} | SUCCESS" in ping.output, ping.output
+    # Root has no way in: everything privileged goes through become.
+    as_root = ansible.adhoc("all", "-m", "ansible.builtin.ping", "-e", "ansible_user=root")
+    assert as_root.returncode != 0, as_root.output
+    for host in rendered.addresses:
+        assert f"{host} | UNREACHABLE!" in as_root.output, as_root.output
     whoami = ansible.adhoc("all", "-m", "ansible.builtin.command", "-a", "whoami", "--become")
     _succeeded(whoami, "become whoami")
     plain = ansible.adhoc("all", "-m", "ansible.builtin.command", "-a", "whoami")
