@@ -516,7 +516,8 @@ def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, edits: Spe
     boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
     busy, first = GPU_NODES[1], GPU_NODES[0]
     job = _on_head(
-        cluster, f"sbatch --parsable -w {busy} -o /dev/null --wrap 'sleep {JOB_SECONDS}'"
+        cluster,
+        f"sbatch --parsable --exclusive -w {busy} -o /dev/null --wrap 'sleep {JOB_SECONDS}'",
     ).strip()
     _wait_for(f"job {job} running on {busy}", lambda: _node_states(cluster)[busy][0] == "alloc")
     with _StateRecorder(cluster) as recorder:
