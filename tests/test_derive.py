@@ -6,10 +6,13 @@ import copy
 import random
 
 import hostlist
+import pytest
 from ruamel.yaml import YAML
 
+from clustergen.catalog.slurm_keys import accepted_keys, key_list_version
+from clustergen.hosts import compress
 from clustergen.model import Spec
-from clustergen.outputs.slurm.derive import compress, derive_slurm
+from clustergen.outputs.slurm.derive import derive_slurm, name_ranges
 from clustergen.resolve import resolve
 
 from support.paths import EXAMPLES
@@ -231,3 +234,25 @@ def test_node_addr_lines_grow_with_address_blocks_not_nodes() -> None:
         ["10.0.10.[1-255]", "10.0.11.[0-255]", "10.0.12.[0-255]", "10.0.13.[0-232]"]
     )
     assert lines == [("gpu[0001-1000]", addresses), ("gpu[1001-1010]", "10.0.40.[1-10]")]
+
+
+@pytest.mark.parametrize("release", ["22.05.8", "23.11.10", "24.11.5", "25.11.0"])
+@pytest.mark.parametrize("name", ["ml-training-8node", "edge-roce-2node"])
+def test_every_top_level_key_is_live_in_each_supported_slurm(name: str, release: str) -> None:
+    document = reference(name)
+    document["software"]["slurm"] = release
+    document["slurm"]["qos"] = [{"name": "low"}] if "accounting" in document["slurm"] else []
+    accepted = accepted_keys(key_list_version(release) or (22, 5))
+    keys = [key for section in slurm_of(document).sections for key, _ in section.settings]
+    unknown = [key for key in keys if key.lower() not in accepted]
+    defunct = [key for key in keys if key.lower() in accepted and accepted[key.lower()].defunct]
+    assert (unknown, defunct) == ([], [])
+
+
+def test_name_ranges_split_at_gaps_and_widths() -> None:
+    ranges, plain = name_ranges(["gpu01", "gpu02", "gpu04", "gpu100", "gpu101", "head", "gpu03"])
+    assert [(r.prefix, r.width, r.low, r.high) for r in ranges] == [
+        ("gpu", 2, 1, 4),
+        ("gpu", 3, 100, 101),
+    ]
+    assert plain == ["head"]

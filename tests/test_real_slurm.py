@@ -17,8 +17,8 @@ import pytest
 from clustergen.load import load_spec
 from clustergen.model.common import expand_hostlist, parse_slurm_time
 from clustergen.outputs.slurm.derive import SlurmContext, derive_slurm, gres_type, real_memory_mib
-from clustergen.resolve import Cluster, resolve
-from clustergen.validate import validate
+from clustergen.resolve import Cluster
+from clustergen.validate import validate_cluster
 
 from support.paths import REFERENCE_SPECS
 from support.realslurm.testbed import SlurmTestbed, require_real_slurm
@@ -30,9 +30,8 @@ def rendered(spec_path: Path, out: Path, cli) -> tuple[Cluster, SlurmContext]:  
     result = cli("render", str(spec_path), "-o", str(out))
     assert result.code == 0, result.err
     loaded = load_spec(str(spec_path))
-    spec, _ = validate(loaded)
-    assert spec is not None
-    cluster = resolve(spec, loaded.name)
+    cluster, _ = validate_cluster(loaded)
+    assert cluster is not None
     return cluster, derive_slurm(cluster)
 
 
@@ -69,6 +68,19 @@ def test_slurmctld_runs_the_rendered_configuration(spec_path: Path, tmp_path: Pa
         if partition.max_time is not None:
             minutes = parse_slurm_time(str(partition.max_time))
             assert seen.max_time == ("UNLIMITED" if minutes is None else _slurm_duration(minutes))
+        rendered_line = dict(
+            next(p for p in slurm.partitions if p.names == partition.name).settings
+        )
+        default_minutes = parse_slurm_time(rendered_line["DefaultTime"])
+        assert default_minutes is not None
+        assert seen.default_time == _slurm_duration(default_minutes)
+        if "DefCpuPerGPU" in rendered_line:
+            assert seen.fields["JobDefaults"] == (
+                f"DefCpuPerGPU={rendered_line['DefCpuPerGPU']},"
+                f"DefMemPerGPU={rendered_line['DefMemPerGPU']}"
+            )
+        weights = rendered_line.get("TRESBillingWeights")
+        assert seen.fields.get("TRESBillingWeights") == weights
 
     leaves = [s for s in slurm.topology if s.nodes]
     for leaf in leaves:

@@ -30,10 +30,17 @@ node="${SLURMD_NODENAME:-$(call hostname -s)}"
 
 # "<GPU count> <1 if NVSwitch>" for this node; "0 0" for a node without GPUs.
 node_profile() {
-    case "$1" in
-        gpu01|gpu02|gpu03|gpu04|gpu05|gpu06|gpu07|gpu08) echo "8 1" ;;
-        *) echo "0 0" ;;
-    esac
+    local name=$1
+    if in_range "${name}" gpu 2 1 8; then echo "8 1"; return; fi
+    echo "0 0"
+}
+
+# in_range NAME PREFIX WIDTH LOW HIGH: NAME is PREFIX and a WIDTH-digit number
+# from LOW to HIGH (gpu07 is in gpu[01-08]).
+in_range() {
+    local number=${1#"$2"}
+    [[ "$1" == "$2"* && ${#number} -eq $3 && "${number}" =~ ^[0-9]+$ ]] || return 1
+    (( 10#${number} >= $4 && 10#${number} <= $5 ))
 }
 
 timed_out() { (( $1 == 124 || $1 == 137 )); }
