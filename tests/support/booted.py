@@ -104,6 +104,7 @@ NVIDIACTL_MINOR = 255
 # The cgroup v1 controllers nspawn mounts read-only inside a node; slurmd writes to them.
 V1_CONTROLLERS_RW = ("freezer", "devices", "cpuset", "memory", "cpu", "cpuacct", "cpu,cpuacct")
 _SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
+_LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n"
 _NSPAWN_LOCKS = Path("/run/systemd/nspawn/locks")
 
 
@@ -497,6 +498,8 @@ class BootedNode:
 
 def _write_node_identity(root: Path, plan: NodePlan, prefix: int, public_key: str) -> None:
     (root / "etc/hostname").write_text(f"{plan.name}\n", encoding="utf-8")
+    # debootstrap writes none; an installed node has at least the loopback names.
+    (root / "etc/hosts").write_text(_LOOPBACK_HOSTS, encoding="utf-8")
     (root / "etc/machine-id").write_text(f"{uuid.uuid4().hex}\n", encoding="utf-8")
     run(["ssh-keygen", "-q", "-A", "-f", str(root)])
     # Sorts before the shipped 80-container-host0.network, which would win otherwise.
