@@ -35,3 +35,10 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def testbed_scratch(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Where node trees and repositories are built in CI (CI=true), once per test run, so
+    the chroot and the booted tests share one debootstrap base (support.ansible_testbed)."""
+    return tmp_path_factory.mktemp("testbed")

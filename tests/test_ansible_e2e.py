@@ -125,7 +125,7 @@ def _assert_slurm_files(nodes: dict[str, Node], rendered: Path) -> None:
 
 
 def test_site_pins_holds_and_reports_drift(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, testbed_scratch: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _require_testbed()
     started = time.monotonic()
@@ -139,9 +139,9 @@ def test_site_pins_holds_and_reports_drift(
     assert DRIFT_PACKAGE in expected[DRIFT_NODE]
 
     setup_started = time.monotonic()
-    base = base_system(tmp_path)
+    base = base_system(testbed_scratch)
     # munge is the distribution's, not pinned; the chroots get a stand-in of it too.
-    repository = stand_in_repository({**every_pin, "munge": "0.5.15-2"}, tmp_path)
+    repository = stand_in_repository({**every_pin, "munge": "0.5.15-2"}, testbed_scratch)
     (tmp_path / "nodes").mkdir()
     node_list = make_nodes(NODES, base, repository, tmp_path / "nodes")
     nodes = {node.name: node for node in node_list}

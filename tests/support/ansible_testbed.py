@@ -3,8 +3,9 @@
 The recipe of shared/reference/testbed.md ("Nodes for Ansible"):
 - a debootstrap'ed bookworm (minbase) with python3 and python3-apt, built once and
   copied per node;
-- a local apt repository of equivs stand-ins for every package versions.lock names,
-  each at the pinned version and at one newer version, so "latest" and "pinned" differ;
+- a local apt repository of stand-in packages (empty .debs) for every package
+  versions.lock names, each at the pinned version and at one newer version, so
+  "latest" and "pinned" differ;
 - the rendered inventory plus one extra inventory file that points each host at its
   chroot (community.general.chroot) and turns off the two testbed switches.
 
@@ -42,8 +43,10 @@ REPOSITORY_OVERRIDE = [
 ]
 # Bump when the recipe changes, so cached trees built the old way are not reused.
 RECIPE_VERSION = "1"
+# Bump when stand-ins are built differently.
+STAND_IN_RECIPE = "dpkg-deb 1"
 
-HOST_TOOLS = ("debootstrap", "equivs-build", "dpkg-scanpackages", "chroot", "dpkg")
+HOST_TOOLS = ("debootstrap", "dpkg-deb", "dpkg-scanpackages", "chroot", "dpkg")
 _RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$")
 
 
@@ -60,11 +63,11 @@ def run(
     return result
 
 
-def _mirror() -> str:
-    mirror = debian_mirror()
-    if mirror is None:
+def mirror() -> str:
+    found = debian_mirror()
+    if found is None:
         raise RuntimeError("no Debian mirror in this machine's apt sources")
-    return mirror
+    return found
 
 
 def missing_prerequisites() -> list[str]:
@@ -91,11 +94,11 @@ def missing_prerequisites() -> list[str]:
 # --- cached builds --------------------------------------------------------------------
 
 
-def _digest(*parts: object) -> str:
+def digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _cached(kind: str, key: str, build: Callable[[Path], None], scratch: Path) -> Path:
+def cached(kind: str, key: str, build: Callable[[Path], None], scratch: Path) -> Path:
     """Build into a temporary directory and move it into place, so a half-built tree
     is never reused; in CI build under scratch instead of the cache."""
     root = scratch if in_ci() else CACHE_ROOT
@@ -120,7 +123,7 @@ def base_system(scratch: Path) -> Path:
     """A bookworm minbase chroot with python3 and python3-apt, sources pointing nowhere."""
 
     def build(tree: Path) -> None:
-        run(["debootstrap", "--variant=minbase", SUITE, str(tree), _mirror()])
+        run(["debootstrap", "--variant=minbase", SUITE, str(tree), mirror()])
         shutil.copy2("/etc/resolv.conf", tree / "etc" / "resolv.conf")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         run(
@@ -141,7 +144,7 @@ def base_system(scratch: Path) -> Path:
         for lists in (tree / "var" / "lib" / "apt" / "lists").glob("*_*"):
             lists.unlink()
 
-    return _cached("base", _digest(RECIPE_VERSION, SUITE, _mirror(), BASE_PACKAGES), build, scratch)
+    return cached("base", digest(RECIPE_VERSION, SUITE, mirror(), BASE_PACKAGES), build, scratch)
 
 
 def newer_version(version: str) -> str:
@@ -149,37 +152,94 @@ def newer_version(version: str) -> str:
     return f"{version}+testbed1"
 
 
-def _equivs_control(name: str, version: str) -> str:
+@dataclass(frozen=True)
+class StandInFile:
+    """A file a stand-in package installs (what a booted node needs to run it)."""
+
+    name: str
+    directory: str  # where the package puts it, e.g. /usr/bin/
+    text: str
+    mode: int = 0o644
+
+
+@dataclass(frozen=True)
+class StandInContent:
+    files: tuple[StandInFile, ...] = ()
+    postinst: str | None = None
+
+
+# What goes into the stand-in of (package, version); empty packages by default.
+StandInPayload = Callable[[str, str], StandInContent]
+
+
+def _empty(name: str, version: str) -> StandInContent:
+    return StandInContent()
+
+
+def _stand_in_control(name: str, version: str) -> str:
     return (
-        "Section: misc\nPriority: optional\nStandards-Version: 4.6.2\n"
         f"Package: {name}\nVersion: {version}\nArchitecture: all\n"
+        "Section: misc\nPriority: optional\n"
         "Maintainer: clustergen tests <tests@clustergen.invalid>\n"
         f"Description: stand-in for {name}\n clustergen end-to-end test package.\n"
     )
 
 
+def stand_ins_wanted(pins: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Every pinned package at its pin and at one newer version."""
+    return sorted({(name, v) for name, pin in pins.items() for v in (pin, newer_version(pin))})
+
+
+def build_stand_ins(
+    wanted: Iterable[tuple[str, str]], into: Path, payload: StandInPayload = _empty
+) -> None:
+    """One package per (name, version) into the directory `into`, built with `dpkg-deb`
+    (equivs-build makes the same package through a full dpkg-buildpackage, about 3 s
+    each); empty unless `payload` gives it files."""
+
+    def one(item: tuple[str, str]) -> None:
+        name, version = item
+        content = payload(name, version)
+        with tempfile.TemporaryDirectory(dir=into.parent) as work:
+            tree = Path(work) / "tree"
+            (tree / "DEBIAN").mkdir(parents=True)
+            (tree / "DEBIAN" / "control").write_text(
+                _stand_in_control(name, version), encoding="utf-8"
+            )
+            if content.postinst is not None:
+                postinst = tree / "DEBIAN" / "postinst"
+                postinst.write_text(content.postinst, encoding="utf-8")
+                postinst.chmod(0o755)
+            for item_file in content.files:
+                path = tree / item_file.directory.strip("/") / item_file.name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(item_file.text, encoding="utf-8")
+                path.chmod(item_file.mode)
+            for directory in sorted(p for p in tree.rglob("*") if p.is_dir()):
+                directory.chmod(0o755)
+            deb = into / f"{name}_{version.replace(':', '%3a')}_all.deb"
+            run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(tree), str(deb)])
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        list(pool.map(one, wanted))
+
+
+def index_flat_repository(tree: Path) -> None:
+    """The Packages index of a flat repository (`deb [trusted=yes] file:DIR ./`)."""
+    packages = run(["dpkg-scanpackages", "-m", "."], cwd=tree).stdout
+    (tree / "Packages").write_text(packages, encoding="utf-8")
+
+
 def stand_in_repository(pins: Mapping[str, str], scratch: Path) -> Path:
     """Flat apt repository: every pinned package at its pin and at one newer version."""
-    wanted = sorted({(name, v) for name, pin in pins.items() for v in (pin, newer_version(pin))})
+    wanted = stand_ins_wanted(pins)
 
     def build(tree: Path) -> None:
         tree.mkdir(parents=True)
+        build_stand_ins(wanted, tree)
+        index_flat_repository(tree)
 
-        def one(item: tuple[str, str]) -> None:
-            name, version = item
-            with tempfile.TemporaryDirectory(dir=tree.parent) as work:
-                control = Path(work) / "control"
-                control.write_text(_equivs_control(name, version), encoding="utf-8")
-                run(["equivs-build", "control"], cwd=work)
-                for deb in Path(work).glob("*.deb"):
-                    shutil.move(str(deb), tree / deb.name)
-
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            list(pool.map(one, wanted))
-        packages = run(["dpkg-scanpackages", "-m", "."], cwd=tree).stdout
-        (tree / "Packages").write_text(packages, encoding="utf-8")
-
-    return _cached("repo", _digest(RECIPE_VERSION, wanted), build, scratch)
+    return cached("repo", digest(RECIPE_VERSION, STAND_IN_RECIPE, wanted), build, scratch)
 
 
 # --- nodes ----------------------------------------------------------------------------
@@ -271,7 +331,13 @@ class Ansible:
     extra_args: tuple[str, ...] = ()
 
     def playbook(self, playbook: str, *args: str) -> PlaybookRun:
-        argv = [str(tool("ansible-playbook")), str(self.repo_root / playbook)]
+        return self._run([str(tool("ansible-playbook")), str(self.repo_root / playbook)], args)
+
+    def adhoc(self, pattern: str, *args: str) -> PlaybookRun:
+        """`ansible PATTERN ARGS`: one module on each host, with the same inventories."""
+        return self._run([str(tool("ansible")), pattern], args)
+
+    def _run(self, argv: list[str], args: Sequence[str]) -> PlaybookRun:
         for inventory in self.inventories:
             argv += ["-i", str(inventory)]
         argv += ["--limit", self.limit, *self.extra_args, *args]

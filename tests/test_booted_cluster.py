@@ -1,0 +1,595 @@
+"""site.yml on booted Debian nodes over SSH with become, as a site runs it.
+
+Three nodes of tests/data/booted-3node.yaml (head: slurmctld and slurmdbd; gpu1, gpu2:
+8 fake GPUs each) are booted with systemd-nspawn on a bridge the test creates
+(tests/support/booted.py). Ansible reaches them only over SSH as the admin user, with
+become; nothing of the rendered inventory is overridden but how to connect.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import ipaddress
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clustergen.catalog.packages import hardware_group
+from clustergen.cli import main
+
+from support.ansible_testbed import Ansible, PlaybookRun, encrypt_vault, newer_version, run
+from support.booted import (
+    BootedCluster,
+    BootedNode,
+    NodePlan,
+    booted_cluster,
+    daemon_packages,
+    local_repository,
+    missing_prerequisites,
+    node_base,
+    refuse_outside,
+)
+from support.ci import skip_or_fail, tool
+from support.paths import DATA
+
+pytestmark = pytest.mark.daemons
+
+SPEC = DATA / "booted-3node.yaml"
+# The rolling driver step: the same spec with a newer driver of the branch.
+DRIVER, NEWER_DRIVER = "550.90.07", "550.127.05"
+DRIVER_UPGRADE = (f"nvidia_driver: {DRIVER}", f"nvidia_driver: {NEWER_DRIVER}")
+# A change a reconfigure applies (MaxTime), and one that needs restarts: new GPU boards
+# change the GRES type of the node lines and of gres.conf.
+MAX_TIME_CHANGE = ('max_time: "1-00:00:00"', 'max_time: "2-00:00:00"')
+GPU_MODEL_CHANGE = ("model: h100-pcie-80gb", "model: h100-nvl-94gb")
+NEW_GRES = "gpu:h100nvl:8"
+HEAD, GPU_NODES = "head", ("gpu1", "gpu2")
+GPUS_PER_NODE = 8
+MUNGE_KEY = bytes(range(256)) * 4  # 1024 bytes, what mungekey writes
+STORAGE_PASS = "booted-db-secret"
+# verify.yml: one node moves a package past its pin, another loses a hold.
+DRIFT_NODE, UNHELD_NODE, DRIFT_PACKAGE = "gpu2", "gpu1", "libnccl2"
+ROLLOUT_PLAY = "NVIDIA driver | roll out in batches (drain, install, reboot, check, resume)"
+# Long enough to outlast the first node's upgrade while it runs on the second.
+JOB_SECONDS = 30
+REBOOTED = "gpu2"
+SLURM_LINE = "  slurm: 22.05.8\n"
+SLURM_PACKAGES = ("slurm-client", "slurmctld", "slurmd", "slurmdbd")
+SLURM_STACK = ("munge", "mariadb-server", "slurmctld", "slurmd", "slurmdbd", "slurm-client")
+
+
+def _require() -> None:
+    missing = missing_prerequisites()
+    if missing:
+        skip_or_fail(f"booted nodes need {', '.join(missing)}")
+
+
+def _succeeded(result: PlaybookRun, what: str) -> None:
+    assert result.returncode == 0, (
+        f"{what} failed (exit {result.returncode}):\n{result.output[-8000:]}"
+    )
+
+
+@dataclass(frozen=True)
+class Rendered:
+    out: Path
+    addresses: dict[str, str]
+    gpus: dict[str, int]
+    subnet: ipaddress.IPv4Network
+    gateway: ipaddress.IPv4Address
+    pins: tuple[dict[str, str], ...]
+    spec_text: str
+
+
+def _edited(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, f"{old!r} is not in the spec exactly once"
+    return text.replace(old, new)
+
+
+class SpecEdits:
+    """The admin's edits to the spec, one after another, each rendered over the same
+    tree as a site does before running site.yml again."""
+
+    def __init__(self, rendered: Rendered, work: Path) -> None:
+        self.rendered = rendered
+        self.text = rendered.spec_text
+        self.path = work / SPEC.name
+
+    def apply(self, old: str, new: str) -> None:
+        self.text = _edited(self.text, old, new)
+        self.path.write_text(self.text)
+        assert main(["render", str(self.path), "-o", str(self.rendered.out)]) == 0
+
+
+def _pins(out: Path) -> dict[str, str]:
+    lock = yaml.safe_load((out / "versions.lock").read_text())
+    return {n: v for group in lock["groups"].values() for n, v in group["packages"].items()}
+
+
+def _site_spec(debs: Path) -> str:
+    """The test spec as this site states it: Debian's Slurm packages carry a revision
+    suffix (22.05.8-4+deb12uN) that changes with Debian's point releases, so the spec
+    names the revision the mirror offers today in software.packages (the key's
+    documented use)."""
+    real = dict(deb.name.split("_")[:2] for deb in debs.glob("*.deb"))
+    lines = [f"    {name}: {real[name].replace('%3a', ':')}\n" for name in SLURM_PACKAGES]
+    return _edited(SPEC.read_text(), SLURM_LINE, SLURM_LINE + "  packages:\n" + "".join(lines))
+
+
+def _render(tmp_path: Path, spec_text: str) -> Rendered:
+    out = tmp_path / "out"
+    spec_path = tmp_path / SPEC.name
+    spec_path.write_text(spec_text)
+    assert main(["render", str(spec_path), "-o", str(out)]) == 0
+    upgraded = tmp_path / "upgraded" / SPEC.name
+    upgraded.parent.mkdir()
+    upgraded.write_text(_edited(spec_text, *DRIVER_UPGRADE))
+    assert main(["render", str(upgraded), "-o", str(tmp_path / "upgraded" / "out")]) == 0
+    listing = json.loads(
+        run([str(tool("ansible-inventory")), "-i", str(out / "inventory"), "--list"]).stdout
+    )
+    hostvars = listing["_meta"]["hostvars"]
+    addresses = {host: str(hostvars[host]["ansible_host"]) for host in sorted(hostvars)}
+    spec = yaml.safe_load(spec_text)
+    management = spec["network"]["management"]
+    # Each node's fake GPUs: its hardware profile's count (group hw_<profile>).
+    gpus = {
+        host: profile["gpu"]["count"]
+        for name, profile in spec["hardware"].items()
+        if "gpu" in profile
+        for host in listing.get(hardware_group(name), {}).get("hosts", [])
+    }
+    # The local repository offers both stacks, as a site's mirror would.
+    pins = (_pins(out), _pins(tmp_path / "upgraded" / "out"))
+    return Rendered(
+        out,
+        addresses,
+        gpus,
+        ipaddress.IPv4Network(management["cidr"]),
+        ipaddress.IPv4Address(management["gateway"]),
+        pins,
+        spec_text,
+    )
+
+
+def test_refuses_addresses_outside_the_subnet_it_created() -> None:
+    subnet = ipaddress.IPv4Network("10.213.7.0/24")
+    refuse_outside({"head": "10.213.7.2", "gpu1": "10.213.7.11"}, subnet)
+    with pytest.raises(RuntimeError, match=r"outside the test's subnet .*'gpu2': '10.0.1.12'"):
+        refuse_outside({"head": "10.213.7.2", "gpu2": "10.0.1.12"}, subnet)
+
+
+@pytest.fixture(scope="module")
+def node_tree(testbed_scratch: Path) -> Path:
+    _require()
+    return node_base(testbed_scratch)
+
+
+@pytest.fixture(scope="module")
+def rendered(
+    node_tree: Path, testbed_scratch: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Rendered:
+    spec_text = _site_spec(daemon_packages(node_tree, testbed_scratch))
+    return _render(tmp_path_factory.mktemp("render"), spec_text)
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    rendered: Rendered,
+    node_tree: Path,
+    testbed_scratch: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[BootedCluster]:
+    work = tmp_path_factory.mktemp("booted")
+    started = time.monotonic()
+    base = node_tree
+    repo = local_repository(rendered.pins, base, testbed_scratch)
+    build_seconds = time.monotonic() - started
+    # Checked before any node exists: the test talks to no address it did not create.
+    refuse_outside(rendered.addresses, rendered.subnet)
+    plans = [
+        NodePlan(host, address, rendered.gpus.get(host, 0))
+        for host, address in rendered.addresses.items()
+    ]
+    with booted_cluster(plans, rendered.subnet, rendered.gateway, base, repo, work) as booted:
+        booted.timings["build"] = build_seconds
+        booted.timings["boot"] = booted.boot_seconds
+        yield booted
+
+
+@pytest.fixture(scope="module")
+def ansible(
+    rendered: Rendered, cluster: BootedCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Ansible:
+    connection = cluster.connection_inventory(tmp_path_factory.mktemp("conn") / "connection.yml")
+    return Ansible(
+        rendered.out,
+        (rendered.out / "inventory", connection),
+        limit="all",
+    )
+
+
+def test_nodes_answer_over_ssh_with_become(
+    rendered: Rendered, cluster: BootedCluster, ansible: Ansible
+) -> None:
+    """The smoke test: every node answers Ansible as admin, become gives root, and the
+    GPU nodes see their fake devices."""
+    assert set(cluster.nodes) == set(rendered.addresses)
+    ping = ansible.adhoc("all", "-m", "ansible.builtin.ping", "--become")
+    _succeeded(ping, "ansible -m ping --become")
+    for host in rendered.addresses:
+        assert f"{host} | SUCCESS" in ping.output, ping.output
+    # Root has no way in: everything privileged goes through become.
+    as_root = ansible.adhoc("all", "-m", "ansible.builtin.ping", "-e", "ansible_user=root")
+    assert as_root.returncode != 0, as_root.output
+    for host in rendered.addresses:
+        assert f"{host} | UNREACHABLE!" in as_root.output, as_root.output
+    whoami = ansible.adhoc("all", "-m", "ansible.builtin.command", "-a", "whoami", "--become")
+    _succeeded(whoami, "become whoami")
+    plain = ansible.adhoc("all", "-m", "ansible.builtin.command", "-a", "whoami")
+    _succeeded(plain, "whoami")
+    for host in rendered.addresses:
+        assert f"{host} | CHANGED | rc=0 >>\nroot" in whoami.output, whoami.output
+        assert f"{host} | CHANGED | rc=0 >>\nadmin" in plain.output, plain.output
+    assert rendered.gpus == dict.fromkeys(GPU_NODES, GPUS_PER_NODE)
+    for host, node in cluster.nodes.items():
+        listed = node.sh("ls /dev | grep '^nvidia' || true").stdout.split()
+        want = [f"nvidia{n}" for n in range(rendered.gpus.get(host, 0))]
+        if want:
+            want.append("nvidiactl")
+        assert sorted(listed) == sorted(want), f"{host}: {listed}"
+    # No package of the Slurm stack is in the base: the playbook starts from bare nodes.
+    for node in cluster.nodes.values():
+        installed = node.sh("dpkg-query -W -f '${db:Status-Abbrev} ${Package}\\n'").stdout
+        names = {line.split()[1] for line in installed.splitlines() if line.startswith("ii")}
+        present = sorted(names & set(SLURM_STACK))
+        assert present == [], f"{node.name} is not bare: {present}"
+    # A reboot (the driver roll-out's) brings the node back, cgroups writable again.
+    node = cluster.nodes[REBOOTED]
+    reboot = ansible.adhoc(REBOOTED, "-m", "ansible.builtin.reboot", "--become")
+    _succeeded(reboot, f"reboot {REBOOTED}")
+    assert node.boots == 2
+    assert node.sh("systemctl is-active testbed-cgroup-rw").stdout.strip() == "active"
+    print(
+        f"\nbooted nodes ({len(cluster.nodes)}, {os.cpu_count()} cores): build "
+        f"{cluster.timings['build']:.1f}s, boot {cluster.timings['boot']:.1f}s, "
+        f"ping --become {ping.seconds:.1f}s, reboot {reboot.seconds:.1f}s"
+    )
+
+
+# --- the end-to-end test ------------------------------------------------------------------
+
+
+def _active(node: BootedNode, unit: str) -> str:
+    return node.sh(f"systemctl is-active {unit}", check=False).stdout.strip()
+
+
+def _on_head(cluster: BootedCluster, command: str) -> str:
+    return cluster.nodes[HEAD].sh(command).stdout
+
+
+def _wait_for(what: str, probe: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not probe():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds:.0f}s waiting for {what}")
+        time.sleep(1)
+
+
+def _node_states(cluster: BootedCluster) -> dict[str, tuple[str, str]]:
+    """sinfo per node: (state, GRES)."""
+    rows = _on_head(cluster, "sinfo -h -N -o '%N %t %G'").split("\n")
+    return {r.split()[0]: (r.split()[1], r.split()[2]) for r in rows if r.strip()}
+
+
+def _changes(result: PlaybookRun) -> list[str]:
+    """The tasks and handlers that changed something, with the hosts they changed."""
+    changes, header = [], ""
+    for line in result.output.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [")):
+            header = line.rstrip("* ")
+        elif line.startswith("changed:"):
+            changes.append(f"{header} {line.split(' =>')[0]}")
+    return changes
+
+
+def _task_headers(result: PlaybookRun) -> int:
+    return sum(1 for line in result.output.splitlines() if line.startswith("TASK ["))
+
+
+def _assert_services(cluster: BootedCluster) -> None:
+    wanted = {HEAD: ("munge", "mariadb", "slurmdbd", "slurmctld")}
+    wanted.update({name: ("munge", "slurmd") for name in GPU_NODES})
+    inactive = {
+        name: {unit: _active(cluster.nodes[name], unit) for unit in units}
+        for name, units in wanted.items()
+    }
+    assert all(state == "active" for units in inactive.values() for state in units.values()), (
+        inactive
+    )
+
+
+def _assert_one_munge_key_and_slurm_uid(cluster: BootedCluster) -> None:
+    keys = {
+        name: node.sh("sha256sum /etc/munge/munge.key").stdout.split()[0]
+        for name, node in cluster.nodes.items()
+    }
+    assert set(keys.values()) == {hashlib.sha256(MUNGE_KEY).hexdigest()}, keys
+    ids = {
+        name: node.sh("id -u slurm; id -g slurm").stdout.split()
+        for name, node in cluster.nodes.items()
+    }
+    assert len({tuple(v) for v in ids.values()}) == 1, f"slurm UID/GID differ: {ids}"
+    # munge credentials made on one node decode on another: the key is really shared.
+    credential = cluster.nodes["gpu1"].sh("munge -n").stdout
+    decoded = cluster.nodes[HEAD].sh(f"echo '{credential.strip()}' | unmunge").stdout
+    assert "STATUS:          Success (0)" in decoded, decoded
+
+
+def _run_gpu_job(cluster: BootedCluster) -> str:
+    """srun on both GPU nodes with all 8 GPUs; returns the job id."""
+    script = "echo $(hostname) $CUDA_VISIBLE_DEVICES $SLURM_JOB_ID"
+    # -c 1: the test nodes have 2 CPUs for their 8 GPUs, and the partition's
+    # DefCpuPerGPU=1 (used only when a job names no CPU count) would ask for 8.
+    out = _on_head(cluster, f"srun -N2 -c 1 --gres=gpu:{GPUS_PER_NODE} -t 5 bash -c '{script}'")
+    lines = sorted(line.split() for line in out.splitlines() if line.strip())
+    every_gpu = ",".join(str(n) for n in range(GPUS_PER_NODE))
+    assert [line[:2] for line in lines] == [[name, every_gpu] for name in GPU_NODES], out
+    return lines[0][2]
+
+
+def _sacct_state(cluster: BootedCluster, job: str) -> str:
+    return _on_head(cluster, f"sacct -n -X -P -j {job} -o State,NodeList").strip()
+
+
+def test_site_builds_a_working_slurm_cluster(
+    rendered: Rendered,
+    cluster: BootedCluster,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    figures: dict[str, float] = dict(cluster.timings)
+    vault, password = encrypt_vault(
+        {
+            "vault_munge_key": base64.b64encode(MUNGE_KEY).decode(),
+            "vault_slurmdbd_storage_pass": STORAGE_PASS,
+        },
+        tmp_path,
+    )
+    connection = cluster.connection_inventory(tmp_path / "connection.yml")
+    # As a site runs it: from the rendered tree, over SSH as admin; become is the
+    # playbook's own (no -b here), secrets from the vault.
+    ansible = Ansible(
+        rendered.out,
+        (rendered.out / "inventory", connection),
+        limit="all",
+        extra_args=("-e", f"@{vault}", "--vault-password-file", str(password)),
+    )
+
+    # 1. From bare nodes to a cluster.
+    first = ansible.playbook("site.yml")
+    _succeeded(first, "first site.yml run on bare nodes")
+    figures["first site.yml"] = first.seconds
+
+    # 2. Daemons up, one key, one slurm UID, both GPU nodes idle with their GPUs.
+    _assert_services(cluster)
+    _assert_one_munge_key_and_slurm_uid(cluster)
+    gres = f"gpu:h100:{GPUS_PER_NODE}"
+    _wait_for(
+        "both GPU nodes idle with their GRES",
+        lambda: all(_node_states(cluster).get(n, ("", ""))[0] == "idle" for n in GPU_NODES),
+    )
+    states = _node_states(cluster)
+    assert {n: states[n] for n in GPU_NODES} == {n: ("idle", gres) for n in GPU_NODES}, states
+
+    # 3. A job on both nodes sees all 8 GPUs on each; accounting records it.
+    job = _run_gpu_job(cluster)
+    _wait_for(
+        f"sacct to record job {job}", lambda: _sacct_state(cluster, job).startswith("COMPLETED")
+    )
+    assert _sacct_state(cluster, job) == "COMPLETED|gpu[1-2]"
+
+    # 4. A second run changes nothing; the no-op run against a ping round.
+    second = ansible.playbook("site.yml")
+    _succeeded(second, "second site.yml run")
+    assert set(second.changed()) == set(cluster.nodes)
+    assert not any(second.changed().values()), (
+        f"second run changed: {second.changed()}\n{second.output}"
+    )
+    ping = ansible.adhoc("all", "-m", "ansible.builtin.ping")
+    _succeeded(ping, "ansible -m ping")
+    figures["no-op site.yml"] = second.seconds
+    figures["ping round"] = ping.seconds
+    figures["no-op task headers"] = _task_headers(second)
+
+    # 5. verify.yml passes on the converged cluster.
+    _succeeded(ansible.playbook("verify.yml"), "verify.yml on the converged cluster")
+
+    # 6. A slurm.conf change that a reconfigure applies restarts nothing; one that
+    #    needs slurmd restarted restarts it.
+    edits = SpecEdits(rendered, tmp_path)
+    figures["reconfigure run"] = _reconfigure_without_restart(cluster, ansible, edits)
+    figures["restart run"] = _restart_where_needed(cluster, ansible, edits)
+
+    # 7. verify.yml catches a drifted package and a removed hold; site.yml puts both back.
+    figures["drift round"] = _drift_and_hold_caught(cluster, ansible, rendered)
+
+    # 8. The driver rolls through the GPU nodes one at a time on the live cluster.
+    figures["rolling driver run"] = _rolling_driver_upgrade(cluster, ansible, edits)
+    _succeeded(ansible.playbook("verify.yml"), "verify.yml after the driver upgrade")
+
+    with capsys.disabled():
+        print("\nbooted e2e (" + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()) + ")")
+
+
+def _main_pids(cluster: BootedCluster) -> dict[tuple[str, str], str]:
+    units = [(HEAD, "slurmctld"), (HEAD, "slurmdbd")] + [(n, "slurmd") for n in GPU_NODES]
+    return {
+        (name, unit): cluster.nodes[name].sh(f"systemctl show -P MainPID {unit}").stdout.strip()
+        for name, unit in units
+    }
+
+
+def _reconfigure_without_restart(
+    cluster: BootedCluster, ansible: Ansible, edits: SpecEdits
+) -> float:
+    before = _main_pids(cluster)
+    edits.apply(*MAX_TIME_CHANGE)
+    result = ansible.playbook("site.yml")
+    _succeeded(result, "site.yml after a MaxTime change")
+    assert "RUNNING HANDLER [slurm : Reconfigure" in result.output, result.output
+    partition = _on_head(cluster, "scontrol show partition gpu")
+    assert "MaxTime=2-00:00:00" in partition, partition
+    assert _main_pids(cluster) == before, (
+        f"a reconfigure must not restart any daemon; changes: {_changes(result)}"
+    )
+    return result.seconds
+
+
+def _restart_where_needed(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
+    before = _main_pids(cluster)
+    edits.apply(*GPU_MODEL_CHANGE)
+    result = ansible.playbook("site.yml")
+    _succeeded(result, "site.yml after new GPU boards")
+    # slurmd reads gres.conf only when it starts; and on 22.05 `scontrol reconfigure`
+    # keeps a node's old GRES (tried on these nodes: sinfo kept gpu:h100:8 until
+    # slurmctld restarted). slurmdbd has no reason to restart.
+    after = _main_pids(cluster)
+    restarted = sorted(key for key in before if after[key] != before[key])
+    assert restarted == sorted([(HEAD, "slurmctld")] + [(n, "slurmd") for n in GPU_NODES]), (
+        before,
+        after,
+    )
+    _wait_for(
+        f"both GPU nodes idle with {NEW_GRES}",
+        lambda: all(_node_states(cluster).get(n) == ("idle", NEW_GRES) for n in GPU_NODES),
+    )
+    return result.seconds
+
+
+def _drift_rows(output: str, package: str) -> dict[str, list[str]]:
+    """verify.yml's table rows for one package, by node: [locked, installed, held]."""
+    rows = {}
+    for line in output.splitlines():
+        cells = line.strip().lstrip("-").strip().strip("'\"").split()
+        if len(cells) == 5 and cells[1] == package:
+            rows[cells[0]] = [cells[2], cells[3], cells[4]]
+    return rows
+
+
+def _drift_and_hold_caught(cluster: BootedCluster, ansible: Ansible, rendered: Rendered) -> float:
+    """One node's package moves past its pin and another node loses its hold: verify.yml
+    names both, with what differs; one site.yml run puts both back."""
+    started = time.monotonic()
+    lock = yaml.safe_load((rendered.out / "versions.lock").read_text())
+    pin = lock["groups"]["nvidia_gpu"]["packages"][DRIFT_PACKAGE]
+    newer = newer_version(pin)
+    cluster.nodes[DRIFT_NODE].sh(
+        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-change-held-packages "
+        f"{DRIFT_PACKAGE}={newer}"
+    )
+    cluster.nodes[UNHELD_NODE].sh(f"apt-mark unhold {DRIFT_PACKAGE}")
+    drifted = ansible.playbook("verify.yml")
+    assert drifted.returncode != 0, f"verify.yml passed despite drift:\n{drifted.output}"
+    rows = _drift_rows(drifted.output, DRIFT_PACKAGE)
+    assert set(rows) == {DRIFT_NODE, UNHELD_NODE}, drifted.output
+    assert rows[DRIFT_NODE][:2] == [pin, newer], rows
+    assert rows[UNHELD_NODE] == [pin, pin, "no"], rows
+    named = re.search(r"differ from the lock on (.+?)\s*$", drifted.output, re.MULTILINE)
+    assert named is not None, drifted.output
+    assert named[1] == ", ".join(sorted((DRIFT_NODE, UNHELD_NODE))), drifted.output
+    converge = ansible.playbook("site.yml")
+    _succeeded(converge, "converge run after the drift")
+    assert {n for n, c in converge.changed().items() if c} == {DRIFT_NODE, UNHELD_NODE}
+    _succeeded(ansible.playbook("verify.yml"), "verify.yml after the converge run")
+    return time.monotonic() - started
+
+
+class _StateRecorder:
+    """sinfo every second while the roll-out runs: what an admin would watch."""
+
+    def __init__(self, cluster: BootedCluster) -> None:
+        self.cluster = cluster
+        self.samples: list[dict[str, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._record, daemon=True)
+
+    def _record(self) -> None:
+        while not self._stop.is_set():
+            try:
+                states = _node_states(self.cluster)
+            except RuntimeError:
+                states = {}
+            self.samples.append({name: state for name, (state, _) in states.items()})
+            self._stop.wait(1)
+
+    def __enter__(self) -> _StateRecorder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sequence(self, node: str) -> list[str]:
+        """The node's states in order, repeats collapsed."""
+        states: list[str] = []
+        for sample in self.samples:
+            state = sample.get(node)
+            if state and (not states or states[-1] != state):
+                states.append(state)
+        return states
+
+
+def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
+    """The spec moves to a newer driver; site.yml drains, upgrades, reboots and resumes
+    one GPU node at a time while a job runs on the other, and the job completes."""
+    edits.apply(*DRIVER_UPGRADE)
+    boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
+    busy, first = GPU_NODES[1], GPU_NODES[0]
+    job = _on_head(
+        cluster,
+        f"sbatch --parsable --exclusive -w {busy} -o /dev/null --wrap 'sleep {JOB_SECONDS}'",
+    ).strip()
+    _wait_for(f"job {job} running on {busy}", lambda: _node_states(cluster)[busy][0] == "alloc")
+    with _StateRecorder(cluster) as recorder:
+        result = ansible.playbook("site.yml")
+    _succeeded(result, "site.yml with the newer driver")
+    assert result.output.count(f"PLAY [{ROLLOUT_PLAY}]") == len(GPU_NODES), result.output
+    for name in GPU_NODES:
+        sequence = recorder.sequence(name)
+        drained = [i for i, state in enumerate(sequence) if state.startswith("dr")]
+        assert drained and "idle" in sequence[drained[-1] :], f"{name}: {sequence}"
+        assert cluster.nodes[name].boots == boots[name] + 1, f"{name} was not rebooted"
+        smi = (
+            cluster.nodes[name]
+            .sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
+            .stdout.split()
+        )
+        assert smi == [NEWER_DRIVER] * GPUS_PER_NODE, f"{name}: {smi}"
+    # One node at a time: never both GPU nodes out of service in one sample.
+    both_out = [
+        sample
+        for sample in recorder.samples
+        if all(sample.get(n, "").startswith("dr") for n in GPU_NODES)
+    ]
+    assert not both_out, both_out
+    # The node that was upgraded first went out while the job still ran on the other.
+    first_out = next(
+        i for i, sample in enumerate(recorder.samples) if sample.get(first, "").startswith("dr")
+    )
+    assert recorder.samples[first_out].get(busy) == "alloc", recorder.samples
+    _wait_for(f"sacct to record job {job}", lambda: _sacct_state(cluster, job) != "")
+    assert _sacct_state(cluster, job) == f"COMPLETED|{busy}"
+    states = _node_states(cluster)
+    assert {n: states[n][0] for n in GPU_NODES} == dict.fromkeys(GPU_NODES, "idle"), states
+    return result.seconds
