@@ -18,7 +18,7 @@ from ruamel.yaml import YAML
 
 from clustergen.load import parse_spec
 from clustergen.render import render_all
-from clustergen.validate import validate
+from clustergen.validate import validate_cluster
 
 REFERENCE = Path(__file__).resolve().parent.parent / "examples" / "ml-training-8node.yaml"
 SIZES = (8, 256, 2048, 16384)
@@ -78,12 +78,12 @@ def main() -> None:
         text = scaled_spec(nodes)
 
         def check(text: str = text):  # type: ignore[no-untyped-def]
-            spec, problems = validate(parse_spec(text, "bench.yaml", "bench.yaml"))
-            assert spec is not None, [p.format() for p in problems[:5]]
-            return spec
+            cluster, problems = validate_cluster(parse_spec(text, "bench.yaml", "bench.yaml"))
+            assert cluster is not None, [p.format() for p in problems[:5]]
+            return cluster
 
         validate_s, _ = best_of(3, check)
-        total_s, files = best_of(3, lambda check=check: render_all(check(), "bench.yaml"))
+        total_s, files = best_of(3, lambda check=check: render_all(check()))
         conf = files["slurm/slurm.conf"].text
         row = [nodes, f"{validate_s:.3f}", f"{total_s:.3f}", len(conf.splitlines()), len(conf)]
         print("| " + " | ".join(str(cell) for cell in row) + " |")

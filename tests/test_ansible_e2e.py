@@ -9,6 +9,7 @@ converge run puts the pin back and verify.yml passes.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import stat
@@ -44,6 +45,7 @@ SPEC = EXAMPLES / "ml-training-8node.yaml"
 NODES = ("gpu01", "gpu02", "slurm-head")
 DRIFT_NODE, DRIFT_PACKAGE = "gpu02", "libnccl2"
 STORAGE_PASS = "testbed-db-secret"
+MUNGE_KEY_B64 = base64.b64encode(bytes(range(256)) * 4).decode()  # what mungekey writes: 1 KiB
 ROLLOUT_PLAY = "NVIDIA driver | roll out in batches (drain, install, reboot, check, resume)"
 
 
@@ -79,6 +81,22 @@ def _assert_plain_upgrade_moves_nothing(node: Node) -> None:
     simulated = node.run("apt-get", "-s", "dist-upgrade").stdout
     moved = [line for line in simulated.splitlines() if line.startswith("Inst ")]
     assert not moved, f"{node.name}: a plain upgrade would move pinned packages: {moved}"
+
+
+def _assert_accounts_and_munge_key(nodes: dict[str, Node]) -> None:
+    """One slurm and one munge UID on every node (cluster.accounts defaults), and the
+    vault's MUNGE key on every Slurm node, owned by munge, 0400."""
+    for node in nodes.values():
+        passwd = {
+            line.split(":")[0]: int(line.split(":")[2])
+            for line in (node.root / "etc/passwd").read_text().splitlines()
+        }
+        assert (passwd["slurm"], passwd["munge"]) == (64030, 64031), node.name
+        key = node.root / "etc/munge/munge.key"
+        assert key.read_bytes() == base64.b64decode(MUNGE_KEY_B64), node.name
+        assert (key.stat().st_uid, stat.S_IMODE(key.stat().st_mode)) == (64031, 0o400)
+        hosts = (node.root / "etc/hosts").read_text()
+        assert "10.0.1.2 slurm-head slurm-head.hpc.example.org" in hosts, node.name
 
 
 def _assert_slurm_files(nodes: dict[str, Node], rendered: Path) -> None:
@@ -122,13 +140,16 @@ def test_site_pins_holds_and_reports_drift(
 
     setup_started = time.monotonic()
     base = base_system(tmp_path)
-    repository = stand_in_repository(every_pin, tmp_path)
+    # munge is the distribution's, not pinned; the chroots get a stand-in of it too.
+    repository = stand_in_repository({**every_pin, "munge": "0.5.15-2"}, tmp_path)
     (tmp_path / "nodes").mkdir()
     node_list = make_nodes(NODES, base, repository, tmp_path / "nodes")
     nodes = {node.name: node for node in node_list}
     setup_seconds = time.monotonic() - setup_started
 
-    vault, password = encrypt_vault({"vault_slurmdbd_storage_pass": STORAGE_PASS}, tmp_path)
+    vault, password = encrypt_vault(
+        {"vault_slurmdbd_storage_pass": STORAGE_PASS, "vault_munge_key": MUNGE_KEY_B64}, tmp_path
+    )
     # Run from the rendered tree, as a site does: its own playbooks, roles and ansible.cfg.
     ansible = Ansible(
         out,
@@ -143,6 +164,7 @@ def test_site_pins_holds_and_reports_drift(
     assert first.output.count(f"PLAY [{ROLLOUT_PLAY}]") == 2, first.output
     _assert_pinned(node_list, expected, set(every_pin))
     _assert_slurm_files(nodes, out)
+    _assert_accounts_and_munge_key(nodes)
     for node in node_list:
         _assert_plain_upgrade_moves_nothing(node)
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible.plugins.inventory import detect_range, expand_hostname_range
 from ruamel.yaml import YAML
 
-from clustergen.catalog.packages import stack_pins, upstream_version
+from clustergen.catalog.packages import upstream_version
 from clustergen.checks import packages as package_checks
-from clustergen.hosts import expand_hosts
 from clustergen.model import Spec
-from clustergen.outputs.ansible import expand_pattern, handler_name, host_patterns
+from clustergen.outputs.ansible import handler_name, host_patterns
 from clustergen.render import render_all
 from clustergen.resolve import resolve
 
@@ -36,8 +36,8 @@ def spec_with(name: str = "ml-training-8node", **software: object) -> Spec:
 
 
 def problems(spec: Spec) -> list[tuple[str, str]]:
-    hosts = expand_hosts(spec)
-    found = [*package_checks.pins(spec, hosts), *package_checks.groups(spec, hosts)]
+    cluster = resolve(spec, "spec.yaml")
+    found = [*package_checks.pins(cluster), *package_checks.groups(cluster)]
     return [(p.severity, p.message) for p in found]
 
 
@@ -45,7 +45,7 @@ def problems(spec: Spec) -> list[tuple[str, str]]:
 
 
 def test_reference_pins_apt() -> None:
-    pins = stack_pins(spec_with().software).by_concern
+    pins = resolve(spec_with(), "spec.yaml").pins.by_concern
     assert pins["nvidia_driver"] == {"cuda-drivers-550": "550.90.07-1"}
     assert pins["fabric_manager"] == {"nvidia-fabricmanager-550": "550.90.07-1"}
     assert pins["cuda"] == {"cuda-toolkit-12-4": "12.4.1-1"}
@@ -65,7 +65,7 @@ def test_reference_pins_apt() -> None:
 
 
 def test_edge_pins_newer_branches() -> None:
-    pins = stack_pins(spec_with("edge-roce-2node").software).by_concern
+    pins = resolve(spec_with("edge-roce-2node"), "spec.yaml").pins.by_concern
     assert pins["nvidia_driver"] == {"nvidia-open-570": "570.133.20-1"}
     assert pins["fabric_manager"] == {}
     assert pins["nccl"]["libnccl2"] == "2.26.2-1+cuda12.8"
@@ -77,7 +77,7 @@ def test_edge_pins_newer_branches() -> None:
 
 
 def test_rocky_pins_dnf() -> None:
-    stack = stack_pins(spec_with(os="rocky-9").software)
+    stack = resolve(spec_with(os="rocky-9"), "spec.yaml").pins
     pins = stack.by_concern
     assert stack.family == "dnf"
     assert pins["nccl"] == {"libnccl": "2.21.5-1+cuda12.4", "libnccl-devel": "2.21.5-1+cuda12.4"}
@@ -91,7 +91,7 @@ def test_rocky_pins_dnf() -> None:
 
 
 def test_slurm_before_23_11_uses_debian_names() -> None:
-    pins = stack_pins(spec_with(slurm="23.02.7").software).by_concern
+    pins = resolve(spec_with(slurm="23.02.7"), "spec.yaml").pins.by_concern
     assert pins["slurm_compute"] == {"slurm-client": "23.02.7-1", "slurmd": "23.02.7-1"}
 
 
@@ -108,7 +108,7 @@ def test_every_derived_version_carries_the_spec_version() -> None:
         "lustre_client": software.lustre,
     }
     for concern, version in wanted.items():
-        for package, pinned in stack_pins(spec.software).by_concern[concern].items():
+        for package, pinned in resolve(spec, "spec.yaml").pins.by_concern[concern].items():
             assert upstream_version(pinned) == version, package
 
 
@@ -117,7 +117,7 @@ def test_every_derived_version_carries_the_spec_version() -> None:
 
 def test_override_replaces_the_derived_version() -> None:
     spec = spec_with(packages={"cuda-drivers-550": "550.90.07-0ubuntu1"})
-    assert stack_pins(spec.software).by_concern["nvidia_driver"] == {
+    assert resolve(spec, "spec.yaml").pins.by_concern["nvidia_driver"] == {
         "cuda-drivers-550": "550.90.07-0ubuntu1"
     }
     assert problems(spec) == []
@@ -193,7 +193,9 @@ def test_profile_name_that_collides_with_a_group_is_an_error() -> None:
 )
 def test_host_patterns_expand_back_to_the_names(names: list[str], patterns: list[str]) -> None:
     assert host_patterns(names) == patterns
-    assert [host for p in patterns for host in expand_pattern(p)] == names
+    # Ansible's own range expansion, as its INI and YAML inventory plugins use it.
+    expanded = [expand_hostname_range(p) if detect_range(p) else [p] for p in patterns]
+    assert [host for hosts in expanded for host in hosts] == names
 
 
 # --- the rendered inventory, read by Ansible ----------------------------------------
@@ -216,7 +218,7 @@ def _ansible_inventory(inventory: Path, *args: str) -> Any:
 def test_inventory_as_ansible_reads_it(spec_path: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     assert cli("render", str(spec_path), "-o", str(tmp_path)).code == 0
     spec = Spec.model_validate(YAML(typ="safe").load(spec_path.read_text()))
-    hosts = expand_hosts(spec)
+    hosts = resolve(spec, spec_path.name).hosts
     listing = _ansible_inventory(tmp_path / "inventory", "--list")
     hostvars = listing["_meta"]["hostvars"]
     assert {h.name: hostvars[h.name]["ansible_host"] for h in hosts} == {
@@ -261,7 +263,7 @@ def test_group_vars_hold_only_a_reference_to_the_database_password(tmp_path: Pat
     document = reference()
     document["slurm"]["accounting"]["database"] = {"password_variable": "vault_site_db_pass"}
     spec = Spec.model_validate(document)
-    files = render_all(spec, "spec.yaml")
+    files = render_all(resolve(spec, "spec.yaml"))
     dbd = yaml.safe_load(files["inventory/group_vars/slurm_dbd.yml"].text)
     (entry,) = dbd["clustergen_files_slurm_dbd"]
     assert entry["dest"] == "/etc/slurm/slurmdbd.conf"
@@ -272,8 +274,8 @@ def test_group_vars_hold_only_a_reference_to_the_database_password(tmp_path: Pat
 
 
 def test_render_is_byte_stable_and_sorted() -> None:
-    first = render_all(spec_with(), "spec.yaml")
-    second = render_all(spec_with(), "spec.yaml")
+    first = render_all(resolve(spec_with(), "spec.yaml"))
+    second = render_all(resolve(spec_with(), "spec.yaml"))
     assert {p: f.text for p, f in first.items()} == {p: f.text for p, f in second.items()}
     lock = yaml.safe_load(first["versions.lock"].text)
     assert list(lock["groups"]) == sorted(lock["groups"])
@@ -298,7 +300,8 @@ def test_every_installed_file_notifies_a_handler_its_family_role_defines(spec_pa
                 if include.get("name") == "rendered_files":
                     installs_family[task["vars"]["rendered_files_family"]] = role.name
     spec = Spec.model_validate(YAML(typ="safe").load(spec_path.read_text()))
-    installed = [a for a in render_all(spec, spec_path.name).values() if a.install is not None]
+    rendered = render_all(resolve(spec, spec_path.name))
+    installed = [a for a in rendered.values() if a.install is not None]
     assert installed
     for artifact in installed:
         family = artifact.path.split("/")[0]

@@ -1,7 +1,7 @@
 """Each check declares the sections it reads, and reads no other.
 
 A check runs whenever its sections are valid, however broken the rest of the
-spec is; it is handed a spec that holds its sections only, so a check that reads
+spec is; it is handed a cluster over a spec that holds its sections only, so a check that reads
 an undeclared section fails here rather than on a user's half-valid spec.
 """
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.checks import CHECKS, HOST_SECTIONS, Check
-from clustergen.hosts import expand_hosts
+from clustergen.checks import CHECKS, Check
 from clustergen.load import load_spec
+from clustergen.resolve import Cluster
 from clustergen.validate import valid_sections
 
 from support.paths import REFERENCE_SPECS
@@ -27,5 +27,5 @@ def test_check_reads_only_the_sections_it_needs(spec_file: Path, check: Check) -
     spec, valid = valid_sections(data, others)
     assert check.needs <= valid
     assert not valid & others
-    hosts = expand_hosts(spec) if valid >= HOST_SECTIONS else []
-    check.run(spec, hosts)  # must not raise AttributeError for an absent section
+    # Reading an absent section, even through the cluster's host table, raises here.
+    check.run(Cluster(spec, spec_file.name))

@@ -10,8 +10,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from clustergen.catalog.slurm_keys import accepted_keys, key_list_version
+from clustergen.hosts import compress
 from clustergen.model import Spec
-from clustergen.outputs.slurm.derive import compress, derive_slurm, name_ranges
+from clustergen.outputs.slurm.derive import derive_slurm, name_ranges
 from clustergen.resolve import resolve
 
 from support.paths import EXAMPLES

@@ -18,7 +18,7 @@ import pytest
 from clustergen.load import load_spec
 from clustergen.outputs.slurm.derive import EPILOG_TIMEOUTS, SLURM_DEFAULTS
 from clustergen.render import render_all
-from clustergen.validate import validate
+from clustergen.validate import validate_cluster
 
 from support.ci import require
 from support.paths import EXAMPLES
@@ -29,9 +29,9 @@ XID_79 = "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen 
 
 def render_epilog(spec_path: Path) -> str:
     loaded = load_spec(str(spec_path))
-    spec, _ = validate(loaded)
-    assert spec is not None
-    return render_all(spec, loaded.name)["slurm/health-epilog.sh"].text
+    cluster, _ = validate_cluster(loaded)
+    assert cluster is not None
+    return render_all(cluster)["slurm/health-epilog.sh"].text
 
 
 @pytest.fixture(scope="module")
@@ -316,9 +316,9 @@ def test_shellcheck_is_clean(epilog_text: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout
     loaded = load_spec(str(EXAMPLES / "ml-training-8node.yaml"))
-    spec, _ = validate(loaded)
-    assert spec is not None
-    assert render_all(spec, loaded.name)["slurm/health-epilog.sh"].mode & os.X_OK
+    cluster, _ = validate_cluster(loaded)
+    assert cluster is not None
+    assert render_all(cluster)["slurm/health-epilog.sh"].mode & os.X_OK
 
 
 @pytest.mark.parametrize("node", ["gpu09", "gpu1", "gpu001", "gpu0x", "xgpu01", "gpu00"])

@@ -16,7 +16,7 @@ import pytest
 
 from clustergen.load import load_spec
 from clustergen.render import render_all
-from clustergen.validate import validate
+from clustergen.validate import validate_cluster
 from clustergen.write import with_manifest
 
 from support.paths import GOLDEN, REFERENCE_SPECS
@@ -27,9 +27,9 @@ REFRESH = "pytest tests/test_golden.py --update-golden"
 
 def rendered_tree(spec_path: Path) -> dict[str, str]:
     loaded = load_spec(str(spec_path))
-    spec, problems = validate(loaded)
-    assert spec is not None, [p.format() for p in problems]
-    return {path: f.text for path, f in with_manifest(render_all(spec, loaded.name)).items()}
+    cluster, problems = validate_cluster(loaded)
+    assert cluster is not None, [p.format() for p in problems]
+    return {path: f.text for path, f in with_manifest(render_all(cluster)).items()}
 
 
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)

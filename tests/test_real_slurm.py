@@ -17,8 +17,8 @@ import pytest
 from clustergen.load import load_spec
 from clustergen.model.common import expand_hostlist, parse_slurm_time
 from clustergen.outputs.slurm.derive import SlurmContext, derive_slurm, gres_type, real_memory_mib
-from clustergen.resolve import Cluster, resolve
-from clustergen.validate import validate
+from clustergen.resolve import Cluster
+from clustergen.validate import validate_cluster
 
 from support.paths import REFERENCE_SPECS
 from support.realslurm.testbed import SlurmTestbed, require_real_slurm
@@ -30,9 +30,8 @@ def rendered(spec_path: Path, out: Path, cli) -> tuple[Cluster, SlurmContext]:  
     result = cli("render", str(spec_path), "-o", str(out))
     assert result.code == 0, result.err
     loaded = load_spec(str(spec_path))
-    spec, _ = validate(loaded)
-    assert spec is not None
-    cluster = resolve(spec, loaded.name)
+    cluster, _ = validate_cluster(loaded)
+    assert cluster is not None
     return cluster, derive_slurm(cluster)
 
 

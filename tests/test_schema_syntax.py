@@ -21,7 +21,7 @@ import regress
 from clustergen.load import load_spec
 from clustergen.render import render_all
 from clustergen.schema import schema_document
-from clustergen.validate import validate
+from clustergen.validate import validate_cluster
 
 from support.ci import tool
 from support.paths import INVALID, REFERENCE_SPECS, SCHEMA
@@ -226,9 +226,9 @@ def test_a_whole_number_written_with_a_decimal_point_is_that_number(tmp_path: Pa
 
     def rendered(path: Path) -> dict[str, str]:
         loaded = load_spec(str(path))
-        model, problems = validate(loaded)
-        assert model is not None, [p.message for p in problems]
-        return {name: file.text for name, file in render_all(model, path.name).items()}
+        cluster, problems = validate_cluster(loaded)
+        assert cluster is not None, [p.message for p in problems]
+        return {name: file.text for name, file in render_all(cluster).items()}
 
     assert rendered(decimal) == rendered(spec)
     assert _check_jsonschema(decimal)["status"] == "ok"

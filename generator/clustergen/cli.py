@@ -13,12 +13,10 @@ from clustergen.artifacts import Artifact
 from clustergen.codes import ignorable
 from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInvalid, UsageError
 from clustergen.load import load_spec
-from clustergen.model import Spec
-from clustergen.render import render_all
 from clustergen.report import FORMATS, Format, github_line, json_document
+from clustergen.resolve import Cluster
 from clustergen.schema import schema_text
-from clustergen.validate import validate
-from clustergen.write import plan, unified_diff, with_manifest, write
+from clustergen.validate import validate, validate_cluster
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,6 +88,46 @@ def _parser() -> argparse.ArgumentParser:
     _add_report_options(render)
     render.set_defaults(command=cmd_render)
 
+    plan = commands.add_parser(
+        "plan",
+        help="say what applying the spec's render to the cluster means; writes nothing",
+        description="Compare what SPEC renders with the applied tree in DIR and print what "
+        "applying it needs, most severe first. Exit 0: nothing to do on the nodes; "
+        "4: changes to apply; 5: at least one DESTRUCTIVE reformat; 1: invalid spec; "
+        "2: unusable invocation.",
+    )
+    plan.add_argument("spec", metavar="SPEC")
+    plan.add_argument(
+        "-o",
+        "--output",
+        default=".",
+        metavar="DIR",
+        help="the rendered tree the cluster runs on now (default: the current directory)",
+    )
+    plan.add_argument(
+        "--format",
+        dest="plan_format",
+        choices=("markdown", "json"),
+        default="markdown",
+        help="markdown (for a pull-request comment; default) or json, on stdout",
+    )
+    plan.add_argument(
+        "--driver-batch-size",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="nodes per batch of a rolling driver upgrade, as site.yml's "
+        "clustergen_driver_batch_size (default 1)",
+    )
+    plan.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="do not report warnings with this code (repeatable)",
+    )
+    plan.set_defaults(command=cmd_plan)
+
     schema = commands.add_parser("schema", help="write the JSON Schema of the spec language")
     schema.add_argument(
         "-o",
@@ -100,6 +138,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     schema.set_defaults(command=cmd_schema)
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
 
 
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
@@ -142,15 +190,13 @@ def _report(
         sys.stdout.write(json_document(problems))
 
 
-def _load_valid(path: str, args: argparse.Namespace) -> tuple[Spec, str]:
-    """Load and validate one spec; warnings are printed, errors raise SpecInvalid."""
-    ignore = _ignored(args)
-    loaded = load_spec(path)
-    spec, problems = validate(loaded, ignore)
-    if spec is None:
+def _load_valid(path: str, args: argparse.Namespace) -> Cluster:
+    """Load, validate and resolve one spec; warnings are printed, errors raise SpecInvalid."""
+    cluster, problems = validate_cluster(load_spec(path), _ignored(args))
+    if cluster is None:
         raise SpecInvalid(problems)
     _report(problems, args.format, complete=True)
-    return spec, loaded.name
+    return cluster
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -185,13 +231,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
-    spec, spec_name = _load_valid(args.spec, args)
-    # Standard output carries the problems in the machine formats; the summary moves aside.
-    say = sys.stdout if args.format == "text" else sys.stderr
-    files: dict[str, Artifact] = with_manifest(render_all(spec, spec_name))
+    # Only render needs jinja2 and the writer; validate starts faster without them.
+    from clustergen.render import render_all
+    from clustergen.write import plan, recover, unified_diff, with_manifest, write
+
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir}: exists and is not a directory")
+    # An interrupted render is completed or undone before anything else, even --check.
+    repaired = recover(out_dir)
+    if repaired:
+        print(repaired, file=sys.stderr)
+    cluster = _load_valid(args.spec, args)
+    # Standard output carries the problems in the machine formats; the summary moves aside.
+    say = sys.stdout if args.format == "text" else sys.stderr
+    files: dict[str, Artifact] = with_manifest(render_all(cluster))
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
     changes = plan(out_dir, files, adopt=args.adopt or args.check)
     pending = [c for c in changes if c.action != "unchanged"]
@@ -220,6 +274,27 @@ def cmd_render(args: argparse.Namespace) -> int:
         file=say,
     )
     return int(ExitCode.OK)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from clustergen.plan import json_text, make_plan, markdown
+    from clustergen.render import render_all
+    from clustergen.write import recover, with_manifest
+
+    out_dir = Path(args.output)
+    if not out_dir.is_dir():
+        raise UsageError(f"{out_dir}: no rendered tree there to plan against")
+    repaired = recover(out_dir)
+    if repaired:
+        print(repaired, file=sys.stderr)
+    cluster, problems = validate_cluster(load_spec(args.spec), _ignored(args))
+    if cluster is None:
+        raise SpecInvalid(problems)
+    _report(problems, "text")
+    files = with_manifest(render_all(cluster))
+    plan = make_plan(cluster, files, out_dir, args.driver_batch_size)
+    sys.stdout.write(markdown(plan) if args.plan_format == "markdown" else json_text(plan))
+    return int(plan.exit_code)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

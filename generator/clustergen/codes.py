@@ -403,7 +403,7 @@ def ignorable(name: str) -> str:
     if code.severity != "warning":
         raise invalid(
             IGNORE_NOT_A_WARNING,
-            f"'{name}' is an error; errors cannot be ignored, only warnings "
-            f"({', '.join(WARNINGS)})",
+            f"'{name}' is an error; errors cannot be ignored, only warnings (docs/errors.md "
+            f"lists the {len(WARNINGS)} warning codes)",
         )
     return name

@@ -22,6 +22,8 @@ class ExitCode(IntEnum):
     INVALID_SPEC = 1  # also: `render --check` found the tree on disk out of date
     USAGE = 2
     INTERNAL = 3  # a bug in clustergen; never expected
+    PLAN_CHANGES = 4  # `plan`: applying the render changes the running cluster
+    PLAN_DESTRUCTIVE = 5  # `plan`: ... and reformats at least one target
 
 
 class Position(NamedTuple):

@@ -7,7 +7,11 @@ model alone. A group's addresses are its first address plus the node's position 
 from __future__ import annotations
 
 import ipaddress
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import hostlist
 
 from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
@@ -22,7 +26,7 @@ class Host:
     group_index: int
     position: int  # place within its group, 0-based
     hardware_name: str
-    hardware: HardwareProfile | None  # None when the profile does not exist (a check says so)
+    hardware: HardwareProfile
     roles: tuple[str, ...]
     management_ip: str | None
     bmc_ip: str | None
@@ -50,6 +54,13 @@ def _dotted(number: int) -> str:
     return f"{number >> 24}.{(number >> 16) & 255}.{(number >> 8) & 255}.{number & 255}"
 
 
+# A node group may name a profile that does not exist; references.node_groups reports
+# it and the spec is invalid, so no family ever sees such a host. While the checks
+# run, its profile is one with no fields set: reading any of them fails loudly, as
+# reading an invalid section does.
+_UNKNOWN_PROFILE = HardwareProfile.model_construct()
+
+
 def expand_hosts(spec: Spec) -> list[Host]:
     hosts = []
     for group_index, group in enumerate(spec.nodes):
@@ -72,7 +83,7 @@ def expand_hosts(spec: Spec) -> list[Host]:
                     group_index=group_index,
                     position=position,
                     hardware_name=group.hardware,
-                    hardware=spec.hardware.get(group.hardware),
+                    hardware=spec.hardware.get(group.hardware, _UNKNOWN_PROFILE),
                     roles=tuple(group.roles),
                     **addresses,
                 )
@@ -88,6 +99,33 @@ def hosts_by_name(hosts: list[Host]) -> dict[str, Host]:
     return table
 
 
-def controller_names(spec: Spec) -> list[str]:
-    """slurm.controllers expanded, primary first."""
-    return [name for entry in spec.slurm.controllers for name in expand_hostlist(entry)]
+# A name ending in a number: its head and the digits (gpu08 -> gpu, 08).
+NUMBERED_NAME = re.compile(r"^(.*?)([0-9]+)$")
+
+
+def compress(names: Sequence[str]) -> str:
+    """Slurm hostlist of names, e.g. gpu[01-08], exactly as python-hostlist writes it.
+
+    The common case (one prefix, numbers of one width) is folded here in one pass;
+    python-hostlist is slow on thousands of names and handles every other case.
+    """
+    matches = [NUMBERED_NAME.match(name) for name in names]
+    if len(names) < 2 or any(m is None for m in matches):
+        return str(hostlist.collect_hostlist(list(names)))
+    prefixes = {m[1] for m in matches if m is not None}
+    widths = {len(m[2]) for m in matches if m is not None}
+    numbers = sorted({int(m[2]) for m in matches if m is not None})
+    if len(prefixes) != 1 or len(widths) != 1 or len(numbers) != len(names):
+        return str(hostlist.collect_hostlist(list(names)))
+    (prefix,), (width,) = prefixes, widths
+    ranges = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        low, high = f"{start:0{width}d}", f"{previous:0{width}d}"
+        ranges.append(low if start == previous else f"{low}-{high}")
+        if number is not None:
+            start = previous = number
+    return f"{prefix}[{','.join(ranges)}]"

@@ -12,8 +12,7 @@ from importlib import resources
 import jinja2
 
 from clustergen.artifacts import Artifact
-from clustergen.model import Spec
-from clustergen.resolve import Cluster, resolve
+from clustergen.resolve import Cluster
 
 
 def environment() -> jinja2.Environment:
@@ -28,10 +27,9 @@ def environment() -> jinja2.Environment:
     )
 
 
-def render_all(spec: Spec, spec_name: str) -> dict[str, Artifact]:
+def render_all(cluster: Cluster) -> dict[str, Artifact]:
     from clustergen.outputs import FAMILIES, ansible, site
 
-    cluster = resolve(spec, spec_name)
     env = environment()
     by_family = {name: family(cluster, env) for name, family in FAMILIES.items()}
     artifacts = [

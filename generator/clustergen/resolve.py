@@ -1,8 +1,14 @@
-"""The resolved cluster: a valid spec turned, once, into what every output family reads.
+"""The resolved cluster: the spec turned, once, into what checks and output families read.
 
-Hosts with their profiles, roles and addresses; the controllers and compute nodes;
-the inventory groups as name sets; the package pins. Families read this and never
-expand a hostlist or derive a pin themselves.
+Hosts with their profiles, roles and addresses; the expanded members of the
+controllers, partitions and switches; the inventory groups as name sets; the
+package pins. Nothing else expands a hostlist or derives a pin.
+
+Each part is computed on first use from the sections it reads, and kept. So the
+same object serves twice: during validation it is tolerant (built over the valid
+sections only; a check that needs an invalid section does not run, and reading an
+absent section fails loudly), and the render of a valid spec reuses the parts the
+checks already computed.
 """
 
 from __future__ import annotations
@@ -17,12 +23,14 @@ from clustergen.catalog.packages import (
     SLURM_GROUP,
     SLURM_ROLES,
     StackPins,
+    derived_pins,
     hardware_group,
     role_group,
-    stack_pins,
+    with_overrides,
 )
-from clustergen.hosts import Host, controller_names, expand_hosts, hosts_by_name
+from clustergen.hosts import Host, expand_hosts, hosts_by_name
 from clustergen.model import Spec
+from clustergen.model.common import expand_hostlist
 from clustergen.model.nodes import KNOWN_ROLES
 
 
@@ -33,23 +41,82 @@ class InventoryGroup:
     children: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+Members = tuple[str, ...]
+
+
+def _expand(expression: str | None) -> Members:
+    return expand_hostlist(expression) if expression else ()
+
+
 class Cluster:
-    spec: Spec
-    spec_name: str  # the spec file's base name, for the headers of rendered files
-    hosts: tuple[Host, ...]
-    controllers: tuple[str, ...]  # primary first
-    pins: StackPins
-    groups: tuple[InventoryGroup, ...]  # sorted by name
+    def __init__(self, spec: Spec, spec_name: str) -> None:
+        self.spec = spec
+        self.spec_name = spec_name  # the spec file's base name, for rendered files' headers
+
+    # --- nodes and hardware ----------------------------------------------------------
+
+    @cached_property
+    def hosts(self) -> tuple[Host, ...]:
+        """Every node, in spec order (reads nodes and hardware)."""
+        return tuple(expand_hosts(self.spec))
 
     @cached_property
     def by_name(self) -> dict[str, Host]:
+        """Name -> host; the first of duplicate names wins (a check reports the rest)."""
         return hosts_by_name(list(self.hosts))
 
     @cached_property
     def compute(self) -> tuple[Host, ...]:
         """Slurm compute nodes, in spec order."""
         return tuple(host for host in self.hosts if host.is_slurm_compute)
+
+    # --- hostlists of the other sections, each expanded once ------------------------
+
+    @cached_property
+    def controller_entries(self) -> tuple[Members, ...]:
+        """slurm.controllers, one tuple of names per entry."""
+        return tuple(_expand(entry) for entry in self.spec.slurm.controllers)
+
+    @cached_property
+    def controllers(self) -> Members:
+        """Controller names, primary first."""
+        return tuple(name for entry in self.controller_entries for name in entry)
+
+    @cached_property
+    def partition_nodes(self) -> tuple[Members, ...]:
+        """Members of each slurm.partitions entry, by index."""
+        return tuple(_expand(partition.nodes) for partition in self.spec.slurm.partitions)
+
+    @cached_property
+    def switch_nodes(self) -> tuple[Members, ...]:
+        """Nodes of each network.fabric.switches entry, by index (empty for non-leaves)."""
+        fabric = self.spec.network.fabric
+        return tuple(_expand(s.nodes) for s in fabric.switches) if fabric else ()
+
+    @cached_property
+    def switch_children(self) -> tuple[Members, ...]:
+        """Child switches of each network.fabric.switches entry, by index."""
+        fabric = self.spec.network.fabric
+        return tuple(_expand(s.switches) for s in fabric.switches) if fabric else ()
+
+    # --- packages -------------------------------------------------------------------
+
+    @cached_property
+    def derived_pins(self) -> StackPins:
+        """The catalog's packages and versions for software, before overrides."""
+        return derived_pins(self.spec.software)
+
+    @cached_property
+    def pins(self) -> StackPins:
+        """Packages and exact versions per concern, software.packages applied."""
+        return with_overrides(self.derived_pins, self.spec.software.packages)
+
+    # --- inventory groups -----------------------------------------------------------
+
+    @cached_property
+    def groups(self) -> tuple[InventoryGroup, ...]:
+        """Role groups, hardware profile groups and the derived groups, sorted by name."""
+        return inventory_groups(self.spec, self.hosts)
 
     @cached_property
     def members(self) -> dict[str, frozenset[str]]:
@@ -72,15 +139,7 @@ class Cluster:
 
 
 def resolve(spec: Spec, spec_name: str) -> Cluster:
-    hosts = tuple(expand_hosts(spec))
-    return Cluster(
-        spec=spec,
-        spec_name=spec_name,
-        hosts=hosts,
-        controllers=tuple(controller_names(spec)),
-        pins=stack_pins(spec.software),
-        groups=inventory_groups(spec, hosts),
-    )
+    return Cluster(spec, spec_name)
 
 
 def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGroup, ...]:

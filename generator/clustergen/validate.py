@@ -23,6 +23,7 @@ from clustergen.errors import LocatedProblem, Problem, SpecPath
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
 from clustergen.model.common import StrictModel
+from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean, nearest
 
 # Error types that say "wrong kind of value"; a more specific error at the same
@@ -50,8 +51,18 @@ def validate(
 
     Warnings whose codes are in `ignore` or in the spec's own `ignore` list are left out.
     """
+    cluster, problems = validate_cluster(loaded, ignore)
+    return (cluster.spec if cluster else None), problems
+
+
+def validate_cluster(
+    loaded: LoadedSpec, ignore: Collection[str] = ()
+) -> tuple[Cluster | None, list[LocatedProblem]]:
+    """The resolved cluster (None if the spec has errors) and every problem, sorted by
+    position; the checks' work on the cluster is kept for the render."""
     problems: list[Problem]
     spec: Spec | None = None
+    cluster: Cluster | None = None
     ignored = set(ignore)
     if not isinstance(loaded.data, dict):
         kind = "empty" if loaded.data is None else _kind(loaded.data)
@@ -70,10 +81,11 @@ def validate(
             problems = shape_problems(errors, loaded.data, loaded.float_texts)
             invalid = {str(error["loc"][0]) for error in errors if error["loc"]}
             partial, valid = valid_sections(loaded.data, invalid)
-            problems += run_checks(partial, valid)
+            problems += run_checks(Cluster(partial, loaded.name), valid)
             ignored.update(_ignored_in(loaded.data))
         else:
-            problems = run_checks(spec, Spec.model_fields)
+            cluster = Cluster(spec, loaded.name)
+            problems = run_checks(cluster, Spec.model_fields)
             ignored.update(spec.ignore)
     problems = [p for p in problems if p.severity == "error" or p.code.name not in ignored]
     located = [
@@ -82,7 +94,7 @@ def validate(
     ]
     located.sort(key=lambda p: (p.position, p.severity != "error", p.message))
     has_errors = any(p.severity == "error" for p in located)
-    return (None if has_errors else spec), _unique(located)
+    return (None if has_errors else cluster), _unique(located)
 
 
 def _ignored_in(data: dict[Any, Any]) -> list[str]:

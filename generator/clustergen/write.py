@@ -1,7 +1,14 @@
-"""Compare a rendered tree with what is on disk, and write it atomically.
+"""Compare a rendered tree with what is on disk, and write it as one transaction.
 
 Only files clustergen wrote (listed in the manifest) are ever replaced or
 removed; everything else in the output directory is left alone.
+
+A write stages every new file as a temporary beside its target, then commits a
+journal naming every rename and removal, then applies them, then deletes the
+journal. A render killed at any point leaves either no journal (the tree is the
+old render plus temporaries, which the next command deletes) or a complete
+journal (the next command applies the rest of it). `recover` does that, and every
+command that reads or writes an output directory calls it first.
 """
 
 from __future__ import annotations
@@ -17,8 +24,13 @@ from clustergen.artifacts import Artifact
 from clustergen.errors import UsageError
 
 MANIFEST = ".clustergen-manifest"
+JOURNAL = ".clustergen-journal"
+TEMPORARY = ".clustergen-tmp"  # the suffix of staged files: .<name>.clustergen-tmp
+_JOURNAL_HEADER = "# clustergen: renames and removals of one render, applied in order\n"
 _MANIFEST_HEADER = (
     "# Files rendered by clustergen; it removes these when a spec no longer renders them.\n"
+    "# A file installed on nodes also has, tab-separated: its inventory group, what a\n"
+    "# change to it needs, and its destination (clustergen plan reads them).\n"
 )
 
 Action = Literal["create", "change", "unchanged", "remove"]
@@ -33,8 +45,41 @@ class Change:
 
 
 def with_manifest(files: dict[str, Artifact]) -> dict[str, Artifact]:
-    listing = _MANIFEST_HEADER + "".join(f"{path}\n" for path in sorted(files))
-    return {**files, MANIFEST: Artifact(MANIFEST, listing)}
+    """Add the manifest: every rendered path, and for a file installed on nodes its
+    inventory group, what a change to it needs, and its destination (tab-separated),
+    so `clustergen plan` knows what removing it means once it is no longer rendered."""
+    lines = []
+    for path in sorted(files):
+        install = files[path].install
+        if install is None:
+            lines.append(f"{path}\n")
+        else:
+            lines.append(f"{path}\t{install.group}\t{install.change.describe()}\t{install.dest}\n")
+    return {**files, MANIFEST: Artifact(MANIFEST, _MANIFEST_HEADER + "".join(lines))}
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What an old manifest says of a file installed on nodes."""
+
+    group: str
+    change: str  # Change.describe(): 'restart slurmd', 'reconfigure slurmctld', 'nothing'
+    dest: str
+
+
+def manifest_entries(out_dir: Path) -> dict[str, Installed | None]:
+    """The paths the last render wrote into out_dir, with their install metadata (None
+    for files not installed on nodes, and for manifests written before it was kept)."""
+    text = _read(out_dir / MANIFEST)
+    entries: dict[str, Installed | None] = {}
+    for line in (text or "").splitlines():
+        path, *fields = line.strip("\n").split("\t")
+        path = path.strip()
+        # Never follow a manifest outside the output directory.
+        if not path or path.startswith("#") or not _inside(path):
+            continue
+        entries[path] = Installed(*fields) if len(fields) == 3 else None
+    return entries
 
 
 def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> list[Change]:
@@ -46,7 +91,13 @@ def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> l
     for path, rendered in sorted(files.items()):
         _refuse_non_file(out_dir, path)
         old = _read(out_dir / path)
-        if old is not None and path not in previous and path != MANIFEST:
+        # A file clustergen did not write is in the way only if rendering would change it.
+        if (
+            old is not None
+            and path not in previous
+            and path != MANIFEST
+            and (old != rendered.text or _mode(out_dir / path) != rendered.mode)
+        ):
             foreign.append(path)
         if old is None:
             changes.append(Change(path, "create", None, rendered.text))
@@ -77,35 +128,128 @@ def unified_diff(change: Change) -> str:
 
 
 def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> None:
-    """Write every created or changed file through a temporary file, then swap them all in.
+    """Write every created or changed file and remove the files no longer rendered,
+    as one transaction (see the module's docstring).
 
-    Every new file is complete on disk before the first one replaces an old
-    file, so a failure while writing leaves the previous tree as it was.
+    Every new file is complete on disk before the journal is committed, and the
+    journal is complete before the first file is replaced.
     """
-    staged: list[tuple[Path, Path]] = []
+    if all(change.action == "unchanged" for change in changes):
+        return
+    staged: list[Path] = []
     try:
         for change in changes:
             if change.action in ("create", "change"):
-                target = out_dir / change.path
-                staged.append((_stage(target, files[change.path]), target))
+                staged.append(_stage(out_dir / change.path, files[change.path]))
+        steps = [
+            *(("replace", c.path) for c in changes if c.action in ("create", "change")),
+            *(("remove", c.path) for c in changes if c.action == "remove"),
+        ]
+        _commit_journal(out_dir, steps)
     except OSError as exc:
-        for temporary, _ in staged:
+        for temporary in staged:
             temporary.unlink(missing_ok=True)
         raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
     try:
-        for temporary, target in staged:
-            os.replace(temporary, target)
-        for change in changes:
-            if change.action == "remove":
-                (out_dir / change.path).unlink(missing_ok=True)
-                _prune_empty_parents(out_dir, out_dir / change.path)
+        _apply(out_dir, steps)
+        (out_dir / JOURNAL).unlink()
     except OSError as exc:
-        raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"cannot write {out_dir}: {exc.strerror or exc}; the next clustergen command "
+            "on it completes this render"
+        ) from None
+
+
+def recover(out_dir: Path) -> str | None:
+    """Complete a render that was interrupted after its journal was committed, or undo
+    one interrupted before (its temporaries go; the old files were never touched).
+
+    Returns what was done, for the user, or None when there was nothing to do.
+    """
+    if not out_dir.is_dir():
+        return None
+    journal = _read(out_dir / JOURNAL)
+    try:
+        if journal is not None:
+            steps = _journal_steps(journal)
+            _apply(out_dir, steps)
+            (out_dir / JOURNAL).unlink()
+            _remove_temporaries(out_dir)
+            return (
+                f"{out_dir}: completed a render that was interrupted "
+                f"({len(steps)} file operation(s) from its journal)"
+            )
+        removed = _remove_temporaries(out_dir)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot repair the interrupted render in {out_dir}: {exc.strerror or exc}"
+        ) from None
+    if removed:
+        return (
+            f"{out_dir}: removed {removed} temporary file(s) of a render that was interrupted "
+            "before it changed anything; the tree is the render before it"
+        )
+    return None
+
+
+def _commit_journal(out_dir: Path, steps: list[tuple[str, str]]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = _JOURNAL_HEADER + "".join(f"{op} {path}\n" for op, path in steps)
+    _stage(out_dir / JOURNAL, Artifact(JOURNAL, text))
+    os.replace(_temporary(out_dir / JOURNAL), out_dir / JOURNAL)
+    _sync_directory(out_dir)
+
+
+def _journal_steps(text: str) -> list[tuple[str, str]]:
+    steps = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        op, _, path = line.partition(" ")
+        if op not in ("replace", "remove") or not _inside(path):
+            raise UsageError(f"unreadable clustergen journal line: {line!r}")
+        steps.append((op, path))
+    return steps
+
+
+def _apply(out_dir: Path, steps: list[tuple[str, str]]) -> None:
+    """Apply journal steps; each is skipped if already done, so this may run again."""
+    for op, path in steps:
+        target = out_dir / path
+        if op == "replace":
+            temporary = _temporary(target)
+            if temporary.exists():
+                os.replace(temporary, target)
+        else:
+            target.unlink(missing_ok=True)
+            _prune_empty_parents(out_dir, target)
+    _sync_directory(out_dir)
+
+
+def _remove_temporaries(out_dir: Path) -> int:
+    removed = 0
+    for temporary in sorted(out_dir.rglob(f".*{TEMPORARY}")):
+        if temporary.is_file() and not temporary.is_symlink():
+            temporary.unlink()
+            removed += 1
+    return removed
+
+
+def _temporary(target: Path) -> Path:
+    return target.with_name(f".{target.name}{TEMPORARY}")
+
+
+def _sync_directory(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _stage(target: Path, rendered: Artifact) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.clustergen-tmp")
+    temporary = _temporary(target)
     with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(rendered.text)
         handle.flush()
@@ -135,21 +279,12 @@ def _prune_empty_parents(root: Path, path: Path) -> None:
 
 
 def _previous_outputs(out_dir: Path) -> set[str]:
-    text = _read(out_dir / MANIFEST)
-    if text is None:
-        return set()
-    paths = set()
-    for line in text.splitlines():
-        line = line.strip()
-        # Never follow a manifest outside the output directory.
-        if (
-            line
-            and not line.startswith("#")
-            and ".." not in Path(line).parts
-            and not line.startswith("/")
-        ):
-            paths.add(line)
-    return paths
+    return set(manifest_entries(out_dir))
+
+
+def _inside(path: str) -> bool:
+    """A relative path that stays inside the output directory."""
+    return bool(path) and ".." not in Path(path).parts and not path.startswith("/")
 
 
 def _read(path: Path) -> str | None:

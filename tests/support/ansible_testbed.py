@@ -221,6 +221,8 @@ def chroot_inventory(nodes: Sequence[Node], path: Path) -> Path:
     hosts = {
         node.name: {
             "ansible_connection": "community.general.chroot",
+            # The chroot connection is root already; the plays' become needs no sudo.
+            "ansible_become": False,
             "ansible_host": str(node.root),
             "ansible_python_interpreter": "/usr/bin/python3",
             "clustergen_start_services": False,

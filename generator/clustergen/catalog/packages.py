@@ -26,10 +26,11 @@ versions.lock shows every string before anything is installed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from clustergen.artifacts import NO_CHANGE, Change
 from clustergen.catalog.versions import parse_version
 from clustergen.model.software import Software
 
@@ -233,6 +234,8 @@ class Concern:
     # The software field whose version the role checks on the running node; it
     # becomes the variable `<name>_version`.
     reports: str | None = None
+    # What installing a new version on a running node needs (`clustergen plan`).
+    change: Change = NO_CHANGE
 
 
 # In the order versions.lock lists them.
@@ -244,25 +247,53 @@ CONCERNS: tuple[Concern, ...] = (
         "nvidia_driver",
         _nvidia_driver,
         reports="nvidia_driver",
+        change=Change("reboot"),  # rolled out node by node: drain, install, reboot, resume
     ),
     Concern(
-        "fabric_manager", "NVIDIA fabric manager", NVSWITCH_GROUP, "fabric_manager", _fabric_manager
+        "fabric_manager",
+        "NVIDIA fabric manager",
+        NVSWITCH_GROUP,
+        "fabric_manager",
+        _fabric_manager,
+        change=Change("restart", "nvidia-fabricmanager"),
     ),
     Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),
     Concern("nccl", "NCCL runtime and headers", GPU_GROUP, "nccl", _nccl),
     Concern("cudnn", "cuDNN", GPU_GROUP, "cudnn", _cudnn),
-    Concern("dcgm", "DCGM", GPU_GROUP, "dcgm", _dcgm),
+    Concern("dcgm", "DCGM", GPU_GROUP, "dcgm", _dcgm, change=Change("restart", "nvidia-dcgm")),
     Concern(
         "slurm_controller",
         "Slurm controller (slurmctld)",
         "slurm_controller",
         "slurm",
         _slurm("controller"),
+        change=Change("restart", "slurmctld"),
     ),
-    Concern("slurm_dbd", "Slurm accounting (slurmdbd)", "slurm_dbd", "slurm", _slurm("dbd")),
-    Concern("slurm_compute", "Slurm compute (slurmd)", "compute", "slurm", _slurm("compute")),
+    Concern(
+        "slurm_dbd",
+        "Slurm accounting (slurmdbd)",
+        "slurm_dbd",
+        "slurm",
+        _slurm("dbd"),
+        change=Change("restart", "slurmdbd"),
+    ),
+    Concern(
+        "slurm_compute",
+        "Slurm compute (slurmd)",
+        "compute",
+        "slurm",
+        _slurm("compute"),
+        change=Change("restart", "slurmd"),
+    ),
     Concern("slurm_login", "Slurm client commands", "login", "slurm", _slurm("login")),
-    Concern("lustre_client", "Lustre client", LUSTRE_CLIENT_GROUP, "lustre_client", _lustre_client),
+    Concern(
+        "lustre_client",
+        "Lustre client",
+        LUSTRE_CLIENT_GROUP,
+        "lustre_client",
+        _lustre_client,
+        change=Change("remount"),  # new client modules load once the file system is remounted
+    ),
 )
 
 
@@ -272,23 +303,19 @@ def derived_pins(software: Software) -> StackPins:
     return StackPins(family, {c.name: c.packages(family, software) for c in CONCERNS})
 
 
-def stack_pins(software: Software) -> StackPins:
-    """Packages and exact versions per concern, with software.packages applied.
+def with_overrides(derived: StackPins, overrides: Mapping[str, str]) -> StackPins:
+    """The derived pins with software.packages applied.
 
     An override names a package the catalog derives; unknown names are reported by
     checks.packages, so here they are simply not installed.
     """
-    derived = derived_pins(software)
     by_concern = {
-        concern: {
-            name: software.packages.get(name, version) for name, version in sorted(pins.items())
-        }
+        concern: {name: overrides.get(name, version) for name, version in sorted(pins.items())}
         for concern, pins in derived.by_concern.items()
     }
     return StackPins(derived.family, by_concern)
 
 
-def pinned_upstream(software: Software) -> dict[str, str]:
+def pinned_upstream(derived: StackPins) -> dict[str, str]:
     """Package name -> the spec version it must carry (for checking overrides)."""
-    derived = derived_pins(software)
     return {name: upstream_version(version) for name, version in derived.all_packages().items()}

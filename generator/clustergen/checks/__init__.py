@@ -1,11 +1,13 @@
 """Cross-field checks, one module per concern.
 
-Each check is `check(spec, hosts) -> list[Problem]` and is listed in CHECKS with
-the top-level sections it reads. A check runs when every section it needs is
-valid, so one shape error in `racks` does not hide a driver too old for its CUDA;
-it sees only those sections (reading any other is a bug, and fails loudly).
-Checks that take `hosts` need `nodes` and `hardware`, the sections the host
-table is expanded from. Checks are pure and never raise on valid sections.
+Each check is `check(cluster) -> list[Problem]` and is listed in CHECKS with the
+top-level sections it reads. A check runs when every section it needs is valid,
+so one shape error in `racks` does not hide a driver too old for its CUDA. It
+reads the resolved cluster (resolve.Cluster), built over the valid sections only:
+what it reads of an absent section fails loudly, and what it computes (the host
+table, expanded hostlists, pins) is kept for the other checks and the render.
+Checks that read `cluster.hosts` need `nodes` and `hardware`. Checks are pure and
+never raise on valid sections.
 """
 
 from __future__ import annotations
@@ -23,19 +25,16 @@ from clustergen.checks import (
     topology,
 )
 from clustergen.errors import Problem
-from clustergen.hosts import Host, expand_hosts
-from clustergen.model import Spec
-
-HOST_SECTIONS = frozenset({"nodes", "hardware"})
+from clustergen.resolve import Cluster
 
 
 @dataclass(frozen=True)
 class Check:
-    run: Callable[[Spec, list[Host]], list[Problem]]
+    run: Callable[[Cluster], list[Problem]]
     needs: frozenset[str]
 
 
-def _check(run: Callable[[Spec, list[Host]], list[Problem]], *needs: str) -> Check:
+def _check(run: Callable[[Cluster], list[Problem]], *needs: str) -> Check:
     return Check(run, frozenset(needs))
 
 
@@ -55,12 +54,8 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def run_checks(spec: Spec, valid: Collection[str]) -> list[Problem]:
+def run_checks(cluster: Cluster, valid: Collection[str]) -> list[Problem]:
     """Every check whose sections are all in `valid` (the spec's other sections are absent)."""
-    hosts = expand_hosts(spec) if set(valid) >= HOST_SECTIONS else []
     return [
-        problem
-        for check in CHECKS
-        if check.needs <= set(valid)
-        for problem in check.run(spec, hosts)
+        problem for check in CHECKS if check.needs <= set(valid) for problem in check.run(cluster)
     ]

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import ipaddress
 from collections import Counter
+from collections.abc import Sequence
 
 from clustergen import codes
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host, nth_address
 from clustergen.model import Spec
+from clustergen.resolve import Cluster
 
 _NETWORK_OF = {"management_ip": "management", "bmc_ip": "bmc", "fabric_ip": "fabric"}
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def check(cluster: Cluster) -> list[Problem]:
+    spec = cluster.spec
+    hosts = cluster.hosts
     return [*_networks_disjoint(spec), *_group_ranges(spec, hosts), *_no_reuse(spec, hosts)]
 
 
@@ -57,7 +61,7 @@ def _usable(address: ipaddress.IPv4Address, network: ipaddress.IPv4Network) -> b
     )
 
 
-def _group_ranges(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def _group_ranges(spec: Spec, hosts: Sequence[Host]) -> list[Problem]:
     group_sizes = Counter(host.group_index for host in hosts)
     problems = []
     for index, group in enumerate(spec.nodes):
@@ -100,7 +104,7 @@ def _group_ranges(spec: Spec, hosts: list[Host]) -> list[Problem]:
     return problems
 
 
-def _no_reuse(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def _no_reuse(spec: Spec, hosts: Sequence[Host]) -> list[Problem]:
     owners: dict[str, str] = {}
     problems = []
     for name in ("management", "bmc"):

@@ -7,12 +7,13 @@ import hostlist
 from clustergen import codes
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.errors import Problem
-from clustergen.hosts import Host
-from clustergen.model import Spec
+from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def check(cluster: Cluster) -> list[Problem]:
+    spec = cluster.spec
+    hosts = cluster.hosts
     problems = []
     for name, profile in spec.hardware.items():
         if profile.gpu is not None and profile.gpu.model not in GPU_MODELS:

@@ -12,8 +12,8 @@ import re
 from clustergen import codes
 from clustergen.catalog.packages import (
     DERIVED_GROUPS,
+    StackPins,
     cuda_suffix,
-    derived_pins,
     hardware_group,
     pinned_upstream,
     role_group,
@@ -21,9 +21,9 @@ from clustergen.catalog.packages import (
 )
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem
-from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES
+from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
 
 _NCCL_PACKAGES = frozenset({"libnccl2", "libnccl-dev", "libnccl", "libnccl-devel"})
@@ -32,17 +32,19 @@ _CUDA_TAG = re.compile(r"\+cuda(\d+\.\d+)")
 _PACKAGE_VERSION = re.compile(r"^(\d+:)?[0-9][A-Za-z0-9.+~_-]*$")
 
 
-def pins(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    return [*_overrides(spec), *_cudnn8_suffix(spec)]
+def pins(cluster: Cluster) -> list[Problem]:
+    derived = cluster.derived_pins
+    return [*_overrides(cluster.spec, derived), *_cudnn8_suffix(cluster.spec, derived)]
 
 
-def groups(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def groups(cluster: Cluster) -> list[Problem]:
+    spec = cluster.spec
     return _group_names(spec)
 
 
-def _overrides(spec: Spec) -> list[Problem]:
+def _overrides(spec: Spec, derived: StackPins) -> list[Problem]:
     software = spec.software
-    expected = pinned_upstream(software)
+    expected = pinned_upstream(derived)
     problems = []
     for name, version in software.packages.items():
         path = ("software", "packages", name)
@@ -97,11 +99,11 @@ def _nccl_suffix(spec: Spec, path: tuple[str, ...], version: str) -> list[Proble
     ]
 
 
-def _cudnn8_suffix(spec: Spec) -> list[Problem]:
+def _cudnn8_suffix(spec: Spec, pins: StackPins) -> list[Problem]:
     software = spec.software
     if software.cudnn is None or parse_version(software.cudnn)[0] >= 9:
         return []
-    derived = derived_pins(software).by_concern["cudnn"]
+    derived = pins.by_concern["cudnn"]
     unset = sorted(name for name in derived if name not in software.packages)
     if not unset:
         return []

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from clustergen import codes
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES
+from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean, nearest
 
 
-def node_groups(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def node_groups(cluster: Cluster) -> list[Problem]:
+    spec = cluster.spec
+    hosts = cluster.hosts
     return [
         *_unique_node_names(hosts),
         *_hardware_exists(spec),
@@ -21,12 +24,12 @@ def node_groups(spec: Spec, hosts: list[Host]) -> list[Problem]:
     ]
 
 
-def racks(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    return _rack_positions(spec, hosts)
+def racks(cluster: Cluster) -> list[Problem]:
+    return _rack_positions(cluster.spec, cluster.by_name)
 
 
-def storage(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    return _storage_nodes(spec, hosts)
+def storage(cluster: Cluster) -> list[Problem]:
+    return _storage_nodes(cluster.spec, cluster.by_name)
 
 
 def meant_roles(spec: Spec, roles: Iterable[str]) -> set[str]:
@@ -39,11 +42,11 @@ def meant_roles(spec: Spec, roles: Iterable[str]) -> set[str]:
     return {role if role in valid else (nearest(role, valid) or role) for role in roles}
 
 
-def unknown_node(name: str, hosts: list[Host]) -> str:
-    return f"unknown node '{name}'{did_you_mean(name, (h.name for h in hosts))}"
+def unknown_node(name: str, known: Mapping[str, Host]) -> str:
+    return f"unknown node '{name}'{did_you_mean(name, known)}"
 
 
-def _unique_node_names(hosts: list[Host]) -> list[Problem]:
+def _unique_node_names(hosts: Sequence[Host]) -> list[Problem]:
     first_group: dict[str, int] = {}
     problems = []
     for host in hosts:
@@ -113,8 +116,7 @@ def _unused_profiles(spec: Spec) -> list[Problem]:
     ]
 
 
-def _rack_positions(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    known = {host.name for host in hosts}
+def _rack_positions(spec: Spec, known: Mapping[str, Host]) -> list[Problem]:
     placed: dict[str, str] = {}
     problems = []
     for rack_index, rack in enumerate(spec.racks):
@@ -124,7 +126,7 @@ def _rack_positions(spec: Spec, hosts: list[Host]) -> list[Problem]:
             path = ("racks", rack_index, "devices", device_index, "node")
             if device.node not in known:
                 problems.append(
-                    Problem(codes.RACKS_UNKNOWN_NODE, path, unknown_node(device.node, hosts))
+                    Problem(codes.RACKS_UNKNOWN_NODE, path, unknown_node(device.node, known))
                 )
             elif device.node in placed:
                 problems.append(
@@ -139,17 +141,16 @@ def _rack_positions(spec: Spec, hosts: list[Host]) -> list[Problem]:
     return problems
 
 
-def _storage_nodes(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def _storage_nodes(spec: Spec, known: Mapping[str, Host]) -> list[Problem]:
     lustre = spec.storage.lustre if spec.storage else None
     if lustre is None:
         return []
-    known = {host.name for host in hosts}
     base: SpecPath = ("storage", "lustre")
     targets: list[tuple[SpecPath, str]] = [((*base, "mgs", "node"), lustre.mgs.node)]
     targets += [((*base, "mdts", i, "node"), t.node) for i, t in enumerate(lustre.mdts)]
     targets += [((*base, "osts", i, "node"), t.node) for i, t in enumerate(lustre.osts)]
     problems = [
-        Problem(codes.STORAGE_UNKNOWN_NODE, path, unknown_node(name, hosts))
+        Problem(codes.STORAGE_UNKNOWN_NODE, path, unknown_node(name, known))
         for path, name in targets
         if name not in known
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from clustergen import codes
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
@@ -13,9 +15,10 @@ from clustergen.catalog.slurm_keys import (
 )
 from clustergen.checks.references import meant_roles, unknown_node
 from clustergen.errors import Problem
-from clustergen.hosts import Host, hosts_by_name
+from clustergen.hosts import Host
 from clustergen.model import Spec
-from clustergen.model.common import expand_hostlist, parse_slurm_time
+from clustergen.model.common import parse_slurm_time
+from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
 
 # Keys from blog posts that no parser since 22.05 accepts, with where the setting lives now.
@@ -28,22 +31,23 @@ _FOLKLORE_KEYS = {
 }
 
 
-def nodes(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def nodes(cluster: Cluster) -> list[Problem]:
     """Controllers, accounting and partitions against the nodes that exist."""
     return [
-        *_compute_nodes_exist(spec, hosts),
-        *_controllers(spec, hosts),
-        *_accounting(spec, hosts),
-        *_partitions(spec, hosts),
+        *_compute_nodes_exist(cluster.spec, cluster.hosts),
+        *_controllers(cluster),
+        *_accounting(cluster),
+        *_partitions(cluster),
     ]
 
 
-def options(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def options(cluster: Cluster) -> list[Problem]:
     """slurm.options against the keys of the pinned Slurm, the scheduling policies and QOS."""
+    spec = cluster.spec
     return [*_options(spec), *_policies(spec), *_qos(spec), *_timeouts(spec)]
 
 
-def _compute_nodes_exist(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def _compute_nodes_exist(spec: Spec, hosts: Sequence[Host]) -> list[Problem]:
     if any("compute" in meant_roles(spec, host.roles) for host in hosts):
         return []
     return [
@@ -56,16 +60,16 @@ def _compute_nodes_exist(spec: Spec, hosts: list[Host]) -> list[Problem]:
     ]
 
 
-def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    table = hosts_by_name(hosts)
+def _controllers(cluster: Cluster) -> list[Problem]:
+    spec, hosts, table = cluster.spec, cluster.hosts, cluster.by_name
     problems = []
     seen: set[str] = set()
-    for index, entry in enumerate(spec.slurm.controllers):
+    for index, entry in enumerate(cluster.controller_entries):
         path = ("slurm", "controllers", index)
-        for name in expand_hostlist(entry):
+        for name in entry:
             host = table.get(name)
             if host is None:
-                problems.append(Problem(codes.SLURM_UNKNOWN_NODE, path, unknown_node(name, hosts)))
+                problems.append(Problem(codes.SLURM_UNKNOWN_NODE, path, unknown_node(name, table)))
             elif "slurm_controller" not in meant_roles(spec, host.roles):
                 problems.append(
                     Problem(
@@ -109,7 +113,8 @@ def _controllers(spec: Spec, hosts: list[Host]) -> list[Problem]:
     return problems
 
 
-def _accounting(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def _accounting(cluster: Cluster) -> list[Problem]:
+    spec, hosts = cluster.spec, cluster.hosts
     accounting = spec.slurm.accounting
     dbd_hosts = [h for h in hosts if "slurm_dbd" in h.roles]
     if accounting is None:
@@ -123,10 +128,11 @@ def _accounting(spec: Spec, hosts: list[Host]) -> list[Problem]:
                 )
             ]
         return []
-    host = hosts_by_name(hosts).get(accounting.host)
+    host = cluster.by_name.get(accounting.host)
     path = ("slurm", "accounting", "host")
     if host is None:
-        return [Problem(codes.SLURM_UNKNOWN_NODE, path, unknown_node(accounting.host, hosts))]
+        message = unknown_node(accounting.host, cluster.by_name)
+        return [Problem(codes.SLURM_UNKNOWN_NODE, path, message)]
     if "slurm_dbd" not in meant_roles(spec, host.roles):
         return [
             Problem(
@@ -138,8 +144,8 @@ def _accounting(spec: Spec, hosts: list[Host]) -> list[Problem]:
     return []
 
 
-def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
-    table = hosts_by_name(hosts)
+def _partitions(cluster: Cluster) -> list[Problem]:
+    spec, hosts, table = cluster.spec, cluster.hosts, cluster.by_name
     problems = []
     seen: dict[str, int] = {}
     defaults: list[int] = []
@@ -167,11 +173,11 @@ def _partitions(spec: Spec, hosts: list[Host]) -> list[Problem]:
                         f"slurm.partitions[{defaults[0]}] already is",
                     )
                 )
-        for name in expand_hostlist(partition.nodes):
+        for name in cluster.partition_nodes[index]:
             host = table.get(name)
             if host is None:
                 problems.append(
-                    Problem(codes.SLURM_UNKNOWN_NODE, (*base, "nodes"), unknown_node(name, hosts))
+                    Problem(codes.SLURM_UNKNOWN_NODE, (*base, "nodes"), unknown_node(name, table))
                 )
             elif "compute" not in meant_roles(spec, host.roles):
                 problems.append(

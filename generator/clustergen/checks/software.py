@@ -8,20 +8,22 @@ from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, key_list_version, release_name
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem
-from clustergen.hosts import Host
 from clustergen.model import Spec
+from clustergen.resolve import Cluster
 
 
 def _dotted(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
 
 
-def versions(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def versions(cluster: Cluster) -> list[Problem]:
+    spec = cluster.spec
     return [*_cuda_and_driver(spec), *_slurm_version(spec)]
 
 
-def gpus(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def gpus(cluster: Cluster) -> list[Problem]:
     """The stack against the GPUs the hardware profiles have."""
+    spec = cluster.spec
     return [*_gpu_architectures(spec), *_fabric_manager(spec)]
 
 

@@ -7,13 +7,12 @@ import hostlist
 from clustergen import codes
 from clustergen.checks.references import unknown_node
 from clustergen.errors import Problem
-from clustergen.hosts import Host
-from clustergen.model import Spec
-from clustergen.model.common import expand_hostlist
+from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
 
 
-def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
+def check(cluster: Cluster) -> list[Problem]:
+    spec = cluster.spec
     fabric = spec.network.fabric
     if fabric is None or not fabric.switches:
         return []
@@ -35,7 +34,7 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
     parent_of: dict[str, str] = {}
     unknown_child = False
     for index, switch in enumerate(fabric.switches):
-        for child in expand_hostlist(switch.switches) if switch.switches else []:
+        for child in cluster.switch_children[index]:
             path = (*base, index, "switches")
             if child not in index_of:
                 unknown_child = True
@@ -66,7 +65,7 @@ def check(spec: Spec, hosts: list[Host]) -> list[Problem]:
                 parent_of[child] = switch.name
 
     problems += _one_tree(fabric.switches, parent_of, index_of, base, unknown_child)
-    problems += _leaf_membership(fabric.switches, hosts, base)
+    problems += _leaf_membership(cluster, base)
     return problems
 
 
@@ -128,18 +127,20 @@ def _one_tree(
     return problems
 
 
-def _leaf_membership(switches: list, hosts: list[Host], base: tuple) -> list[Problem]:  # type: ignore[type-arg]
-    known = {host.name: host for host in hosts}
+def _leaf_membership(cluster: Cluster, base: tuple[str | int, ...]) -> list[Problem]:
+    fabric = cluster.spec.network.fabric
+    assert fabric is not None
+    switches, hosts, known = fabric.switches, cluster.hosts, cluster.by_name
     leaf_of: dict[str, str] = {}
     problems = []
     for index, switch in enumerate(switches):
         if not switch.nodes:
             continue
         path = (*base, index, "nodes")
-        for name in expand_hostlist(switch.nodes):
+        for name in cluster.switch_nodes[index]:
             if name not in known:
                 problems.append(
-                    Problem(codes.NETWORK_UNKNOWN_NODE, path, unknown_node(name, hosts))
+                    Problem(codes.NETWORK_UNKNOWN_NODE, path, unknown_node(name, cluster.by_name))
                 )
             elif name in leaf_of:
                 problems.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import Annotated, Any
@@ -60,8 +61,13 @@ def check_hostname(value: str) -> str:
     return value
 
 
-def expand_hostlist(expression: str) -> list[str]:
-    """Expand a Slurm hostlist expression, enforcing what Slurm itself enforces."""
+@functools.lru_cache(maxsize=4096)
+def expand_hostlist(expression: str) -> tuple[str, ...]:
+    """Expand a Slurm hostlist expression, enforcing what Slurm itself enforces.
+
+    Kept per expression, so the shape check and the resolved cluster share one
+    expansion (a failure is not kept: it raises again, with the same message).
+    """
     if not expression or expression != expression.strip():
         raise invalid(codes.SYNTAX_HOSTLIST, f"'{expression}' is not a hostlist expression")
     opened = expression.count("[") - expression.count("]")
@@ -97,7 +103,7 @@ def expand_hostlist(expression: str) -> list[str]:
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
         raise invalid(codes.SYNTAX_HOSTLIST, f"hostlist '{expression}' names '{duplicate}' twice")
-    return names
+    return tuple(names)
 
 
 def _top_level_parts(expression: str) -> list[str]:

@@ -19,7 +19,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact, Install
 from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, Pins
-from clustergen.outputs.slurm.derive import compress
+from clustergen.hosts import compress
 from clustergen.render import render_template
 from clustergen.resolve import Cluster, InventoryGroup
 
@@ -89,23 +89,6 @@ def render(
 
 
 _TRAILING_NUMBER = re.compile(r"^(?P<head>.*?)(?P<number>\d+)(?P<tail>\D*)$")
-_RANGE = re.compile(r"^(?P<head>[^\[]*)\[(?P<begin>\d+):(?P<end>\d+)\](?P<tail>.*)$")
-
-
-def expand_pattern(pattern: str) -> list[str]:
-    """An Ansible host range as Ansible expands it: zero padding follows the begin value."""
-    match = _RANGE.match(pattern)
-    if match is None:
-        return [pattern]
-    begin, end = match["begin"], match["end"]
-    padded = begin.startswith("0") and len(begin) > 1
-    if padded and len(begin) != len(end):
-        raise ValueError(f"Ansible rejects {pattern}: padded ranges need equal widths")
-    numbers = range(int(begin), int(end) + 1)
-    return [
-        f"{match['head']}{str(n).zfill(len(begin)) if padded else n}{match['tail']}"
-        for n in numbers
-    ]
 
 
 def host_patterns(names: list[str]) -> list[str]:
@@ -122,14 +105,12 @@ def host_patterns(names: list[str]) -> list[str]:
             first = _TRAILING_NUMBER.match(run[0])
             last = _TRAILING_NUMBER.match(run[-1])
             assert first is not None and last is not None
-            pattern = f"{first['head']}[{first['number']}:{last['number']}]{first['tail']}"
-            try:
-                if expand_pattern(pattern) == run:
-                    patterns.append(pattern)
-                    run.clear()
-                    return
-            except ValueError:
-                pass
+            if _ansible_writes(first["number"], last["number"], run):
+                patterns.append(
+                    f"{first['head']}[{first['number']}:{last['number']}]{first['tail']}"
+                )
+                run.clear()
+                return
         patterns.extend(run)
         run.clear()
 
@@ -139,6 +120,19 @@ def host_patterns(names: list[str]) -> list[str]:
         run.append(name)
     flush()
     return patterns
+
+
+def _ansible_writes(begin: str, end: str, run: list[str]) -> bool:
+    """Whether Ansible's range [begin:end] writes each number of the run as the run does
+    (the run's names share head and tail and count up by one; _continues made sure).
+
+    Ansible pads every number to the begin value's width when that value is zero-padded,
+    and then needs begin and end of equal width; otherwise it writes numbers plainly.
+    """
+    if begin.startswith("0") and len(begin) > 1:
+        return len(begin) == len(end)  # widths never shrink along a run, so all match
+    numbers = (_TRAILING_NUMBER.match(name) for name in run)
+    return all(m is not None and (m["number"] == "0" or m["number"][0] != "0") for m in numbers)
 
 
 def _continues(previous: str, name: str) -> bool:
@@ -305,5 +299,25 @@ def _all_vars(cluster: Cluster) -> GroupVars:
                 True,
             ),
             Variable("repositories_list", "software.repositories", repositories),
+            Variable(
+                "clustergen_accounts",
+                "cluster.accounts: created with these IDs before any package",
+                {
+                    "slurm": str(cluster.spec.cluster.accounts.slurm.uid),
+                    "munge": str(cluster.spec.cluster.accounts.munge.uid),
+                },
+            ),
+            Variable(
+                "clustergen_hosts_file",
+                "cluster.hosts_file: every node's name and address in /etc/hosts",
+                cluster.spec.cluster.hosts_file,
+            ),
+            Variable("clustergen_domain", "cluster.domain", cluster.spec.cluster.domain),
+            Variable(
+                "clustergen_munge_key_variable",
+                "cluster.munge_key_variable: the vault variable with the base64 MUNGE key",
+                cluster.spec.cluster.munge_key_variable,
+            ),
+            Variable("clustergen_cluster_name", "cluster.name", cluster.spec.cluster.name),
         ],
     )

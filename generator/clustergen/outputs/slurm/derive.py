@@ -7,16 +7,13 @@ key order are decided here, from the resolved cluster.
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-import hostlist
-
 from clustergen.catalog.gpus import GPU_MODELS
-from clustergen.hosts import Host
+from clustergen.hosts import NUMBERED_NAME, Host, compress
 from clustergen.model import Spec
-from clustergen.model.common import expand_hostlist, parse_slurm_time
+from clustergen.model.common import parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.slurm import Partition, Priority
 from clustergen.resolve import Cluster
@@ -163,37 +160,6 @@ class SlurmContext:
     epilog_timeouts: EpilogTimeouts = EPILOG_TIMEOUTS
 
 
-_NUMBERED = re.compile(r"^(.*?)([0-9]+)$")
-
-
-def compress(names: Sequence[str]) -> str:
-    """Slurm hostlist of names, e.g. gpu[01-08], exactly as python-hostlist writes it.
-
-    The common case (one prefix, numbers of one width) is folded here in one pass;
-    python-hostlist is slow on thousands of names and handles every other case.
-    """
-    matches = [_NUMBERED.match(name) for name in names]
-    if len(names) < 2 or any(m is None for m in matches):
-        return str(hostlist.collect_hostlist(list(names)))
-    prefixes = {m[1] for m in matches if m is not None}
-    widths = {len(m[2]) for m in matches if m is not None}
-    numbers = sorted({int(m[2]) for m in matches if m is not None})
-    if len(prefixes) != 1 or len(widths) != 1 or len(numbers) != len(names):
-        return str(hostlist.collect_hostlist(list(names)))
-    (prefix,), (width,) = prefixes, widths
-    ranges = []
-    start = previous = numbers[0]
-    for number in [*numbers[1:], None]:
-        if number is not None and number == previous + 1:
-            previous = number
-            continue
-        low, high = f"{start:0{width}d}", f"{previous:0{width}d}"
-        ranges.append(low if start == previous else f"{low}-{high}")
-        if number is not None:
-            start = previous = number
-    return f"{prefix}[{','.join(ranges)}]"
-
-
 def gres_type(profile: HardwareProfile) -> str | None:
     if profile.gpu is None:
         return None
@@ -212,9 +178,9 @@ def derive_slurm(cluster: Cluster) -> SlurmContext:
     return SlurmContext(
         sections=_slurm_sections(cluster, epilog),
         nodes=_node_lines(spec, compute),
-        partitions=_partition_lines(spec, compute),
+        partitions=_partition_lines(cluster),
         gres=_gres_lines(spec, compute),
-        topology=_switch_lines(spec, compute),
+        topology=_switch_lines(cluster),
         cgroup=[
             ("ConstrainCores", "yes"),
             ("ConstrainDevices", "yes"),
@@ -291,7 +257,7 @@ def _slurm_sections(cluster: Cluster, epilog: bool) -> list[ConfSection]:
         ),
     ]
     resources: list[Setting] = [("SelectType", "select/cons_tres")]
-    if any(h.hardware and h.hardware.gpu for h in compute):
+    if any(h.hardware.gpu for h in compute):
         resources.append(("GresTypes", "gpu"))
     resources += [
         ("ProctrackType", "proctrack/cgroup"),
@@ -381,7 +347,6 @@ def _groups_in_order(hosts: Sequence[Host], key_of: Callable[[Host], Hashable]) 
 
 
 def _node_features(spec: Spec, host: Host) -> list[str]:
-    assert host.hardware is not None
     group = spec.nodes[host.group_index]
     features = [host.hardware_name, gres_type(host.hardware), *group.features]
     return list(dict.fromkeys(f for f in features if f))
@@ -389,7 +354,7 @@ def _node_features(spec: Spec, host: Host) -> list[str]:
 
 def _next_name(previous: str, name: str) -> bool:
     """gpu08 -> gpu09: same prefix and width, number one up."""
-    a, b = _NUMBERED.match(previous), _NUMBERED.match(name)
+    a, b = NUMBERED_NAME.match(previous), NUMBERED_NAME.match(name)
     return bool(a and b and a[1] == b[1] and len(a[2]) == len(b[2]) and int(b[2]) == int(a[2]) + 1)
 
 
@@ -436,7 +401,6 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
     for members in _groups_in_order(compute, key_of):
         first = members[0]
         profile = first.hardware
-        assert profile is not None
         cpu = profile.cpu
         settings: list[Setting] = [
             ("CPUs", str(cpu.cpus)),
@@ -529,19 +493,17 @@ def billing_weights(shares: Sequence[GpuShare]) -> str:
     return f"CPU=1,Mem={_weight(mem_per_gib)}G,GRES/gpu={_weight(gpu)}"
 
 
-def _partition_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
+def _partition_lines(cluster: Cluster) -> list[NodeLine]:
+    spec, compute = cluster.spec, cluster.compute
     profile_of = {h.name: h.hardware_name for h in compute}
     shares_of = {
-        h.hardware_name: share
-        for h in compute
-        if h.hardware is not None and (share := gpu_share(h.hardware)) is not None
+        h.hardware_name: share for h in compute if (share := gpu_share(h.hardware)) is not None
     }
     mem_default_elsewhere = any(
         _option(spec, key) is not None for key in ("DefMemPerCPU", "DefMemPerNode")
     )
     lines = []
-    for partition in spec.slurm.partitions:
-        names = expand_hostlist(partition.nodes)
+    for partition, names in zip(spec.slurm.partitions, cluster.partition_nodes, strict=True):
         in_partition = dict.fromkeys(profile_of[n] for n in names if n in profile_of)
         shares = [shares_of[p] for p in in_partition if p in shares_of]
         def_cpu: int | None = partition.def_cpu_per_gpu
@@ -595,37 +557,37 @@ def _explicit_weights(partition: Partition) -> str | None:
 
 
 def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
-    gpu_hosts = [h for h in compute if h.hardware is not None and h.hardware.gpu is not None]
+    gpu_hosts = [h for h in compute if h.hardware.gpu is not None]
     lines = []
     for members in _groups_in_order(gpu_hosts, lambda h: h.hardware_name):
         profile = members[0].hardware
-        assert profile is not None and profile.gpu is not None
+        assert profile.gpu is not None
         count = profile.gpu.count
         files = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
         lines.append(GresLine(compress([h.name for h in members]), str(gres_type(profile)), files))
     return lines
 
 
-def _switch_lines(spec: Spec, compute: Sequence[Host]) -> list[SwitchLine]:
-    fabric = spec.network.fabric
+def _switch_lines(cluster: Cluster) -> list[SwitchLine]:
+    fabric = cluster.spec.network.fabric
     if fabric is None:
         return []
-    slurm_names = {host.name for host in compute}
+    slurm_names = {host.name for host in cluster.compute}
     kept: dict[str, SwitchLine] = {}
     # Leaves first, then parents in spec order until nothing changes, so a spine
     # whose leaves hold no Slurm node is dropped too.
-    for switch in fabric.switches:
+    for switch, nodes in zip(fabric.switches, cluster.switch_nodes, strict=True):
         if switch.nodes is not None:
-            members = [n for n in expand_hostlist(switch.nodes) if n in slurm_names]
+            members = [n for n in nodes if n in slurm_names]
             if members:
                 kept[switch.name] = SwitchLine(switch.name, compress(members), None)
     changed = True
     while changed:
         changed = False
-        for switch in fabric.switches:
+        for switch, child_names in zip(fabric.switches, cluster.switch_children, strict=True):
             if switch.switches is None or switch.name in kept:
                 continue
-            children = [c for c in expand_hostlist(switch.switches) if c in kept]
+            children = [c for c in child_names if c in kept]
             if children:
                 kept[switch.name] = SwitchLine(switch.name, None, compress(children))
                 changed = True
@@ -663,7 +625,7 @@ def name_ranges(names: Sequence[str]) -> tuple[list[NameRange], list[str]]:
     numbers: dict[tuple[str, int], list[int]] = {}
     plain = []
     for name in names:
-        match = _NUMBERED.match(name)
+        match = NUMBERED_NAME.match(name)
         if match is None:
             plain.append(name)
         else:
@@ -685,7 +647,7 @@ def name_ranges(names: Sequence[str]) -> tuple[list[NameRange], list[str]]:
 def _epilog_checks(spec: Spec, compute: Sequence[Host]) -> list[GpuNodeCheck]:
     groups: dict[tuple[int, bool], list[str]] = {}
     for host in compute:
-        if host.hardware is not None and host.hardware.gpu is not None:
+        if host.hardware.gpu is not None:
             gpu = host.hardware.gpu
             groups.setdefault((gpu.count, gpu.nvswitch), []).append(host.name)
     checks = []

@@ -1,0 +1,373 @@
+"""`clustergen plan`: what applying a spec's render to the running cluster means.
+
+The plan compares what the spec renders with the tree on disk (the last applied
+render) and says, most severe first, what each difference needs on the nodes:
+nothing, `scontrol reconfigure`, a restart of a named service on named nodes, a
+rolling driver upgrade (drain, install, reboot, resume) in batches, a remount, or a
+DESTRUCTIVE reformat. It knows no family's files: every rendered artifact declares
+its install metadata (group, destination, what a change needs), the old tree's
+manifest keeps that metadata for files no longer rendered, and each package
+concern declares what a new version needs. It writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hostlist
+import yaml
+
+from clustergen.artifacts import Action, Artifact, Change
+from clustergen.catalog.packages import CONCERNS
+from clustergen.catalog.versions import parse_version
+from clustergen.errors import ExitCode
+from clustergen.hosts import compress
+from clustergen.resolve import Cluster
+from clustergen.write import MANIFEST, Installed, manifest_entries
+from clustergen.write import plan as file_changes
+
+# Most severe first; the plan lists steps in this order.
+SEVERITY: tuple[Action, ...] = ("reformat", "reboot", "restart", "remount", "reconfigure")
+# From Slurm 23.11, `scontrol reconfigure` takes node additions and removals;
+# before, slurmctld and every slurmd must restart to see them.
+NODES_BY_RECONFIGURE = (23, 11)
+LOCK = "versions.lock"
+HOSTS = "inventory/hosts.yml"
+
+
+@dataclass
+class Step:
+    action: Action
+    service: str | None
+    target: str | None  # the path a remount or reformat acts on
+    nodes: set[str] = field(default_factory=set)
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PackageChange:
+    package: str
+    old: str | None  # None: newly pinned
+    new: str | None  # None: no longer pinned
+
+
+@dataclass
+class Plan:
+    spec: str
+    tree: str
+    steps: list[Step]
+    rollout: list[PackageChange]  # driver packages rolled out node by node
+    batches: list[list[str]]
+    added: list[str]
+    removed: list[str]
+    node_change: Change | None  # what Slurm needs for the added and removed nodes
+    tree_only: list[str]  # files that change in the tree but need nothing on nodes
+
+    @property
+    def destructive(self) -> bool:
+        return any(step.action == "reformat" for step in self.steps)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.destructive:
+            return ExitCode.PLAN_DESTRUCTIVE
+        if self.steps or self.batches or self.added or self.removed:
+            return ExitCode.PLAN_CHANGES
+        return ExitCode.OK
+
+
+def make_plan(
+    cluster: Cluster, files: dict[str, Artifact], out_dir: Path, batch_size: int = 1
+) -> Plan:
+    order = {host.name: index for index, host in enumerate(cluster.hosts)}
+    steps: dict[tuple[str, str | None, str | None], Step] = {}
+
+    def step(change: Change, target: str | None, nodes: Iterable[str], reason: str) -> None:
+        key_target = target if change.action in ("remount", "reformat") else None
+        key = (change.action, change.service, key_target)
+        entry = steps.setdefault(key, Step(change.action, change.service, key_target))
+        entry.nodes.update(nodes)
+        entry.reasons.append(reason)
+
+    old_hosts = _old_hosts(out_dir)
+
+    def members(group: str) -> frozenset[str]:
+        """The group's nodes that run now: new nodes get everything at their bring-up."""
+        nodes = cluster.members.get(group, frozenset())
+        return nodes & old_hosts if old_hosts else nodes
+
+    old_manifest = manifest_entries(out_dir)
+    tree_only = []
+    for change in file_changes(out_dir, files, adopt=True):
+        if change.action == "unchanged" or change.path == MANIFEST:
+            continue
+        if change.action == "remove":
+            installed = old_manifest.get(change.path)
+            if installed is None:
+                tree_only.append(f"{change.path} (removed)")
+            else:
+                step(
+                    _parse_change(installed),
+                    installed.dest,
+                    members(installed.group),
+                    f"{change.path} is no longer rendered; the copy installed at "
+                    f"{installed.dest} stays until removed by hand",
+                )
+            continue
+        install = files[change.path].install
+        state = "new" if change.action == "create" else "changed"
+        if install is None:
+            tree_only.append(f"{change.path} ({state})")
+        elif install.change.action == "nothing":
+            tree_only.append(f"{change.path} ({state}, installed at {install.dest} as is)")
+        else:
+            step(
+                install.change,
+                install.dest,
+                members(install.group),
+                f"{change.path} {state} (installed at {install.dest})",
+            )
+
+    old_lock = _read_yaml(out_dir / LOCK)
+    new_names = {host.name for host in cluster.hosts}
+    rollout: list[PackageChange] = []
+    rolling_nodes: set[str] = set()
+    for concern in CONCERNS:
+        old_packages = _lock_packages(old_lock, concern.group)
+        new_packages = cluster.pins.by_concern[concern.name]
+        changed = [
+            PackageChange(name, old_packages.get(name), version)
+            for name, version in sorted(new_packages.items())
+            if old_lock is not None and old_packages.get(name) != version
+        ]
+        if not changed:
+            continue
+        nodes = members(concern.group)
+        if concern.change.action == "reboot":
+            rollout += changed
+            rolling_nodes |= nodes
+        elif concern.change.action != "nothing" and nodes:
+            described = ", ".join(_described(p) for p in changed)
+            step(concern.change, None, nodes, f"{concern.title}: {described}")
+        else:
+            tree_only.append(f"{concern.title}: " + ", ".join(_described(p) for p in changed))
+
+    rolling = sorted(rolling_nodes, key=order.__getitem__)
+    batches = [rolling[i : i + batch_size] for i in range(0, len(rolling), batch_size)]
+
+    added = sorted(new_names - old_hosts, key=order.__getitem__) if old_hosts else []
+    removed = sorted(old_hosts - new_names) if old_hosts else []
+    old_compute = _lock_nodes(old_lock, "compute")
+    new_compute = {host.name for host in cluster.compute}
+    node_change = None
+    if old_hosts and (new_compute - old_compute or old_compute - new_compute):
+        slurm = parse_version(cluster.spec.software.slurm)[:2]
+        summary = _node_summary(new_compute - old_compute, old_compute - new_compute)
+        if slurm >= NODES_BY_RECONFIGURE:
+            node_change = Change("reconfigure", "slurmctld")
+            step(node_change, None, cluster.controllers, f"{summary}: Slurm {slurm[0]}.{slurm[1]}")
+        else:
+            node_change = Change("restart", "slurmctld")
+            version = f"Slurm {slurm[0]}.{slurm[1]} (before 23.11)"
+            step(node_change, None, cluster.controllers, f"{summary}: {version} restarts for it")
+            step(
+                Change("restart", "slurmd"),
+                None,
+                new_compute & old_hosts,
+                f"{summary}: {version} restarts every slurmd for it",
+            )
+
+    ordered = sorted(
+        steps.values(),
+        key=lambda s: (SEVERITY.index(s.action), s.service or "", s.target or ""),
+    )
+    return Plan(
+        spec=cluster.spec_name,
+        tree=str(out_dir),
+        steps=ordered,
+        rollout=rollout,
+        batches=batches,
+        added=added,
+        removed=removed,
+        node_change=node_change,
+        tree_only=tree_only,
+    )
+
+
+def _parse_change(installed: Installed) -> Change:
+    action, _, service = installed.change.partition(" ")
+    if action in ("restart", "reconfigure") and service:
+        return Change(action, service)  # type: ignore[arg-type]
+    if action in ("nothing", "reboot", "remount", "reformat"):
+        return Change(action)  # type: ignore[arg-type]
+    return Change("nothing")
+
+
+def _described(change: PackageChange) -> str:
+    if change.old is None:
+        return f"{change.package} {change.new} (newly pinned)"
+    return f"{change.package} {change.old} -> {change.new}"
+
+
+def _node_summary(added: set[str], removed: set[str]) -> str:
+    parts = []
+    if added:
+        parts.append(f"compute node(s) {compress(sorted(added))} added")
+    if removed:
+        parts.append(f"compute node(s) {compress(sorted(removed))} removed")
+    return " and ".join(parts)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+
+
+def _lock_packages(lock: Any, group: str) -> dict[str, str]:
+    try:
+        packages = lock["groups"][group]["packages"]
+    except (KeyError, TypeError):
+        return {}
+    return {str(k): str(v) for k, v in packages.items()} if isinstance(packages, dict) else {}
+
+
+def _lock_nodes(lock: Any, group: str) -> set[str]:
+    try:
+        nodes = str(lock["groups"][group]["nodes"])
+        return set(hostlist.expand_hostlist(nodes))
+    except (KeyError, TypeError, hostlist.BadHostlist):
+        return set()
+
+
+def _old_hosts(out_dir: Path) -> set[str]:
+    inventory = _read_yaml(out_dir / HOSTS)
+    try:
+        hosts = inventory["all"]["hosts"]
+    except (KeyError, TypeError):
+        return set()
+    return {str(name) for name in hosts} if isinstance(hosts, dict) else set()
+
+
+# --- output --------------------------------------------------------------------------
+
+_HEADINGS = {
+    "reformat": "DESTRUCTIVE: reformat",
+    "reboot": "Reboot",
+    "restart": "Restart",
+    "remount": "Remount",
+    "reconfigure": "Reconfigure",
+}
+
+
+def markdown(plan: Plan) -> str:
+    """For a pull-request comment: most severe first."""
+    lines = [f"## clustergen plan: `{plan.spec}` against `{plan.tree}`", ""]
+    if plan.exit_code == ExitCode.OK:
+        lines += ["Nothing to do on the nodes.", ""]
+    if plan.destructive:
+        count = sum(step.action == "reformat" for step in plan.steps)
+        lines += [
+            f"**DESTRUCTIVE: this change reformats {count} target(s); the data on them is "
+            "lost.** It needs an explicit approval.",
+            "",
+        ]
+    lines += _section("reformat", [s for s in plan.steps if s.action == "reformat"])
+    lines += _section("reboot", [s for s in plan.steps if s.action == "reboot"])
+    if plan.batches:
+        size = max(len(batch) for batch in plan.batches)
+        nodes = sum(len(batch) for batch in plan.batches)
+        lines += [
+            f"### Rolling driver upgrade: {nodes} node(s) in {len(plan.batches)} "
+            f"batch(es) of {size}",
+            "",
+            "Each batch is drained, upgraded, rebooted, checked and resumed before the next.",
+            "",
+            *(f"- {_described(change)}" for change in plan.rollout),
+            "",
+            *_batch_lines(plan.batches),
+            "",
+        ]
+    for action in SEVERITY[2:]:
+        lines += _section(action, [s for s in plan.steps if s.action == action])
+    if plan.added or plan.removed:
+        lines += ["### Nodes", ""]
+        if plan.added:
+            lines.append(
+                f"- added: {compress(plan.added)}; bring them up first with "
+                f"`ansible-playbook site.yml --limit '{','.join(plan.added)}'`"
+            )
+        if plan.removed:
+            lines.append(f"- removed: {compress(plan.removed)}; drain them before applying")
+        if plan.node_change is not None:
+            lines.append(f"- Slurm: {plan.node_change.describe()} for them (see above)")
+        lines.append("")
+    if plan.tree_only:
+        lines += ["### No action on the nodes", ""]
+        lines += [f"- {entry}" for entry in plan.tree_only]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _batch_lines(batches: list[list[str]], shown: int = 12) -> list[str]:
+    numbered = [f"{i}. {compress(batch)}" for i, batch in enumerate(batches, 1)]
+    if len(numbered) <= shown:
+        return numbered
+    return [
+        *numbered[: shown - 2],
+        f"... {len(numbered) - shown + 1} more batches ...",
+        numbered[-1],
+    ]
+
+
+def _section(action: Action, steps: list[Step]) -> list[str]:
+    if not steps:
+        return []
+    lines = [f"### {_HEADINGS[action]}", ""]
+    for step in steps:
+        what = {
+            "reformat": f"reformat `{step.target}`",
+            "reboot": "reboot",
+            "restart": f"restart `{step.service}`",
+            "remount": f"remount `{step.target}`" if step.target else "remount",
+            "reconfigure": f"reconfigure `{step.service}`",
+        }[step.action]
+        nodes = compress(sorted(step.nodes)) if step.nodes else "no running node"
+        lines.append(f"- **{what}** on {nodes}")
+        lines += [f"  - {reason}" for reason in step.reasons]
+    return [*lines, ""]
+
+
+def json_text(plan: Plan) -> str:
+    document = {
+        "spec": plan.spec,
+        "tree": plan.tree,
+        "destructive": plan.destructive,
+        "exit_code": int(plan.exit_code),
+        "steps": [
+            {
+                "action": step.action,
+                "service": step.service,
+                "target": step.target,
+                "nodes": sorted(step.nodes),
+                "reasons": step.reasons,
+            }
+            for step in plan.steps
+        ],
+        "driver_rollout": {
+            "packages": [{"package": c.package, "old": c.old, "new": c.new} for c in plan.rollout],
+            "batches": plan.batches,
+        },
+        "nodes": {
+            "added": plan.added,
+            "removed": plan.removed,
+            "slurm": plan.node_change.describe() if plan.node_change else None,
+        },
+        "tree_only": plan.tree_only,
+    }
+    return json.dumps(document, indent=2) + "\n"

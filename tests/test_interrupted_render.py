@@ -1,0 +1,162 @@
+"""A render killed anywhere leaves a tree the next command makes whole.
+
+Each render here is a separate process whose renames are slowed, so that kills
+land inside the swap as well as before it. After each kill, the next clustergen
+command on the directory (`render --check`) completes or undoes the render; the
+tree is then byte for byte the old render or the new one, with no temporary file
+and no journal left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clustergen.write import JOURNAL, TEMPORARY
+
+from support.paths import EXAMPLES
+
+OLD = EXAMPLES / "ml-training-8node.yaml"
+NEW = EXAMPLES / "edge-roce-2node.yaml"
+RENAME_DELAY_S = 0.02
+
+# Runs clustergen with every os.replace slowed, printing a line before the first one
+# (the journal's commit) so the test knows the swap is about to start.
+SLOW_RENDER = f"""
+import os, sys, time
+real_replace = os.replace
+started = []
+def slow_replace(source, target):
+    if not started:
+        started.append(True)
+        print("swap", flush=True)
+    time.sleep({RENAME_DELAY_S})
+    real_replace(source, target)
+os.replace = slow_replace
+from clustergen.entry import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def clustergen(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "clustergen", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The old and the new render, each written whole by an uninterrupted run."""
+    trees = []
+    for spec in (OLD, NEW):
+        out = tmp_path_factory.mktemp("whole")
+        assert clustergen("render", str(spec), "-o", str(out)).returncode == 0
+        trees.append(tree(out))
+    old, new = trees
+    assert old.keys() != new.keys(), "the two renders must create, change and remove files"
+    return old, new
+
+
+def interrupted_render(out: Path, after_swap_start_s: float | None, delay_s: float) -> bool:
+    """Render NEW over OLD's tree in out and SIGKILL it; returns whether it was killed
+    before finishing. after_swap_start_s None kills delay_s after the start instead."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_RENDER, "render", str(NEW), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    if after_swap_start_s is None:
+        time.sleep(delay_s)
+    else:
+        assert process.stdout.readline() == "swap\n"
+        time.sleep(after_swap_start_s)
+    killed = process.poll() is None
+    if killed:
+        os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    process.stdout.close()
+    return killed
+
+
+def swap_seconds(old: dict[str, bytes], new: dict[str, bytes]) -> float:
+    """How long the slowed swap takes: one rename per new or changed file, plus the
+    journal's commit (removals are not renames)."""
+    renames = sum(old.get(path) != text for path, text in new.items()) + 1
+    return renames * RENAME_DELAY_S
+
+
+# Kills while the process starts and stages its files (seconds after it starts),
+# then at fractions of the swap (from its first rename, the journal's commit).
+KILL_POINTS = [("start", 0.15), ("start", 0.35)] + [("swap", n / 10) for n in range(11)]
+
+
+@pytest.mark.parametrize(("phase", "when"), KILL_POINTS)
+def test_next_command_leaves_the_old_or_the_new_render_whole(
+    renders: tuple[dict[str, bytes], dict[str, bytes]], tmp_path: Path, phase: str, when: float
+) -> None:
+    old, new = renders
+    after_swap_start_s = when * swap_seconds(old, new) if phase == "swap" else None
+    delay_s = when if phase == "start" else 0.0
+    out = tmp_path / "tree"
+    assert clustergen("render", str(OLD), "-o", str(out)).returncode == 0
+    killed = interrupted_render(out, after_swap_start_s, delay_s)
+
+    check = clustergen("render", str(NEW), "-o", str(out), "--check")
+
+    after = tree(out)
+    leftovers = [p for p in after if p.endswith(TEMPORARY) or p == JOURNAL]
+    assert leftovers == []
+    assert after in (old, new), (
+        f"a mix: {len(after.keys() & old.keys())} paths of the old render, "
+        f"{len(after.keys() & new.keys())} of the new; --check said {check.stderr}"
+    )
+    assert check.returncode == (0 if after == new else 1), check.stderr
+    if killed and after_swap_start_s is not None and after == new:
+        assert "completed a render that was interrupted" in check.stderr
+
+
+def test_an_interrupted_swap_mixes_the_trees_until_the_next_command(
+    renders: tuple[dict[str, bytes], dict[str, bytes]], tmp_path: Path
+) -> None:
+    """The case the journal exists for: killed mid-swap, the tree on disk is a mix
+    (which is why recovery must run first); the next command completes it."""
+    old, new = renders
+    out = tmp_path / "tree"
+    assert clustergen("render", str(OLD), "-o", str(out)).returncode == 0
+    assert interrupted_render(out, swap_seconds(old, new) / 2, 0.0)
+    mixed = tree(out)
+    assert JOURNAL in mixed
+    assert {p: b for p, b in mixed.items() if p != JOURNAL and not p.endswith(TEMPORARY)} not in (
+        old,
+        new,
+    )
+    check = clustergen("render", str(NEW), "-o", str(out), "--check")
+    assert check.returncode == 0, check.stderr
+    assert "completed a render that was interrupted" in check.stderr
+    assert tree(out) == new
+
+
+@pytest.mark.parametrize("line", ["replace ../outside", "replace /etc/hosts", "chmod slurm"])
+def test_a_journal_that_leaves_the_tree_is_refused(tmp_path: Path, line: str) -> None:
+    out = tmp_path / "tree"
+    assert clustergen("render", str(OLD), "-o", str(out)).returncode == 0
+    before = tree(out)
+    (out / JOURNAL).write_text(f"{line}\n", encoding="utf-8")
+    result = clustergen("render", str(OLD), "-o", str(out), "--check")
+    assert result.returncode == 2
+    assert "unreadable clustergen journal line" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert {p: b for p, b in tree(out).items() if p != JOURNAL} == before

@@ -1,0 +1,193 @@
+"""`clustergen plan`: what applying a spec's render to the running cluster means.
+
+Each case renders a reference spec into a tree (the cluster as it runs), changes
+the spec as a pull request would, and plans the change against that tree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from clustergen.artifacts import Artifact, Change, Install
+from clustergen.errors import ExitCode
+from clustergen.load import load_spec
+from clustergen.plan import make_plan, markdown
+from clustergen.render import render_all
+from clustergen.validate import validate_cluster
+from clustergen.write import with_manifest
+
+from support.paths import EXAMPLES
+
+ML = EXAMPLES / "ml-training-8node.yaml"
+
+
+def applied(cli, spec_text: str, tmp_path: Path) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+    """The tree the cluster runs on, rendered from spec_text; returns (spec, tree)."""
+    spec = tmp_path / "pr" / ML.name  # same name as the spec that rendered the tree
+    spec.parent.mkdir()
+    spec.write_text(spec_text, encoding="utf-8")
+    tree = tmp_path / "tree"
+    assert cli("render", str(spec), "-o", str(tree)).code == 0
+    return spec, tree
+
+
+def edit(spec: Path, *replacements: tuple[str, str]) -> None:
+    text = spec.read_text(encoding="utf-8")
+    for old, new in replacements:
+        assert old in text, old
+        text = text.replace(old, new)
+    spec.write_text(text, encoding="utf-8")
+
+
+BUMP_DRIVER = [
+    ("nvidia_driver: 550.90.07", "nvidia_driver: 550.127.05"),
+    ("fabric_manager: 550.90.07", "fabric_manager: 550.127.05"),
+]
+ADD_TWO_NODES = [
+    ("names: gpu[01-08]", "names: gpu[01-10]"),
+    ('nodes: "gpu[01-08]"', 'nodes: "gpu[01-10]"'),
+    ('nodes: "gpu[05-08],slurm-head', 'nodes: "gpu[05-10],slurm-head'),
+]
+
+
+def test_nothing_to_do_exits_0(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.OK, result.err
+    assert "Nothing to do on the nodes." in result.out
+
+
+def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    edit(spec, *BUMP_DRIVER, *ADD_TWO_NODES)
+    result = cli("plan", str(spec), "-o", str(tree), "--driver-batch-size", "3")
+    assert result.code == ExitCode.PLAN_CHANGES, result.err
+    out = result.out
+    assert "### Rolling driver upgrade: 8 node(s) in 3 batch(es) of 3" in out
+    assert "- cuda-drivers-550 550.90.07-1 -> 550.127.05-1" in out
+    assert re.search(r"^1\. gpu\[01-03\]\n2\. gpu\[04-06\]\n3\. gpu\[07-08\]$", out, re.M)
+    # The new nodes are brought up, not rolled; running nodes restart what changed for them.
+    assert "- **restart `nvidia-fabricmanager`** on gpu[01-08]" in out
+    assert "- **restart `slurmd`** on gpu[01-08],slurm-head" in out
+    assert "- **reconfigure `slurmctld`** on gpu[01-08],slurm-head" in out
+    assert "compute node(s) gpu[09-10] added: Slurm 23.11" in out
+    assert "- added: gpu[09-10]; bring them up first" in out
+    # Most severe first.
+    order = [
+        out.index(h) for h in ("Rolling driver", "### Restart", "### Reconfigure", "### Nodes")
+    ]
+    assert order == sorted(order)
+
+    document = json.loads(cli("plan", str(spec), "-o", str(tree), "--format", "json").out)
+    assert document["exit_code"] == ExitCode.PLAN_CHANGES
+    assert document["destructive"] is False
+    assert document["driver_rollout"]["batches"] == [[f"gpu0{n}"] for n in range(1, 9)]
+    assert document["nodes"] == {
+        "added": ["gpu09", "gpu10"],
+        "removed": [],
+        "slurm": ("reconfigure slurmctld"),
+    }
+    restarts = {s["service"]: s["nodes"] for s in document["steps"] if s["action"] == "restart"}
+    assert restarts["nvidia-fabricmanager"] == [f"gpu0{n}" for n in range(1, 9)]
+
+
+def test_slurm_before_23_11_restarts_for_new_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec, tree = applied(
+        cli, ML.read_text().replace("slurm: 23.11.10", "slurm: 22.05.11"), tmp_path
+    )
+    edit(spec, *ADD_TWO_NODES)
+    result = cli("plan", str(spec), "-o", str(tree), "--format", "json")
+    document = json.loads(result.out)
+    assert document["nodes"]["slurm"] == "restart slurmctld"
+    steps = {(s["action"], s["service"]): s for s in document["steps"]}
+    assert steps[("restart", "slurmctld")]["nodes"] == ["slurm-head"]
+    # Every running compute node restarts (gres.conf also restarts slurmd where it goes).
+    assert {f"gpu0{n}" for n in range(1, 9)} <= set(steps[("restart", "slurmd")]["nodes"])
+    assert any("before 23.11" in r for r in steps[("restart", "slurmd")]["reasons"])
+
+
+def without_racks(text: str) -> str:
+    """The spec without its racks section (so nodes can go without emptying a rack)."""
+    return re.sub(r"^racks:.*?(?=^\S)", "", text, flags=re.M | re.S)
+
+
+def test_removed_nodes_are_named(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec, tree = applied(cli, without_racks(ML.read_text()), tmp_path)
+    edit(
+        spec,
+        ("names: gpu[01-08]", "names: gpu[01-06]"),
+        ('nodes: "gpu[01-08]"', 'nodes: "gpu[01-06]"'),
+        ('nodes: "gpu[05-08],slurm-head', 'nodes: "gpu[05-06],slurm-head'),
+    )
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.PLAN_CHANGES, result.err
+    assert "- removed: gpu[07-08]; drain them before applying" in result.out
+    assert "compute node(s) gpu[07-08] removed: Slurm 23.11" in result.out
+
+
+def test_a_reformat_is_destructive_and_comes_first(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Any artifact declaring a reformat makes the plan destructive (exit 5); the
+    plan names exactly that target and lists it before everything else."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    edit(spec, *BUMP_DRIVER)
+    cluster, _ = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None
+    files = render_all(cluster)
+    format_script = "lustre/format-ost0003.sh"
+    files[format_script] = Artifact(
+        format_script,
+        "mkfs.lustre --ost --index=3 /dev/disk/by-id/dm-name-ost3b\n",
+        0o755,
+        Install("/usr/local/sbin/format-ost0003", "lustre_oss", Change("reformat")),
+    )
+    plan = make_plan(cluster, with_manifest(files), tree)
+    assert plan.exit_code == ExitCode.PLAN_DESTRUCTIVE
+    text = markdown(plan)
+    assert text.index("**DESTRUCTIVE") < text.index("### DESTRUCTIVE: reformat")
+    assert text.index("### DESTRUCTIVE: reformat") < text.index("Rolling driver upgrade")
+    assert "- **reformat `/usr/local/sbin/format-ost0003`** on oss[01-04]" in text
+    assert f"  - {format_script} new" in text
+
+
+def test_a_file_no_longer_rendered_uses_the_old_manifest(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    cluster, _ = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None
+    files = render_all(cluster)
+    del files["slurm/gres.conf"]
+    plan = make_plan(cluster, with_manifest(files), tree)
+    (step,) = plan.steps
+    assert (step.action, step.service) == ("restart", "slurmd")
+    assert step.reasons == [
+        "slurm/gres.conf is no longer rendered; the copy installed at /etc/slurm/gres.conf "
+        "stays until removed by hand"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--driver-batch-size", "0"], "is not a whole number of at least 1"),
+        (["-o", "/nonexistent/tree"], "no rendered tree there to plan against"),
+    ],
+)
+def test_unusable_plan_invocations_exit_2(
+    cli, tmp_path: Path, args: list[str], message: str
+) -> None:  # type: ignore[no-untyped-def]
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    argv = (
+        ["plan", str(spec), "-o", str(tree), *args]
+        if "-o" not in args
+        else ["plan", str(spec), *args]
+    )
+    try:
+        result = cli(*argv)
+    except SystemExit as exc:  # argparse rejects the value itself
+        assert exc.code == ExitCode.USAGE
+        return
+    assert result.code == ExitCode.USAGE
+    assert message in result.err
