@@ -276,8 +276,11 @@ class Slurm(StrictModel):
     )
     node_addr_from_management: bool = Field(
         default=False,
-        description="Write NodeAddr=<management address> on the NodeName lines, for sites where "
-        "node names resolve neither in DNS nor in /etc/hosts. Off: slurmctld resolves the names.",
+        description="Write NodeAddr=<management address> on the NodeName lines, so Slurm "
+        "reaches nodes at their management address whatever their names resolve to. Off by "
+        "default: the names resolve through /etc/hosts (cluster.hosts_file) or the site's DNS. "
+        "Set it where they do not resolve on every Slurm host, or resolve to another network "
+        "(e.g. the fabric).",
     )
     health_check: HealthCheck | None = Field(default=None, description="GPU health checks.")
     options: dict[str, ConfValue] = Field(
