@@ -81,8 +81,9 @@ def test_rocky_pins_dnf() -> None:
     pins = stack.by_concern
     assert stack.family == "dnf"
     assert pins["nccl"] == {"libnccl": "2.21.5-1+cuda12.4", "libnccl-devel": "2.21.5-1+cuda12.4"}
-    assert pins["fabric_manager"] == {"nvidia-fabric-manager": "550.90.07-1"}
-    assert pins["nvidia_driver"]["nvidia-driver"] == "550.90.07-1.el9"
+    # NVIDIA's EL RPMs carry Epoch 3: the lock records it for every driver and FM package.
+    assert pins["fabric_manager"] == {"nvidia-fabric-manager": "3:550.90.07-1"}
+    assert set(pins["nvidia_driver"].values()) == {"3:550.90.07-1.el9"}
     assert pins["dcgm"] == {"datacenter-gpu-manager": "1:3.3.6-1"}
     assert pins["slurm_controller"] == {
         "slurm": "23.11.10-1.el9",

@@ -46,6 +46,10 @@ OS_PACKAGE_FAMILY: dict[str, PackageFamily] = {
 # RPM release suffix of packages built per distribution (Slurm, Lustre, drivers).
 _EL_DIST = ".el9"
 
+# NVIDIA's driver RPMs (and the fabric manager built with them) carry `Epoch: 3`; the lock
+# records it so installed and locked versions compare equal (domain-facts: version locking).
+_NVIDIA_RPM_EPOCH = 3
+
 Pins = dict[str, str]  # package name -> exact version string
 
 # Inventory groups that carry the pins. Role groups are the spec's roles; these are
@@ -119,7 +123,7 @@ def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
     # EL: the driver's user space and its kernel module, each at the exact version
     # (module streams cannot pin an exact driver, so the packages are pinned directly).
     module = "kmod-nvidia-open-dkms" if branch >= 560 else "kmod-nvidia-latest-dkms"
-    version = f"{driver}-1{_EL_DIST}"
+    version = f"{_NVIDIA_RPM_EPOCH}:{driver}-1{_EL_DIST}"
     return {"nvidia-driver": version, "nvidia-driver-cuda": version, module: version}
 
 
@@ -128,7 +132,7 @@ def _fabric_manager(family: PackageFamily, s: Software) -> Pins:
         return {}
     if family == "apt":
         return {f"nvidia-fabricmanager-{_branch(s.fabric_manager)}": f"{s.fabric_manager}-1"}
-    return {"nvidia-fabric-manager": f"{s.fabric_manager}-1"}
+    return {"nvidia-fabric-manager": f"{_NVIDIA_RPM_EPOCH}:{s.fabric_manager}-1"}
 
 
 def _cuda(family: PackageFamily, s: Software) -> Pins:
