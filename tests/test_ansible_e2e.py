@@ -44,6 +44,9 @@ SPEC = EXAMPLES / "ml-training-8node.yaml"
 # Two compute nodes of the hgx-h100 profile, and the controller (also slurmdbd and login).
 NODES = ("gpu01", "gpu02", "slurm-head")
 DRIFT_NODE, DRIFT_PACKAGE = "gpu02", "libnccl2"
+# A package of the driver branch that is not its meta package: pinned, held and reported
+# like any other, and moving it rolls the driver on that node alone.
+DRIFT_BRANCH_PACKAGE = "libnvidia-compute-550"
 STORAGE_PASS = "testbed-db-secret"
 MUNGE_KEY_B64 = base64.b64encode(bytes(range(256)) * 4).decode()  # what mungekey writes: 1 KiB
 ROLLOUT_PLAY = "NVIDIA driver | roll out in batches (drain, install, reboot, check, resume)"
@@ -179,9 +182,16 @@ def test_site_pins_holds_and_reports_drift(
     _succeeded(ansible.playbook("verify.yml"), "verify.yml on converged nodes")
 
     # An admin moves one package on one node past its pin.
+    assert DRIFT_BRANCH_PACKAGE in expected[DRIFT_NODE]
     newer = newer_version(expected[DRIFT_NODE][DRIFT_PACKAGE])
+    newer_branch = newer_version(expected[DRIFT_NODE][DRIFT_BRANCH_PACKAGE])
     nodes[DRIFT_NODE].run(
-        "apt-get", "install", "-y", "--allow-change-held-packages", f"{DRIFT_PACKAGE}={newer}"
+        "apt-get",
+        "install",
+        "-y",
+        "--allow-change-held-packages",
+        f"{DRIFT_PACKAGE}={newer}",
+        f"{DRIFT_BRANCH_PACKAGE}={newer_branch}",
     )
 
     previewed = ansible.playbook("site.yml", "--check")
@@ -195,12 +205,21 @@ def test_site_pins_holds_and_reports_drift(
     assert any(DRIFT_NODE in row for row in rows), (
         f"the report does not name {DRIFT_NODE}:\n{drifted.output}"
     )
+    branch_rows = [
+        line
+        for line in drifted.output.splitlines()
+        if DRIFT_BRANCH_PACKAGE in line and newer_branch in line and DRIFT_NODE in line
+    ]
+    assert branch_rows, f"the report misses {DRIFT_BRANCH_PACKAGE}:\n{drifted.output}"
     named = re.search(r"differ from the lock on (.+?)\s*$", drifted.output, re.MULTILINE)
     assert named is not None and named[1] == DRIFT_NODE, drifted.output
 
     converge = ansible.playbook("site.yml")
     _succeeded(converge, "converge run")
     assert converge.changed()[DRIFT_NODE] > 0
+    # The moved branch package puts that node, and only it, through the rolling play.
+    assert converge.output.count(f"PLAY [{ROLLOUT_PLAY}]") == 1, converge.output
+    assert [n for n, c in converge.changed().items() if c and n != DRIFT_NODE] == []
     _succeeded(ansible.playbook("verify.yml"), "verify.yml after the converge run")
     _assert_pinned(node_list, expected, set(every_pin))
 

@@ -13,7 +13,7 @@ import yaml
 from ansible.plugins.inventory import detect_range, expand_hostname_range
 from ruamel.yaml import YAML
 
-from clustergen.catalog.packages import upstream_version
+from clustergen.catalog.packages import driver_branch_packages, upstream_version
 from clustergen.checks import packages as package_checks
 from clustergen.model import Spec
 from clustergen.outputs.ansible import handler_name, host_patterns
@@ -46,7 +46,18 @@ def problems(spec: Spec) -> list[tuple[str, str]]:
 
 def test_reference_pins_apt() -> None:
     pins = resolve(spec_with(), "spec.yaml").pins.by_concern
-    assert pins["nvidia_driver"] == {"cuda-drivers-550": "550.90.07-1"}
+    # Every package of the branch, not only the meta package (NVIDIA's version locking).
+    assert set(pins["nvidia_driver"].values()) == {"550.90.07-1"}
+    assert {
+        "cuda-drivers-550",
+        "nvidia-driver-550",
+        "libnvidia-compute-550",
+        "nvidia-kernel-common-550",
+        "nvidia-utils-550",
+        "nvidia-compute-utils-550",
+        "nvidia-dkms-550",
+    } <= set(pins["nvidia_driver"])
+    assert all(name.endswith("-550") for name in pins["nvidia_driver"])
     assert pins["fabric_manager"] == {"nvidia-fabricmanager-550": "550.90.07-1"}
     assert pins["cuda"] == {"cuda-toolkit-12-4": "12.4.1-1"}
     assert pins["nccl"] == {"libnccl-dev": "2.21.5-1+cuda12.4", "libnccl2": "2.21.5-1+cuda12.4"}
@@ -66,7 +77,11 @@ def test_reference_pins_apt() -> None:
 
 def test_edge_pins_newer_branches() -> None:
     pins = resolve(spec_with("edge-roce-2node"), "spec.yaml").pins.by_concern
-    assert pins["nvidia_driver"] == {"nvidia-open-570": "570.133.20-1"}
+    # From 570 the open kernel modules: the module packages carry -open.
+    assert {"nvidia-open-570", "nvidia-driver-570-open", "nvidia-dkms-570-open"} <= set(
+        pins["nvidia_driver"]
+    )
+    assert "nvidia-driver-570" not in pins["nvidia_driver"]
     assert pins["fabric_manager"] == {}
     assert pins["nccl"]["libnccl2"] == "2.26.2-1+cuda12.8"
     assert pins["dcgm"] == {
@@ -76,13 +91,37 @@ def test_edge_pins_newer_branches() -> None:
     assert pins["cudnn"] == {} and pins["lustre_client"] == {}
 
 
+@pytest.mark.parametrize(
+    ("family", "branch", "expected"),
+    [
+        ("apt", 550, {"cuda-drivers-550", "nvidia-driver-550", "libnvidia-compute-550"}),
+        ("apt", 580, {"nvidia-open-580", "nvidia-driver-580-open", "libnvidia-compute-580"}),
+        # From 590 the branch suffix leaves the package names.
+        ("apt", 590, {"nvidia-open", "nvidia-driver-open", "libnvidia-compute", "nvidia-utils"}),
+        ("dnf", 550, {"kmod-nvidia-latest-dkms", "nvidia-driver", "nvidia-persistenced"}),
+        ("dnf", 590, {"kmod-nvidia-open-dkms", "nvidia-driver", "nvidia-modprobe"}),
+    ],
+)
+def test_driver_branch_packages(family: str, branch: int, expected: set[str]) -> None:
+    names = driver_branch_packages(family, branch)  # type: ignore[arg-type]
+    assert expected <= set(names)
+    assert len(names) == len(set(names))
+    if family == "apt" and branch >= 590:
+        assert not any(str(branch) in name for name in names)
+
+
 def test_rocky_pins_dnf() -> None:
     stack = resolve(spec_with(os="rocky-9"), "spec.yaml").pins
     pins = stack.by_concern
     assert stack.family == "dnf"
     assert pins["nccl"] == {"libnccl": "2.21.5-1+cuda12.4", "libnccl-devel": "2.21.5-1+cuda12.4"}
-    assert pins["fabric_manager"] == {"nvidia-fabric-manager": "550.90.07-1"}
-    assert pins["nvidia_driver"]["nvidia-driver"] == "550.90.07-1.el9"
+    # NVIDIA's EL RPMs carry Epoch 3: the lock records it for every driver and FM package.
+    assert pins["fabric_manager"] == {"nvidia-fabric-manager": "3:550.90.07-1"}
+    assert set(pins["nvidia_driver"].values()) == {"3:550.90.07-1.el9"}
+    assert {"nvidia-driver", "nvidia-driver-cuda-libs", "nvidia-kmod-common"} <= set(
+        pins["nvidia_driver"]
+    )
+    assert {"kmod-nvidia-latest-dkms", "nvidia-persistenced"} <= set(pins["nvidia_driver"])
     assert pins["dcgm"] == {"datacenter-gpu-manager": "1:3.3.6-1"}
     assert pins["slurm_controller"] == {
         "slurm": "23.11.10-1.el9",
@@ -117,9 +156,9 @@ def test_every_derived_version_carries_the_spec_version() -> None:
 
 def test_override_replaces_the_derived_version() -> None:
     spec = spec_with(packages={"cuda-drivers-550": "550.90.07-0ubuntu1"})
-    assert resolve(spec, "spec.yaml").pins.by_concern["nvidia_driver"] == {
-        "cuda-drivers-550": "550.90.07-0ubuntu1"
-    }
+    driver = resolve(spec, "spec.yaml").pins.by_concern["nvidia_driver"]
+    assert driver["cuda-drivers-550"] == "550.90.07-0ubuntu1"
+    assert driver["nvidia-utils-550"] == "550.90.07-1"
     assert problems(spec) == []
 
 

@@ -9,7 +9,8 @@ Sources (as recorded in shared/reference/domain-facts.md):
   (dnf) at `<nccl>-1+cuda<major>.<minor>` of the CUDA build, which is the pinned CUDA.
 - CUDA toolkit: `cuda-toolkit-<major>-<minor>` at `<cuda>-1`.
 - Drivers [2nd]: `cuda-drivers-<branch>` from NVIDIA's CUDA repository; from branch 570
-  that repository ships `nvidia-open-<branch>`. Fabric manager [2nd]:
+  that repository ships `nvidia-open-<branch>`. Every package of the branch is pinned
+  (driver_branch_packages); EL driver RPMs carry Epoch 3. Fabric manager [2nd]:
   `nvidia-fabricmanager-<branch>` (apt) / `nvidia-fabric-manager` (dnf), version equal
   to the driver.
 - DCGM: `datacenter-gpu-manager` for 3.x, `datacenter-gpu-manager-4-*` for 4.x; the
@@ -46,6 +47,10 @@ OS_PACKAGE_FAMILY: dict[str, PackageFamily] = {
 
 # RPM release suffix of packages built per distribution (Slurm, Lustre, drivers).
 _EL_DIST = ".el9"
+
+# NVIDIA's driver RPMs (and the fabric manager built with them) carry `Epoch: 3`; the lock
+# records it so installed and locked versions compare equal (domain-facts: version locking).
+_NVIDIA_RPM_EPOCH = 3
 
 Pins = dict[str, str]  # package name -> exact version string
 
@@ -121,16 +126,69 @@ def _branch(driver: str) -> int:
     return parse_version(driver)[0]
 
 
-def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
-    driver, branch = s.nvidia_driver, _branch(s.nvidia_driver)
+# Every package of a driver branch, per family [2nd: NVIDIA's driver installation guide,
+# "Version locking" (lock every package of the branch, not only the meta package), and
+# NVIDIA's ubuntu-packaging-nvidia-driver / yum-packaging templates]. `{b}` is the branch
+# and `{open}` is `-open` where the branch installs the open kernel modules (570 on).
+# From branch 590 the branch suffix leaves the apt package names (`{b}` is then empty).
+_APT_DRIVER_BRANCH: tuple[str, ...] = (
+    "libnvidia-cfg1{b}",
+    "libnvidia-common{b}",
+    "libnvidia-compute{b}",
+    "libnvidia-decode{b}",
+    "libnvidia-encode{b}",
+    "libnvidia-extra{b}",
+    "libnvidia-fbc1{b}",
+    "libnvidia-gl{b}",
+    "nvidia-compute-utils{b}",  # ships nvidia-persistenced
+    "nvidia-dkms{b}{open}",
+    "nvidia-driver{b}{open}",
+    "nvidia-kernel-common{b}",
+    "nvidia-kernel-source{b}{open}",
+    "nvidia-utils{b}",
+    "xserver-xorg-video-nvidia{b}",
+)
+_DNF_DRIVER_BRANCH: tuple[str, ...] = (
+    "libnvidia-cfg",
+    "libnvidia-ml",
+    "nvidia-driver",
+    "nvidia-driver-cuda",
+    "nvidia-driver-cuda-libs",
+    "nvidia-driver-libs",
+    "nvidia-kmod-common",
+    "nvidia-modprobe",
+    "nvidia-persistenced",
+)
+# The branch that first drops the branch suffix from apt package names.
+_UNSUFFIXED_BRANCH = 590
+_OPEN_MODULES_BRANCH = 570
+
+
+def driver_branch_packages(family: PackageFamily, branch: int) -> tuple[str, ...]:
+    """Every package name of one driver branch, the meta package first."""
+    open_suffix = "-open" if branch >= _OPEN_MODULES_BRANCH else ""
     if family == "apt":
-        name = f"nvidia-open-{branch}" if branch >= 570 else f"cuda-drivers-{branch}"
-        return {name: f"{driver}-1"}
-    # EL: the driver's user space and its kernel module, each at the exact version
-    # (module streams cannot pin an exact driver, so the packages are pinned directly).
+        if branch >= _UNSUFFIXED_BRANCH:
+            meta, suffix = "nvidia-open", ""
+        else:
+            meta = (
+                f"nvidia-open-{branch}"
+                if branch >= _OPEN_MODULES_BRANCH
+                else f"cuda-drivers-{branch}"
+            )
+            suffix = f"-{branch}"
+        return (meta, *(n.format(b=suffix, open=open_suffix) for n in _APT_DRIVER_BRANCH))
+    # EL: the user space and its kernel module, pinned directly (module streams cannot
+    # pin an exact driver).
     module = "kmod-nvidia-open-dkms" if branch >= 560 else "kmod-nvidia-latest-dkms"
-    version = f"{driver}-1{_EL_DIST}"
-    return {"nvidia-driver": version, "nvidia-driver-cuda": version, module: version}
+    return (module, *_DNF_DRIVER_BRANCH)
+
+
+def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
+    driver = s.nvidia_driver
+    names = driver_branch_packages(family, _branch(driver))
+    version = f"{driver}-1" if family == "apt" else f"{_NVIDIA_RPM_EPOCH}:{driver}-1{_EL_DIST}"
+    return dict.fromkeys(names, version)
 
 
 def _fabric_manager(family: PackageFamily, s: Software) -> Pins:
@@ -138,7 +196,7 @@ def _fabric_manager(family: PackageFamily, s: Software) -> Pins:
         return {}
     if family == "apt":
         return {f"nvidia-fabricmanager-{_branch(s.fabric_manager)}": f"{s.fabric_manager}-1"}
-    return {"nvidia-fabric-manager": f"{s.fabric_manager}-1"}
+    return {"nvidia-fabric-manager": f"{_NVIDIA_RPM_EPOCH}:{s.fabric_manager}-1"}
 
 
 def _cuda(family: PackageFamily, s: Software) -> Pins:

@@ -1,0 +1,90 @@
+"""The epoch-aware comparison the pinned_packages role uses (its filter plugin)."""
+
+from __future__ import annotations
+
+import importlib.util
+from types import ModuleType
+
+import pytest
+
+from support.paths import REPO
+
+PLUGIN = REPO / "roles" / "pinned_packages" / "filter_plugins" / "pinned_versions.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("pinned_versions", PLUGIN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pv = _load()
+
+
+@pytest.mark.parametrize(
+    ("installed", "locked", "matches"),
+    [
+        # Both sides carry NVIDIA's Epoch 3: an unchanged EL GPU node.
+        ("3:550.90.07-1.el9", "3:550.90.07-1.el9", True),
+        # A lock written without the epoch matches whatever epoch is installed (dnf NVR rule).
+        ("3:550.90.07-1.el9", "550.90.07-1.el9", True),
+        # The lock names an epoch the installed package lacks: epoch 0 != 3.
+        ("550.90.07-1.el9", "3:550.90.07-1.el9", False),
+        ("0:550.90.07-1.el9", "550.90.07-1.el9", True),
+        ("2:550.90.07-1.el9", "3:550.90.07-1.el9", False),
+        # Another version or release with the same epoch.
+        ("3:550.90.12-1.el9", "3:550.90.07-1.el9", False),
+        ("3:550.90.07-2.el9", "3:550.90.07-1.el9", False),
+    ],
+)
+def test_rpm_versions(installed: str, locked: str, matches: bool) -> None:
+    assert pv.version_matches(installed, locked, "dnf") is matches
+
+
+@pytest.mark.parametrize(
+    ("installed", "locked", "matches"),
+    [
+        ("550.90.07-1", "550.90.07-1", True),
+        # dpkg: no epoch is epoch 0, on either side.
+        ("0:550.90.07-1", "550.90.07-1", True),
+        ("550.90.07-1", "0:550.90.07-1", True),
+        ("1:3.3.6-1", "1:3.3.6-1", True),
+        ("1:3.3.6-1", "3.3.6-1", False),
+        ("3.3.6-1", "1:3.3.6-1", False),
+        # Debian revisions are part of the version.
+        ("550.90.07-0ubuntu1", "550.90.07-1", False),
+        ("2.21.5-1+cuda12.4", "2.21.5-1+cuda12.4", True),
+        ("2.21.5-1+cuda12.4", "2.21.5-1+cuda12.6", False),
+    ],
+)
+def test_dpkg_versions(installed: str, locked: str, matches: bool) -> None:
+    assert pv.version_matches(installed, locked, "apt") is matches
+
+
+def test_rpm_package_facts_entry_carries_its_epoch() -> None:
+    entry = {"name": "nvidia-driver", "epoch": 3, "version": "550.90.07", "release": "1.el9"}
+    assert pv.installed_version(entry, "dnf") == "3:550.90.07-1.el9"
+    assert pv.installed_matches([entry], "3:550.90.07-1.el9", "dnf")
+    no_epoch = {"name": "libnccl", "epoch": None, "version": "2.21.5", "release": "1+cuda12.4"}
+    assert pv.installed_version(no_epoch, "dnf") == "2.21.5-1+cuda12.4"
+
+
+def test_apt_package_facts_entry_is_its_version() -> None:
+    entry = {"name": "libnccl2", "version": "2.21.5-1+cuda12.4"}
+    assert pv.installed_version(entry, "apt") == "2.21.5-1+cuda12.4"
+
+
+def test_missing_or_several_installed_versions_differ() -> None:
+    entry = {"name": "nvidia-driver", "epoch": 3, "version": "550.90.07", "release": "1.el9"}
+    assert not pv.installed_matches([], "3:550.90.07-1.el9", "dnf")
+    assert not pv.installed_matches([entry, entry], "3:550.90.07-1.el9", "dnf")
+
+
+def test_the_filters_are_registered() -> None:
+    assert set(pv.FilterModule().filters()) == {
+        "pinned_version_matches",
+        "pinned_installed_version",
+        "pinned_installed_matches",
+    }
