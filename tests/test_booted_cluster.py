@@ -47,6 +47,11 @@ SPEC = DATA / "booted-3node.yaml"
 # The rolling driver step: the same spec with a newer driver of the branch.
 DRIVER, NEWER_DRIVER = "550.90.07", "550.127.05"
 DRIVER_UPGRADE = (f"nvidia_driver: {DRIVER}", f"nvidia_driver: {NEWER_DRIVER}")
+# A change a reconfigure applies (MaxTime), and one that needs restarts: new GPU boards
+# change the GRES type of the node lines and of gres.conf.
+MAX_TIME_CHANGE = ('max_time: "1-00:00:00"', 'max_time: "2-00:00:00"')
+GPU_MODEL_CHANGE = ("model: h100-pcie-80gb", "model: h100-nvl-94gb")
+NEW_GRES = "gpu:h100nvl:8"
 HEAD, GPU_NODES = "head", ("gpu1", "gpu2")
 GPUS_PER_NODE = 8
 MUNGE_KEY = bytes(range(256)) * 4  # 1024 bytes, what mungekey writes
@@ -286,6 +291,17 @@ def _node_states(cluster: BootedCluster) -> dict[str, tuple[str, str]]:
     return {r.split()[0]: (r.split()[1], r.split()[2]) for r in rows if r.strip()}
 
 
+def _changes(result: PlaybookRun) -> list[str]:
+    """The tasks and handlers that changed something, with the hosts they changed."""
+    changes, header = [], ""
+    for line in result.output.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [")):
+            header = line.rstrip("* ")
+        elif line.startswith("changed:"):
+            changes.append(f"{header} {line.split(' =>')[0]}")
+    return changes
+
+
 def _task_headers(result: PlaybookRun) -> int:
     return sum(1 for line in result.output.splitlines() if line.startswith("TASK ["))
 
@@ -398,11 +414,11 @@ def test_site_builds_a_working_slurm_cluster(
     # 5. verify.yml passes on the converged cluster.
     _succeeded(ansible.playbook("verify.yml"), "verify.yml on the converged cluster")
 
-    # 6. Handlers (a MaxTime change reconfigures and restarts nothing; a GRES type change
-    #    restarts slurmctld and the slurmds) are not asserted here yet: with the roles of
-    #    this branch a MaxTime change restarts every slurmd (rendered_files notifies from
-    #    a loop). The step is in commit 9f6179c of tests/test_booted_cluster.py.
+    # 6. A slurm.conf change that a reconfigure applies restarts nothing; one that
+    #    needs slurmd restarted restarts it.
     edits = SpecEdits(rendered, tmp_path)
+    figures["reconfigure run"] = _reconfigure_without_restart(cluster, ansible, edits)
+    figures["restart run"] = _restart_where_needed(cluster, ansible, edits)
 
     # 7. verify.yml catches a drifted package and a removed hold; site.yml puts both back.
     figures["drift round"] = _drift_and_hold_caught(cluster, ansible, rendered)
@@ -413,6 +429,51 @@ def test_site_builds_a_working_slurm_cluster(
 
     with capsys.disabled():
         print("\nbooted e2e (" + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()) + ")")
+
+
+def _main_pids(cluster: BootedCluster) -> dict[tuple[str, str], str]:
+    units = [(HEAD, "slurmctld"), (HEAD, "slurmdbd")] + [(n, "slurmd") for n in GPU_NODES]
+    return {
+        (name, unit): cluster.nodes[name].sh(f"systemctl show -P MainPID {unit}").stdout.strip()
+        for name, unit in units
+    }
+
+
+def _reconfigure_without_restart(
+    cluster: BootedCluster, ansible: Ansible, edits: SpecEdits
+) -> float:
+    before = _main_pids(cluster)
+    edits.apply(*MAX_TIME_CHANGE)
+    result = ansible.playbook("site.yml")
+    _succeeded(result, "site.yml after a MaxTime change")
+    assert "RUNNING HANDLER [slurm : Reconfigure" in result.output, result.output
+    partition = _on_head(cluster, "scontrol show partition gpu")
+    assert "MaxTime=2-00:00:00" in partition, partition
+    assert _main_pids(cluster) == before, (
+        f"a reconfigure must not restart any daemon; changes: {_changes(result)}"
+    )
+    return result.seconds
+
+
+def _restart_where_needed(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
+    before = _main_pids(cluster)
+    edits.apply(*GPU_MODEL_CHANGE)
+    result = ansible.playbook("site.yml")
+    _succeeded(result, "site.yml after new GPU boards")
+    # slurmd reads gres.conf only when it starts; and on 22.05 `scontrol reconfigure`
+    # keeps a node's old GRES (tried on these nodes: sinfo kept gpu:h100:8 until
+    # slurmctld restarted). slurmdbd has no reason to restart.
+    after = _main_pids(cluster)
+    restarted = sorted(key for key in before if after[key] != before[key])
+    assert restarted == sorted([(HEAD, "slurmctld")] + [(n, "slurmd") for n in GPU_NODES]), (
+        before,
+        after,
+    )
+    _wait_for(
+        f"both GPU nodes idle with {NEW_GRES}",
+        lambda: all(_node_states(cluster).get(n) == ("idle", NEW_GRES) for n in GPU_NODES),
+    )
+    return result.seconds
 
 
 def _drift_rows(output: str, package: str) -> dict[str, list[str]]:
