@@ -26,6 +26,7 @@ under /var/tmp locally, under the test's own directory in CI.
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import json
 import os
@@ -106,6 +107,7 @@ V1_CONTROLLERS_RW = ("freezer", "devices", "cpuset", "memory", "cpu", "cpuacct",
 _SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
 _LOOPBACK_HOSTS = "127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n"
 _NSPAWN_LOCKS = Path("/run/systemd/nspawn/locks")
+_LOCKS = Path("/run/lock")
 
 
 def missing_prerequisites() -> list[str]:
@@ -333,8 +335,39 @@ def _routes_overlapping(subnet: ipaddress.IPv4Network) -> list[str]:
 
 
 @contextmanager
-def bridge(subnet: ipaddress.IPv4Network, gateway: ipaddress.IPv4Address) -> Iterator[str]:
+def _subnet_lock(subnet: ipaddress.IPv4Network, wait_seconds: float) -> Iterator[None]:
+    """One test cluster per subnet on this host at a time: two runs of the test (two
+    developers, or two worktrees) would otherwise route the same addresses to two
+    bridges, and Ansible would reach the other run's nodes. The route check alone
+    races; this lock is held from before the check until the bridge is gone."""
+    _LOCKS.mkdir(parents=True, exist_ok=True)
+    name = str(subnet).replace("/", "_")
+    with (_LOCKS / f"clustergen-booted-{name}.lock").open("w") as handle:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"another booted test cluster holds {subnet} on this host"
+                    ) from None
+                time.sleep(2)
+        yield
+
+
+@contextmanager
+def bridge(
+    subnet: ipaddress.IPv4Network, gateway: ipaddress.IPv4Address, wait_seconds: float = 900
+) -> Iterator[str]:
     """A host bridge owning `subnet`, refused when the host already routes any of it."""
+    with _subnet_lock(subnet, wait_seconds), _bridge(subnet, gateway) as name:
+        yield name
+
+
+@contextmanager
+def _bridge(subnet: ipaddress.IPv4Network, gateway: ipaddress.IPv4Address) -> Iterator[str]:
     clashes = _routes_overlapping(subnet)
     if clashes:
         raise RuntimeError(f"{subnet} is already in use on this host: {clashes}")
