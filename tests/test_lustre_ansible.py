@@ -11,6 +11,7 @@ node exactly once; the second run reports changed=0 and formats nothing.
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 from pathlib import Path
@@ -102,14 +103,18 @@ def test_lustre_roles_format_once_and_then_change_nothing(tmp_path: Path) -> Non
     lock = yaml.safe_load((out / "versions.lock").read_text())
     every_pin = {n: v for group in lock["groups"].values() for n, v in group["packages"].items()}
     base = base_system(tmp_path)
-    repository = stand_in_repository(every_pin, tmp_path)
+    # munge is the distribution's, not pinned: the Slurm play on slurm-head installs it.
+    repository = stand_in_repository({**every_pin, "munge": "0.5.15-2"}, tmp_path)
     (tmp_path / "nodes").mkdir()
     node_list = make_nodes(NODES, base, repository, tmp_path / "nodes")
     nodes = {node.name: node for node in node_list}
     devices = _devices(out)
     for node in node_list:
         _prepare(node, devices.get(node.name, []))
-    vault, password = encrypt_vault({"vault_slurmdbd_storage_pass": "testbed"}, tmp_path)
+    munge_key = base64.b64encode(bytes(range(256)) * 4).decode()
+    vault, password = encrypt_vault(
+        {"vault_slurmdbd_storage_pass": "testbed", "vault_munge_key": munge_key}, tmp_path
+    )
     ansible = Ansible(
         out,
         (out / "inventory", chroot_inventory(node_list, tmp_path / "testbed.yml")),
