@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from clustergen.checks import (
     addresses,
+    facility,
     hardware,
     packages,
     references,
@@ -51,6 +52,12 @@ CHECKS: tuple[Check, ...] = (
     _check(topology.check, "network", "hardware", "nodes"),
     _check(packages.pins, "software"),
     _check(packages.groups, "cluster", "hardware"),
+    _check(facility.psus, "hardware"),
+    _check(facility.placement, "racks", "hardware", "nodes"),
+    _check(facility.racked, "racks", "facility", "hardware", "nodes"),
+    _check(facility.power, "racks", "hardware", "nodes"),
+    _check(facility.site, "racks", "facility", "hardware", "nodes"),
+    _check(facility.ports, "network", "hardware", "nodes"),
 )
 
 

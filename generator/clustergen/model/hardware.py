@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, ValidationInfo, field_validator
+from typing import Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+from typing_extensions import Self
 
 from clustergen import codes
 from clustergen.codes import invalid
@@ -51,10 +54,19 @@ class Interfaces(StrictModel):
     )
 
 
+Feed = Literal["A", "B"]
+
+
 class Power(StrictModel):
     """Power supplies: (psu_count - redundant_psus) x psu_watts must cover max_watts."""
 
     max_watts: Int = Field(ge=1, description="Maximum power draw of the whole device in watts.")
+    typical_watts: Int | None = Field(
+        default=None,
+        ge=0,
+        description="Power draw under a typical load in watts, for the normal-load columns of "
+        "the rack and PDU sheets; defaults to max_watts. The circuit checks use max_watts.",
+    )
     psu_count: Int = Field(ge=1, description="Installed power supplies.")
     psu_watts: Int = Field(ge=1, description="Rating of one power supply in watts.")
     redundant_psus: Int = Field(
@@ -71,6 +83,38 @@ class Power(StrictModel):
                 f"redundant_psus ({redundant}) must be below psu_count ({psu_count})",
             )
         return redundant
+
+    psus_per_feed: dict[Feed, Int] | None = Field(
+        default=None,
+        description="How many of the PSUs are cabled to each feed, e.g. {A: 3, B: 3}; the "
+        "counts add up to psu_count. Default: evenly over the feeds of the node's rack, feed A "
+        "taking the odd one.",
+    )
+    power_factor: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="Power factor of the PSUs: the circuit carries watts / power_factor VA. "
+        "Default 1.0 (watts taken as VA).",
+    )
+
+    @model_validator(mode="after")
+    def _typical_and_split(self) -> Self:
+        if self.typical_watts is not None and self.typical_watts > self.max_watts:
+            raise invalid(
+                codes.HARDWARE_TYPICAL_ABOVE_MAX,
+                f"typical_watts ({self.typical_watts}) is above max_watts ({self.max_watts})",
+            )
+        if self.psus_per_feed is not None:
+            cabled = sum(self.psus_per_feed.values())
+            if cabled != self.psu_count:
+                split = ", ".join(f"{feed}: {n}" for feed, n in self.psus_per_feed.items())
+                raise invalid(
+                    codes.HARDWARE_PSU_SPLIT,
+                    f"psus_per_feed ({split}) cables {cabled} PSUs, but psu_count is "
+                    f"{self.psu_count}",
+                )
+        return self
 
 
 class HardwareProfile(StrictModel):
@@ -94,6 +138,9 @@ class HardwareProfile(StrictModel):
     )
     interfaces: Interfaces
     power: Power | None = Field(default=None, description="Power supplies and draw.")
+    weight_kg: float | None = Field(
+        default=None, gt=0, description="Weight of one node in kg, for the rack weight limit."
+    )
 
     @field_validator("reserved_memory_gib")
     @classmethod
