@@ -10,7 +10,7 @@ from clustergen.errors import LocatedProblem, SpecInvalid, format_path
 from clustergen.load import LoadedSpec, load_spec, parse_spec
 from clustergen.validate import validate
 
-from support.paths import INVALID, REPO
+from support.paths import INVALID, REPO, WARNING_CASES
 
 DOC = REPO / "docs" / "errors.md"
 
@@ -24,11 +24,12 @@ def _problems(case: str) -> list[LocatedProblem]:
 
 def examples() -> dict[str, Example]:
     found: dict[str, Example] = {}
-    for case in sorted(INVALID.glob("*.yaml")):
+    for case in [*sorted(INVALID.glob("*.yaml")), *sorted(WARNING_CASES.glob("*.yaml"))]:
         for problem in _problems(str(case)):
             if problem.code.name not in found:
                 printed = problem.format().replace(f"{case.parent}/", "")
-                link = f"[tests/invalid/{case.name}](../tests/invalid/{case.name})"
+                where = f"tests/{case.parent.name}/{case.name}"
+                link = f"[{where}](../{where})"
                 found[problem.code.name] = Example(link, printed)
     for name, change in PRODUCED_BY_CHANGE.items():
         if name in found:

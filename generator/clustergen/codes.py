@@ -506,6 +506,88 @@ NCCL_ROCE_SETTING_ON_INFINIBAND = Code(
     "nccl.roce-setting-on-infiniband", "warning", "a RoCE-only NCCL setting on an InfiniBand fabric"
 )
 
+# facility: racks, power and cabling (docs/facility.md)
+HARDWARE_TYPICAL_ABOVE_MAX = Code(
+    "hardware.typical-above-max", "error", "typical_watts above max_watts"
+)
+HARDWARE_PSU_SPLIT = Code(
+    "hardware.psu-split", "error", "psus_per_feed does not add up to psu_count"
+)
+HARDWARE_PSUS_BELOW_MAX_WATTS = Code(
+    "hardware.psus-below-max-watts",
+    "error",
+    "(psu_count - redundant_psus) x psu_watts does not cover max_watts",
+)
+HARDWARE_MAX_WATTS_BELOW_GPUS = Code(
+    "hardware.max-watts-below-gpus", "error", "max_watts below the GPUs' board power alone"
+)
+HARDWARE_FEED_LOSS_UNDERPOWERS = Code(
+    "hardware.feed-loss-underpowers",
+    "warning",
+    "the PSUs left after losing one feed do not cover max_watts: the node throttles or powers off",
+)
+RACKS_BANK_AMPS_WITHOUT_BANKS = Code(
+    "racks.bank-amps-without-banks", "error", "a PDU gives bank_amps but no banks"
+)
+RACKS_DEVICE_OUTSIDE = Code(
+    "racks.device-outside", "error", "a device reaches above the top unit of its rack"
+)
+RACKS_UNITS_OVERLAP = Code("racks.units-overlap", "error", "two devices share a rack unit")
+RACKS_NODE_NOT_RACKED = Code(
+    "racks.node-not-racked", "error", "a node is in no rack and not listed in facility.unracked"
+)
+RACKS_TWO_PDUS_ON_FEED = Code("racks.two-pdus-on-feed", "error", "a rack has two PDUs on a feed")
+RACKS_NODE_POWER_UNKNOWN = Code(
+    "racks.node-power-unknown",
+    "error",
+    "a node in a rack with PDUs has a hardware profile without power",
+)
+RACKS_PSU_FEED_MISSING = Code(
+    "racks.psu-feed-missing", "error", "a node cables PSUs to a feed its rack does not have"
+)
+RACKS_FEED_OVER_LIMIT = Code(
+    "racks.feed-over-limit",
+    "error",
+    "a feed (alone, on failover) carries more than 80% of its circuit's rating",
+)
+RACKS_BANK_OVER_LIMIT = Code(
+    "racks.bank-over-limit", "error", "a PDU bank carries more than 80% of its breaker"
+)
+RACKS_OUTLETS_EXCEEDED = Code(
+    "racks.outlets-exceeded", "error", "more PSUs are cabled to a PDU than it has outlets"
+)
+RACKS_PHASE_IMBALANCE = Code(
+    "racks.phase-imbalance", "warning", "a 3-phase PDU's phases differ by more than 20%"
+)
+RACKS_WEIGHT_EXCEEDED = Code(
+    "racks.weight-exceeded", "error", "the devices weigh more than the rack's weight_kg"
+)
+RACKS_COOLING_EXCEEDED = Code(
+    "racks.cooling-exceeded", "error", "the rack draws more than its cooling_kw removes"
+)
+FACILITY_POWER_OVER_BUDGET = Code(
+    "facility.power-over-budget", "error", "the racks draw more than facility.power_budget_kw"
+)
+FACILITY_COOLING_EXCEEDED = Code(
+    "facility.cooling-exceeded", "error", "the racks draw more than facility.cooling_kw removes"
+)
+FACILITY_UNKNOWN_NODE = Code(
+    "facility.unknown-node", "error", "facility.unracked names a node that is not defined"
+)
+FACILITY_UNRACKED_NODE_PLACED = Code(
+    "facility.unracked-node-placed", "error", "a node listed in facility.unracked is in a rack"
+)
+NETWORK_SWITCH_PORTS_EXCEEDED = Code(
+    "network.switch-ports-exceeded",
+    "error",
+    "more HCAs and uplinks are cabled to a switch than its ports",
+)
+NETWORK_SWITCH_PORTS_ASSUMED_EXCEEDED = Code(
+    "network.switch-ports-assumed-exceeded",
+    "warning",
+    "more HCAs and uplinks are cabled to a switch than the usual switch of the rate has",
+)
+
 
 CODES: Mapping[str, Code] = MappingProxyType(
     {value.name: value for value in list(globals().values()) if isinstance(value, Code)}

@@ -33,6 +33,12 @@ class Host:
     fabric_ip: str | None
 
     @property
+    def profiled(self) -> bool:
+        """Whether the node names a hardware profile the spec defines (the checks report
+        one that it does not; until then the node has an empty stand-in profile)."""
+        return self.hardware is not _UNKNOWN_PROFILE
+
+    @property
     def is_slurm_compute(self) -> bool:
         return "compute" in self.roles
 

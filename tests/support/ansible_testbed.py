@@ -47,7 +47,17 @@ RECIPE_VERSION = "1"
 STAND_IN_RECIPE = "dpkg-deb 1"
 
 HOST_TOOLS = ("debootstrap", "dpkg-deb", "dpkg-scanpackages", "chroot", "dpkg")
+# What a Debian node's root login has on PATH (/etc/profile, sshd). A chroot command
+# inherits the caller's PATH instead, which in CI lacks /usr/local: stub tools there
+# would silently lose to the real ones.
+NODE_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 _RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$")
+
+
+def node_environment(**extra: str) -> dict[str, str]:
+    """The caller's environment with a node's PATH in front, for commands run in chroots."""
+    caller = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p not in NODE_PATH]
+    return {**os.environ, "PATH": os.pathsep.join([*NODE_PATH, *caller]), **extra}
 
 
 def run(
@@ -251,7 +261,7 @@ class Node:
     root: Path
 
     def run(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        env = node_environment(DEBIAN_FRONTEND="noninteractive")
         return run(["chroot", str(self.root), *argv], env=env)
 
     def dpkg_status(self) -> dict[str, tuple[str, str]]:
@@ -341,14 +351,13 @@ class Ansible:
         for inventory in self.inventories:
             argv += ["-i", str(inventory)]
         argv += ["--limit", self.limit, *self.extra_args, *args]
-        env = {
-            **os.environ,
-            "ANSIBLE_CONFIG": str(self.repo_root / "ansible.cfg"),
-            "ANSIBLE_NOCOLOR": "1",
-            "ANSIBLE_FORCE_COLOR": "0",
-            "ANSIBLE_RETRY_FILES_ENABLED": "0",
-            "PYTHONUNBUFFERED": "1",
-        }
+        env = node_environment(
+            ANSIBLE_CONFIG=str(self.repo_root / "ansible.cfg"),
+            ANSIBLE_NOCOLOR="1",
+            ANSIBLE_FORCE_COLOR="0",
+            ANSIBLE_RETRY_FILES_ENABLED="0",
+            PYTHONUNBUFFERED="1",
+        )
         started = time.monotonic()
         result = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=self.repo_root)
         seconds = time.monotonic() - started

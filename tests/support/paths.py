@@ -12,6 +12,7 @@ SCHEMA = REPO / "schemas" / "clustergen.schema.json"
 TESTS = REPO / "tests"
 GOLDEN = TESTS / "golden"
 INVALID = TESTS / "invalid"
+WARNING_CASES = TESTS / "warnings"  # valid specs with warnings, beside their exact output
 DATA = TESTS / "data"
 # ../shared beside the clone: the reference specs and facts every developer and CI has.
 SHARED = REPO.parent / "shared"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from clustergen.checks import (
     addresses,
+    facility,
     hardware,
     lustre,
     nccl,
@@ -60,6 +61,12 @@ CHECKS: tuple[Check, ...] = (
     _check(packages.groups, "cluster", "hardware"),
     _check(nccl.settings, "nccl", "hardware", "network", "nodes", "slurm"),
     _check(nccl.topology, "nccl", "hardware", "nodes"),
+    _check(facility.psus, "hardware"),
+    _check(facility.placement, "racks", "hardware", "nodes"),
+    _check(facility.racked, "racks", "facility", "hardware", "nodes"),
+    _check(facility.power, "racks", "hardware", "nodes"),
+    _check(facility.site, "racks", "facility", "hardware", "nodes"),
+    _check(facility.ports, "network", "hardware", "nodes"),
 )
 
 

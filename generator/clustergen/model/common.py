@@ -48,7 +48,7 @@ class StrictModel(BaseModel):
     """Base of every spec model: unknown keys are errors, and YAML types are taken
     as written (the string "yes" is not a boolean, "300" is not a number)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 def check_hostname(value: str) -> str:

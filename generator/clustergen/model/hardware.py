@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, ValidationInfo, field_validator
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+from typing_extensions import Self
 
 from clustergen import codes
 from clustergen.codes import invalid
@@ -53,12 +56,29 @@ class Interfaces(StrictModel):
     )
 
 
+Feed = Literal["A", "B"]
+
+
+# More than any server or chassis carries; bounds the per-PSU work of the power sheets.
+MAX_PSUS = 32
+
+
 class Power(StrictModel):
     """Power supplies: (psu_count - redundant_psus) x psu_watts must cover max_watts."""
 
-    max_watts: Int = Field(ge=1, description="Maximum power draw of the whole device in watts.")
-    psu_count: Int = Field(ge=1, description="Installed power supplies.")
-    psu_watts: Int = Field(ge=1, description="Rating of one power supply in watts.")
+    max_watts: Int = Field(
+        ge=1, le=1_000_000, description="Maximum power draw of the whole device in watts."
+    )
+    typical_watts: Int | None = Field(
+        default=None,
+        ge=0,
+        description="Power draw under a typical load in watts, for the normal-load columns of "
+        "the rack and PDU sheets; defaults to max_watts. The circuit checks use max_watts.",
+    )
+    psu_count: Int = Field(ge=1, le=MAX_PSUS, description="Installed power supplies.")
+    psu_watts: Int = Field(
+        ge=1, le=100_000, description="Rating of one power supply in watts."
+    )
     redundant_psus: Int = Field(
         default=0, ge=0, description="Power supplies that may fail without losing the node."
     )
@@ -73,6 +93,38 @@ class Power(StrictModel):
                 f"redundant_psus ({redundant}) must be below psu_count ({psu_count})",
             )
         return redundant
+
+    psus_per_feed: dict[Feed, Annotated[Int, Field(ge=0, le=MAX_PSUS)]] | None = Field(
+        default=None,
+        description="How many of the PSUs are cabled to each feed, e.g. {A: 3, B: 3}; the "
+        "counts add up to psu_count. Default: evenly over the feeds of the node's rack, feed A "
+        "taking the odd one.",
+    )
+    power_factor: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="Power factor of the PSUs: the circuit carries watts / power_factor VA. "
+        "Default 1.0 (watts taken as VA).",
+    )
+
+    @model_validator(mode="after")
+    def _typical_and_split(self) -> Self:
+        if self.typical_watts is not None and self.typical_watts > self.max_watts:
+            raise invalid(
+                codes.HARDWARE_TYPICAL_ABOVE_MAX,
+                f"typical_watts ({self.typical_watts}) is above max_watts ({self.max_watts})",
+            )
+        if self.psus_per_feed is not None:
+            cabled = sum(self.psus_per_feed.values())
+            if cabled != self.psu_count:
+                split = ", ".join(f"{feed}: {n}" for feed, n in self.psus_per_feed.items())
+                raise invalid(
+                    codes.HARDWARE_PSU_SPLIT,
+                    f"psus_per_feed ({split}) cables {cabled} PSUs, but psu_count is "
+                    f"{self.psu_count}",
+                )
+        return self
 
 
 class SystemReserved(StrictModel):
@@ -124,6 +176,9 @@ class HardwareProfile(StrictModel):
     )
     nccl: NcclSettings | None = Field(
         default=None, description="NCCL settings for this profile's nodes, over the global ones."
+    )
+    weight_kg: float | None = Field(
+        default=None, gt=0, description="Weight of one node in kg, for the rack weight limit."
     )
 
     @field_validator("reserved_memory_gib")

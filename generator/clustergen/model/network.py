@@ -52,6 +52,24 @@ class Switch(StrictModel):
     switches: Hostlist | None = Field(
         default=None, description="Hostlist of the child switches of this spine switch."
     )
+    ports: Int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Ports of the switch, checked against the HCAs and uplinks cabled to it. "
+        "Default on InfiniBand: the usual switch of the rate (edr 36, hdr 40, ndr 64, "
+        "xdr 144 ports), and then an overflow is a warning; on RoCE ports are not checked "
+        "unless given.",
+    )
+    model: str | None = Field(
+        default=None, max_length=64, description="Switch model, printed on the cable sheet."
+    )
+    uplinks: Int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="Cables from this switch to each switch that lists it under 'switches'.",
+    )
 
     @model_validator(mode="after")
     def _has_children(self) -> Self:

@@ -1,0 +1,543 @@
+"""The physical layer, derived once: what sits where in each rack, which PSU is cabled to
+which feed, bank and phase, and what each feed carries in normal operation and on failover.
+
+The power checks and the facility sheets and pictures read the same plan, so a number on
+a sheet is the number a check judged. Loads on circuits are in VA (watts / power factor);
+the 80% limit is the continuous-load rule for breakers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from clustergen.hosts import Host
+from clustergen.model import Spec
+from clustergen.model.racks import Pdu, Rack
+
+SQRT3 = math.sqrt(3)
+CONTINUOUS_LOAD_LIMIT = 0.8  # a breaker carries at most 80% of its rating continuously
+PHASE_IMBALANCE_LIMIT = 0.2  # largest deviation of a phase from the mean, over the mean
+FEEDS = ("A", "B")
+
+# Node roles in the order one is chosen for a node's colour and label: a node with
+# several roles is drawn as the first of these it has.
+ROLE_ORDER = (
+    ("slurm_controller", "controller"),
+    ("slurm_dbd", "controller"),
+    ("lustre_mgs", "storage"),
+    ("lustre_mds", "storage"),
+    ("lustre_oss", "storage"),
+    ("compute", "compute"),
+    ("login", "login"),
+)
+
+
+@dataclass(frozen=True)
+class Psu:
+    """One power supply of a device, and the load it carries (VA)."""
+
+    number: int  # 1-based within its device; feed A takes the first numbers
+    feed: str
+    typical_va: float
+    normal_va: float  # at max draw, every feed up
+    failover_va: float  # at max draw, the rack's other feed lost (normal_va on one feed)
+
+
+@dataclass(frozen=True)
+class Device:
+    rack_index: int
+    index: int  # in rack.devices
+    name: str
+    node: bool
+    hardware: str  # the node's profile, or the switch model, or ""
+    role: str  # compute, controller, storage, login, service, switch, device
+    u: int
+    height: int
+    typical_watts: int
+    max_watts: int
+    power_factor: float
+    weight_kg: float | None
+    psus: tuple[Psu, ...]
+    unplugged_psus: int  # PSUs cabled to a feed the rack does not have
+
+    @property
+    def top(self) -> int:
+        return self.u + self.height - 1
+
+    def psus_on(self, feed: str) -> int:
+        return sum(1 for psu in self.psus if psu.feed == feed)
+
+
+@dataclass(frozen=True)
+class Outlet:
+    """A PSU plugged into a PDU: its bank and phase."""
+
+    device: str
+    psu: int
+    bank: int  # 1-based
+    phase: str  # L1, L2, L3; "" on a single-phase PDU
+    typical_va: float
+    normal_va: float
+    failover_va: float
+
+
+@dataclass(frozen=True)
+class Bank:
+    number: int
+    phase: str
+    capacity_va: float
+    limit_va: float
+    normal_va: float
+    failover_va: float
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    capacity_va: float
+    normal_va: float
+    failover_va: float
+
+
+@dataclass(frozen=True)
+class FeedLoad:
+    """A PDU and what its circuit carries."""
+
+    rack_index: int
+    pdu_index: int
+    pdu: Pdu
+    capacity_va: float
+    limit_va: float
+    typical_va: float
+    normal_va: float
+    failover_va: float | None  # None on a rack with one feed
+    outlets: tuple[Outlet, ...]  # by device, then PSU
+    banks: tuple[Bank, ...]  # the PDU's banks when it gives a count
+    phases: tuple[Phase, ...]  # L1-L3 of a 3-phase PDU
+
+    @property
+    def worst_va(self) -> float:
+        return self.normal_va if self.failover_va is None else self.failover_va
+
+    @property
+    def headroom_va(self) -> float:
+        return self.limit_va - self.worst_va
+
+    @property
+    def phase_imbalance(self) -> float:
+        """Largest deviation of a phase's normal load from the mean, over the mean."""
+        loads = [phase.normal_va for phase in self.phases]
+        mean = sum(loads) / len(loads) if loads else 0.0
+        return max(abs(load - mean) for load in loads) / mean if mean else 0.0
+
+
+@dataclass(frozen=True)
+class RackPlan:
+    index: int
+    rack: Rack
+    feeds: tuple[str, ...]  # the feeds of its PDUs, A before B
+    devices: tuple[Device, ...]  # spec order
+    loads: tuple[FeedLoad, ...]  # one per PDU, spec order
+
+    @property
+    def max_watts(self) -> int:
+        return sum(device.max_watts for device in self.devices)
+
+    @property
+    def typical_watts(self) -> int:
+        return sum(device.typical_watts for device in self.devices)
+
+    @property
+    def weight_kg(self) -> float:
+        return sum(device.weight_kg or 0.0 for device in self.devices)
+
+    @property
+    def limit_va(self) -> float:
+        """What the rack may draw: the smallest feed's 80% (each feed must carry it alone)."""
+        return min((load.limit_va for load in self.loads), default=0.0)
+
+
+def feed_capacity_va(pdu: Pdu) -> float:
+    return pdu.volts * pdu.amps * (SQRT3 if pdu.phases == 3 else 1.0)
+
+
+def bank_capacity_va(pdu: Pdu) -> float:
+    """A bank is fed phase-to-neutral on a 3-phase PDU."""
+    volts = pdu.volts / SQRT3 if pdu.phases == 3 else pdu.volts
+    return volts * (pdu.bank_amps or pdu.amps)
+
+
+def role_of(roles: Iterable[str]) -> str:
+    held = set(roles)
+    return next((label for role, label in ROLE_ORDER if role in held), "service")
+
+
+def even_split(psu_count: int, feeds: tuple[str, ...]) -> dict[str, int]:
+    """psu_count PSUs evenly over feeds; the first feeds take the odd ones."""
+    if not feeds:
+        return {}
+    base, extra = divmod(psu_count, len(feeds))
+    return {feed: base + (1 if i < extra else 0) for i, feed in enumerate(feeds)}
+
+
+def plan(
+    spec: Spec, hosts: Mapping[str, Host], switch_models: Mapping[str, str | None]
+) -> tuple[RackPlan, ...]:
+    """Every rack's devices, PSUs and feed loads. Nodes that are unknown, placed a second
+    time or without a profile are left out (the reference checks report them); a node whose
+    profile has no power draws nothing."""
+    placed: set[str] = set()
+    plans = []
+    for rack_index, rack in enumerate(spec.racks):
+        feeds = tuple(feed for feed in FEEDS if any(pdu.feed == feed for pdu in rack.pdus))
+        devices = []
+        for index, entry in enumerate(rack.devices):
+            if entry.node is not None:
+                host = hosts.get(entry.node)
+                if host is None or not host.profiled or entry.node in placed:
+                    continue
+                placed.add(entry.node)
+                devices.append(_node_device(rack_index, index, entry.u, host, feeds))
+            else:
+                assert entry.name is not None and entry.height_u is not None
+                assert entry.max_watts is not None
+                devices.append(
+                    _other_device(
+                        rack_index,
+                        index,
+                        entry.name,
+                        entry.u,
+                        entry.height_u,
+                        entry.max_watts,
+                        entry.max_watts if entry.typical_watts is None else entry.typical_watts,
+                        entry.weight_kg,
+                        switch_models,
+                        feeds,
+                    )
+                )
+        loads = _loads(rack_index, rack, devices, len(feeds) > 1)
+        plans.append(RackPlan(rack_index, rack, feeds, tuple(devices), loads))
+    return tuple(plans)
+
+
+def _node_device(rack_index: int, index: int, u: int, host: Host, feeds: tuple[str, ...]) -> Device:
+    profile = host.hardware
+    power = profile.power
+    common = {
+        "rack_index": rack_index,
+        "index": index,
+        "name": host.name,
+        "node": True,
+        "hardware": host.hardware_name,
+        "role": role_of(host.roles),
+        "u": u,
+        "height": profile.rack_units,
+        "weight_kg": profile.weight_kg,
+    }
+    if power is None:
+        return Device(
+            **common,  # type: ignore[arg-type]
+            typical_watts=0,
+            max_watts=0,
+            power_factor=1.0,
+            psus=(),
+            unplugged_psus=0,
+        )
+    split: dict[str, int] = (
+        {str(feed): count for feed, count in power.psus_per_feed.items()}
+        if power.psus_per_feed is not None
+        else even_split(power.psu_count, feeds)
+    )
+    plugged = {feed: count for feed in feeds if (count := split.get(feed, 0))}
+    typical = power.max_watts if power.typical_watts is None else power.typical_watts
+    psus = _psus(power.max_watts, typical, power.power_factor, plugged)
+    return Device(
+        **common,  # type: ignore[arg-type]
+        typical_watts=typical,
+        max_watts=power.max_watts,
+        power_factor=power.power_factor,
+        psus=psus,
+        unplugged_psus=power.psu_count - len(psus) if feeds else 0,
+    )
+
+
+def _other_device(
+    rack_index: int,
+    index: int,
+    name: str,
+    u: int,
+    height: int,
+    max_watts: int,
+    typical_watts: int,
+    weight_kg: float | None,
+    switch_models: Mapping[str, str | None],
+    feeds: tuple[str, ...],
+) -> Device:
+    is_switch = name in switch_models
+    return Device(
+        rack_index=rack_index,
+        index=index,
+        name=name,
+        node=False,
+        hardware=(switch_models.get(name) or "") if is_switch else "",
+        role="switch" if is_switch else "device",
+        u=u,
+        height=height,
+        typical_watts=typical_watts,
+        max_watts=max_watts,
+        power_factor=1.0,
+        weight_kg=weight_kg,
+        psus=_psus(max_watts, typical_watts, 1.0, dict.fromkeys(feeds, 1)),
+        unplugged_psus=0,
+    )
+
+
+def _psus(
+    max_watts: int, typical_watts: int, power_factor: float, per_feed: Mapping[str, int]
+) -> tuple[Psu, ...]:
+    """The PSUs, feed A's first: every PSU shares the draw equally, and on failover the
+    PSUs of the remaining feed carry it all."""
+    total = sum(per_feed.values())
+    if total == 0:
+        return ()
+    two_feeds = len(per_feed) > 1
+    psus: list[Psu] = []
+    for feed, count in per_feed.items():
+        failover = max_watts / count if two_feeds and count else max_watts / total
+        for _ in range(count):
+            psus.append(
+                Psu(
+                    number=len(psus) + 1,
+                    feed=feed,
+                    typical_va=typical_watts / total / power_factor,
+                    normal_va=max_watts / total / power_factor,
+                    failover_va=failover / power_factor,
+                )
+            )
+    return tuple(psus)
+
+
+def _loads(
+    rack_index: int, rack: Rack, devices: list[Device], two_feeds: bool
+) -> tuple[FeedLoad, ...]:
+    seen: set[str] = set()
+    loads = []
+    for pdu_index, pdu in enumerate(rack.pdus):
+        if pdu.feed in seen:
+            continue  # a second PDU on a feed is an error; the first carries the feed
+        seen.add(pdu.feed)
+        plugged = [(d, psu) for d in devices for psu in d.psus if psu.feed == pdu.feed]
+        outlets, banks, phases = _assign(pdu, plugged)
+        capacity = feed_capacity_va(pdu)
+        loads.append(
+            FeedLoad(
+                rack_index=rack_index,
+                pdu_index=pdu_index,
+                pdu=pdu,
+                capacity_va=capacity,
+                limit_va=capacity * CONTINUOUS_LOAD_LIMIT,
+                typical_va=sum(psu.typical_va for _, psu in plugged),
+                normal_va=sum(psu.normal_va for _, psu in plugged),
+                failover_va=sum(psu.failover_va for _, psu in plugged) if two_feeds else None,
+                outlets=outlets,
+                banks=banks,
+                phases=phases,
+            )
+        )
+    return tuple(loads)
+
+
+def _assign(
+    pdu: Pdu, plugged: list[tuple[Device, Psu]]
+) -> tuple[tuple[Outlet, ...], tuple[Bank, ...], tuple[Phase, ...]]:
+    """PSUs to banks, largest failover load first onto the least loaded bank (the lowest
+    bank on a tie), so the banks and phases come out balanced and the same every time.
+    A 3-phase PDU without a bank count has one bank per phase."""
+    bank_count = pdu.banks or (3 if pdu.phases == 3 else 1)
+
+    def phase_of(bank: int) -> str:
+        return f"L{bank % 3 + 1}" if pdu.phases == 3 else ""
+
+    order = sorted(
+        range(len(plugged)),
+        key=lambda i: (-plugged[i][1].failover_va, -plugged[i][1].normal_va, i),
+    )
+    bank_load = [0.0] * bank_count
+    bank_of: dict[int, int] = {}
+    for i in order:
+        bank = min(range(bank_count), key=lambda b: (bank_load[b], b))
+        bank_of[i] = bank
+        bank_load[bank] += plugged[i][1].failover_va
+    outlets = tuple(
+        Outlet(
+            device=device.name,
+            psu=psu.number,
+            bank=bank_of[i] + 1,
+            phase=phase_of(bank_of[i]),
+            typical_va=psu.typical_va,
+            normal_va=psu.normal_va,
+            failover_va=psu.failover_va,
+        )
+        for i, (device, psu) in enumerate(plugged)
+    )
+    banks: tuple[Bank, ...] = ()
+    if pdu.banks is not None:
+        capacity = bank_capacity_va(pdu)
+        banks = tuple(
+            Bank(
+                number=b + 1,
+                phase=phase_of(b),
+                capacity_va=capacity,
+                limit_va=capacity * CONTINUOUS_LOAD_LIMIT,
+                normal_va=sum(o.normal_va for o in outlets if o.bank == b + 1),
+                failover_va=sum(o.failover_va for o in outlets if o.bank == b + 1),
+            )
+            for b in range(bank_count)
+        )
+    phases: tuple[Phase, ...] = ()
+    if pdu.phases == 3:
+        per_phase = pdu.volts / SQRT3 * pdu.amps
+        phases = tuple(
+            Phase(
+                name=name,
+                capacity_va=per_phase,
+                normal_va=sum(o.normal_va for o in outlets if o.phase == name),
+                failover_va=sum(o.failover_va for o in outlets if o.phase == name),
+            )
+            for name in ("L1", "L2", "L3")
+        )
+    return outlets, banks, phases
+
+
+def largest(contributions: Iterable[tuple[str, float]], unit: str, shown: int = 3) -> str:
+    """'gpu01 10.20 kVA, gpu02 10.20 kVA, ib-leaf01 1.72 kVA and 2 more', largest first."""
+    ordered = sorted(contributions, key=lambda item: (-item[1], item[0]))
+    named = ", ".join(f"{name} {kilo(value, unit)}" for name, value in ordered[:shown])
+    rest = len(ordered) - shown
+    return f"{named} and {rest} more" if rest > 0 else named
+
+
+def most(counts: Iterable[tuple[str, int]], shown: int = 3) -> str:
+    """'gpu05 8, gpu06 8, gpu07 8 and 6 more', largest first."""
+    ordered = sorted(counts, key=lambda item: (-item[1], item[0]))
+    named = ", ".join(f"{name} {count}" for name, count in ordered[:shown])
+    rest = len(ordered) - shown
+    return f"{named} and {rest} more" if rest > 0 else named
+
+
+def kilo(value: float, unit: str) -> str:
+    """10200 -> '10.20 kW'."""
+    return f"{value / 1000:.2f} k{unit}"
+
+
+@dataclass(frozen=True)
+class Cable:
+    """One fabric cable: a switch port to a node's HCA, or to another switch's port."""
+
+    switch: str
+    port: int
+    peer: str
+    peer_port: str  # the HCA, or the other switch's port number
+    kind: str  # "node" or "uplink"
+    beyond: bool  # the port number is past the switch's port count
+
+
+@dataclass(frozen=True)
+class SwitchPorts:
+    index: int  # in network.fabric.switches
+    name: str
+    model: str | None
+    ports: int | None  # given, or the usual switch of the rate's; None when unknown
+    assumed: bool  # ports come from the rate's default
+    hcas: tuple[tuple[str, int], ...]  # node -> HCAs cabled here, member order
+    down: tuple[tuple[str, int], ...]  # child switch -> cables from it
+    up: tuple[tuple[str, int], ...]  # parent switch -> cables to it
+
+    @property
+    def used(self) -> int:
+        return (
+            sum(n for _, n in self.hcas) + sum(n for _, n in self.down) + sum(n for _, n in self.up)
+        )
+
+
+def switch_ports(
+    spec: Spec,
+    hosts: Mapping[str, Host],
+    switch_nodes: tuple[tuple[str, ...], ...],
+    switch_children: tuple[tuple[str, ...], ...],
+    default_ports: Mapping[str, int],
+) -> tuple[SwitchPorts, ...]:
+    """What each fabric switch has cabled to it: every fabric HCA of its nodes (a node that
+    lists none has one), the uplinks of its child switches, and its own uplinks."""
+    fabric = spec.network.fabric
+    if fabric is None:
+        return ()
+    by_name = {switch.name: switch for switch in fabric.switches}
+    parents: dict[str, list[str]] = {}
+    for switch, children in zip(fabric.switches, switch_children, strict=True):
+        for child in children:
+            parents.setdefault(child, []).append(switch.name)
+    default = default_ports.get(fabric.rate) if fabric.type == "infiniband" else None
+    out = []
+    for index, (switch, nodes, children) in enumerate(
+        zip(fabric.switches, switch_nodes, switch_children, strict=True)
+    ):
+        hcas = tuple(
+            (name, max(1, len(host.hardware.fabric_hcas)))
+            for name in nodes
+            if (host := hosts.get(name)) is not None and host.profiled
+        )
+        down = tuple((child, by_name[child].uplinks) for child in children if child in by_name)
+        up = tuple((parent, switch.uplinks) for parent in parents.get(switch.name, ()))
+        out.append(
+            SwitchPorts(
+                index=index,
+                name=switch.name,
+                model=switch.model,
+                ports=switch.ports if switch.ports is not None else default,
+                assumed=switch.ports is None and default is not None,
+                hcas=hcas,
+                down=down,
+                up=up,
+            )
+        )
+    return tuple(out)
+
+
+def cables(spec: Spec, hosts: Mapping[str, Host], ports: tuple[SwitchPorts, ...]) -> list[Cable]:
+    """Every cable once, by switch: its nodes' HCAs from port 1 in member and HCA order, then
+    its child switches' uplinks, then its own uplinks; a switch-to-switch cable is listed at
+    the child, with the parent's port it lands on."""
+    parent_port: dict[tuple[str, str, int], int] = {}
+    for switch in ports:
+        port = sum(n for _, n in switch.hcas)
+        for child, count in switch.down:
+            for k in range(count):
+                port += 1
+                parent_port[(child, switch.name, k)] = port
+    rows = []
+    for switch in ports:
+
+        def cable(
+            port: int, peer: str, peer_port: str, kind: str, at: SwitchPorts = switch
+        ) -> Cable:
+            return Cable(
+                at.name, port, peer, peer_port, kind, at.ports is not None and port > at.ports
+            )
+
+        port = 0
+        for node, _count in switch.hcas:
+            host = hosts[node]
+            names = host.hardware.fabric_hcas or [host.hardware.interfaces.fabric or "fabric"]
+            for hca in names:
+                port += 1
+                rows.append(cable(port, node, hca, "node"))
+        port += sum(n for _, n in switch.down)
+        for parent, count in switch.up:
+            for k in range(count):
+                port += 1
+                landing = parent_port[(switch.name, parent, k)]
+                rows.append(cable(port, parent, str(landing), "uplink"))
+    return rows
