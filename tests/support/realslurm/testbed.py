@@ -12,18 +12,38 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from support.ci import require
-from support.realslurm.conf import (
+from clustergen.twin.accounting import (
+    DEFAULT_DB_USER,
+    install_mariadb,
+    mariadb_argv,
+    mariadb_ready,
+    slurmdbd_conf,
+)
+from clustergen.twin.conf import (
     SITE_ONLY_ACCOUNTING_SLURM_CONF,
     SITE_ONLY_SLURM_CONF,
-    SITE_ONLY_SLURMDBD_CONF,
     ConfRewrite,
     conf_values,
     hosts_file_text,
-    keys_file_for,
-    read_known_keys,
+    known_keys,
     rewrite_conf,
 )
+from clustergen.twin.process import (
+    CLIENT_TIMEOUT_S,
+    START_TIMEOUT_S,
+    Daemon,
+    DaemonError,
+    clean_env,
+    die_with_parent,
+    free_port,
+    installed_slurm_version,
+    port_open,
+    read_file,
+    run_checked,
+    wait_until,
+)
+
+from support.ci import require
 from support.realslurm.parse import (
     SINFO_FORMAT,
     ControllerReport,
@@ -35,27 +55,6 @@ from support.realslurm.parse import (
     parse_slurmd_gres,
     parse_switches,
 )
-from support.realslurm.process import (
-    CLIENT_TIMEOUT_S,
-    START_TIMEOUT_S,
-    Daemon,
-    SlurmHarnessError,
-    clean_env,
-    die_with_parent,
-    free_port,
-    installed_slurm_version,
-    log_tail,
-    port_open,
-    read_file,
-    run_checked,
-    wait_until,
-)
-
-# Test-only credential for the private MariaDB; the rendered slurmdbd.conf has
-# no StoragePass line (the Ansible role appends the real one from a vault).
-DB_PASSWORD = "clustergen-test-only"
-DEFAULT_DB_USER = "slurm"
-
 
 REQUIRED_TOOLS = (
     "slurmctld",
@@ -163,7 +162,7 @@ def find_slurm_dir(rendered: Path) -> Path:
     for candidate in (rendered / "slurm", rendered):
         if (candidate / "slurm.conf").is_file():
             return candidate
-    raise SlurmHarnessError(f"no slurm.conf in {rendered} or {rendered / 'slurm'}")
+    raise DaemonError(f"no slurm.conf in {rendered} or {rendered / 'slurm'}")
 
 
 class SlurmTestbed:
@@ -271,8 +270,8 @@ class SlurmTestbed:
             replace["AccountingStoragePort"] = str(ports.slurmdbd)
             drop |= SITE_ONLY_ACCOUNTING_SLURM_CONF
         elif self.accounting == "removed":
-            remove["accountingstorage"] = "accounting removed for this test (no slurmdbd)"
-        known = read_known_keys(keys_file_for(self.slurm_version))
+            remove["accountingstorage*"] = "accounting removed for this test (no slurmdbd)"
+        known = known_keys(self.slurm_version)
         return rewrite_conf(
             rendered_conf,
             replace=replace,
@@ -285,28 +284,17 @@ class SlurmTestbed:
     def _write_slurmdbd_conf(self) -> None:
         rendered = self.source / "slurmdbd.conf"
         if not rendered.is_file():
-            raise SlurmHarnessError(
+            raise DaemonError(
                 f"slurm.conf uses accounting_storage/slurmdbd but {rendered} is missing"
             )
-        text = rendered.read_text()
-        users = conf_values(text, "StorageUser")
-        replace = {
-            "AuthType": "auth/none",
-            "DbdHost": "localhost",
-            "DbdAddr": "127.0.0.1",
-            "DbdPort": str(self.ports.slurmdbd),
-            "SlurmUser": "root",
-            "LogFile": str(self.paths.log / "slurmdbd.log"),
-            "PidFile": str(self.paths.run / "slurmdbd.pid"),
-            "StorageHost": "127.0.0.1",
-            "StoragePort": str(self.ports.mariadb),
-            "StoragePass": DB_PASSWORD,
-        }
-        if users:
-            self.db_user = users[-1]  # the rendered user is kept and created in MariaDB
-        else:
-            replace["StorageUser"] = self.db_user
-        rewrite = rewrite_conf(text, replace=replace, drop=SITE_ONLY_SLURMDBD_CONF)
+        rewrite = slurmdbd_conf(
+            rendered.read_text(),
+            dbd_port=self.ports.slurmdbd,
+            mariadb_port=self.ports.mariadb,
+            log_dir=self.paths.log,
+            run_dir=self.paths.run,
+        )
+        self.db_user = rewrite.db_user
         conf = self.paths.etc / "slurmdbd.conf"
         conf.write_text(rewrite.text)
         conf.chmod(0o600)  # slurmdbd insists: it holds StoragePass
@@ -343,59 +331,15 @@ class SlurmTestbed:
         return daemon
 
     def _start_mariadb(self) -> Daemon:
-        datadir = self.paths.db / "data"
-        run_checked(
-            [
-                "mariadb-install-db",
-                "--no-defaults",
-                f"--datadir={datadir}",
-                "--user=root",
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-                "--skip-name-resolve",
-            ]
-        )
-        init_sql = self.paths.db / "init.sql"
-        user = self.db_user.replace("'", "")
-        init_sql.write_text(
-            f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{DB_PASSWORD}';\n"
-            f"GRANT ALL PRIVILEGES ON *.* TO '{user}'@'127.0.0.1';\n"
-        )
+        install_mariadb(self.paths.db, self.db_user)
         error_log = self.paths.log / "mariadb.log"
         daemon = self._start(
             "mariadbd",
-            [
-                "mariadbd",
-                "--no-defaults",
-                f"--datadir={datadir}",
-                "--user=root",
-                f"--port={self.ports.mariadb}",
-                "--bind-address=127.0.0.1",
-                f"--socket={self._mariadb_socket()}",
-                f"--pid-file={self.paths.run / 'mariadbd.pid'}",
-                f"--log-error={error_log}",
-                "--skip-name-resolve",
-                f"--init-file={init_sql}",
-                # Below these slurmdbd logs "Database settings not recommended values".
-                "--innodb-buffer-pool-size=1G",
-                "--innodb-log-file-size=64M",
-                "--innodb-lock-wait-timeout=900",
-            ],
+            mariadb_argv(self.paths.db, self.paths.run, self.ports.mariadb, error_log),
             log=error_log,
         )
-        wait_until(
-            lambda: "ready for connections" in log_tail(error_log),
-            [daemon],
-            "mariadbd to accept connections",
-        )
+        wait_until(lambda: mariadb_ready(error_log), [daemon], "mariadbd to accept connections")
         return daemon
-
-    def _mariadb_socket(self) -> Path:
-        # A Unix socket path must fit in 108 bytes; deep pytest tmp dirs may not.
-        socket_path = self.paths.run / "mariadbd.sock"
-        if len(str(socket_path)) < 100:
-            return socket_path
-        return Path(f"/tmp/realslurm-mariadbd-{self.ports.mariadb}.sock")
 
     def _start_slurmdbd(self, mariadb: Daemon) -> None:
         self._slurmdbd = self._start(
@@ -444,7 +388,7 @@ class SlurmTestbed:
     def client(self, *argv: str) -> str:
         """Run a Slurm client inside slurmctld's mount namespace (same /etc/hosts)."""
         if self._slurmctld is None:
-            raise SlurmHarnessError("slurmctld is not running: call start_controller() first")
+            raise DaemonError("slurmctld is not running: call start_controller() first")
         self._slurmctld.raise_if_exited()
         return run_checked(
             ["nsenter", f"--target={self._slurmctld.pid}", "--mount", "--", *argv],
@@ -454,12 +398,12 @@ class SlurmTestbed:
     def start_controller(self) -> ControllerReport:
         """Start slurmdbd (if used) and slurmctld, then report what Slurm understood.
 
-        Raises SlurmHarnessError with the daemons' logs when one of them exits
+        Raises DaemonError with the daemons' logs when one of them exits
         (and stops the others). On success the daemons keep running until
         stop(), so a test may run more clients.
         """
         if self._slurmctld is not None:
-            raise SlurmHarnessError("start_controller() was already called")
+            raise DaemonError("start_controller() was already called")
         try:
             if self.accounting == "slurmdbd":
                 self._start_slurmdbd(self._start_mariadb())
@@ -528,7 +472,7 @@ class SlurmTestbed:
         )
         before, marker, output = result.stdout.partition(NAMESPACE_READY_MARKER + "\n")
         if not marker:
-            raise SlurmHarnessError(
+            raise DaemonError(
                 f"could not prepare the namespace for slurmd -G on {node} "
                 f"(exit {result.returncode}):\n{result.stdout}"
             )
