@@ -102,6 +102,9 @@ def choose_nodes(cluster: Cluster, nodes_per_group: int | None) -> NodeChoice:
 @dataclass(frozen=True)
 class TwinPaths:
     root: Path
+    # slurmstepd's Unix sockets live in the spool, and a socket path must fit in 108
+    # bytes: the spool gets a short path of its own (e.g. under /run).
+    spool: Path
 
     @property
     def etc(self) -> Path:
@@ -110,10 +113,6 @@ class TwinPaths:
     @property
     def state(self) -> Path:
         return self.root / "state"
-
-    @property
-    def spool(self) -> Path:
-        return self.root / "spool"
 
     @property
     def log(self) -> Path:
@@ -193,6 +192,13 @@ def adapt_slurm_conf(
     if conf_values(rendered, "JobAcctGatherType"):
         replace["JobAcctGatherType"] = "jobacct_gather/linux"
     drop = set(SITE_ONLY_SLURM_CONF)
+    # Contain (and X11, which implies it) needs proctrack/cgroup; slurmctld says so.
+    for flags in conf_values(rendered, "PrologFlags")[-1:]:
+        kept = [flag for flag in flags.split(",") if flag.lower() not in ("contain", "x11")]
+        if kept:
+            replace["PrologFlags"] = ",".join(kept)
+        else:
+            drop.add("prologflags")
     if uses_slurmdbd(rendered):
         replace["AccountingStorageHost"] = "localhost"
         replace["AccountingStoragePort"] = str(dbd_port)

@@ -52,6 +52,7 @@ from clustergen.twin.process import (
 
 NODES_READY_TIMEOUT_S = 60.0
 PROBE_TIMEOUT_S = 5.0
+SPOOL_BASE = Path("/run")
 MARIADB_PORT = 3306  # inside the controller's namespace, so never the machine's own
 
 # Slurm's clients, run inside the controller's namespace by the wrappers in bin/.
@@ -115,7 +116,8 @@ class Twin:
         self.cluster = cluster
         self._own_dir = work_dir is None
         root = Path(tempfile.mkdtemp(prefix="clustergen-twin-")) if work_dir is None else work_dir
-        self.paths = TwinPaths(root)
+        self.network = Network(f"cgtwin-{secrets.token_hex(4)}")
+        self.paths = TwinPaths(root, SPOOL_BASE / self.network.prefix)
         self.paths.create()
         self.slurm_version = installed_slurm_version()
         rendered = {
@@ -144,7 +146,6 @@ class Twin:
             dbd_port=self.dbd_port,
         )
         self.overridden = list(self.conf.overridden)
-        self.network = Network(f"cgtwin-{secrets.token_hex(4)}")
         self._write_files(rendered)
         self.namespaces: dict[str, str] = {}
         self.daemons: list[Daemon] = []
@@ -398,6 +399,7 @@ class Twin:
         while self.daemons:
             self.daemons.pop().stop()
         failures = self.network.delete()
+        shutil.rmtree(self.paths.spool, ignore_errors=True)
         if self._own_dir:
             shutil.rmtree(self.paths.root, ignore_errors=True)
         else:
