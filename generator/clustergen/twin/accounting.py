@@ -3,11 +3,13 @@ MariaDB, and that MariaDB (data directory, user, command line)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from clustergen.twin.conf import SITE_ONLY_SLURMDBD_CONF, conf_values, rewrite_conf
-from clustergen.twin.process import log_tail, run_checked
+from clustergen.twin.layout import TwinPaths
+from clustergen.twin.process import Daemon, DaemonOwner, log_tail, run_checked, wait_until
 
 # Credential of the private MariaDB only; the rendered slurmdbd.conf has no
 # StoragePass line (the Ansible role appends the real one from a vault).
@@ -22,10 +24,11 @@ class SlurmdbdConf:
     overridden: list[str]  # rendered lines replaced or dropped
 
 
-def slurmdbd_conf(
-    rendered: str, *, dbd_port: int, mariadb_port: int, log_dir: Path, run_dir: Path
+def write_slurmdbd_conf(
+    rendered: str, paths: TwinPaths, *, dbd_port: int, mariadb_port: int
 ) -> SlurmdbdConf:
-    """The rendered slurmdbd.conf with only host, port, credentials and paths replaced."""
+    """The rendered slurmdbd.conf with only host, port, credentials and paths replaced,
+    written to etc/slurmdbd.conf."""
     users = conf_values(rendered, "StorageUser")
     replace = {
         "AuthType": "auth/none",
@@ -33,8 +36,8 @@ def slurmdbd_conf(
         "DbdAddr": "127.0.0.1",
         "DbdPort": str(dbd_port),
         "SlurmUser": "root",
-        "LogFile": str(log_dir / "slurmdbd.log"),
-        "PidFile": str(run_dir / "slurmdbd.pid"),
+        "LogFile": str(paths.log / "slurmdbd.log"),
+        "PidFile": str(paths.run / "slurmdbd.pid"),
         "StorageHost": "127.0.0.1",
         "StoragePort": str(mariadb_port),
         "StoragePass": DB_PASSWORD,
@@ -43,6 +46,9 @@ def slurmdbd_conf(
     if not users:
         replace["StorageUser"] = db_user
     rewrite = rewrite_conf(rendered, replace=replace, drop=SITE_ONLY_SLURMDBD_CONF)
+    conf = paths.etc / "slurmdbd.conf"
+    conf.write_text(rewrite.text)
+    conf.chmod(0o600)  # slurmdbd insists: it holds StoragePass
     return SlurmdbdConf(rewrite.text, db_user, rewrite.overridden)
 
 
@@ -98,3 +104,24 @@ def mariadb_socket(run_dir: Path, port: int) -> Path:
     if len(str(socket_path)) < 100:
         return socket_path
     return Path(f"/tmp/clustergen-mariadbd-{port}.sock")
+
+
+def start_mariadb(
+    owner: DaemonOwner,
+    *,
+    db_dir: Path,
+    run_dir: Path,
+    port: int,
+    user: str,
+    where: Callable[[Sequence[str]], list[str]] = list,
+) -> Daemon:
+    """Install a fresh data directory, start mariadbd (its argv passed through `where`,
+    e.g. into a namespace) as one of owner's daemons, and wait until it accepts
+    connections."""
+    install_mariadb(db_dir, user)
+    error_log = owner.log_dir / "mariadb.log"
+    daemon = owner._start(
+        "mariadbd", where(mariadb_argv(db_dir, run_dir, port, error_log)), log=error_log
+    )
+    wait_until(lambda: mariadb_ready(error_log), [daemon], "mariadbd to accept connections")
+    return daemon

@@ -101,42 +101,31 @@ def choose_nodes(cluster: Cluster, nodes_per_group: int | None) -> NodeChoice:
 
 @dataclass(frozen=True)
 class TwinPaths:
+    """Configuration (etc), state, logs, pid files, MariaDB, client wrappers (bin)."""
+
     root: Path
     # slurmstepd's Unix sockets live in the spool, and a socket path must fit in 108
     # bytes: the spool gets a short path of its own (e.g. under /run).
     spool: Path
+    etc: Path
+    state: Path
+    log: Path
+    run: Path
+    db: Path
+    bin: Path
 
-    @property
-    def etc(self) -> Path:
-        return self.root / "etc"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def log(self) -> Path:
-        return self.root / "log"
-
-    @property
-    def run(self) -> Path:
-        return self.root / "run"
-
-    @property
-    def db(self) -> Path:
-        return self.root / "db"
-
-    @property
-    def bin(self) -> Path:
-        return self.root / "bin"
+    @classmethod
+    def under(cls, root: Path, spool: Path) -> TwinPaths:
+        """The directories below root (made here), and the spool (made here too)."""
+        names = ("etc", "state", "log", "run", "db", "bin")
+        paths = cls(root, spool, *(root / name for name in names))
+        for directory in (spool, *(root / name for name in names)):
+            directory.mkdir(parents=True, exist_ok=True)
+        return paths
 
     @property
     def slurm_conf(self) -> Path:
         return self.etc / "slurm.conf"
-
-    def create(self) -> None:
-        for directory in (self.etc, self.state, self.spool, self.log, self.run, self.db, self.bin):
-            directory.mkdir(parents=True, exist_ok=True)
 
 
 @dataclass(frozen=True)

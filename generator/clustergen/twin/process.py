@@ -11,6 +11,8 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
@@ -90,6 +92,45 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+class DaemonOwner:
+    """Starts daemons as its children and stops them, newest first; a context manager.
+
+    A subclass gives the daemons' environment (`env`) and where their output goes.
+    """
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.daemons: list[Daemon] = []
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def _start(self, name: str, argv: Sequence[str], log: Path | None = None) -> Daemon:
+        daemon = Daemon(name, argv, env=self.env, output=self.log_dir / f"{name}.out", log=log)
+        self.daemons.append(daemon)
+        return daemon
+
+    def __enter__(self: OwnerT) -> OwnerT:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop every daemon, newest first; safe to call twice."""
+        while self.daemons:
+            self.daemons.pop().stop()
+
+
+OwnerT = TypeVar("OwnerT", bound=DaemonOwner)
 
 
 def wait_until(

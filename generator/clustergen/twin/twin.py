@@ -17,18 +17,12 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
 import hostlist
 
 from clustergen.artifacts import Artifact
 from clustergen.resolve import Cluster
-from clustergen.twin.accounting import (
-    install_mariadb,
-    mariadb_argv,
-    mariadb_ready,
-    slurmdbd_conf,
-)
+from clustergen.twin.accounting import start_mariadb, write_slurmdbd_conf
 from clustergen.twin.conf import conf_values, known_keys
 from clustergen.twin.layout import (
     AdaptedConf,
@@ -45,6 +39,7 @@ from clustergen.twin.process import (
     CLIENT_TIMEOUT_S,
     Daemon,
     DaemonError,
+    DaemonOwner,
     clean_env,
     installed_slurm_version,
     wait_until,
@@ -98,7 +93,7 @@ exec "$@"
 HOSTNAME_SCRIPT = 'hostname "$1" && shift && exec "$@"'
 
 
-class Twin:
+class Twin(DaemonOwner):
     """The rendered Slurm files of `cluster` on local daemons; a context manager.
 
     work_dir: where configuration, state and logs go; None makes a temporary
@@ -117,8 +112,8 @@ class Twin:
         self._own_dir = work_dir is None
         root = Path(tempfile.mkdtemp(prefix="clustergen-twin-")) if work_dir is None else work_dir
         self.network = Network(f"cgtwin-{secrets.token_hex(4)}")
-        self.paths = TwinPaths(root, SPOOL_BASE / self.network.prefix)
-        self.paths.create()
+        self.paths = TwinPaths.under(root, SPOOL_BASE / self.network.prefix)
+        super().__init__(self.paths.log)
         self.slurm_version = installed_slurm_version()
         rendered = {
             path.removeprefix("slurm/"): artifact
@@ -148,7 +143,6 @@ class Twin:
         self.overridden = list(self.conf.overridden)
         self._write_files(rendered)
         self.namespaces: dict[str, str] = {}
-        self.daemons: list[Daemon] = []
 
     # -- files -------------------------------------------------------------------
 
@@ -169,17 +163,13 @@ class Twin:
         if self.accounting:
             if "slurmdbd.conf" not in rendered:
                 raise DaemonError("slurm.conf uses slurmdbd, but no slurmdbd.conf is rendered")
-            dbd = slurmdbd_conf(
+            dbd = write_slurmdbd_conf(
                 rendered["slurmdbd.conf"].text,
+                self.paths,
                 dbd_port=self.dbd_port,
                 mariadb_port=MARIADB_PORT,
-                log_dir=self.paths.log,
-                run_dir=self.paths.run,
             )
             self.db_user = dbd.db_user
-            conf = self.paths.etc / "slurmdbd.conf"
-            conf.write_text(dbd.text)
-            conf.chmod(0o600)  # slurmdbd insists: it holds StoragePass
             self.overridden += [f"slurmdbd.conf: {line}" for line in dbd.overridden]
         netns = shlex.quote(self.controller_netns_name)
         for client in CLIENTS:
@@ -210,19 +200,6 @@ class Twin:
         env["PATH"] = f"{self.paths.bin}{os.pathsep}{env.get('PATH', os.defpath)}"
         return env
 
-    # -- context manager -------------------------------------------------------------
-
-    def __enter__(self) -> Twin:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     # -- starting ------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -251,24 +228,15 @@ class Twin:
     def _in_netns(self, host: str, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.namespaces[host], *argv]
 
-    def _start(self, name: str, argv: Sequence[str], log: Path | None = None) -> Daemon:
-        daemon = Daemon(name, argv, env=self.env, output=self.paths.log / f"{name}.out", log=log)
-        self.daemons.append(daemon)
-        return daemon
-
     def _start_mariadb(self) -> Daemon:
-        install_mariadb(self.paths.db, self.db_user)
-        error_log = self.paths.log / "mariadb.log"
-        daemon = self._start(
-            "mariadbd",
-            self._in_netns(
-                self.controller,
-                mariadb_argv(self.paths.db, self.paths.run, MARIADB_PORT, error_log),
-            ),
-            log=error_log,
+        return start_mariadb(
+            self,
+            db_dir=self.paths.db,
+            run_dir=self.paths.run,
+            port=MARIADB_PORT,
+            user=self.db_user,
+            where=lambda argv: self._in_netns(self.controller, argv),
         )
-        wait_until(lambda: mariadb_ready(error_log), [daemon], "mariadbd to accept connections")
-        return daemon
 
     def _start_slurmdbd(self, mariadb: Daemon) -> None:
         daemon = self._start(
@@ -396,8 +364,7 @@ class Twin:
 
     def stop(self) -> None:
         """Stop every daemon, newest first, then the namespaces; safe to call twice."""
-        while self.daemons:
-            self.daemons.pop().stop()
+        super().stop()
         failures = self.network.delete()
         shutil.rmtree(self.paths.spool, ignore_errors=True)
         if self._own_dir:

@@ -9,16 +9,9 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Literal
 
-from clustergen.twin.accounting import (
-    DEFAULT_DB_USER,
-    install_mariadb,
-    mariadb_argv,
-    mariadb_ready,
-    slurmdbd_conf,
-)
+from clustergen.twin.accounting import DEFAULT_DB_USER, start_mariadb, write_slurmdbd_conf
 from clustergen.twin.conf import (
     SITE_ONLY_ACCOUNTING_SLURM_CONF,
     SITE_ONLY_SLURM_CONF,
@@ -28,11 +21,13 @@ from clustergen.twin.conf import (
     known_keys,
     rewrite_conf,
 )
+from clustergen.twin.layout import TwinPaths
 from clustergen.twin.process import (
     CLIENT_TIMEOUT_S,
     START_TIMEOUT_S,
     Daemon,
     DaemonError,
+    DaemonOwner,
     clean_env,
     die_with_parent,
     free_port,
@@ -102,50 +97,6 @@ AccountingMode = Literal["slurmdbd", "remove"]
 
 
 @dataclass(frozen=True)
-class WorkPaths:
-    root: Path
-
-    @classmethod
-    def create(cls, root: Path) -> WorkPaths:
-        paths = cls(root)
-        for directory in (paths.etc, paths.state, paths.spool, paths.log, paths.run, paths.db):
-            directory.mkdir(parents=True, exist_ok=True)
-        return paths
-
-    @property
-    def etc(self) -> Path:
-        return self.root / "etc"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def spool(self) -> Path:
-        return self.root / "spool"
-
-    @property
-    def log(self) -> Path:
-        return self.root / "log"
-
-    @property
-    def run(self) -> Path:
-        return self.root / "run"
-
-    @property
-    def db(self) -> Path:
-        return self.root / "db"
-
-    @property
-    def slurm_conf(self) -> Path:
-        return self.etc / "slurm.conf"
-
-    @property
-    def hosts(self) -> Path:
-        return self.etc / "hosts"
-
-
-@dataclass(frozen=True)
 class Ports:
     slurmctld: int
     slurmd: int
@@ -165,7 +116,7 @@ def find_slurm_dir(rendered: Path) -> Path:
     raise DaemonError(f"no slurm.conf in {rendered} or {rendered / 'slurm'}")
 
 
-class SlurmTestbed:
+class SlurmTestbed(DaemonOwner):
     """Rendered Slurm files installed in a private work dir, ready for the real daemons.
 
     rendered: render output root (or its slurm/ directory).
@@ -186,10 +137,10 @@ class SlurmTestbed:
         accounting: AccountingMode = "slurmdbd",
     ) -> None:
         self.source = find_slurm_dir(rendered)
-        self.paths = WorkPaths.create(work_dir)
+        self.paths = TwinPaths.under(work_dir, work_dir / "spool")
+        super().__init__(self.paths.log)
         self.ports = Ports.pick()
         self.slurm_version = installed_slurm_version()
-        self.daemons: list[Daemon] = []
         self._slurmctld: Daemon | None = None
         self._slurmdbd: Daemon | None = None
         rendered_conf = (self.source / "slurm.conf").read_text()
@@ -204,25 +155,11 @@ class SlurmTestbed:
             self._write_slurmdbd_conf()
         names = [*self._rendered_host_names(rendered_conf), *node_names]
         hosts_text, self.addresses = hosts_file_text(names, socket.gethostname())
-        self.paths.hosts.write_text(hosts_text)
-
-    # -- context manager -----------------------------------------------------
-
-    def __enter__(self) -> SlurmTestbed:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self.hosts_file = self.paths.etc / "hosts"
+        self.hosts_file.write_text(hosts_text)
 
     def stop(self) -> None:
-        """Stop every daemon, newest first; safe to call twice."""
-        while self.daemons:
-            self.daemons.pop().stop()
+        super().stop()
         # The MariaDB data dir is ~100 MB of InnoDB files nobody reads afterwards.
         shutil.rmtree(self.paths.db / "data", ignore_errors=True)
 
@@ -287,17 +224,13 @@ class SlurmTestbed:
             raise DaemonError(
                 f"slurm.conf uses accounting_storage/slurmdbd but {rendered} is missing"
             )
-        rewrite = slurmdbd_conf(
+        rewrite = write_slurmdbd_conf(
             rendered.read_text(),
+            self.paths,
             dbd_port=self.ports.slurmdbd,
             mariadb_port=self.ports.mariadb,
-            log_dir=self.paths.log,
-            run_dir=self.paths.run,
         )
         self.db_user = rewrite.db_user
-        conf = self.paths.etc / "slurmdbd.conf"
-        conf.write_text(rewrite.text)
-        conf.chmod(0o600)  # slurmdbd insists: it holds StoragePass
         self.overridden = [
             *self.overridden,
             *(f"slurmdbd.conf: {line}" for line in rewrite.overridden),
@@ -325,21 +258,14 @@ class SlurmTestbed:
 
     # -- daemons ---------------------------------------------------------------
 
-    def _start(self, name: str, argv: Sequence[str], log: Path | None = None) -> Daemon:
-        daemon = Daemon(name, argv, env=self.env, output=self.paths.log / f"{name}.out", log=log)
-        self.daemons.append(daemon)
-        return daemon
-
     def _start_mariadb(self) -> Daemon:
-        install_mariadb(self.paths.db, self.db_user)
-        error_log = self.paths.log / "mariadb.log"
-        daemon = self._start(
-            "mariadbd",
-            mariadb_argv(self.paths.db, self.paths.run, self.ports.mariadb, error_log),
-            log=error_log,
+        return start_mariadb(
+            self,
+            db_dir=self.paths.db,
+            run_dir=self.paths.run,
+            port=self.ports.mariadb,
+            user=self.db_user,
         )
-        wait_until(lambda: mariadb_ready(error_log), [daemon], "mariadbd to accept connections")
-        return daemon
 
     def _start_slurmdbd(self, mariadb: Daemon) -> None:
         self._slurmdbd = self._start(
@@ -362,7 +288,7 @@ class SlurmTestbed:
                 "-c",
                 HOSTS_NAMESPACE_SCRIPT,
                 "sh",
-                str(self.paths.hosts),
+                str(self.hosts_file),
                 "slurmctld",
                 "-D",
                 "-c",
@@ -456,7 +382,7 @@ class SlurmTestbed:
                 "-c",
                 script,
                 "sh",
-                str(self.paths.hosts),
+                str(self.hosts_file),
                 node,
                 str(gpu_count),
                 str(self.paths.slurm_conf),

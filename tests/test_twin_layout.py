@@ -1,0 +1,75 @@
+"""What the twin decides before starting anything: which nodes get a slurmd, and how
+the rendered slurm.conf is adapted to the local daemons (every dropped line listed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clustergen.load import load_spec
+from clustergen.resolve import Cluster
+from clustergen.twin.conf import known_keys
+from clustergen.twin.layout import TwinPaths, adapt_slurm_conf, choose_nodes
+from clustergen.validate import validate_cluster
+
+from support.paths import EXAMPLES
+
+
+def ml_training() -> Cluster:
+    cluster, _ = validate_cluster(load_spec(str(EXAMPLES / "ml-training-8node.yaml")))
+    assert cluster is not None
+    return cluster
+
+
+def test_every_node_of_a_small_spec_gets_a_slurmd() -> None:
+    choice = choose_nodes(ml_training(), None)
+    assert [node.name for node in choice.started] == [f"gpu{i:02d}" for i in range(1, 9)]
+    assert {node.gpu_count for node in choice.started} == {8}
+    assert choice.not_started == ()
+    assert choice.describe() == ["nodes: one slurmd per compute node, 8: gpu[01-08]"]
+
+
+def test_nodes_per_group_starts_a_representative_subset_and_says_so() -> None:
+    choice = choose_nodes(ml_training(), 2)
+    assert [node.name for node in choice.started] == ["gpu01", "gpu02"]
+    assert choice.describe() == [
+        "nodes: a representative subset, 2 of 8 compute nodes: gpu[01-02] for hardware hgx-h100",
+        "not started (set DOWN): gpu[03-08]",
+    ]
+
+
+def test_keys_the_local_slurm_lacks_and_node_scripts_are_dropped_and_listed(
+    tmp_path: Path,
+) -> None:
+    rendered = (
+        "ClusterName=x\n"
+        "SlurmctldHost=head(10.0.1.2)\n"
+        "MaxBatchRequeue=5\n"  # 23.11 and later
+        "Epilog=/etc/slurm/health-epilog.sh\n"
+        "EpilogMsgTime=2000\n"
+        "PrologFlags=Alloc,Contain\n"
+        "ProctrackType=proctrack/cgroup\n"
+    )
+    adapted = adapt_slurm_conf(
+        rendered,
+        controller="head",
+        controller_address="10.201.0.2",
+        paths=TwinPaths.under(tmp_path, tmp_path / "spool"),
+        slurm_version="22.05.8",
+        known_keys=known_keys("22.05.8"),
+        dbd_port=6819,
+    )
+    assert [str(line) for line in adapted.dropped] == [
+        "MaxBatchRequeue=5  (not a slurm.conf key of the local Slurm 22.05.8)",
+        "Epilog=/etc/slurm/health-epilog.sh  (a script for real nodes (GPU driver, site paths))",
+    ]
+    lines = adapted.text.splitlines()
+    assert "EpilogMsgTime=2000" in lines
+    assert "ClusterName=x" in lines
+    assert "SlurmctldHost=head(10.201.0.2)" in lines
+    assert "PrologFlags=Alloc" in lines
+    assert "ProctrackType=proctrack/linuxproc" in lines
+    assert adapted.overridden == [
+        "SlurmctldHost=head(10.0.1.2)",
+        "PrologFlags=Alloc,Contain",
+        "ProctrackType=proctrack/cgroup",
+    ]
