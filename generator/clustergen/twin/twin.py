@@ -302,6 +302,7 @@ class Twin(DaemonOwner):
                 capture_output=True,
                 text=True,
                 env=self.env,
+                cwd=self.paths.root,  # batch jobs write slurm-<id>.out here, not in the caller's
                 timeout=timeout,
                 check=False,
             )
