@@ -1,9 +1,13 @@
-"""What the twin decides before starting anything: which nodes get a slurmd, and how
-the rendered slurm.conf is adapted to the local daemons (every dropped line listed)."""
+"""What the twin decides before starting anything: whether it can run at all (root, the
+Slurm packages), which nodes get a slurmd, and how the rendered slurm.conf is adapted
+to the local daemons (every dropped line listed). No daemons: these run everywhere."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from clustergen.load import load_spec
 from clustergen.resolve import Cluster
@@ -73,3 +77,24 @@ def test_keys_the_local_slurm_lacks_and_node_scripts_are_dropped_and_listed(
         "PrologFlags=Alloc,Contain",
         "ProctrackType=proctrack/cgroup",
     ]
+
+
+def test_missing_root_and_slurm_say_so(
+    tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result = cli("twin", str(EXAMPLES / "ml-training-8node.yaml"))
+    assert result.code == 2
+    message = result.err.strip().splitlines()[-1]
+    assert message.startswith("clustergen: twin needs root"), result.err
+    assert "needs the distribution's Slurm packages" in message
+    assert "slurmctld, slurmd, scontrol" in message
+    assert "apt-get install" in message and "slurmdbd" in message
+    assert "Traceback" not in result.err
+
+
+def test_run_of_a_missing_script_is_refused(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("twin", str(EXAMPLES / "edge-roce-2node.yaml"), "--run", str(tmp_path / "no.sh"))
+    assert result.code == 2
+    assert result.err == f"clustergen: --run {tmp_path / 'no.sh'}: no such file\n"
