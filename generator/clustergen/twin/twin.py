@@ -114,6 +114,16 @@ class Twin(DaemonOwner):
         self.network = Network(f"cgtwin-{secrets.token_hex(4)}")
         self.paths = TwinPaths.under(root, SPOOL_BASE / self.network.prefix)
         super().__init__(self.paths.log)
+        self.namespaces: dict[str, str] = {}
+        try:
+            self._prepare(cluster, files, nodes_per_group)
+        except BaseException:
+            self._remove_directories()
+            raise
+
+    def _prepare(
+        self, cluster: Cluster, files: Mapping[str, Artifact], nodes_per_group: int | None
+    ) -> None:
         self.slurm_version = installed_slurm_version()
         rendered = {
             path.removeprefix("slurm/"): artifact
@@ -140,9 +150,8 @@ class Twin(DaemonOwner):
             known_keys=known_keys(self.slurm_version),
             dbd_port=self.dbd_port,
         )
-        self.overridden = list(self.conf.overridden)
+        self.slurmdbd_overridden: list[str] = []
         self._write_files(rendered)
-        self.namespaces: dict[str, str] = {}
 
     # -- files -------------------------------------------------------------------
 
@@ -170,7 +179,7 @@ class Twin(DaemonOwner):
                 mariadb_port=MARIADB_PORT,
             )
             self.db_user = dbd.db_user
-            self.overridden += [f"slurmdbd.conf: {line}" for line in dbd.overridden]
+            self.slurmdbd_overridden = dbd.overridden
         netns = shlex.quote(self.controller_netns_name)
         for client in CLIENTS:
             real = shutil.which(client)  # the wrappers' own directory is not on PATH yet
@@ -342,6 +351,11 @@ class Twin(DaemonOwner):
         else:
             lines.append("dropped from slurm.conf: nothing")
         lines.append("set for the local daemons: " + " ".join(self.conf.added))
+        if self.slurmdbd_overridden:
+            lines.append(
+                "slurmdbd.conf: host, port, credentials and paths set for the private MariaDB "
+                f"(replacing {' '.join(self.slurmdbd_overridden)})"
+            )
         return lines
 
     def how_to_reach(self) -> list[str]:
@@ -363,15 +377,18 @@ class Twin(DaemonOwner):
 
     # -- stopping ------------------------------------------------------------------------
 
+    def _remove_directories(self) -> None:
+        shutil.rmtree(self.paths.spool, ignore_errors=True)
+        if self._own_dir:
+            shutil.rmtree(self.paths.root, ignore_errors=True)
+        else:  # the caller's directory keeps configuration and logs
+            shutil.rmtree(self.paths.db / "data", ignore_errors=True)
+
     def stop(self) -> None:
         """Stop every daemon, newest first, then the namespaces; safe to call twice."""
         super().stop()
         failures = self.network.delete()
-        shutil.rmtree(self.paths.spool, ignore_errors=True)
-        if self._own_dir:
-            shutil.rmtree(self.paths.root, ignore_errors=True)
-        else:
-            shutil.rmtree(self.paths.db / "data", ignore_errors=True)
+        self._remove_directories()
         if failures:
             raise DaemonError("could not remove everything:\n" + "\n".join(failures))
 
