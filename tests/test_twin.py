@@ -293,3 +293,47 @@ def test_without_run_it_waits_and_a_signal_removes_everything(tmp_path: Path, st
     assert proc.returncode == 0, err
     assert "stopped; everything it started is removed" in err
     assert leftovers(tmpdir, before) == []
+
+
+def spec_with_options(tmp_path: Path, *options: str) -> Path:
+    text = (EXAMPLES / "ml-training-8node.yaml").read_text()
+    old = "    MessageTimeout: 30\n"
+    assert old in text
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text.replace(old, old + "".join(f"    {line}\n" for line in options)))
+    return spec
+
+
+def test_keys_the_local_slurm_lacks_are_dropped_and_listed(tmp_path: Path) -> None:
+    require_twin()
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    spec = spec_with_options(tmp_path, "MaxBatchRequeue: 3")  # a 23.11 key; the spec pins 23.11
+    script = tmp_path / "jobs.sh"
+    script.write_text("srun -p debug --gres=gpu:8 true\n")
+    before = twin_namespaces()
+    proc = run_cli(str(spec), "--nodes-per-group", "1", "--run", str(script), tmpdir=tmpdir)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    assert "rendered for Slurm 23.11.10, running on the local Slurm 22.05" in err
+    assert "dropped from slurm.conf (2):" in err
+    assert "  MaxBatchRequeue=3  (not a slurm.conf key of the local Slurm 22.05" in err
+    assert "  Epilog=/etc/slurm/health-epilog.sh  (a script for real nodes" in err
+    assert leftovers(tmpdir, before) == []
+
+
+def test_a_configuration_the_daemons_refuse_exits_1_with_their_log(tmp_path: Path) -> None:
+    require_twin()
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    spec = spec_with_options(tmp_path, "SchedulerType: sched/bogus")
+    script = tmp_path / "jobs.sh"
+    script.write_text("exit 0\n")
+    before = twin_namespaces()
+    proc = run_cli(str(spec), "--nodes-per-group", "1", "--run", str(script), tmpdir=tmpdir)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err
+    assert "clustergen twin: slurmctld exited early" in err
+    assert "fatal: Failed to initialize sched plugin" in err
+    assert f"running {script}" not in err  # the script never ran
+    assert leftovers(tmpdir, before) == []
