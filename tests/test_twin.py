@@ -255,6 +255,33 @@ def test_run_exits_with_the_script_status_and_leaves_nothing(tmp_path: Path) -> 
     assert leftovers(tmpdir, before) == []
 
 
+def running(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting for its reaper."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_sigterm_during_run_stops_the_script_and_the_twin(tmp_path: Path) -> None:
+    require_twin()
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    pid_file = tmp_path / "sleep.pid"
+    script = tmp_path / "jobs.sh"
+    script.write_text(f"sleep 300 &\necho $! > {pid_file}\necho ready\nwait\n")
+    before = twin_namespaces()
+    proc = run_cli(str(EXAMPLES / "edge-roce-2node.yaml"), "--run", str(script), tmpdir=tmpdir)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert not running(int(pid_file.read_text()))  # the script's background job went too
+    assert leftovers(tmpdir, before) == []
+
+
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
 def test_without_run_it_waits_and_a_signal_removes_everything(tmp_path: Path, stop: int) -> None:
     require_twin()
@@ -304,21 +331,43 @@ def spec_with_options(tmp_path: Path, *options: str) -> Path:
     return spec
 
 
-def test_keys_the_local_slurm_lacks_are_dropped_and_listed(tmp_path: Path) -> None:
+QOS = """\
+  preemption: {type: qos, mode: REQUEUE}
+  qos:
+    - {name: low, preempt_mode: REQUEUE, grace_time_s: 300}
+    - {name: high, priority: 100, preempt: [low, normal]}
+"""
+
+
+def test_keys_the_local_slurm_lacks_are_dropped_and_listed_and_qos_created(
+    tmp_path: Path,
+) -> None:
     require_twin()
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     spec = spec_with_options(tmp_path, "MaxBatchRequeue: 3")  # a 23.11 key; the spec pins 23.11
+    text = spec.read_text()
+    old = "  preemption: {type: qos, mode: CANCEL}\n"
+    assert old in text
+    spec.write_text(text.replace(old, QOS))
     script = tmp_path / "jobs.sh"
-    script.write_text("srun -p debug --gres=gpu:8 true\n")
+    script.write_text(
+        "set -e\n"
+        "sacctmgr -nP show qos format=Name,Priority,Preempt\n"
+        # As on a real cluster, a user's association must allow a QOS before a job uses it.
+        "sacctmgr -i modify user root set qos+=high >/dev/null\n"
+        "srun -p debug --qos=high --gres=gpu:8 true\n"
+    )
     before = twin_namespaces()
     proc = run_cli(str(spec), "--nodes-per-group", "1", "--run", str(script), tmpdir=tmpdir)
-    _, err = proc.communicate(timeout=180)
+    out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err
     assert "rendered for Slurm 23.11.10, running on the local Slurm 22.05" in err
     assert "dropped from slurm.conf (2):" in err
     assert "  MaxBatchRequeue=3  (not a slurm.conf key of the local Slurm 22.05" in err
     assert "  Epilog=/etc/slurm/health-epilog.sh  (a script for real nodes" in err
+    assert "QOS: created in slurmdbd by the rendered clustergen-qos.sh" in err
+    assert sorted(out.splitlines()) == ["high|100|low,normal", "low|0|", "normal|0|"]
     assert leftovers(tmpdir, before) == []
 
 

@@ -332,6 +332,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 class _Stopped(Exception):
     """SIGTERM or SIGHUP arrived: stop the twin as Ctrl-C does."""
 
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
 
 def _raise_stopped(signum: int, frame: object) -> None:
     raise _Stopped(signum)
@@ -368,9 +372,12 @@ def cmd_twin(args: argparse.Namespace) -> int:
     except DaemonError as exc:
         print(f"clustergen twin: {exc}", file=sys.stderr)
         return int(ExitCode.INVALID_SPEC)
-    except (_Stopped, KeyboardInterrupt):
+    except (_Stopped, KeyboardInterrupt) as stop:
         print("clustergen twin: stopped; everything it started is removed", file=sys.stderr)
-        return int(ExitCode.OK) if script is None else 128 + signal.SIGTERM
+        if script is None:
+            return int(ExitCode.OK)
+        # --run cut short: the shell's convention for a command ended by a signal.
+        return 128 + (stop.signum if isinstance(stop, _Stopped) else signal.SIGINT)
     finally:
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)

@@ -66,6 +66,9 @@ class Daemon:
                 stderr=subprocess.STDOUT,
                 env=dict(env),
                 preexec_fn=die_with_parent,
+                # Out of the terminal's process group: Ctrl-C reaches only the owner,
+                # which stops its daemons in order.
+                start_new_session=True,
             )
 
     @property

@@ -9,10 +9,12 @@ their /etc/netns entries, and removes the work directory it created.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -21,6 +23,7 @@ from pathlib import Path
 import hostlist
 
 from clustergen.artifacts import Artifact
+from clustergen.outputs.slurm.derive import QOS_SCRIPT_NAME
 from clustergen.resolve import Cluster
 from clustergen.twin.accounting import start_mariadb, write_slurmdbd_conf
 from clustergen.twin.conf import conf_values, known_keys
@@ -218,6 +221,7 @@ class Twin(DaemonOwner):
             self.namespaces = self.network.create(self.addresses, hosts)
             if self.accounting:
                 self._start_slurmdbd(self._start_mariadb())
+                self._create_qos()
             self._start_slurmctld()
             for node in self.nodes.started:
                 self._start_slurmd(node.name, node.gpu_count)
@@ -259,6 +263,13 @@ class Twin(DaemonOwner):
             [mariadb, daemon],
             f"slurmdbd to listen on port {self.dbd_port}",
         )
+
+    def _create_qos(self) -> None:
+        """The rendered QOS script (sacctmgr, as the slurm_accounting role runs it), before
+        slurmctld starts, so that partitions naming a QOS find it."""
+        script = self.paths.etc / QOS_SCRIPT_NAME
+        if script.is_file():
+            self.client("bash", str(script))
 
     def _start_slurmctld(self) -> None:
         argv = ["unshare", "--uts", "--", "sh", "-c", HOSTNAME_SCRIPT, "sh", self.controller]
@@ -333,7 +344,15 @@ class Twin(DaemonOwner):
     def run_script(self, script: Path) -> int:
         """Run `script` with SLURM_CONF set and the clients on PATH; its exit status."""
         argv = [str(script)] if os.access(script, os.X_OK) else ["sh", str(script)]
-        return subprocess.run(argv, env=self.user_env, check=False).returncode
+        # A session of its own, so that whatever the script started in the background
+        # goes with it, also when the twin is stopped while it runs.
+        proc = subprocess.Popen(argv, env=self.user_env, start_new_session=True)
+        try:
+            return proc.wait()
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
     def describe(self) -> list[str]:
         """What the twin is: versions, nodes, accounting, every dropped key and override."""
@@ -351,6 +370,8 @@ class Twin(DaemonOwner):
         else:
             lines.append("dropped from slurm.conf: nothing")
         lines.append("set for the local daemons: " + " ".join(self.conf.added))
+        if self.accounting and (self.paths.etc / QOS_SCRIPT_NAME).is_file():
+            lines.append(f"QOS: created in slurmdbd by the rendered {QOS_SCRIPT_NAME}")
         if self.slurmdbd_overridden:
             lines.append(
                 "slurmdbd.conf: host, port, credentials and paths set for the private MariaDB "
