@@ -41,6 +41,18 @@ def test_nodes_per_group_starts_a_representative_subset_and_says_so() -> None:
     ]
 
 
+def test_a_partition_outside_the_subset_still_gets_its_first_node(tmp_path: Path) -> None:
+    text = (EXAMPLES / "ml-training-8node.yaml").read_text()
+    old = '{name: debug, nodes: "gpu[01-02]"'
+    assert old in text
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text.replace(old, '{name: debug, nodes: "gpu[07-08]"'))
+    cluster, _ = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None
+    choice = choose_nodes(cluster, 1)
+    assert [node.name for node in choice.started] == ["gpu01", "gpu07"]
+
+
 def test_keys_the_local_slurm_lacks_and_node_scripts_are_dropped_and_listed(
     tmp_path: Path,
 ) -> None:

@@ -80,23 +80,31 @@ class NodeChoice:
 
 
 def choose_nodes(cluster: Cluster, nodes_per_group: int | None) -> NodeChoice:
-    """Every compute node, or the first `nodes_per_group` of each hardware group
-    (by default only when there are more than MAX_NODES_ALL)."""
+    """Every compute node, or the first `nodes_per_group` of each hardware group (by
+    default only when there are more than MAX_NODES_ALL), plus the first node of any
+    partition that would otherwise have none, so that every partition can run a job."""
     compute = cluster.compute
     if nodes_per_group is None and len(compute) > MAX_NODES_ALL:
         nodes_per_group = DEFAULT_NODES_PER_GROUP
-    started: list[TwinNode] = []
-    not_started: list[str] = []
+    chosen: set[str] = set()
     per_group: dict[str, int] = {}
     for host in compute:
         taken = per_group.get(host.hardware_name, 0)
-        if nodes_per_group is not None and taken >= nodes_per_group:
-            not_started.append(host.name)
-            continue
-        per_group[host.hardware_name] = taken + 1
-        gpu = host.hardware.gpu
-        started.append(TwinNode(host.name, host.hardware_name, gpu.count if gpu else 0))
-    return NodeChoice(tuple(started), tuple(not_started), bool(not_started))
+        if nodes_per_group is None or taken < nodes_per_group:
+            per_group[host.hardware_name] = taken + 1
+            chosen.add(host.name)
+    compute_names = {host.name for host in compute}
+    for members in cluster.partition_nodes:
+        in_partition = [name for name in members if name in compute_names]
+        if in_partition and not chosen.intersection(in_partition):
+            chosen.add(in_partition[0])
+    started = tuple(
+        TwinNode(host.name, host.hardware_name, host.hardware.gpu.count if host.hardware.gpu else 0)
+        for host in compute
+        if host.name in chosen
+    )
+    not_started = tuple(host.name for host in compute if host.name not in chosen)
+    return NodeChoice(started, not_started, bool(not_started))
 
 
 @dataclass(frozen=True)
