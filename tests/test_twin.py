@@ -232,27 +232,39 @@ def run_cli(*argv: str, tmpdir: Path, **kwargs: object) -> subprocess.Popen[str]
     )
 
 
-def test_run_exits_with_the_script_status_and_leaves_nothing(tmp_path: Path) -> None:
+def run_to_end(
+    tmp_path: Path, spec: Path, script_text: str, *argv: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """`clustergen twin SPEC ARGV --run SCRIPT` to its end: its result, and what it left."""
     require_twin()
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     script = tmp_path / "jobs.sh"
-    script.write_text(
+    script.write_text(script_text)
+    before = twin_namespaces()
+    started = time.monotonic()
+    proc = run_cli(str(spec), *argv, "--run", str(script), tmpdir=tmpdir)
+    out, err = proc.communicate(timeout=180)
+    print(f"twin --run took {time.monotonic() - started:.1f} s")
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return result, leftovers(tmpdir, before)
+
+
+def test_run_exits_with_the_script_status_and_leaves_nothing(tmp_path: Path) -> None:
+    result, left = run_to_end(
+        tmp_path,
+        EXAMPLES / "edge-roce-2node.yaml",
         "set -e\n"
         "sinfo -h -o '%P %D %t'\n"
         "srun -N2 --gres=gpu:4 bash -c 'echo $(hostname) $CUDA_VISIBLE_DEVICES'\n"
-        "exit 7\n"
+        "exit 7\n",
     )
-    before = twin_namespaces()
-    started = time.monotonic()
-    proc = run_cli(str(EXAMPLES / "edge-roce-2node.yaml"), "--run", str(script), tmpdir=tmpdir)
-    out, err = proc.communicate(timeout=180)
-    print(f"twin --run took {time.monotonic() - started:.1f} s")
-    assert proc.returncode == 7, err
+    out, err = result.stdout, result.stderr
+    assert result.returncode == 7, err
     assert "gpu* 2 idle" in out, out
     assert sorted(out.splitlines()[1:]) == ["lab1 0,1,2,3", "lab2 0,1,2,3"], out
     assert "running on the local Slurm" in err
-    assert leftovers(tmpdir, before) == []
+    assert left == []
 
 
 def running(pid: int) -> bool:
@@ -342,47 +354,39 @@ QOS = """\
 def test_keys_the_local_slurm_lacks_are_dropped_and_listed_and_qos_created(
     tmp_path: Path,
 ) -> None:
-    require_twin()
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
     spec = spec_with_options(tmp_path, "MaxBatchRequeue: 3")  # a 23.11 key; the spec pins 23.11
     text = spec.read_text()
     old = "  preemption: {type: qos, mode: CANCEL}\n"
     assert old in text
     spec.write_text(text.replace(old, QOS))
-    script = tmp_path / "jobs.sh"
-    script.write_text(
+    result, left = run_to_end(
+        tmp_path,
+        spec,
         "set -e\n"
         "sacctmgr -nP show qos format=Name,Priority,Preempt\n"
         # As on a real cluster, a user's association must allow a QOS before a job uses it.
         "sacctmgr -i modify user root set qos+=high >/dev/null\n"
-        "srun -p debug --qos=high --gres=gpu:8 true\n"
+        "srun -p debug --qos=high --gres=gpu:8 true\n",
+        "--nodes-per-group",
+        "1",
     )
-    before = twin_namespaces()
-    proc = run_cli(str(spec), "--nodes-per-group", "1", "--run", str(script), tmpdir=tmpdir)
-    out, err = proc.communicate(timeout=180)
-    assert proc.returncode == 0, err
+    err = result.stderr
+    assert result.returncode == 0, err
     assert "rendered for Slurm 23.11.10, running on the local Slurm 22.05" in err
     assert "dropped from slurm.conf (2):" in err
     assert "  MaxBatchRequeue=3  (not a slurm.conf key of the local Slurm 22.05" in err
     assert "  Epilog=/etc/slurm/health-epilog.sh  (a script for real nodes" in err
     assert "QOS: created in slurmdbd by the rendered clustergen-qos.sh" in err
-    assert sorted(out.splitlines()) == ["high|100|low,normal", "low|0|", "normal|0|"]
-    assert leftovers(tmpdir, before) == []
+    assert sorted(result.stdout.splitlines()) == ["high|100|low,normal", "low|0|", "normal|0|"]
+    assert left == []
 
 
 def test_a_configuration_the_daemons_refuse_exits_1_with_their_log(tmp_path: Path) -> None:
-    require_twin()
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
     spec = spec_with_options(tmp_path, "SchedulerType: sched/bogus")
-    script = tmp_path / "jobs.sh"
-    script.write_text("exit 0\n")
-    before = twin_namespaces()
-    proc = run_cli(str(spec), "--nodes-per-group", "1", "--run", str(script), tmpdir=tmpdir)
-    _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 1, err
+    result, left = run_to_end(tmp_path, spec, "exit 0\n", "--nodes-per-group", "1")
+    err = result.stderr
+    assert result.returncode == 1, err
     assert "clustergen twin: slurmctld exited early" in err
     assert "fatal: Failed to initialize sched plugin" in err
-    assert f"running {script}" not in err  # the script never ran
-    assert leftovers(tmpdir, before) == []
+    assert "clustergen twin: running" not in err  # the script never ran
+    assert left == []
