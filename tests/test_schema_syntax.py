@@ -140,6 +140,7 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "nccl-09-nccl-not-an-nccl-name": _NCCL_TABLE,
     "nccl-10-nccl-debug-enum": _NCCL_TABLE,
     "nccl-11-roce-without-traffic-class": "a setting that depends on the fabric type",
+    "pattern-01-nodes-exceed-racks": "counts a hostlist's hosts against racks x units",
     "facility-01-switch-ports-exceeded": "counts the HCAs of a leaf's nodes; " + _COMPARISON,
     "facility-02-device-above-rack-top": "unit plus the node profile's height; " + _COMPARISON,
     "facility-03-two-devices-in-one-unit": "overlap of units across list items",

@@ -122,9 +122,10 @@ class LoadedSpec:
                 return (*alias, *path[length:]), label
         return path, label
 
-    def locate(self, path: SpecPath, at: str = "value") -> Position:
-        """The position of `path`, or of its nearest ancestor that has one."""
-        probe, _ = self.source(path)
+    def locate(self, path: SpecPath, at: str = "value", *, expanded: bool = True) -> Position:
+        """The position of `path` (of the expanded spec, or as written), or of its nearest
+        ancestor that has one."""
+        probe = self.source(path)[0] if expanded else path
         while True:
             located = self.positions.get(probe)
             if located is not None:

@@ -76,22 +76,21 @@ def _items(
     for index, item in enumerate(items):
         if not _is(item, marker):
             if len(result) != index:  # an element written out, moved by an earlier pattern
-                out.aliases[(*path, len(result))] = (*path, index)
+                out.aliases[path + (len(result),)] = (*path, index)
             result.append(item)
             continue
         source = (*path, index)
         for element, label, places in expander(out, source, item):
             at = (*path, len(result))
             out.aliases[at] = source
-            out.aliases.update({(*at, *part): (*source, *where) for part, where in places.items()})
+            for part, where in places.items():
+                out.aliases[at + part] = source + where
             out.labels[at] = label
             result.append(element)
     return result
 
 
-def _racks(
-    out: Expansion, path: SpecPath, item: Any
-) -> Iterator[Element]:
+def _racks(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
     pattern = _model(out, path, RackPattern, item)
     if pattern is None:
         return
@@ -99,7 +98,7 @@ def _racks(
     nodes = expand_hostlist(pattern.nodes) if pattern.nodes else ()
     if nodes and not pattern.units:
         out.problems.append(
-            Problem(codes.PATTERN_NO_ROOM, (*path, "nodes"), "a rack pattern with nodes needs units")
+            Problem(codes.PATTERN_NO_ROOM, (*path, "nodes"), "a rack pattern's nodes need units")
         )
         return
     per_rack = len(pattern.units)
@@ -118,7 +117,7 @@ def _racks(
         rack: dict[str, Any] = {"name": name, "height_u": pattern.height_u}
         if pattern.pdus:
             rack["pdus"] = _fill(pattern.pdus, rack=name)
-        devices = [{"u": u, "node": node} for u, node in zip(pattern.units, own)]
+        devices = [{"u": u, "node": node} for u, node in zip(pattern.units, own, strict=False)]
         devices += _fill(pattern.devices, rack=name)
         if devices:
             rack["devices"] = devices
@@ -126,16 +125,17 @@ def _racks(
             if getattr(pattern, key) is not None:
                 rack[key] = getattr(pattern, key)
         # each device stands where its unit or its template is written
-        places = {("devices", k): ("units", k) for k in range(len(own))}
+        places: dict[SpecPath, SpecPath] = {}
+        for k in range(len(own)):
+            places[("devices", k)] = places[("devices", k, "u")] = ("units", k)
+            places[("devices", k, "node")] = ("nodes",)
         places.update(
             {("devices", len(own) + k): ("devices", k) for k in range(len(pattern.devices))}
         )
         yield rack, f"rack {name}", places
 
 
-def _switches(
-    out: Expansion, path: SpecPath, item: Any
-) -> Iterator[Element]:
+def _switches(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
     group = _model(out, path, SwitchGroup, item)
     if group is None:
         return
@@ -163,7 +163,7 @@ def _switches(
         )
         return
     start = 0
-    for name, share in zip(names, shares):
+    for name, share in zip(names, shares, strict=True):
         if share == 0:
             out.problems.append(
                 Problem(
@@ -184,9 +184,7 @@ def _switches(
         yield switch, f"switch {name}", {}
 
 
-def _targets(
-    out: Expansion, path: SpecPath, item: Any
-) -> Iterator[Element]:
+def _targets(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
     group = _model(out, path, TargetGroup, item)
     if group is None:
         return
@@ -238,6 +236,17 @@ def _targets(
             if getattr(group, key) is not None:
                 target[key] = _fill(getattr(group, key), **values)
         yield target, f"{str(path[2])[:-1].upper()} {values['index']}", {}
+
+
+def long_form_text(data: Any) -> str:
+    """The spec's data as YAML, in the order it was written."""
+    import yaml
+
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    header = "# The long form, written by `clustergen expand`.\n"
+    return header + yaml.dump(
+        data, Dumper=dumper, sort_keys=False, default_flow_style=False, width=100
+    )
 
 
 def _deal(members: int, switches: int, per_switch: int | None) -> list[int] | None:

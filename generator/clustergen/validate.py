@@ -62,6 +62,7 @@ def validate_cluster(
     """The resolved cluster (None if the spec has errors) and every problem, sorted by
     position; the checks' work on the cluster is kept for the render."""
     problems: list[Problem]
+    written: list[Problem] = []  # problems of patterns, at paths as written, not expanded
     spec: Spec | None = None
     cluster: Cluster | None = None
     ignored = set(ignore)
@@ -87,8 +88,8 @@ def validate_cluster(
         if errors or expansion.errors or expansion.problems:
             spec = None
             problems = shape_problems(errors, data, loaded.float_texts)
-            problems += shape_problems(expansion.errors, loaded.data, loaded.float_texts)
-            problems += expansion.problems
+            written = shape_problems(expansion.errors, loaded.data, loaded.float_texts)
+            written += expansion.problems
             invalid = {str(error["loc"][0]) for error in errors if error["loc"]}
             partial, valid = valid_sections(data, invalid | expansion.sections)
             problems += run_checks(Cluster(partial, loaded.name), valid)
@@ -98,15 +99,24 @@ def validate_cluster(
             cluster = Cluster(spec, loaded.name)
             problems = run_checks(cluster, Spec.model_fields)
             ignored.update(spec.ignore)
-    problems = [p for p in problems if p.severity == "error" or p.code.name not in ignored]
-    located = _once_per_pattern([_located(loaded, problem) for problem in problems])
+    located = _once_per_pattern(
+        [_located(loaded, p) for p in problems if _kept(p, ignored)]
+        + [_located(loaded, p, expanded=False) for p in written if _kept(p, ignored)]
+    )
     located.sort(key=lambda p: (p.position, p.severity != "error", p.message))
     has_errors = any(p.severity == "error" for p in located)
     return (None if has_errors else cluster), _unique(located)
 
 
-def _located(loaded: LoadedSpec, problem: Problem) -> LocatedProblem:
+def _kept(problem: Problem, ignored: set[str]) -> bool:
+    return problem.severity == "error" or problem.code.name not in ignored
+
+
+def _located(loaded: LoadedSpec, problem: Problem, *, expanded: bool = True) -> LocatedProblem:
     """Where the problem is written; inside a pattern, named after the element."""
+    if not expanded:
+        position = loaded.locate(problem.path, problem.at, expanded=False)
+        return LocatedProblem(loaded.file, position, problem.path, problem.message, problem.code)
     path, label = loaded.source(problem.path)
     message = f"{label}: {problem.message}" if label else problem.message
     position = loaded.locate(problem.path, problem.at)
@@ -132,8 +142,7 @@ def _once_per_pattern(problems: list[LocatedProblem]) -> list[LocatedProblem]:
         if len(same) > 1:
             kind = first.message.split(" ", 1)[0]
             first = replace(
-                first, message=f"{first.message} (and {len(same) - 1} more {kind}s of this "
-                "pattern)"
+                first, message=f"{first.message} (and {len(same) - 1} more {kind}s of this pattern)"
             )
         out.append(first)
     return out

@@ -92,9 +92,7 @@ class TargetGroup(StrictModel):
         "the target's index, {node} its server, {n} its number on that server from 0."
     )
     mkfs_options: list[str] = Field(default_factory=list, description="As osts[].mkfs_options.")
-    mount_options: list[str] = Field(
-        default_factory=list, description="As osts[].mount_options."
-    )
+    mount_options: list[str] = Field(default_factory=list, description="As osts[].mount_options.")
     zpool: dict[str, Any] | None = Field(
         default=None, description="As osts[].zpool; templates as in 'device'."
     )
