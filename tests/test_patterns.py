@@ -5,22 +5,12 @@ names the element it hits."""
 from __future__ import annotations
 
 import filecmp
-import importlib.util
 import re
 from pathlib import Path
-from types import ModuleType
 
 from ruamel.yaml import YAML
 
-from support.paths import REPO
-
-
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("large_spec", REPO / "benchmarks/large_spec.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from support.generator import large_spec_module as _generator
 
 
 def _same_trees(left: Path, right: Path) -> list[str]:
