@@ -300,6 +300,11 @@ STORAGE_PAGES_PER_RPC = Code(
 )
 
 # software
+SOFTWARE_FLAT_REPOSITORY_COMPONENTS = Code(
+    "software.repository-suite",
+    "error",
+    "an apt repository with components on a flat path, or a named suite without components",
+)
 SOFTWARE_NO_CUDA_12_7 = Code("software.no-cuda-12-7", "error", "CUDA 12.7 was never released")
 SOFTWARE_CUDA_NOT_IN_DRIVER_TABLE = Code(
     "software.cuda-not-in-driver-table",
