@@ -76,9 +76,7 @@ class Power(StrictModel):
         "the rack and PDU sheets; defaults to max_watts. The circuit checks use max_watts.",
     )
     psu_count: Int = Field(ge=1, le=MAX_PSUS, description="Installed power supplies.")
-    psu_watts: Int = Field(
-        ge=1, le=100_000, description="Rating of one power supply in watts."
-    )
+    psu_watts: Int = Field(ge=1, le=100_000, description="Rating of one power supply in watts.")
     redundant_psus: Int = Field(
         default=0, ge=0, description="Power supplies that may fail without losing the node."
     )
