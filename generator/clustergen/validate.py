@@ -85,7 +85,7 @@ def validate_cluster(
             ignored.update(_ignored_in(loaded.data))
         else:
             cluster = Cluster(spec, loaded.name)
-            problems = run_checks(cluster, Spec.model_fields)
+            problems = list(cluster.problems)
             ignored.update(spec.ignore)
     problems = [p for p in problems if p.severity == "error" or p.code.name not in ignored]
     located = [
