@@ -58,6 +58,7 @@ def test_reference_specs_render_every_sheet(spec_path: Path) -> None:
         "facility/pdu-feeds.csv",
         "facility/pdu-devices.csv",
         "facility/pdu-phases.csv",
+        "facility/pdu-banks.csv",
         "facility/pdu-outlets.csv",
         "facility/cables.csv",
     }
@@ -116,6 +117,23 @@ def test_single_feed_rack_has_no_failover_columns() -> None:
     # 208 V x 30 A = 6240 VA; 80% = 4992 VA; 2 x 2000 + 450 + 350 W = 4800 W.
     assert (feed["capacity_va"], feed["limit_va"], feed["normal_va"]) == ("6240", "4992", "4800")
     assert feed["failover_va"] == "" and feed["headroom_va"] == "192"
+
+
+def test_bank_sheet_gives_each_bank_its_breaker() -> None:
+    cluster = _cluster(EXAMPLES / "edge-roce-2node.yaml")
+    rack = cluster.spec.racks[0]
+    pdu = rack.pdus[0].model_copy(update={"banks": 2, "bank_amps": 20})
+    racks = [rack.model_copy(update={"pdus": [pdu]})]
+    banked = Cluster(cluster.spec.model_copy(update={"racks": racks}), cluster.spec_name)
+    facility = derive_facility(banked)
+    assert facility is not None
+    # 208 V x 20 A = 4160 VA, 80% = 3328 VA. Largest PSU first onto the lighter bank: the
+    # four 1000 VA GPU-node PSUs two and two, the switch's 350 VA onto bank 1, then both
+    # 225 VA PSUs of lab-head onto bank 2 (2000 + 225 < 2350, then 2225 < 2350).
+    assert [row[2:] for row in facility.bank_rows] == [
+        ("1", "", "20", "4160", "3328", "2350", ""),
+        ("2", "", "20", "4160", "3328", "2450", ""),
+    ]
 
 
 def test_cable_sheet_numbers_ports_from_one_and_marks_the_overflow() -> None:

@@ -9,6 +9,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact
 from clustergen.outputs.facility.derive import (
+    BANK_HEADER,
     CABLE_HEADER,
     DEVICE_HEADER,
     FEED_HEADER,
@@ -40,6 +41,7 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
         "pdu-feeds.csv": csv_text(FEED_HEADER, [row.cells for row in facility.feed_rows]),
         "pdu-devices.csv": csv_text(DEVICE_HEADER, facility.device_rows),
         "pdu-phases.csv": csv_text(PHASE_HEADER, facility.phase_rows),
+        "pdu-banks.csv": csv_text(BANK_HEADER, facility.bank_rows),
         "pdu-outlets.csv": csv_text(OUTLET_HEADER, facility.outlet_rows),
         "cables.csv": csv_text(CABLE_HEADER, facility.cable_rows),
     }

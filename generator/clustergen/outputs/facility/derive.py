@@ -36,7 +36,9 @@ ROLE_FILLS = {
     "device": "#d9d9d9",
 }
 OK_FILL = "#59a14f"
+NEAR_FILL = "#f1a340"  # within the limit, but above NEAR_LIMIT of it
 OVER_FILL = "#e15759"
+NEAR_LIMIT = 0.9
 
 # Elevation geometry, in SVG user units (px at 100%).
 UNIT_PX = 20
@@ -162,6 +164,7 @@ class Facility:
     feed_rows: tuple[FeedRow, ...]
     device_rows: tuple[tuple[str, ...], ...]
     phase_rows: tuple[tuple[str, ...], ...]
+    bank_rows: tuple[tuple[str, ...], ...]
     outlet_rows: tuple[tuple[str, ...], ...]
     cable_rows: tuple[tuple[str, ...], ...]
     site: tuple[str, ...]  # summary lines
@@ -195,6 +198,17 @@ DEVICE_HEADER = (
     "failover_watts_b",
 )
 PHASE_HEADER = ("rack", "pdu", "phase", "capacity_va", "normal_va", "failover_va")
+BANK_HEADER = (
+    "rack",
+    "pdu",
+    "bank",
+    "phase",
+    "breaker_amps",
+    "capacity_va",
+    "limit_va",
+    "normal_va",
+    "failover_va",
+)
 OUTLET_HEADER = ("rack", "pdu", "device", "psu", "bank", "phase", "normal_va", "failover_va")
 CABLE_HEADER = ("switch", "port", "kind", "peer", "peer_port", "note")
 
@@ -231,7 +245,7 @@ def bar(x: int, y: int, width: int, height: int, load: float, limit: float) -> B
         width=width,
         height=height,
         fill_width=round(width * fraction),
-        fill=OVER_FILL if load > limit else OK_FILL,
+        fill=OVER_FILL if load > limit else NEAR_FILL if load > NEAR_LIMIT * limit else OK_FILL,
         limit_x=x + round(width * CONTINUOUS_LOAD_LIMIT),
         tick_top=y - 3,
         tick_bottom=y + height + 3,
@@ -448,6 +462,22 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         for load in rack.loads
         for phase in load.phases
     )
+    bank_rows = tuple(
+        (
+            rack.rack.name,
+            load.pdu.name,
+            str(bank.number),
+            bank.phase,
+            str(load.pdu.bank_amps or load.pdu.amps),
+            number(bank.capacity_va),
+            number(bank.limit_va),
+            number(bank.normal_va),
+            "" if load.failover_va is None else number(bank.failover_va),
+        )
+        for rack in plans
+        for load in rack.loads
+        for bank in load.banks
+    )
     outlet_rows = tuple(
         (
             rack.rack.name,
@@ -475,7 +505,8 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         for cable in cables(spec, cluster.by_name, cluster.switch_ports)
     )
     total = sum(rack.max_watts for rack in plans)
-    site = [f"{len(plans)} racks, {kilo(total, 'W')} at max draw"]
+    racks = f"{len(plans)} rack{'s' if len(plans) != 1 else ''}"
+    site = [f"{racks}, {kilo(total, 'W')} at max draw"]
     if spec.facility is not None and spec.facility.power_budget_kw is not None:
         budget = spec.facility.power_budget_kw * 1000
         site.append(f"site power budget {kilo(budget, 'W')}: {percent(total, budget)} used")
@@ -497,6 +528,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         feed_rows=feed_rows,
         device_rows=device_rows,
         phase_rows=phase_rows,
+        bank_rows=bank_rows,
         outlet_rows=outlet_rows,
         cable_rows=cable_rows,
         site=tuple(site),
