@@ -14,7 +14,13 @@ import pytest
 
 from clustergen.facility import CONTINUOUS_LOAD_LIMIT
 from clustergen.load import load_spec
-from clustergen.outputs.facility.derive import ROLE_FILLS, UNIT_PX, derive_facility
+from clustergen.outputs.facility.derive import (
+    CHAR_PX,
+    ROLE_FILLS,
+    UNIT_PX,
+    derive_facility,
+    detail,
+)
 from clustergen.render import render_all
 from clustergen.resolve import Cluster
 from clustergen.validate import validate_cluster
@@ -162,6 +168,13 @@ def test_elevation_puts_u1_at_the_bottom() -> None:
         "free U3 (1U)",
         "free U1 (1U)",
     ]
+
+
+def test_a_long_label_loses_the_role_then_is_cut_but_keeps_the_watts() -> None:
+    assert detail("hgx-h100", "compute", 10200, 284) == "hgx-h100 \u00b7 compute, 10200 W max"
+    assert detail("hgx-h100", "compute", 10200, 120) == "hgx-h100, 10200 W max"
+    cut = detail("a-very-long-hardware-profile-name", "storage", 1600, 150)
+    assert cut.endswith("\u2026, 1600 W max") and len(cut) * CHAR_PX <= 150
 
 
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)

@@ -2,7 +2,8 @@
 
 Hosts with their profiles, roles and addresses; the expanded members of the
 controllers, partitions and switches; the inventory groups as name sets; the
-package pins. Nothing else expands a hostlist or derives a pin.
+package pins; the physical plan of racks and power, and the switch ports; the
+checks' problems. Nothing else expands a hostlist, derives a pin or plans a rack.
 
 Each part is computed on first use from the sections it reads, and kept. So the
 same object serves twice: during validation it is tolerant (built over the valid

@@ -48,6 +48,11 @@ TITLE_H = 52
 BAR_W = RACK_W
 LEGEND_ROW_PX = 16
 FONT_PX = 11
+# Labels are cut to fit their box by an estimate of DejaVu Sans at FONT_PX (its average
+# glyph is about half an em, bold a little wider, as measured in Chromium).
+CHAR_PX = 5.5
+BOLD_CHAR_PX = 6.3
+LABEL_W = RACK_W - 16
 
 
 @dataclass(frozen=True)
@@ -258,6 +263,24 @@ def circuit(load: FeedLoad) -> str:
     return f"{pdu.volts} V {pdu.phases}-phase {pdu.amps} A"
 
 
+def fit(text: str, width: float, char_px: float) -> str:
+    """The text, cut with an ellipsis where it would run past `width` px."""
+    most = int(width // char_px)
+    return text if len(text) <= most else text[: max(most - 1, 0)] + "\u2026"
+
+
+def detail(hardware: str, role: str, max_watts: int, width: float) -> str:
+    """'hgx-h100 · compute, 10200 W max'; the role goes first, then the hardware is cut,
+    when the label would run out of its box (the fill still says the role)."""
+    watts = f"{max_watts} W max"
+    for parts in ((hardware, role), (hardware,)):
+        what = " \u00b7 ".join(part for part in parts if part)
+        text = f"{what}, {watts}" if what else watts
+        if len(text) * CHAR_PX <= width:
+            return text
+    return fit(hardware, width - (len(watts) + 2) * CHAR_PX, CHAR_PX) + ", " + watts
+
+
 def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation:
     height_u = rack.rack.height_u
     frame_h = height_u * UNIT_PX
@@ -287,16 +310,16 @@ def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation
         y = unit_y(top) + 1
         h = (top - device.u + 1) * UNIT_PX - 2
         box = Box(RACK_X + 2, y, RACK_W - 4, h, ROLE_FILLS[role])
-        watts = f"{device.max_watts} W max"
-        what = " \u00b7 ".join(part for part in (hardware, role) if part)
         middle = y + h // 2
         one_line = h < 2 * UNIT_PX - 2
+        name = fit(device.name, LABEL_W, BOLD_CHAR_PX)
+        room = LABEL_W - (len(name) + 2) * BOLD_CHAR_PX if one_line else LABEL_W
         label = Label(
             x=RACK_X + 8,
             name_y=middle + 4 if one_line else middle - 2,
-            name=device.name,
+            name=name,
             detail_y=middle + 4 if one_line else middle + 12,
-            detail=f"{what}, {watts}",
+            detail=detail(hardware, role, device.max_watts, room),
         )
         devices.append((box, label))
     free = []
