@@ -166,6 +166,7 @@ class Facility:
     cluster: str
     elevations: tuple[Elevation, ...]
     rack_rows: tuple[tuple[str, ...], ...]
+    rack_totals: tuple[tuple[str, ...], ...]  # rack, units, used, free, typical W, max W
     feed_rows: tuple[FeedRow, ...]
     device_rows: tuple[tuple[str, ...], ...]
     phase_rows: tuple[tuple[str, ...], ...]
@@ -465,6 +466,17 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         for rack in plans
         for device in sorted(rack.devices, key=lambda d: (d.u, d.index))
     )
+    rack_totals = tuple(
+        (
+            rack.rack.name,
+            str(rack.rack.height_u),
+            str(used := sum(d.height for d in rack.devices)),
+            str(rack.rack.height_u - used),
+            str(rack.typical_watts),
+            str(rack.max_watts),
+        )
+        for rack in plans
+    )
     feed_rows = tuple(feed_row(rack, load) for rack in plans for load in rack.loads)
     device_rows = tuple(
         device_row(rack, device)
@@ -548,6 +560,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         cluster=spec.cluster.name,
         elevations=tuple(elevation(rack, switch_models) for rack in plans),
         rack_rows=rack_rows,
+        rack_totals=rack_totals,
         feed_rows=feed_rows,
         device_rows=device_rows,
         phase_rows=phase_rows,
