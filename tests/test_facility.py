@@ -179,9 +179,10 @@ def test_elevation_puts_u1_at_the_bottom() -> None:
 
 
 def test_a_long_label_loses_the_role_then_is_cut_but_keeps_the_watts() -> None:
-    assert detail("hgx-h100", "compute", 10200, 284) == "hgx-h100 \u00b7 compute, 10200 W max"
-    assert detail("hgx-h100", "compute", 10200, 120) == "hgx-h100, 10200 W max"
-    cut = detail("a-very-long-hardware-profile-name", "storage", 1600, 150)
+    watts = "10200 W max"
+    assert detail("hgx-h100", "compute", watts, 284) == "hgx-h100 \u00b7 compute, 10200 W max"
+    assert detail("hgx-h100", "compute", watts, 120) == "hgx-h100, 10200 W max"
+    cut = detail("a-very-long-hardware-profile-name", "storage", "1600 W max", 150)
     assert cut.endswith("\u2026, 1600 W max") and len(cut) * CHAR_PX <= 150
 
 

@@ -270,10 +270,15 @@ def fit(text: str, width: float, char_px: float) -> str:
     return text if len(text) <= most else text[: max(most - 1, 0)] + "\u2026"
 
 
-def detail(hardware: str, role: str, max_watts: int, width: float) -> str:
+def power_given(device: Device) -> bool:
+    """False for a node whose profile has no 'power' (the plan counts it as 0 W; a rack
+    with PDUs refuses it, a rack without may hold it)."""
+    return not device.node or device.max_watts > 0
+
+
+def detail(hardware: str, role: str, watts: str, width: float) -> str:
     """'hgx-h100 · compute, 10200 W max'; the role goes first, then the hardware is cut,
     when the label would run out of its box (the fill still says the role)."""
-    watts = f"{max_watts} W max"
     for parts in ((hardware, role), (hardware,)):
         what = " \u00b7 ".join(part for part in parts if part)
         text = f"{what}, {watts}" if what else watts
@@ -320,7 +325,12 @@ def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation
             name_y=middle + 4 if one_line else middle - 2,
             name=name,
             detail_y=middle + 4 if one_line else middle + 12,
-            detail=detail(hardware, role, device.max_watts, room),
+            detail=detail(
+                hardware,
+                role,
+                f"{device.max_watts} W max" if power_given(device) else "power not given",
+                room,
+            ),
         )
         devices.append((box, label))
     free = []
@@ -460,8 +470,8 @@ def derive_facility(cluster: Cluster) -> Facility | None:
             device.name,
             *role_and_hardware(device, switch_models),
             str(device.height),
-            str(device.typical_watts),
-            str(device.max_watts),
+            str(device.typical_watts) if power_given(device) else "",
+            str(device.max_watts) if power_given(device) else "",
         )
         for rack in plans
         for device in sorted(rack.devices, key=lambda d: (d.u, d.index))
