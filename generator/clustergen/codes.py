@@ -189,6 +189,12 @@ NETWORK_COMPUTE_NODE_NO_LEAF = Code(
 )
 
 # racks
+PATTERN_NO_ROOM = Code(
+    "pattern.no-room",
+    "error",
+    "a pattern's members do not fit the elements it makes (nodes over racks x units, "
+    "over switches x per_switch, targets unevenly over servers)",
+)
 RACKS_UNKNOWN_NODE = Code("racks.unknown-node", "error", "a rack places a node that is not defined")
 RACKS_NODE_PLACED_TWICE = Code(
     "racks.node-placed-twice", "error", "a node is placed in two rack positions"
