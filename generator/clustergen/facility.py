@@ -51,8 +51,8 @@ class Device:
     index: int  # in rack.devices
     name: str
     node: bool
-    hardware: str  # the node's profile, or the switch model, or ""
-    role: str  # compute, controller, storage, login, service, switch, device
+    hardware: str  # the node's profile; "" for what is not a node
+    role: str  # compute, controller, storage, login, service; device for what is not a node
     u: int
     height: int
     typical_watts: int
@@ -182,9 +182,7 @@ def even_split(psu_count: int, feeds: tuple[str, ...]) -> dict[str, int]:
     return {feed: base + (1 if i < extra else 0) for i, feed in enumerate(feeds)}
 
 
-def plan(
-    spec: Spec, hosts: Mapping[str, Host], switch_models: Mapping[str, str | None]
-) -> tuple[RackPlan, ...]:
+def plan(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
     """Every rack's devices, PSUs and feed loads. Nodes that are unknown, placed a second
     time or without a profile are left out (the reference checks report them); a node whose
     profile has no power draws nothing."""
@@ -213,7 +211,6 @@ def plan(
                         entry.max_watts,
                         entry.max_watts if entry.typical_watts is None else entry.typical_watts,
                         entry.weight_kg,
-                        switch_models,
                         feeds,
                     )
                 )
@@ -272,17 +269,15 @@ def _other_device(
     max_watts: int,
     typical_watts: int,
     weight_kg: float | None,
-    switch_models: Mapping[str, str | None],
     feeds: tuple[str, ...],
 ) -> Device:
-    is_switch = name in switch_models
     return Device(
         rack_index=rack_index,
         index=index,
         name=name,
         node=False,
-        hardware=(switch_models.get(name) or "") if is_switch else "",
-        role="switch" if is_switch else "device",
+        hardware="",
+        role="device",
         u=u,
         height=height,
         typical_watts=typical_watts,

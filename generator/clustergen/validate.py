@@ -97,7 +97,7 @@ def validate_cluster(
         else:
             assert spec is not None
             cluster = Cluster(spec, loaded.name)
-            problems = run_checks(cluster, Spec.model_fields)
+            problems = list(cluster.problems)
             ignored.update(spec.ignore)
     located = _once_per_pattern(
         [_located(loaded, p) for p in problems if _kept(p, ignored)]
