@@ -257,3 +257,28 @@ def test_browser_draws_the_elevations_and_the_overview(spec_path: Path, tmp_path
     drawn = {box.fill for rack in facility.elevations for box, _ in rack.devices}
     assert {_rgb(fill) for fill in drawn} <= colours
     assert _rgb(ROLE_FILLS["compute"]) in colours
+
+
+def test_a_large_site_overview_lists_racks_and_the_most_loaded_feeds(tmp_path: Path) -> None:
+    """Past WHOLE_RACKS racks the page stays readable: a row per rack linking its
+    elevation, the most loaded feeds first, and nothing inline that grows per device."""
+    from clustergen.outputs.facility import SHOWN_FEEDS, WHOLE_RACKS
+
+    from support.generator import large_spec_module
+
+    spec = tmp_path / "large.yaml"
+    spec.write_text(large_spec_module().compact_spec(256))
+    files = _facility_files(spec)
+    racks = sorted(name for name in files if name.startswith("facility/racks/"))
+    assert len(racks) > WHOLE_RACKS
+    page = files["facility/overview.html"]
+    assert "<svg" not in page
+    links = re.findall(r'<a href="racks/([^"]+)\.svg">', page)
+    assert [f"facility/racks/{name}.svg" for name in links] == racks
+    feed_rows = re.findall(
+        r"<tr(?: class=\"over\")?><td>([^<]+)</td><td>([^<]+)</td><td>[AB]</td>", page
+    )
+    assert len(feed_rows) == SHOWN_FEEDS
+    shown = [int(p) for p in re.findall(r"\((\d+)% of the limit\)</td><td class=\"n\">", page)]
+    assert shown == sorted(shown, reverse=True), "the most loaded feeds come first"
+    assert len(page) < 200 * len(racks) + 100_000

@@ -17,11 +17,19 @@ from clustergen.outputs.facility.derive import (
     PHASE_HEADER,
     RACK_HEADER,
     RACK_HEADER_W,
+    Facility,
+    FeedRow,
     csv_text,
     derive_facility,
 )
 from clustergen.render import render_template
 from clustergen.resolve import Cluster
+
+# Beyond this many racks the overview stays a page a person reads: it lists each rack's
+# load with a link to its elevation (every elevation is in racks/), and the most loaded
+# feeds (every feed is in pdu-feeds.csv and pdus.md).
+WHOLE_RACKS = 48
+SHOWN_FEEDS = 48
 
 
 def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
@@ -48,7 +56,7 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
     artifacts += [Artifact(f"facility/{name}", text) for name, text in sheets.items()]
     # The page carries each elevation inline, so it is one file with nothing to fetch.
     pages = {
-        "overview.html": {"svgs": svgs},
+        "overview.html": _overview(facility, svgs),
         "racks.md": {},
         "pdus.md": {},
     }
@@ -56,3 +64,19 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
         text = render_template(env, f"facility/{name}.j2", cluster, facility=facility, **values)
         artifacts.append(Artifact(f"facility/{name}", text))
     return artifacts
+
+
+def _overview(facility: Facility, svgs: list[str]) -> dict[str, object]:
+    if len(facility.elevations) <= WHOLE_RACKS:
+        return {"svgs": svgs, "feeds": facility.feed_rows, "summary": None}
+    feeds = sorted(facility.feed_rows, key=lambda row: (-_worst_percent(row), row.rack, row.pdu))
+    return {
+        "svgs": [],
+        "feeds": feeds[:SHOWN_FEEDS],
+        "summary": {"racks": len(facility.elevations), "feeds": len(facility.feed_rows)},
+    }
+
+
+def _worst_percent(row: FeedRow) -> int:
+    bar = row.failover_bar or row.normal_bar
+    return int(bar.percent_of_limit.rstrip("%") or 0)
