@@ -8,6 +8,7 @@ and into the coordinates of the rack elevations, so the templates hold no arithm
 from __future__ import annotations
 
 import csv
+import functools
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -112,8 +113,7 @@ class Elevation:
     title: Text
     subtitle: Text
     frame: Box
-    slots: tuple[Box, ...]  # every unit, drawn first; an empty one stays white
-    numbers: tuple[Text, ...]  # unit numbers in both margins
+    grid: str  # SVG of every unit (drawn first; an empty one stays white) and its number
     devices: tuple[tuple[Box, Label], ...]
     free: tuple[Text, ...]  # 'free U15-U40 (26U)' on each run of empty units
     load: tuple[Text, ...]
@@ -287,22 +287,43 @@ def detail(hardware: str, role: str, watts: str, width: float) -> str:
     return fit(hardware, width - (len(watts) + 2) * CHAR_PX, CHAR_PX) + ", " + watts
 
 
+def top_of_unit(height_u: int, unit: int) -> int:
+    """Top edge of a unit in the picture; U1 is at the bottom."""
+    return TITLE_H + (height_u - unit) * UNIT_PX
+
+
+@functools.cache
+def unit_grid(height_u: int) -> str:
+    """The SVG of a rack's units and their numbers in both margins: the same for every rack
+    of one height, so it is made once per height (thousands of racks share it)."""
+
+    def unit_y(unit: int) -> int:
+        return top_of_unit(height_u, unit)
+
+    units = range(height_u, 0, -1)
+    slots = "".join(
+        f'<rect x="{RACK_X}" y="{unit_y(u)}" width="{RACK_W}" height="{UNIT_PX}" '
+        'fill="#ffffff"/>\n'
+        for u in units
+    )
+    numbers = "".join(
+        f'<text x="{x}" y="{unit_y(u) + UNIT_PX // 2 + 4}" text-anchor="{anchor}">{u}</text>\n'
+        for u in units
+        for x, anchor in ((RACK_X - 6, "end"), (RACK_X + RACK_W + 6, "start"))
+    )
+    return (
+        f'<g stroke="#c8c8c8" stroke-width="1">\n{slots}</g>\n'
+        f'<g font-size="9" fill="#555555">\n{numbers}</g>'
+    )
+
+
 def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation:
     height_u = rack.rack.height_u
     frame_h = height_u * UNIT_PX
 
     def unit_y(unit: int) -> int:
-        """Top edge of a unit; U1 is at the bottom."""
-        return TITLE_H + (height_u - unit) * UNIT_PX
+        return top_of_unit(height_u, unit)
 
-    slots = tuple(
-        Box(RACK_X, unit_y(u), RACK_W, UNIT_PX, "#ffffff") for u in range(height_u, 0, -1)
-    )
-    numbers = tuple(
-        Text(x, unit_y(u) + UNIT_PX // 2 + 4, str(u), anchor=anchor)
-        for u in range(height_u, 0, -1)
-        for x, anchor in ((RACK_X - 6, "end"), (RACK_X + RACK_W + 6, "start"))
-    )
     held: set[int] = set()
     devices = []
     roles: list[str] = []
@@ -396,8 +417,7 @@ def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation
             f"{height_u}U, front view; " + (f"PDUs {pdus}" if pdus else "no PDUs"),
         ),
         frame=Box(RACK_X, TITLE_H, RACK_W, frame_h, "none"),
-        slots=slots,
-        numbers=numbers,
+        grid=unit_grid(height_u),
         devices=tuple(devices),
         free=tuple(free),
         load=tuple(load_texts),
