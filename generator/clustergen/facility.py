@@ -8,6 +8,8 @@ the 80% limit is the continuous-load rule for breakers.
 
 from __future__ import annotations
 
+import functools
+import heapq
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -169,9 +171,9 @@ def bank_capacity_va(pdu: Pdu) -> float:
     return volts * (pdu.bank_amps or pdu.amps)
 
 
-def role_of(roles: Iterable[str]) -> str:
-    held = set(roles)
-    return next((label for role, label in ROLE_ORDER if role in held), "service")
+@functools.cache
+def role_of(roles: tuple[str, ...]) -> str:
+    return next((label for role, label in ROLE_ORDER if role in roles), "service")
 
 
 def even_split(psu_count: int, feeds: tuple[str, ...]) -> dict[str, int]:
@@ -249,7 +251,7 @@ def _node_device(rack_index: int, index: int, u: int, host: Host, feeds: tuple[s
     )
     plugged = {feed: count for feed in feeds if (count := split.get(feed, 0))}
     typical = power.max_watts if power.typical_watts is None else power.typical_watts
-    psus = _psus(power.max_watts, typical, power.power_factor, plugged)
+    psus = _psus(power.max_watts, typical, power.power_factor, tuple(plugged.items()))
     return Device(
         **common,  # type: ignore[arg-type]
         typical_watts=typical,
@@ -284,22 +286,23 @@ def _other_device(
         max_watts=max_watts,
         power_factor=1.0,
         weight_kg=weight_kg,
-        psus=_psus(max_watts, typical_watts, 1.0, dict.fromkeys(feeds, 1)),
+        psus=_psus(max_watts, typical_watts, 1.0, tuple((feed, 1) for feed in feeds)),
         unplugged_psus=0,
     )
 
 
+@functools.cache
 def _psus(
-    max_watts: int, typical_watts: int, power_factor: float, per_feed: Mapping[str, int]
+    max_watts: int, typical_watts: int, power_factor: float, per_feed: tuple[tuple[str, int], ...]
 ) -> tuple[Psu, ...]:
     """The PSUs, feed A's first: every PSU shares the draw equally, and on failover the
-    PSUs of the remaining feed carry it all."""
-    total = sum(per_feed.values())
+    PSUs of the remaining feed carry it all. Made once per kind of device and feeds."""
+    total = sum(count for _, count in per_feed)
     if total == 0:
         return ()
     two_feeds = len(per_feed) > 1
     psus: list[Psu] = []
-    for feed, count in per_feed.items():
+    for feed, count in per_feed:
         failover = max_watts / count if two_feeds and count else max_watts / total
         for _ in range(count):
             psus.append(
@@ -359,12 +362,13 @@ def _assign(
         range(len(plugged)),
         key=lambda i: (-plugged[i][1].failover_va, -plugged[i][1].normal_va, i),
     )
-    bank_load = [0.0] * bank_count
+    # (load, bank): the least loaded bank on top, the lowest on a tie
+    banks_by_load = [(0.0, bank) for bank in range(bank_count)]
     bank_of: dict[int, int] = {}
     for i in order:
-        bank = min(range(bank_count), key=lambda b: (bank_load[b], b))
+        load, bank = heapq.heappop(banks_by_load)
         bank_of[i] = bank
-        bank_load[bank] += plugged[i][1].failover_va
+        heapq.heappush(banks_by_load, (load + plugged[i][1].failover_va, bank))
     outlets = tuple(
         Outlet(
             device=device.name,

@@ -302,8 +302,7 @@ def unit_grid(height_u: int) -> str:
 
     units = range(height_u, 0, -1)
     slots = "".join(
-        f'<rect x="{RACK_X}" y="{unit_y(u)}" width="{RACK_W}" height="{UNIT_PX}" '
-        'fill="#ffffff"/>\n'
+        f'<rect x="{RACK_X}" y="{unit_y(u)}" width="{RACK_W}" height="{UNIT_PX}" fill="#ffffff"/>\n'
         for u in units
     )
     numbers = "".join(
