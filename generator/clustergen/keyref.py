@@ -101,6 +101,8 @@ def _type_name(annotation: Any) -> str:
             names.append(" \\| ".join(f"`{v}`" for v in typing.get_args(member)))
         elif origin is list:
             names.append(f"list of {_type_name(typing.get_args(member)[0])}")
+        elif origin is dict and typing.get_args(member)[1] is Any:
+            names.append("mapping")  # typing.Any prints differently across Pythons
         elif origin is dict:
             names.append(f"mapping to {_type_name(typing.get_args(member)[1])}")
         elif isinstance(member, type) and issubclass(member, BaseModel):
