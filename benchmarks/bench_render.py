@@ -1,20 +1,24 @@
-"""Whole `clustergen render` runs against their yardsticks, measured in the same run.
+"""Whole `clustergen validate` and `render` runs against their yardsticks, measured in
+the same run.
 
-Run: python benchmarks/bench_render.py  (prints Markdown; writes only under a temp dir)
+Run: python benchmarks/bench_render.py [--runs N]  (prints Markdown; writes only under a
+temp dir)
 
-- Large specs (benchmarks/large_spec.py: every node racked, A/B feeds): the CLI's
-  `render SPEC -o DIR` as a fresh process, against PyYAML's CSafeLoader merely
-  loading the same file, with the 16k/1k time ratio and peak RSS.
-- The 8-node reference spec: `render` against `ansible-inventory --list` on its
-  own rendered inventory, both fresh processes.
+- Large specs (benchmarks/large_spec.py) at 1,024, 4,096 and 16,384 nodes, in both forms:
+  compact (patterns) and written out (`clustergen expand`'s long form). For each: the
+  CLI's `validate SPEC` and `render SPEC -o DIR` (into a fresh DIR every run, so every
+  file is written) as fresh processes, their peak RSS, and PyYAML's CSafeLoader merely
+  loading the same file, as the floor; the median of N runs (default 5) each.
+- The 8-node reference spec: `render` against `ansible-inventory --list` on its own
+  rendered inventory, both fresh processes.
 
-Each figure is the best of 3 runs. Targets live here and in RESULTS.md, never
-in tests: the machines are shared and noisy.
+Targets live here and in RESULTS.md, never in tests: the machines are shared and noisy.
 """
 
 from __future__ import annotations
 
-import resource
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,69 +27,81 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from large_spec import large_spec
+from large_spec import compact_spec, large_spec
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SIZES = (1024, 4096, 16384)
-RUNS = 3
+FORMS = (("compact", compact_spec), ("written out", large_spec))
 
 
-def best_of(runs: int, action: Callable[[], object]) -> float:
+def median_of(runs: int, action: Callable[[int], object]) -> float:
     times = []
-    for _ in range(runs):
+    for number in range(runs):
         start = time.perf_counter()
-        action()
+        action(number)
         times.append(time.perf_counter() - start)
-    return min(times)
+    return statistics.median(times)
 
 
-def run(*argv: str | Path, cwd: Path | None = None) -> None:
-    subprocess.run([str(a) for a in argv], check=True, cwd=cwd, capture_output=True)
+def run(*argv: str | Path, cwd: Path | None = None) -> float:
+    """Run one child to completion; its peak resident memory in MiB."""
+    child = subprocess.Popen(
+        [str(a) for a in argv], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{' '.join(map(str, argv))} failed: {child.stderr.read().decode()}")
+    return usage.ru_maxrss / 1024
 
 
-def peak_rss_mib(*argv: str | Path) -> float:
-    """Peak resident memory of one child process, in MiB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    run(*argv)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(after, before) / 1024
+def _peak(rss: dict[str, float], command: str, *args: str | Path) -> None:
+    """Run `clustergen COMMAND ARGS`, keeping the largest peak RSS it reached."""
+    rss[command] = max(rss.get(command, 0.0), run(BIN / "clustergen", command, *args))
 
 
-def large(work: Path) -> list[str]:
+def large(work: Path, runs: int) -> list[str]:
     rows = [
-        "| nodes | spec lines | CSafeLoader load (s) | `clustergen render` (s) | ratio | "
-        "peak RSS (MiB) |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| nodes | form | spec lines | CSafeLoader load (s) | `validate` (s) | "
+        "`render` (s) | render / load | validate RSS (MiB) | render RSS (MiB) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    times = {}
+    times: dict[tuple[str, int], float] = {}
     for nodes in SIZES:
-        spec = work / f"large-{nodes}.yaml"
-        text = large_spec(nodes)
-        spec.write_text(text, encoding="utf-8")
-        load = best_of(RUNS, lambda text=text: yaml.load(text, Loader=yaml.CSafeLoader))
-        out = work / f"out-{nodes}"
-        render = best_of(
-            RUNS, lambda spec=spec, out=out: run(BIN / "clustergen", "render", spec, "-o", out)
-        )
-        rss = peak_rss_mib(BIN / "clustergen", "render", spec, "-o", work / f"rss-{nodes}")
-        times[nodes] = render
-        lines = text.count("\n")
-        rows.append(
-            f"| {nodes} | {lines} | {load:.3f} | {render:.3f} | {render / load:.2f} | {rss:.0f} |"
-        )
+        for form, make in FORMS:
+            spec = work / f"{form.replace(' ', '-')}-{nodes}" / "spec.yaml"
+            spec.parent.mkdir()
+            text = make(nodes)
+            spec.write_text(text, encoding="utf-8")
+            load = median_of(runs, lambda _n, text=text: yaml.load(text, Loader=yaml.CSafeLoader))
+            rss: dict[str, float] = {}
+            checked = median_of(runs, lambda _n, spec=spec, rss=rss: _peak(rss, "validate", spec))
+            rendered = median_of(
+                runs,
+                lambda n, spec=spec, rss=rss: _peak(
+                    rss, "render", spec, "-o", spec.parent / f"out{n}"
+                ),
+            )
+            times[(form, nodes)] = rendered
+            rows.append(
+                f"| {nodes} | {form} | {text.count(chr(10))} | {load:.3f} | {checked:.3f} | "
+                f"{rendered:.3f} | {rendered / load:.2f} | {rss['validate']:.0f} | "
+                f"{rss['render']:.0f} |"
+            )
     rows.append("")
-    rows.append(f"16k/1k render time ratio: {times[16384] / times[1024]:.1f} (target <= 16)")
+    for form, _ in FORMS:
+        ratio = times[(form, 16384)] / times[(form, 1024)]
+        rows.append(f"- {form}: 16k/1k render time ratio {ratio:.1f} (target <= 16)")
     return rows
 
 
-def small(work: Path) -> list[str]:
+def small(work: Path, runs: int) -> list[str]:
     spec = REPO / "examples" / "ml-training-8node.yaml"
     out = work / "small"
     run(BIN / "clustergen", "render", spec, "-o", out)
-    render = best_of(RUNS, lambda: run(BIN / "clustergen", "render", spec, "-o", out))
-    inventory = best_of(
-        RUNS, lambda: run(BIN / "ansible-inventory", "-i", "inventory/", "--list", cwd=out)
+    render = median_of(runs, lambda _n: run(BIN / "clustergen", "render", spec, "-o", out))
+    inventory = median_of(
+        runs, lambda _n: run(BIN / "ansible-inventory", "-i", "inventory/", "--list", cwd=out)
     )
     return [
         "| `clustergen render` 8-node (s) | `ansible-inventory --list` (s) | ratio |",
@@ -95,9 +111,10 @@ def small(work: Path) -> list[str]:
 
 
 def main() -> None:
+    runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 5
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
-        print("\n".join([*large(work), "", *small(work)]))
+        print("\n".join([*large(work, runs), "", *small(work, runs)]))
 
 
 if __name__ == "__main__":

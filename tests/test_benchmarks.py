@@ -2,33 +2,32 @@
 
 from __future__ import annotations
 
-import importlib.util
-from types import ModuleType
-
 import pytest
 
 from clustergen.load import parse_spec
 from clustergen.validate import validate
 
-from support.paths import REPO
+from support.generator import large_spec_module
 
 
-def _large_spec_module() -> ModuleType:
-    path = REPO / "benchmarks" / "large_spec.py"
-    spec = importlib.util.spec_from_file_location("large_spec", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.mark.parametrize("nodes", [36, 1024])
-def test_large_spec_is_valid_and_racks_every_node(nodes: int) -> None:
-    large_spec = _large_spec_module().large_spec
-    loaded = parse_spec(large_spec(nodes), "large.yaml", "large.yaml")
+@pytest.mark.parametrize("nodes", [64, 1024])
+@pytest.mark.parametrize("form", ["compact_spec", "large_spec"])
+def test_generated_spec_is_valid_and_racks_every_node(form: str, nodes: int) -> None:
+    text = getattr(large_spec_module(), form)(nodes)
+    loaded = parse_spec(text, "large.yaml", "large.yaml")
     spec, problems = validate(loaded)
     assert spec is not None, [problem.format() for problem in problems[:5]]
-    assert not problems, [problem.format() for problem in problems[:5]]
+    assert not [p for p in problems if p.severity == "error"], problems[:5]
     racked = [device.node for rack in spec.racks for device in rack.devices if device.node]
-    assert len(racked) == nodes + 6  # the GPU nodes, the head node and the Lustre servers
+    osses = max(2, nodes // 64)
+    assert sorted(racked) == sorted(h for g in spec.nodes for h in _names(g.names))
+    assert len(racked) == nodes + 3 + osses  # GPU nodes, the head node, 2 MDS, the OSSes
     assert all(len(rack.pdus) == 2 for rack in spec.racks)
+    assert spec.storage is not None and spec.storage.lustre is not None
+    assert len(spec.storage.lustre.osts) == nodes // 8
+
+
+def _names(expression: str) -> tuple[str, ...]:
+    from clustergen.model.common import expand_hostlist
+
+    return expand_hostlist(expression)

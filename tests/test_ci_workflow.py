@@ -163,6 +163,8 @@ PULL_REQUEST = [
     ("names: gpu[01-08]", "names: gpu[01-10]"),
     ('nodes: "gpu[01-08]"', 'nodes: "gpu[01-10]"'),
     ('nodes: "gpu[05-08],slurm-head', 'nodes: "gpu[05-10],slurm-head'),
+    # on order: not yet in a rack, which facility.unracked says
+    ("facility:\n", "facility:\n  unracked: gpu[09-10]\n"),
     ("device: /dev/disk/by-id/dm-name-ost3}", "device: /dev/disk/by-id/dm-name-ost3-new}"),
 ]
 

@@ -51,6 +51,8 @@ ADD_TWO_NODES = [
     ("names: gpu[01-08]", "names: gpu[01-10]"),
     ('nodes: "gpu[01-08]"', 'nodes: "gpu[01-10]"'),
     ('nodes: "gpu[05-08],slurm-head', 'nodes: "gpu[05-10],slurm-head'),
+    # on order: not yet in a rack, which facility.unracked says
+    ("facility:\n", "facility:\n  unracked: gpu[09-10]\n"),
 ]
 
 

@@ -45,6 +45,7 @@ _TOPOLOGY = "a property of the whole switch graph"
 _LUSTRE_BACKEND = (
     "depends on storage.lustre.backend, checked in checks/lustre.py with a clearer message"
 )
+_POWER_PLAN = "sums over the rack's devices, PSUs and feeds (clustergen/facility.py)"
 _LUSTRE_TUNING = "the parameter table (catalog/lustre.py) with ranges and places per key"
 _PINS = "package overrides are compared with the versions clustergen derives"
 _NCCL_TABLE = (
@@ -139,6 +140,29 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "nccl-09-nccl-not-an-nccl-name": _NCCL_TABLE,
     "nccl-10-nccl-debug-enum": _NCCL_TABLE,
     "nccl-11-roce-without-traffic-class": "a setting that depends on the fabric type",
+    "pattern-01-nodes-exceed-racks": "counts a hostlist's hosts against racks x units",
+    "facility-01-switch-ports-exceeded": "counts the HCAs of a leaf's nodes; " + _COMPARISON,
+    "facility-02-device-above-rack-top": "unit plus the node profile's height; " + _COMPARISON,
+    "facility-03-two-devices-in-one-unit": "overlap of units across list items",
+    "facility-04-node-not-racked": _CROSS_REFERENCE,
+    "facility-05-unracked-unknown-node": _CROSS_REFERENCE,
+    "facility-06-unracked-node-in-rack": _CROSS_REFERENCE,
+    "facility-07-psus-below-max-watts": "arithmetic over PSU count and rating; " + _COMPARISON,
+    "facility-08-max-watts-below-gpus": "the GPUs' board power; " + _CATALOG,
+    "facility-09-typical-above-max": _COMPARISON,
+    "facility-10-psu-split-not-psu-count": "a sum of a mapping's values; " + _COMPARISON,
+    "facility-11-psu-on-missing-feed": "the node's feeds depend on its rack's PDUs",
+    "facility-12-single-feed-over-limit": _POWER_PLAN,
+    "facility-13-ab-feed-cannot-carry-rack-alone": _POWER_PLAN,
+    "facility-14-bank-over-limit": _POWER_PLAN,
+    "facility-15-bank-amps-without-banks": "a key that needs another key; " + _COMPARISON,
+    "facility-16-pdu-outlets-exceeded": _POWER_PLAN,
+    "facility-17-two-pdus-on-one-feed": "uniqueness of a field across list items",
+    "facility-18-racked-node-without-power": _CROSS_REFERENCE,
+    "facility-19-rack-weight-exceeded": _POWER_PLAN,
+    "facility-20-rack-cooling-exceeded": _POWER_PLAN,
+    "facility-21-site-over-power-budget": _POWER_PLAN,
+    "facility-22-site-cooling-exceeded": _POWER_PLAN,
 }
 
 

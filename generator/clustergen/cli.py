@@ -160,6 +160,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     twin.set_defaults(command=cmd_twin, format="text", ignore=[])
 
+    expand = commands.add_parser(
+        "expand",
+        help="write the spec's long form: every rack, switch and target of its patterns "
+        "written out",
+        description="Validate SPEC, then write it with every pattern (racks alike, switch "
+        "groups, Lustre target groups) expanded, as the spec that writes everything out. "
+        "Comments are not kept. Exit 0 written, 1 invalid spec, 2 unusable invocation.",
+    )
+    expand.add_argument("spec", metavar="SPEC")
+    expand.add_argument(
+        "-o", "--output", default="-", metavar="FILE", help="where to write it (default: stdout)"
+    )
+    _add_report_options(expand)
+    expand.set_defaults(command=cmd_expand)
+
     schema = commands.add_parser("schema", help="write the JSON Schema of the spec language")
     schema.add_argument(
         "-o",
@@ -393,16 +408,35 @@ def _wait(twin: Twin) -> int:
         time.sleep(1)
 
 
-def cmd_schema(args: argparse.Namespace) -> int:
-    text = schema_text()
+def cmd_expand(args: argparse.Namespace) -> int:
+    from clustergen.patterns import expand, long_form_text
+
+    loaded = load_spec(args.spec)
+    cluster, problems = validate_cluster(loaded, _ignored(args))
+    if cluster is None:
+        raise SpecInvalid(problems)
+    _report(problems, args.format, complete=True)
+    text = long_form_text(expand(loaded.data).data)
     if args.output == "-":
         sys.stdout.write(text)
         return int(ExitCode.OK)
-    target = Path(args.output)
+    _write_text(Path(args.output), text)
+    return int(ExitCode.OK)
+
+
+def _write_text(target: Path, text: str) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    print(f"wrote {target}")
+    print(f"wrote {target}", file=sys.stderr)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    text = schema_text()
+    if args.output == "-":
+        sys.stdout.write(text)
+        return int(ExitCode.OK)
+    _write_text(Path(args.output), text)
     return int(ExitCode.OK)

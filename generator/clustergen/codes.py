@@ -189,6 +189,12 @@ NETWORK_COMPUTE_NODE_NO_LEAF = Code(
 )
 
 # racks
+PATTERN_NO_ROOM = Code(
+    "pattern.no-room",
+    "error",
+    "a pattern's members do not fit the elements it makes (nodes over racks x units, "
+    "over switches x per_switch, targets unevenly over servers)",
+)
 RACKS_UNKNOWN_NODE = Code("racks.unknown-node", "error", "a rack places a node that is not defined")
 RACKS_NODE_PLACED_TWICE = Code(
     "racks.node-placed-twice", "error", "a node is placed in two rack positions"
@@ -294,6 +300,11 @@ STORAGE_PAGES_PER_RPC = Code(
 )
 
 # software
+SOFTWARE_FLAT_REPOSITORY_COMPONENTS = Code(
+    "software.repository-suite",
+    "error",
+    "an apt repository with components on a flat path, or a named suite without components",
+)
 SOFTWARE_NO_CUDA_12_7 = Code("software.no-cuda-12-7", "error", "CUDA 12.7 was never released")
 SOFTWARE_CUDA_NOT_IN_DRIVER_TABLE = Code(
     "software.cuda-not-in-driver-table",

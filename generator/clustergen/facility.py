@@ -8,6 +8,8 @@ the 80% limit is the continuous-load rule for breakers.
 
 from __future__ import annotations
 
+import functools
+import heapq
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -51,8 +53,8 @@ class Device:
     index: int  # in rack.devices
     name: str
     node: bool
-    hardware: str  # the node's profile, or the switch model, or ""
-    role: str  # compute, controller, storage, login, service, switch, device
+    hardware: str  # the node's profile; "" for what is not a node
+    role: str  # compute, controller, storage, login, service; device for what is not a node
     u: int
     height: int
     typical_watts: int
@@ -169,9 +171,9 @@ def bank_capacity_va(pdu: Pdu) -> float:
     return volts * (pdu.bank_amps or pdu.amps)
 
 
-def role_of(roles: Iterable[str]) -> str:
-    held = set(roles)
-    return next((label for role, label in ROLE_ORDER if role in held), "service")
+@functools.cache
+def role_of(roles: tuple[str, ...]) -> str:
+    return next((label for role, label in ROLE_ORDER if role in roles), "service")
 
 
 def even_split(psu_count: int, feeds: tuple[str, ...]) -> dict[str, int]:
@@ -182,9 +184,7 @@ def even_split(psu_count: int, feeds: tuple[str, ...]) -> dict[str, int]:
     return {feed: base + (1 if i < extra else 0) for i, feed in enumerate(feeds)}
 
 
-def plan(
-    spec: Spec, hosts: Mapping[str, Host], switch_models: Mapping[str, str | None]
-) -> tuple[RackPlan, ...]:
+def plan(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
     """Every rack's devices, PSUs and feed loads. Nodes that are unknown, placed a second
     time or without a profile are left out (the reference checks report them); a node whose
     profile has no power draws nothing."""
@@ -213,7 +213,6 @@ def plan(
                         entry.max_watts,
                         entry.max_watts if entry.typical_watts is None else entry.typical_watts,
                         entry.weight_kg,
-                        switch_models,
                         feeds,
                     )
                 )
@@ -252,7 +251,7 @@ def _node_device(rack_index: int, index: int, u: int, host: Host, feeds: tuple[s
     )
     plugged = {feed: count for feed in feeds if (count := split.get(feed, 0))}
     typical = power.max_watts if power.typical_watts is None else power.typical_watts
-    psus = _psus(power.max_watts, typical, power.power_factor, plugged)
+    psus = _psus(power.max_watts, typical, power.power_factor, tuple(plugged.items()))
     return Device(
         **common,  # type: ignore[arg-type]
         typical_watts=typical,
@@ -272,39 +271,38 @@ def _other_device(
     max_watts: int,
     typical_watts: int,
     weight_kg: float | None,
-    switch_models: Mapping[str, str | None],
     feeds: tuple[str, ...],
 ) -> Device:
-    is_switch = name in switch_models
     return Device(
         rack_index=rack_index,
         index=index,
         name=name,
         node=False,
-        hardware=(switch_models.get(name) or "") if is_switch else "",
-        role="switch" if is_switch else "device",
+        hardware="",
+        role="device",
         u=u,
         height=height,
         typical_watts=typical_watts,
         max_watts=max_watts,
         power_factor=1.0,
         weight_kg=weight_kg,
-        psus=_psus(max_watts, typical_watts, 1.0, dict.fromkeys(feeds, 1)),
+        psus=_psus(max_watts, typical_watts, 1.0, tuple((feed, 1) for feed in feeds)),
         unplugged_psus=0,
     )
 
 
+@functools.cache
 def _psus(
-    max_watts: int, typical_watts: int, power_factor: float, per_feed: Mapping[str, int]
+    max_watts: int, typical_watts: int, power_factor: float, per_feed: tuple[tuple[str, int], ...]
 ) -> tuple[Psu, ...]:
     """The PSUs, feed A's first: every PSU shares the draw equally, and on failover the
-    PSUs of the remaining feed carry it all."""
-    total = sum(per_feed.values())
+    PSUs of the remaining feed carry it all. Made once per kind of device and feeds."""
+    total = sum(count for _, count in per_feed)
     if total == 0:
         return ()
     two_feeds = len(per_feed) > 1
     psus: list[Psu] = []
-    for feed, count in per_feed.items():
+    for feed, count in per_feed:
         failover = max_watts / count if two_feeds and count else max_watts / total
         for _ in range(count):
             psus.append(
@@ -364,12 +362,13 @@ def _assign(
         range(len(plugged)),
         key=lambda i: (-plugged[i][1].failover_va, -plugged[i][1].normal_va, i),
     )
-    bank_load = [0.0] * bank_count
+    # (load, bank): the least loaded bank on top, the lowest on a tie
+    banks_by_load = [(0.0, bank) for bank in range(bank_count)]
     bank_of: dict[int, int] = {}
     for i in order:
-        bank = min(range(bank_count), key=lambda b: (bank_load[b], b))
+        load, bank = heapq.heappop(banks_by_load)
         bank_of[i] = bank
-        bank_load[bank] += plugged[i][1].failover_va
+        heapq.heappush(banks_by_load, (load + plugged[i][1].failover_va, bank))
     outlets = tuple(
         Outlet(
             device=device.name,

@@ -14,6 +14,14 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from clustergen.model import Spec
+from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
+
+PATTERNS = (
+    ("racks[]", RackPattern),
+    ("network.fabric.switches[]", SwitchGroup),
+    ("storage.lustre.mdts[]", TargetGroup),
+    ("storage.lustre.osts[]", TargetGroup),
+)
 
 START = "<!-- spec-keys:start (generated from the models; do not edit) -->"
 END = "<!-- spec-keys:end -->"
@@ -25,6 +33,12 @@ def key_table() -> str:
         f"| `{path}` | {kind} | {default} | {text} |"
         for path, kind, default, text in _rows(Spec, "")
     ]
+    # A pattern stands where its elements would (clustergen.patterns, docs/patterns.md).
+    for place, model in PATTERNS:
+        rows += [
+            f"| `{path}` | {kind} | {default} | {text} |"
+            for path, kind, default, text in _rows(model, f"{place}(pattern).")
+        ]
     return "\n".join(rows) + "\n"
 
 
@@ -87,6 +101,8 @@ def _type_name(annotation: Any) -> str:
             names.append(" \\| ".join(f"`{v}`" for v in typing.get_args(member)))
         elif origin is list:
             names.append(f"list of {_type_name(typing.get_args(member)[0])}")
+        elif origin is dict and typing.get_args(member)[1] is Any:
+            names.append("mapping")  # typing.Any prints differently across Pythons
         elif origin is dict:
             names.append(f"mapping to {_type_name(typing.get_args(member)[1])}")
         elif isinstance(member, type) and issubclass(member, BaseModel):

@@ -104,10 +104,28 @@ class LoadedSpec:
     positions: dict[SpecPath, Located] = field(default_factory=dict)
     # Floats as written (23.10), where the number read (23.1) loses what the user typed.
     float_texts: dict[SpecPath, str] = field(default_factory=dict)
+    # After patterns are expanded (clustergen.patterns): where an expanded element, or a
+    # part of it, stands in the file, and the element's name.
+    aliases: dict[SpecPath, SpecPath] = field(default_factory=dict)
+    labels: dict[SpecPath, str] = field(default_factory=dict)
 
-    def locate(self, path: SpecPath, at: str = "value") -> Position:
-        """The position of `path`, or of its nearest ancestor that has one."""
-        probe = path
+    def source(self, path: SpecPath) -> tuple[SpecPath, str | None]:
+        """Where `path` of the expanded spec is written, and the name of the pattern
+        element it lies in (None outside patterns)."""
+        label = next(
+            (self.labels[path[:n]] for n in range(len(path), 0, -1) if path[:n] in self.labels),
+            None,
+        )
+        for length in range(len(path), 0, -1):
+            alias = self.aliases.get(path[:length])
+            if alias is not None:
+                return (*alias, *path[length:]), label
+        return path, label
+
+    def locate(self, path: SpecPath, at: str = "value", *, expanded: bool = True) -> Position:
+        """The position of `path` (of the expanded spec, or as written), or of its nearest
+        ancestor that has one."""
+        probe = self.source(path)[0] if expanded else path
         while True:
             located = self.positions.get(probe)
             if located is not None:

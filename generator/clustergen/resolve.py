@@ -2,7 +2,8 @@
 
 Hosts with their profiles, roles and addresses; the expanded members of the
 controllers, partitions and switches; the inventory groups as name sets; the
-package pins. Nothing else expands a hostlist or derives a pin.
+package pins; the physical plan of racks and power, and the switch ports; the
+checks' problems. Nothing else expands a hostlist, derives a pin or plans a rack.
 
 Each part is computed on first use from the sections it reads, and kept. So the
 same object serves twice: during validation it is tolerant (built over the valid
@@ -30,6 +31,9 @@ from clustergen.catalog.packages import (
     role_group,
     with_overrides,
 )
+from clustergen.catalog.switches import INFINIBAND_SWITCH_PORTS
+from clustergen.errors import Problem
+from clustergen.facility import RackPlan, SwitchPorts, plan, switch_ports
 from clustergen.hosts import Host, expand_hosts, hosts_by_name
 from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
@@ -100,6 +104,35 @@ class Cluster:
         """Child switches of each network.fabric.switches entry, by index."""
         fabric = self.spec.network.fabric
         return tuple(_expand(s.switches) for s in fabric.switches) if fabric else ()
+
+    # --- the physical layer ---------------------------------------------------------
+
+    @cached_property
+    def rack_plans(self) -> tuple[RackPlan, ...]:
+        """Every rack's devices, PSUs and feed loads (reads racks, nodes and hardware): the
+        power checks judge it and the facility sheets print it."""
+        return plan(self.spec, self.by_name)
+
+    @cached_property
+    def switch_ports(self) -> tuple[SwitchPorts, ...]:
+        """What each fabric switch has cabled to it (reads network, nodes and hardware)."""
+        return switch_ports(
+            self.spec,
+            self.by_name,
+            self.switch_nodes,
+            self.switch_children,
+            INFINIBAND_SWITCH_PORTS,
+        )
+
+    # --- the checks -----------------------------------------------------------------
+
+    @cached_property
+    def problems(self) -> tuple[Problem, ...]:
+        """Every cross-field check's problems over the whole spec: validation reports them
+        and the facility overview lists the warnings, from one run."""
+        from clustergen.checks import run_checks  # the checks read this cluster
+
+        return tuple(run_checks(self, Spec.model_fields))
 
     # --- packages -------------------------------------------------------------------
 

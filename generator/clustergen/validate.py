@@ -11,12 +11,13 @@ import functools
 import types
 import typing
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import Any, Union, cast
 
 from pydantic import BaseModel, ValidationError, create_model
 from pydantic_core import ErrorDetails
 
-from clustergen import codes
+from clustergen import codes, patterns
 from clustergen.checks import run_checks
 from clustergen.codes import CODES, WARNINGS
 from clustergen.errors import LocatedProblem, Problem, SpecPath
@@ -61,6 +62,7 @@ def validate_cluster(
     """The resolved cluster (None if the spec has errors) and every problem, sorted by
     position; the checks' work on the cluster is kept for the render."""
     problems: list[Problem]
+    written: list[Problem] = []  # problems of patterns, at paths as written, not expanded
     spec: Spec | None = None
     cluster: Cluster | None = None
     ignored = set(ignore)
@@ -74,27 +76,79 @@ def validate_cluster(
             )
         ]
     else:
+        expansion = patterns.expand(loaded.data)
+        loaded.aliases.update(expansion.aliases)
+        loaded.labels.update(expansion.labels)
+        data = expansion.data
+        errors: list[ErrorDetails] = []
         try:
-            spec = Spec.model_validate(loaded.data)
+            spec = Spec.model_validate(data)
         except ValidationError as exc:
             errors = exc.errors(include_url=False)
-            problems = shape_problems(errors, loaded.data, loaded.float_texts)
+        if errors or expansion.errors or expansion.problems:
+            spec = None
+            problems = shape_problems(errors, data, loaded.float_texts)
+            written = shape_problems(expansion.errors, loaded.data, loaded.float_texts)
+            written += expansion.problems
             invalid = {str(error["loc"][0]) for error in errors if error["loc"]}
-            partial, valid = valid_sections(loaded.data, invalid)
+            partial, valid = valid_sections(data, invalid | expansion.sections)
             problems += run_checks(Cluster(partial, loaded.name), valid)
-            ignored.update(_ignored_in(loaded.data))
+            ignored.update(_ignored_in(data))
         else:
+            assert spec is not None
             cluster = Cluster(spec, loaded.name)
-            problems = run_checks(cluster, Spec.model_fields)
+            problems = list(cluster.problems)
             ignored.update(spec.ignore)
-    problems = [p for p in problems if p.severity == "error" or p.code.name not in ignored]
-    located = [
-        LocatedProblem(loaded.file, loaded.locate(p.path, p.at), p.path, p.message, p.code)
-        for p in problems
-    ]
+    located = _once_per_pattern(
+        [_located(loaded, p) for p in problems if _kept(p, ignored)]
+        + [_located(loaded, p, expanded=False) for p in written if _kept(p, ignored)]
+    )
     located.sort(key=lambda p: (p.position, p.severity != "error", p.message))
     has_errors = any(p.severity == "error" for p in located)
     return (None if has_errors else cluster), _unique(located)
+
+
+def _kept(problem: Problem, ignored: set[str]) -> bool:
+    return problem.severity == "error" or problem.code.name not in ignored
+
+
+def _located(loaded: LoadedSpec, problem: Problem, *, expanded: bool = True) -> LocatedProblem:
+    """Where the problem is written; inside a pattern, named after the element."""
+    if not expanded:
+        position = loaded.locate(problem.path, problem.at, expanded=False)
+        return LocatedProblem(loaded.file, position, problem.path, problem.message, problem.code)
+    path, label = loaded.source(problem.path)
+    message = f"{label}: {problem.message}" if label else problem.message
+    position = loaded.locate(problem.path, problem.at)
+    return LocatedProblem(loaded.file, position, path, message, problem.code)
+
+
+def _once_per_pattern(problems: list[LocatedProblem]) -> list[LocatedProblem]:
+    """One problem a pattern repeats for each of its elements (a PDU template over its
+    rated amps) is shown once, with how many more elements it hits."""
+    groups: dict[tuple[Any, ...], list[LocatedProblem]] = {}
+    for problem in problems:
+        label, _, rest = problem.message.partition(": ")
+        plain = rest if rest and " " in label and label.split(" ", 1)[0] in _ELEMENTS else None
+        if plain is None:
+            groups[(problem.position, problem.path, problem.code, problem.message)] = [problem]
+        else:
+            groups.setdefault((problem.position, problem.path, problem.code, plain), []).append(
+                problem
+            )
+    out = []
+    for same in groups.values():
+        first = same[0]
+        if len(same) > 1:
+            kind = first.message.split(" ", 1)[0]
+            first = replace(
+                first, message=f"{first.message} (and {len(same) - 1} more {kind}s of this pattern)"
+            )
+        out.append(first)
+    return out
+
+
+_ELEMENTS = ("rack", "switch", "MDT", "OST")
 
 
 def _ignored_in(data: dict[Any, Any]) -> list[str]:

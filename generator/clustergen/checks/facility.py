@@ -8,7 +8,6 @@ import hostlist
 
 from clustergen import codes
 from clustergen.catalog.gpus import GPU_MODELS
-from clustergen.catalog.switches import INFINIBAND_SWITCH_PORTS
 from clustergen.errors import Problem, SpecPath
 from clustergen.facility import (
     PHASE_IMBALANCE_LIMIT,
@@ -18,8 +17,6 @@ from clustergen.facility import (
     kilo,
     largest,
     most,
-    plan,
-    switch_ports,
 )
 from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import Power
@@ -156,7 +153,7 @@ def racked(cluster: Cluster) -> list[Problem]:
 def power(cluster: Cluster) -> list[Problem]:
     """Feeds, banks, outlets and phases of every rack with PDUs; a node's PSUs after the
     loss of a feed; rack weight and cooling."""
-    plans = _plan(cluster)
+    plans = cluster.rack_plans
     problems: list[Problem] = []
     for rack in plans:
         problems += _rack_pdus(cluster, rack)
@@ -173,7 +170,7 @@ def site(cluster: Cluster) -> list[Problem]:
     facility = cluster.spec.facility
     if facility is None:
         return []
-    plans = _plan(cluster)
+    plans = cluster.rack_plans
     total = sum(rack.max_watts for rack in plans)
     contributors = largest(((rack.rack.name, rack.max_watts) for rack in plans), "W")
     problems = []
@@ -195,13 +192,7 @@ def site(cluster: Cluster) -> list[Problem]:
 
 def ports(cluster: Cluster) -> list[Problem]:
     """HCAs and uplinks cabled to each switch fit its ports."""
-    switches = switch_ports(
-        cluster.spec,
-        cluster.by_name,
-        cluster.switch_nodes,
-        cluster.switch_children,
-        INFINIBAND_SWITCH_PORTS,
-    )
+    switches = cluster.switch_ports
     fabric = cluster.spec.network.fabric
     problems = []
     for switch in switches:
@@ -232,10 +223,6 @@ def ports(cluster: Cluster) -> list[Problem]:
             )
         )
     return problems
-
-
-def _plan(cluster: Cluster) -> tuple[RackPlan, ...]:
-    return plan(cluster.spec, cluster.by_name, {})
 
 
 def _units(low: int, high: int) -> str:

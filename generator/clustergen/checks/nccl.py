@@ -39,7 +39,8 @@ def _settings(cluster: Cluster) -> Iterator[tuple[SpecPath, NcclSettings, list[s
     for index, partition in enumerate(spec.slurm.partitions):
         if partition.nccl is not None:
             members = cluster.partition_nodes[index]
-            names = sorted({h.hardware_name for h in cluster.hosts if h.name in members})
+            known = cluster.by_name
+            names = sorted({known[n].hardware_name for n in members if n in known})
             yield ("slurm", "partitions", index, "nccl"), partition.nccl, names
 
 

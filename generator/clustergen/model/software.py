@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
+from typing_extensions import Self
 
+from clustergen import codes
+from clustergen.codes import invalid
 from clustergen.model.common import Identifier, StrictModel, Version
-from clustergen.model.syntax import PackageVersion, Url
+from clustergen.model.syntax import AptComponent, AptSuite, PackageVersion, Url
 
 OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "rocky-9", "rhel-9"]
 
@@ -21,8 +24,36 @@ class Repository(StrictModel):
     url: Url = Field(description="Base URL of the repository.")
     key_url: Url | None = Field(
         default=None,
-        description="URL of the repository's signing key; omit for a trusted local repository.",
+        description="URL of the repository's signing key (armoured); omit for a trusted local "
+        "repository.",
     )
+    suite: AptSuite = Field(
+        default="/",
+        description="apt: the suite, e.g. bookworm; default '/', a flat repository such as "
+        "NVIDIA's CUDA repository (an exact path, ending in '/', takes no components). "
+        "Ignored on dnf.",
+    )
+    components: list[AptComponent] = Field(
+        default_factory=list,
+        description="apt: the components of a suite, e.g. [main, contrib]; none for a flat "
+        "repository.",
+    )
+
+    @model_validator(mode="after")
+    def _components_need_a_suite(self) -> Self:
+        if self.suite.endswith("/") and self.components:
+            raise invalid(
+                codes.SOFTWARE_FLAT_REPOSITORY_COMPONENTS,
+                f"repository '{self.name}' has the exact path '{self.suite}' for a suite, which "
+                "takes no components (apt); name a suite, e.g. bookworm, or drop the components",
+            )
+        if not self.suite.endswith("/") and not self.components:
+            raise invalid(
+                codes.SOFTWARE_FLAT_REPOSITORY_COMPONENTS,
+                f"repository '{self.name}' names the suite '{self.suite}' without components "
+                "(apt needs at least one, e.g. [main])",
+            )
+        return self
 
 
 class Software(StrictModel):

@@ -126,6 +126,12 @@ CLUSTER_NAME = Syntax(
 DNS_DOMAIN = Syntax(rf"^(?:{LABEL}\.)*{LABEL}$", "a DNS domain such as hpc.example.org")
 DATABASE_WORD = Syntax(r"^[A-Za-z0-9_]+$", "letters, digits and '_'")
 URL = Syntax(rf"^(?:https?|file)://{_NONSPACE}+$", "an http://, https:// or file:// URL")
+APT_SUITE = Syntax(
+    r"^(?:[A-Za-z0-9][A-Za-z0-9._~+-]*|\.?/|[A-Za-z0-9][A-Za-z0-9._~+/-]*/)$",
+    "an apt suite (bookworm, jammy-updates), or an exact path ending in '/' for a flat "
+    "repository ('/', './', 'x86_64/')",
+)
+APT_COMPONENT = Syntax(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", "an apt component, e.g. main")
 GRES_TYPE = Syntax(r"^[a-z0-9][a-z0-9_]*$", "lowercase letters, digits and '_'")
 INTERFACE = Syntax(
     r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
@@ -148,6 +154,8 @@ ClusterName = Annotated[str, CLUSTER_NAME]
 DnsDomain = Annotated[str, DNS_DOMAIN]
 DatabaseWord = Annotated[str, DATABASE_WORD]
 Url = Annotated[str, URL]
+AptSuite = Annotated[str, APT_SUITE]
+AptComponent = Annotated[str, APT_COMPONENT]
 GresType = Annotated[str, GRES_TYPE]
 InterfaceName = Annotated[str, INTERFACE]
 BlockDevice = Annotated[str, BLOCK_DEVICE]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import jinja2
 
 from clustergen.artifacts import Artifact
-from clustergen.outputs import acceptance, lustre, nccl, slurm
+from clustergen.outputs import acceptance, facility, lustre, nccl, slurm
 from clustergen.resolve import Cluster
 
 Family = Callable[[Cluster, jinja2.Environment], list[Artifact]]
@@ -21,4 +21,5 @@ FAMILIES: dict[str, Family] = {
     "lustre": lustre.render,
     "nccl": nccl.render,
     "acceptance": acceptance.render,
+    "facility": facility.render,
 }

@@ -29,11 +29,12 @@ _FROM_INVENTORY = "{{ inventory_dir }}/.."
 
 @dataclass(frozen=True)
 class Variable:
-    """One group variable: a scalar, a flat mapping, or a list of flat mappings."""
+    """One group variable: a scalar, a flat mapping, or a list of flat mappings (whose
+    values may be lists of strings)."""
 
     name: str
     comment: str
-    value: str | bool | dict[str, str] | list[dict[str, str | bool]]
+    value: str | bool | Mapping[str, str] | Sequence[Mapping[str, str | bool | list[str]]]
 
 
 @dataclass(frozen=True)
@@ -263,11 +264,12 @@ def handler_name(install: Install) -> str | None:
 def _all_vars(cluster: Cluster) -> GroupVars:
     software = cluster.spec.software
     family = cluster.pins.family
-    repositories: list[dict[str, str | bool]] = []
+    repositories: list[dict[str, str | bool | list[str]]] = []
     for repository in software.repositories:
-        entry: dict[str, str | bool] = {"name": repository.name, "url": repository.url}
+        entry: dict[str, str | bool | list[str]] = {"name": repository.name, "url": repository.url}
         if family == "apt":
-            entry["suite"] = "/"  # NVIDIA's and most vendor apt repositories are flat
+            entry["suite"] = repository.suite
+            entry["components"] = list(repository.components)
         if repository.key_url is not None:
             entry["key_url"] = repository.key_url
         else:

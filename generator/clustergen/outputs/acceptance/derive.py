@@ -65,7 +65,7 @@ def derive_acceptance(cluster: Cluster) -> list[PartitionJobs]:
     link = LINK_GBITS[fabric.rate]
     jobs = []
     for index, partition in enumerate(spec.slurm.partitions):
-        members = cluster.partition_nodes[index]
+        members = set(cluster.partition_nodes[index])
         hosts = [h for h in cluster.hosts if h.name in members]
         if not hosts or any(h.hardware.gpu is None for h in hosts):
             continue

@@ -1,0 +1,99 @@
+"""Patterns for repeated structure: racks alike, switch groups and Lustre target groups.
+
+A pattern stands where the elements it expands to would stand (an item of `racks`, of
+`network.fabric.switches`, of `storage.lustre.mdts`/`osts`); clustergen.patterns
+expands it before anything else reads the spec, so its meaning is exactly the long
+form's. In the strings of a pattern's templates `{rack}`, `{index}`, `{node}` and `{n}`
+stand for the expanded element's values; an integer may carry a format, e.g.
+`{index:04x}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from clustergen.model.common import Hostlist, Int, StrictModel
+
+
+class RackPattern(StrictModel):
+    """Racks alike: one rack per name, the nodes dealt out in order, one per unit in
+    'units' (the last racks may hold fewer)."""
+
+    names: Hostlist = Field(description="The racks' names, e.g. g[0001-4096].")
+    height_u: Int = Field(ge=1, le=60, description="Usable rack units of each rack.")
+    nodes: Hostlist | None = Field(
+        default=None, description="The nodes to place, in order, len(units) to a rack."
+    )
+    units: list[Int] = Field(
+        default_factory=list,
+        max_length=60,
+        description="The unit of each rack's 1st, 2nd, ... node, e.g. [1, 9, 17, 25].",
+    )
+    pdus: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Each rack's PDUs, as racks[].pdus[]; {rack} in a string is the rack's "
+        "name, e.g. '{rack}-pdu-a'.",
+    )
+    devices: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Devices every rack has besides its nodes (a switch, a patch panel), as "
+        "racks[].devices[]; {rack} in a string is the rack's name.",
+    )
+    weight_kg: float | None = Field(
+        default=None, gt=0, description="Load each rack may carry in kg (devices only)."
+    )
+    cooling_kw: float | None = Field(
+        default=None, gt=0, description="Heat each rack's cooling removes, kW (max draw)."
+    )
+
+
+class SwitchGroup(StrictModel):
+    """Switches alike: one switch per name, the nodes (leaves) or switches (spines) dealt out
+    in order, 'per_switch' to each."""
+
+    names: Hostlist = Field(description="The switches' names, e.g. leaf[001-512].")
+    nodes: Hostlist | None = Field(
+        default=None, description="Leaves: the nodes to deal out, e.g. gpu[00001-16384]."
+    )
+    switches: Hostlist | None = Field(
+        default=None, description="Spines: the child switches to deal out."
+    )
+    per_switch: Int | None = Field(
+        default=None,
+        ge=1,
+        description="Members per switch; default: as evenly as they go (the first switches "
+        "take one more).",
+    )
+    ports: Int | None = Field(
+        default=None, ge=1, le=4096, description="Ports of each switch, as switches[].ports."
+    )
+    model: str | None = Field(default=None, max_length=64, description="Switch model.")
+    uplinks: Int = Field(
+        default=1, ge=1, le=1024, description="Cables from each switch to each of its parents."
+    )
+
+
+class TargetGroup(StrictModel):
+    """Lustre targets alike: 'count' targets from index 'first_index', dealt out in order
+    over 'nodes', count / len(nodes) to each."""
+
+    first_index: Int = Field(default=0, ge=0, le=65535, description="Index of the first target.")
+    count: Int = Field(ge=1, le=65536, description="Number of targets.")
+    nodes: Hostlist = Field(description="The primary servers, e.g. oss[001-256].")
+    failover: Literal["none", "pairs"] = Field(
+        default="none",
+        description="pairs: each server's targets fail over to its partner (1st and 2nd "
+        "server of 'nodes', 3rd and 4th, ...).",
+    )
+    device: str = Field(
+        description="Device template, e.g. /dev/disk/by-id/dm-name-ost{index:04x}: {index} is "
+        "the target's index, {node} its server, {n} its number on that server from 0."
+    )
+    mkfs_options: list[str] = Field(default_factory=list, description="As osts[].mkfs_options.")
+    mount_options: list[str] = Field(default_factory=list, description="As osts[].mount_options.")
+    zpool: dict[str, Any] | None = Field(
+        default=None, description="As osts[].zpool; templates as in 'device'."
+    )
+    dataset: dict[str, Any] | None = Field(default=None, description="As osts[].dataset.")

@@ -1,0 +1,601 @@
+"""What the facility sheets and pictures print, from the cluster's one physical plan.
+
+Every number comes from Cluster.rack_plans (the plan the power checks judged) and every
+cable from Cluster.switch_ports; here they are only turned into rows of fixed-format text
+and into the coordinates of the rack elevations, so the templates hold no arithmetic.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from clustergen.errors import format_path
+from clustergen.facility import (
+    CONTINUOUS_LOAD_LIMIT,
+    FEEDS,
+    Device,
+    FeedLoad,
+    RackPlan,
+    cables,
+    kilo,
+)
+from clustergen.resolve import Cluster
+
+# Fills by role: light enough for black text and for printing, distinct in colour, and
+# the role is written in every label too, for a grey-scale print.
+ROLE_FILLS = {
+    "compute": "#a6c8ec",
+    "controller": "#f9c38a",
+    "storage": "#a8d5a0",
+    "login": "#d4b5d0",
+    "service": "#e6d3b3",
+    "switch": "#9fd8d3",
+    "device": "#d9d9d9",
+}
+OK_FILL = "#59a14f"
+NEAR_FILL = "#f1a340"  # within the limit, but above NEAR_LIMIT of it
+OVER_FILL = "#e15759"
+NEAR_LIMIT = 0.9
+
+# Elevation geometry, in SVG user units (px at 100%).
+UNIT_PX = 20
+RACK_X = 34  # left of the rack frame; the unit numbers sit in the margins
+RACK_W = 300
+TITLE_H = 52
+BAR_W = RACK_W
+LEGEND_ROW_PX = 16
+FONT_PX = 11
+# Labels are cut to fit their box by an estimate of DejaVu Sans at FONT_PX (its average
+# glyph is about half an em, bold a little wider, as measured in Chromium).
+CHAR_PX = 5.5
+BOLD_CHAR_PX = 6.3
+LABEL_W = RACK_W - 16
+
+
+@dataclass(frozen=True)
+class Text:
+    x: int
+    y: int
+    text: str
+    weight: str = "normal"  # "bold" for titles
+    anchor: str = "start"  # SVG text-anchor: start, middle or end
+
+
+@dataclass(frozen=True)
+class Label:
+    """A device's name in bold, and what it is: on one line in a 1U box, else two."""
+
+    x: int
+    name_y: int
+    name: str
+    detail_y: int  # == name_y: the detail follows the name on its line
+    detail: str
+
+    @property
+    def one_line(self) -> bool:
+        return self.detail_y == self.name_y
+
+
+@dataclass(frozen=True)
+class Box:
+    x: int
+    y: int
+    width: int
+    height: int
+    fill: str
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A load bar scaled to the circuit's full rating, with the 80% limit marked."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+    fill_width: int
+    fill: str
+    limit_x: int  # the 80% tick, a little taller than the bar
+    tick_top: int
+    tick_bottom: int
+    percent_of_limit: str  # '93%'
+
+
+@dataclass(frozen=True)
+class Elevation:
+    rack: str
+    width: int
+    height: int
+    title: Text
+    subtitle: Text
+    frame: Box
+    grid: str  # SVG of every unit (drawn first; an empty one stays white) and its number
+    devices: tuple[tuple[Box, Label], ...]
+    free: tuple[Text, ...]  # 'free U15-U40 (26U)' on each run of empty units
+    load: tuple[Text, ...]
+    bar: Bar | None  # None for a rack without PDUs
+    legend: tuple[tuple[Box, Text], ...]
+
+
+@dataclass(frozen=True)
+class FeedRow:
+    rack: str
+    pdu: str
+    feed: str
+    circuit: str  # '415 V 3-phase 40 A'
+    capacity: str
+    limit: str
+    typical: str
+    normal: str
+    failover: str  # '' on a rack with one feed
+    headroom: str
+    normal_bar: Bar
+    failover_bar: Bar | None
+    over: bool
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """The row of pdu-feeds.csv, in FEED_HEADER's order."""
+        return (
+            self.rack,
+            self.pdu,
+            self.feed,
+            self.circuit,
+            self.capacity,
+            self.limit,
+            self.typical,
+            self.normal,
+            self.failover,
+            self.headroom,
+        )
+
+
+@dataclass(frozen=True, order=True)
+class SpecWarning:
+    path: str
+    message: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Facility:
+    cluster: str
+    elevations: tuple[Elevation, ...]
+    rack_rows: tuple[tuple[str, ...], ...]
+    rack_totals: tuple[tuple[str, ...], ...]  # rack, units, used, free, typical W, max W
+    feed_rows: tuple[FeedRow, ...]
+    device_rows: tuple[tuple[str, ...], ...]
+    phase_rows: tuple[tuple[str, ...], ...]
+    bank_rows: tuple[tuple[str, ...], ...]
+    outlet_rows: tuple[tuple[str, ...], ...]
+    cable_rows: tuple[tuple[str, ...], ...]
+    site: tuple[str, ...]  # summary lines
+    warnings: tuple[SpecWarning, ...]
+
+
+RACK_HEADER = ("rack", "unit", "top", "device", "role", "hardware", "height_u")
+RACK_HEADER_W = ("typical_watts", "max_watts")
+FEED_HEADER = (
+    "rack",
+    "pdu",
+    "feed",
+    "circuit",
+    "capacity_va",
+    "limit_va",
+    "typical_va",
+    "normal_va",
+    "failover_va",
+    "headroom_va",
+)
+DEVICE_HEADER = (
+    "rack",
+    "device",
+    "max_watts",
+    "power_factor",
+    "psus_a",
+    "psus_b",
+    "normal_watts_a",
+    "normal_watts_b",
+    "failover_watts_a",
+    "failover_watts_b",
+)
+PHASE_HEADER = ("rack", "pdu", "phase", "capacity_va", "normal_va", "failover_va")
+BANK_HEADER = (
+    "rack",
+    "pdu",
+    "bank",
+    "phase",
+    "breaker_amps",
+    "capacity_va",
+    "limit_va",
+    "normal_va",
+    "failover_va",
+)
+OUTLET_HEADER = ("rack", "pdu", "device", "psu", "bank", "phase", "normal_va", "failover_va")
+CABLE_HEADER = ("switch", "port", "kind", "peer", "peer_port", "note")
+
+
+def number(value: float) -> str:
+    """A whole number of W or VA: 10200.4 -> '10200'."""
+    return f"{value:.0f}"
+
+
+def percent(part: float, whole: float) -> str:
+    return f"{part / whole:.0%}" if whole else "-"
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def role_and_hardware(device: Device, switch_models: dict[str, str | None]) -> tuple[str, str]:
+    if device.node or device.name not in switch_models:
+        return device.role, device.hardware
+    return "switch", switch_models[device.name] or ""
+
+
+def bar(x: int, y: int, width: int, height: int, load: float, limit: float) -> Bar:
+    capacity = limit / CONTINUOUS_LOAD_LIMIT
+    fraction = min(load / capacity, 1.0) if capacity else 0.0
+    return Bar(
+        x=x,
+        y=y,
+        width=width,
+        height=height,
+        fill_width=round(width * fraction),
+        fill=OVER_FILL if load > limit else NEAR_FILL if load > NEAR_LIMIT * limit else OK_FILL,
+        limit_x=x + round(width * CONTINUOUS_LOAD_LIMIT),
+        tick_top=y - 3,
+        tick_bottom=y + height + 3,
+        percent_of_limit=percent(load, limit),
+    )
+
+
+def circuit(load: FeedLoad) -> str:
+    pdu = load.pdu
+    return f"{pdu.volts} V {pdu.phases}-phase {pdu.amps} A"
+
+
+def fit(text: str, width: float, char_px: float) -> str:
+    """The text, cut with an ellipsis where it would run past `width` px."""
+    most = int(width // char_px)
+    return text if len(text) <= most else text[: max(most - 1, 0)] + "\u2026"
+
+
+def power_given(device: Device) -> bool:
+    """False for a node whose profile has no 'power' (the plan counts it as 0 W; a rack
+    with PDUs refuses it, a rack without may hold it)."""
+    return not device.node or device.max_watts > 0
+
+
+def detail(hardware: str, role: str, watts: str, width: float) -> str:
+    """'hgx-h100 · compute, 10200 W max'; the role goes first, then the hardware is cut,
+    when the label would run out of its box (the fill still says the role)."""
+    for parts in ((hardware, role), (hardware,)):
+        what = " \u00b7 ".join(part for part in parts if part)
+        text = f"{what}, {watts}" if what else watts
+        if len(text) * CHAR_PX <= width:
+            return text
+    return fit(hardware, width - (len(watts) + 2) * CHAR_PX, CHAR_PX) + ", " + watts
+
+
+def top_of_unit(height_u: int, unit: int) -> int:
+    """Top edge of a unit in the picture; U1 is at the bottom."""
+    return TITLE_H + (height_u - unit) * UNIT_PX
+
+
+@functools.cache
+def unit_grid(height_u: int) -> str:
+    """The SVG of a rack's units and their numbers in both margins: the same for every rack
+    of one height, so it is made once per height (thousands of racks share it)."""
+
+    def unit_y(unit: int) -> int:
+        return top_of_unit(height_u, unit)
+
+    units = range(height_u, 0, -1)
+    slots = "".join(
+        f'<rect x="{RACK_X}" y="{unit_y(u)}" width="{RACK_W}" height="{UNIT_PX}" fill="#ffffff"/>\n'
+        for u in units
+    )
+    numbers = "".join(
+        f'<text x="{x}" y="{unit_y(u) + UNIT_PX // 2 + 4}" text-anchor="{anchor}">{u}</text>\n'
+        for u in units
+        for x, anchor in ((RACK_X - 6, "end"), (RACK_X + RACK_W + 6, "start"))
+    )
+    return (
+        f'<g stroke="#c8c8c8" stroke-width="1">\n{slots}</g>\n'
+        f'<g font-size="9" fill="#555555">\n{numbers}</g>'
+    )
+
+
+def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation:
+    height_u = rack.rack.height_u
+    frame_h = height_u * UNIT_PX
+
+    def unit_y(unit: int) -> int:
+        return top_of_unit(height_u, unit)
+
+    held: set[int] = set()
+    devices = []
+    roles: list[str] = []
+    for device in sorted(rack.devices, key=lambda d: (-d.u, d.index)):
+        role, hardware = role_and_hardware(device, switch_models)
+        roles.append(role)
+        top = min(device.top, height_u)
+        if device.u > height_u:
+            continue  # outside the rack: the placement check reports it
+        held.update(range(device.u, top + 1))
+        y = unit_y(top) + 1
+        h = (top - device.u + 1) * UNIT_PX - 2
+        box = Box(RACK_X + 2, y, RACK_W - 4, h, ROLE_FILLS[role])
+        middle = y + h // 2
+        one_line = h < 2 * UNIT_PX - 2
+        name = fit(device.name, LABEL_W, BOLD_CHAR_PX)
+        room = LABEL_W - (len(name) + 2) * BOLD_CHAR_PX if one_line else LABEL_W
+        label = Label(
+            x=RACK_X + 8,
+            name_y=middle + 4 if one_line else middle - 2,
+            name=name,
+            detail_y=middle + 4 if one_line else middle + 12,
+            detail=detail(
+                hardware,
+                role,
+                f"{device.max_watts} W max" if power_given(device) else "power not given",
+                room,
+            ),
+        )
+        devices.append((box, label))
+    free = []
+    run: list[int] = []
+    for u in [*range(height_u, 0, -1), 0]:
+        if u and u not in held:
+            run.append(u)
+            continue
+        if run:
+            low, high = run[-1], run[0]
+            span = f"U{low}" if low == high else f"U{low}-U{high}"
+            # Inside the middle unit, clear of the lines between units.
+            middle = unit_y(run[len(run) // 2]) + UNIT_PX // 2
+            text = f"free {span} ({len(run)}U)"
+            free.append(Text(RACK_X + RACK_W // 2, middle + 4, text, anchor="middle"))
+            run = []
+    below = TITLE_H + frame_h
+    load_texts: list[Text] = []
+    rack_bar = None
+    if rack.loads:
+        drawn = sum(load.normal_va for load in rack.loads)
+        load_texts = [
+            Text(RACK_X, below + 20, f"Load at max draw {kilo(drawn, 'VA')}"),
+            Text(
+                RACK_X,
+                below + 34,
+                f"80% limit {kilo(rack.limit_va, 'VA')} "
+                f"(of {kilo(rack.limit_va / CONTINUOUS_LOAD_LIMIT, 'VA')}): "
+                f"{percent(drawn, rack.limit_va)} used",
+            ),
+        ]
+        rack_bar = bar(RACK_X, below + 42, BAR_W, 14, drawn, rack.limit_va)
+    else:
+        load_texts = [Text(RACK_X, below + 20, "No PDUs: power not planned")]
+    legend_y = below + 72
+    shown = [role for role in ROLE_FILLS if role in roles]
+    legend = tuple(
+        (
+            Box(
+                RACK_X + (i % 2) * (RACK_W // 2),
+                legend_y + (i // 2) * LEGEND_ROW_PX,
+                12,
+                12,
+                ROLE_FILLS[role],
+            ),
+            Text(
+                RACK_X + (i % 2) * (RACK_W // 2) + 18,
+                legend_y + (i // 2) * LEGEND_ROW_PX + 10,
+                role,
+            ),
+        )
+        for i, role in enumerate(shown)
+    )
+    pdus = ", ".join(f"{load.pdu.name} ({load.pdu.feed})" for load in rack.loads)
+    return Elevation(
+        rack=rack.rack.name,
+        width=2 * RACK_X + RACK_W,
+        height=legend_y + ((len(shown) + 1) // 2) * LEGEND_ROW_PX + 8,
+        title=Text(RACK_X, 22, f"Rack {rack.rack.name}", "bold"),
+        subtitle=Text(
+            RACK_X,
+            40,
+            f"{height_u}U, front view; " + (f"PDUs {pdus}" if pdus else "no PDUs"),
+        ),
+        frame=Box(RACK_X, TITLE_H, RACK_W, frame_h, "none"),
+        grid=unit_grid(height_u),
+        devices=tuple(devices),
+        free=tuple(free),
+        load=tuple(load_texts),
+        bar=rack_bar,
+        legend=legend,
+    )
+
+
+def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
+    return FeedRow(
+        rack=rack.rack.name,
+        pdu=load.pdu.name,
+        feed=load.pdu.feed,
+        circuit=circuit(load),
+        capacity=number(load.capacity_va),
+        limit=number(load.limit_va),
+        typical=number(load.typical_va),
+        normal=number(load.normal_va),
+        failover="" if load.failover_va is None else number(load.failover_va),
+        headroom=number(load.headroom_va),
+        normal_bar=bar(0, 0, 200, 12, load.normal_va, load.limit_va),
+        failover_bar=(
+            None
+            if load.failover_va is None
+            else bar(0, 0, 200, 12, load.failover_va, load.limit_va)
+        ),
+        over=load.headroom_va < 0,
+    )
+
+
+def device_row(rack: RackPlan, device: Device) -> tuple[str, ...]:
+    """Watts a device draws from each feed at max_watts: every feed up, and alone."""
+    two_feeds = len(rack.feeds) > 1
+    normal = {feed: 0.0 for feed in FEEDS}
+    failover = {feed: 0.0 for feed in FEEDS}
+    for psu in device.psus:
+        normal[psu.feed] += psu.normal_va * device.power_factor
+        failover[psu.feed] += psu.failover_va * device.power_factor
+
+    def on(feed: str, watts: dict[str, float]) -> str:
+        return number(watts[feed]) if feed in rack.feeds else ""
+
+    return (
+        rack.rack.name,
+        device.name,
+        str(device.max_watts),
+        f"{device.power_factor:.2f}",
+        str(device.psus_on("A")),
+        str(device.psus_on("B")),
+        on("A", normal),
+        on("B", normal),
+        on("A", failover) if two_feeds else "",
+        on("B", failover) if two_feeds else "",
+    )
+
+
+def derive_facility(cluster: Cluster) -> Facility | None:
+    """None for a spec without racks: there is nothing for the facility team."""
+    spec = cluster.spec
+    if not spec.racks:
+        return None
+    plans = cluster.rack_plans
+    fabric = spec.network.fabric
+    switch_models = {s.name: s.model for s in fabric.switches} if fabric else {}
+    rack_rows = tuple(
+        (
+            rack.rack.name,
+            str(device.u),
+            str(device.top),
+            device.name,
+            *role_and_hardware(device, switch_models),
+            str(device.height),
+            str(device.typical_watts) if power_given(device) else "",
+            str(device.max_watts) if power_given(device) else "",
+        )
+        for rack in plans
+        for device in sorted(rack.devices, key=lambda d: (d.u, d.index))
+    )
+    rack_totals = tuple(
+        (
+            rack.rack.name,
+            str(rack.rack.height_u),
+            str(used := sum(d.height for d in rack.devices)),
+            str(rack.rack.height_u - used),
+            str(rack.typical_watts),
+            str(rack.max_watts),
+        )
+        for rack in plans
+    )
+    feed_rows = tuple(feed_row(rack, load) for rack in plans for load in rack.loads)
+    device_rows = tuple(
+        device_row(rack, device)
+        for rack in plans
+        if rack.loads
+        for device in sorted(rack.devices, key=lambda d: (d.u, d.index))
+    )
+    phase_rows = tuple(
+        (
+            rack.rack.name,
+            load.pdu.name,
+            phase.name,
+            number(phase.capacity_va),
+            number(phase.normal_va),
+            "" if load.failover_va is None else number(phase.failover_va),
+        )
+        for rack in plans
+        for load in rack.loads
+        for phase in load.phases
+    )
+    bank_rows = tuple(
+        (
+            rack.rack.name,
+            load.pdu.name,
+            str(bank.number),
+            bank.phase,
+            str(load.pdu.bank_amps or load.pdu.amps),
+            number(bank.capacity_va),
+            number(bank.limit_va),
+            number(bank.normal_va),
+            "" if load.failover_va is None else number(bank.failover_va),
+        )
+        for rack in plans
+        for load in rack.loads
+        for bank in load.banks
+    )
+    outlet_rows = tuple(
+        (
+            rack.rack.name,
+            load.pdu.name,
+            outlet.device,
+            str(outlet.psu),
+            str(outlet.bank),
+            outlet.phase,
+            number(outlet.normal_va),
+            "" if load.failover_va is None else number(outlet.failover_va),
+        )
+        for rack in plans
+        for load in rack.loads
+        for outlet in load.outlets
+    )
+    cable_rows = tuple(
+        (
+            cable.switch,
+            str(cable.port),
+            cable.kind,
+            cable.peer,
+            cable.peer_port,
+            "beyond the switch's ports" if cable.beyond else "",
+        )
+        for cable in cables(spec, cluster.by_name, cluster.switch_ports)
+    )
+    total = sum(rack.max_watts for rack in plans)
+    racks = f"{len(plans)} rack{'s' if len(plans) != 1 else ''}"
+    site = [f"{racks}, {kilo(total, 'W')} at max draw"]
+    if spec.facility is not None and spec.facility.power_budget_kw is not None:
+        budget = spec.facility.power_budget_kw * 1000
+        site.append(f"site power budget {kilo(budget, 'W')}: {percent(total, budget)} used")
+    if spec.facility is not None and spec.facility.cooling_kw is not None:
+        cooling = spec.facility.cooling_kw * 1000
+        site.append(f"site cooling {kilo(cooling, 'W')}: {percent(total, cooling)} used")
+    ignored = set(spec.ignore)
+    warnings = tuple(
+        sorted(
+            SpecWarning(format_path(p.path), p.message, str(p.code))
+            for p in cluster.problems
+            if p.severity == "warning" and p.code.name not in ignored
+        )
+    )
+    return Facility(
+        cluster=spec.cluster.name,
+        elevations=tuple(elevation(rack, switch_models) for rack in plans),
+        rack_rows=rack_rows,
+        rack_totals=rack_totals,
+        feed_rows=feed_rows,
+        device_rows=device_rows,
+        phase_rows=phase_rows,
+        bank_rows=bank_rows,
+        outlet_rows=outlet_rows,
+        cable_rows=cable_rows,
+        site=tuple(site),
+        warnings=warnings,
+    )

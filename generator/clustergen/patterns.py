@@ -1,0 +1,302 @@
+"""Expanding patterns (model/patterns.py) to the long form, before the spec is validated.
+
+What the rest of clustergen sees is the long form: the same data a spec that writes every
+rack, switch and target out would give. For messages, each expanded element remembers the
+pattern it came from (`aliases`: where in the file it stands) and its name (`labels`:
+"rack g0137"), so a problem inside a pattern points at the pattern's line and names the
+element.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from clustergen import codes
+from clustergen.errors import Problem, SpecPath
+from clustergen.hosts import compress
+from clustergen.model.common import expand_hostlist
+from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
+
+_PLACEHOLDER = re.compile(r"\{(rack|index|node|n)(?::(0?[1-9]?[dxX]))?\}")
+
+
+@dataclass
+class Expansion:
+    data: Any
+    errors: list[ErrorDetails] = field(default_factory=list)  # patterns' shape errors
+    problems: list[Problem] = field(default_factory=list)
+    aliases: dict[SpecPath, SpecPath] = field(default_factory=dict)
+    labels: dict[SpecPath, str] = field(default_factory=dict)
+
+    @property
+    def sections(self) -> set[str]:
+        """Top-level sections whose patterns could not be expanded."""
+        found = {str(error["loc"][0]) for error in self.errors}
+        return found | {str(problem.path[0]) for problem in self.problems}
+
+
+def expand(data: dict[str, Any]) -> Expansion:
+    """The long form of `data` (itself when it has no patterns; never changed in place)."""
+    out = Expansion(data)
+    racks = data.get("racks")
+    if isinstance(racks, list) and any(_is(item, "names") for item in racks):
+        out.data = {**out.data, "racks": _items(out, ("racks",), racks, "names", _racks)}
+    fabric = _at(data, ("network", "fabric"))
+    switches = fabric.get("switches") if isinstance(fabric, dict) else None
+    if isinstance(switches, list) and any(_is(item, "names") for item in switches):
+        expanded = _items(out, ("network", "fabric", "switches"), switches, "names", _switches)
+        network = {**out.data["network"], "fabric": {**fabric, "switches": expanded}}
+        out.data = {**out.data, "network": network}
+    lustre = _at(data, ("storage", "lustre"))
+    for kind in ("mdts", "osts"):
+        targets = lustre.get(kind) if isinstance(lustre, dict) else None
+        if isinstance(targets, list) and any(_is(item, "count") for item in targets):
+            path = ("storage", "lustre", kind)
+            lustre = {**lustre, kind: _items(out, path, targets, "count", _targets)}
+            out.data = {**out.data, "storage": {**out.data["storage"], "lustre": lustre}}
+    return out
+
+
+# An expanded element, its name, and where parts of it stand in the pattern (relative).
+Element = tuple[dict[str, Any], str, dict[SpecPath, SpecPath]]
+Expander = Callable[[Expansion, SpecPath, Any], Iterator[Element]]
+
+
+def _items(
+    out: Expansion, path: SpecPath, items: list[Any], marker: str, expander: Expander
+) -> list[Any]:
+    """The list with each pattern item replaced by its elements, in place."""
+    result: list[Any] = []
+    for index, item in enumerate(items):
+        if not _is(item, marker):
+            if len(result) != index:  # an element written out, moved by an earlier pattern
+                moved: SpecPath = (*path, len(result))
+                out.aliases[moved] = (*path, index)
+            result.append(item)
+            continue
+        source = (*path, index)
+        for element, label, places in expander(out, source, item):
+            at = (*path, len(result))
+            out.aliases[at] = source
+            for part, where in places.items():
+                out.aliases[at + part] = source + where
+            out.labels[at] = label
+            result.append(element)
+    return result
+
+
+def _racks(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
+    pattern = _model(out, path, RackPattern, item)
+    if pattern is None:
+        return
+    names = expand_hostlist(pattern.names)
+    nodes = expand_hostlist(pattern.nodes) if pattern.nodes else ()
+    if nodes and not pattern.units:
+        out.problems.append(
+            Problem(codes.PATTERN_NO_ROOM, (*path, "nodes"), "a rack pattern's nodes need units")
+        )
+        return
+    per_rack = len(pattern.units)
+    if len(nodes) > len(names) * per_rack:
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "nodes"),
+                f"{len(nodes)} nodes do not fit {len(names)} racks x {per_rack} units "
+                f"({len(names) * per_rack} places)",
+            )
+        )
+        return
+    for number, name in enumerate(names):
+        own = nodes[number * per_rack : (number + 1) * per_rack]
+        rack: dict[str, Any] = {"name": name, "height_u": pattern.height_u}
+        if pattern.pdus:
+            rack["pdus"] = _fill(pattern.pdus, rack=name)
+        devices = [{"u": u, "node": node} for u, node in zip(pattern.units, own, strict=False)]
+        devices += _fill(pattern.devices, rack=name)
+        if devices:
+            rack["devices"] = devices
+        for key in ("weight_kg", "cooling_kw"):
+            if getattr(pattern, key) is not None:
+                rack[key] = getattr(pattern, key)
+        # each device stands where its unit or its template is written
+        places: dict[SpecPath, SpecPath] = {}
+        for k in range(len(own)):
+            places[("devices", k)] = places[("devices", k, "u")] = ("units", k)
+            places[("devices", k, "node")] = ("nodes",)
+        places.update(
+            {("devices", len(own) + k): ("devices", k) for k in range(len(pattern.devices))}
+        )
+        yield rack, f"rack {name}", places
+
+
+def _switches(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
+    group = _model(out, path, SwitchGroup, item)
+    if group is None:
+        return
+    if (group.nodes is None) == (group.switches is None):
+        out.problems.append(
+            Problem(
+                codes.NETWORK_SWITCH_LEAF_OR_SPINE,
+                path,
+                f"switch group '{group.names}' needs exactly one of 'nodes' (leaves) or "
+                "'switches' (spines)",
+            )
+        )
+        return
+    kind = "nodes" if group.nodes is not None else "switches"
+    names = expand_hostlist(group.names)
+    members = expand_hostlist(getattr(group, kind))
+    shares = _deal(len(members), len(names), group.per_switch)
+    if shares is None:
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "per_switch"),
+                f"{len(members)} {kind} do not fit {len(names)} switches x {group.per_switch}",
+            )
+        )
+        return
+    start = 0
+    for name, share in zip(names, shares, strict=True):
+        if share == 0:
+            out.problems.append(
+                Problem(
+                    codes.PATTERN_NO_ROOM,
+                    (*path, "names"),
+                    f"switch {name}: no {kind} left for it ({len(members)} {kind} over "
+                    f"{len(names)} switches)",
+                )
+            )
+            return
+        switch: dict[str, Any] = {"name": name, kind: compress(members[start : start + share])}
+        start += share
+        for key in ("ports", "model"):
+            if getattr(group, key) is not None:
+                switch[key] = getattr(group, key)
+        if group.uplinks != 1:
+            switch["uplinks"] = group.uplinks
+        yield switch, f"switch {name}", {}
+
+
+def _targets(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
+    group = _model(out, path, TargetGroup, item)
+    if group is None:
+        return
+    servers = expand_hostlist(group.nodes)
+    if group.count % len(servers):
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "count"),
+                f"{group.count} targets do not divide evenly over {len(servers)} servers",
+            )
+        )
+        return
+    if group.failover == "pairs" and len(servers) % 2:
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "failover"),
+                f"failover: pairs needs an even number of servers, not {len(servers)}",
+            )
+        )
+        return
+    if group.first_index + group.count - 1 > 65535:
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "count"),
+                f"indices {group.first_index}-{group.first_index + group.count - 1} pass "
+                "65535, the largest Lustre target index",
+            )
+        )
+        return
+    per_server = group.count // len(servers)
+    for offset in range(group.count):
+        server_number, n = divmod(offset, per_server)
+        node = servers[server_number]
+        values = {"index": group.first_index + offset, "node": node, "n": n}
+        target: dict[str, Any] = {
+            "index": values["index"],
+            "node": node,
+            "device": _fill(group.device, **values),
+        }
+        if group.failover == "pairs":
+            target["failover"] = [servers[server_number ^ 1]]
+        for key in ("mkfs_options", "mount_options"):
+            if getattr(group, key):
+                target[key] = _fill(getattr(group, key), **values)
+        for key in ("zpool", "dataset"):
+            if getattr(group, key) is not None:
+                target[key] = _fill(getattr(group, key), **values)
+        yield target, f"{str(path[2])[:-1].upper()} {values['index']}", {}
+
+
+def long_form_text(data: Any) -> str:
+    """The spec's data as YAML, in the order it was written."""
+    import yaml
+
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    header = "# The long form, written by `clustergen expand`.\n"
+    return header + yaml.dump(
+        data, Dumper=dumper, sort_keys=False, default_flow_style=False, width=100
+    )
+
+
+def _deal(members: int, switches: int, per_switch: int | None) -> list[int] | None:
+    if per_switch is None:
+        base, extra = divmod(members, switches)
+        return [base + (1 if k < extra else 0) for k in range(switches)]
+    if members > switches * per_switch:
+        return None
+    return [max(0, min(per_switch, members - k * per_switch)) for k in range(switches)]
+
+
+def _model(out: Expansion, path: SpecPath, model: type[BaseModel], item: Any) -> Any:
+    try:
+        return model.model_validate(item)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            out.errors.append({**error, "loc": (*path, *error["loc"])})
+        return None
+
+
+def _fill(value: Any, **values: Any) -> Any:
+    """`value` with every placeholder in its strings replaced; unknown ones are left for
+    the long form's checks to report."""
+    if isinstance(value, str):
+        return _PLACEHOLDER.sub(lambda m: _format(m, values), value)
+    if isinstance(value, list):
+        return [_fill(item, **values) for item in value]
+    if isinstance(value, dict):
+        return {key: _fill(item, **values) for key, item in value.items()}
+    return value
+
+
+def _format(match: re.Match[str], values: dict[str, Any]) -> str:
+    name, spec = match[1], match[2]
+    if name not in values:
+        return match[0]
+    value = values[name]
+    if spec and isinstance(value, int):
+        return format(value, spec)
+    return str(value)
+
+
+def _is(item: Any, marker: str) -> bool:
+    return isinstance(item, dict) and marker in item
+
+
+def _at(data: Any, path: SpecPath) -> Any:
+    for part in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
