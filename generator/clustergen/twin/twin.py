@@ -136,7 +136,6 @@ class Twin(DaemonOwner):
         if "slurm.conf" not in rendered:
             raise DaemonError("the spec renders no slurm/slurm.conf")
         self.rendered_conf = rendered["slurm.conf"].text
-        self.rendered_version = _rendered_version(self.rendered_conf)
         self.controller = controller_name(self.rendered_conf)
         self.nodes: NodeChoice = choose_nodes(cluster, nodes_per_group)
         names = [self.controller, *(h.name for h in cluster.compute if h.name != self.controller)]
@@ -358,7 +357,7 @@ class Twin(DaemonOwner):
         """What the twin is: versions, nodes, accounting, every dropped key and override."""
         lines = [
             f"clustergen twin: cluster {self.cluster.spec.cluster.name}, rendered for Slurm "
-            f"{self.rendered_version or '(unstated)'}, "
+            f"{self.cluster.spec.software.slurm}, "
             f"running on the local Slurm {self.slurm_version}",
             f"controller: {self.controller} (slurmctld)"
             + (", slurmdbd with a private MariaDB" if self.accounting else ", no accounting"),
@@ -412,9 +411,3 @@ class Twin(DaemonOwner):
         self._remove_directories()
         if failures:
             raise DaemonError("could not remove everything:\n" + "\n".join(failures))
-
-
-def _rendered_version(rendered_conf: str) -> str:
-    first = rendered_conf.splitlines()[0] if rendered_conf else ""
-    _, sep, rest = first.partition("(Slurm ")
-    return rest.rstrip(")") if sep else ""
