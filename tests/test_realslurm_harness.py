@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from support.paths import DATA
-from support.realslurm.conf import (
+from clustergen.twin.conf import (
     conf_key,
     hosts_file_text,
-    keys_file_for,
+    known_keys,
     logical_lines,
-    read_known_keys,
     rewrite_conf,
 )
+from clustergen.twin.process import DaemonError
+
+from support.paths import DATA
 from support.realslurm.parse import parse_slurmd_gres
-from support.realslurm.process import SlurmHarnessError
 from support.realslurm.testbed import SlurmTestbed, require_real_slurm, run_slurmctld
 
 SAMPLES = DATA / "realslurm-sample"
@@ -52,7 +52,7 @@ def test_rewrite_keeps_one_line_per_replaced_key() -> None:
 
 
 def test_rewrite_skips_keys_the_parser_lacks_case_insensitively() -> None:
-    known = read_known_keys(keys_file_for("22.05.8"))
+    known = known_keys("22.05.8")
     text = "selecttype=select/cons_tres\nMaxBatchRequeue=5\nMaxJobsPerUser=4\n# Bogus=1\n"
     rewrite = rewrite_conf(text, replace={}, known_keys=known)
     assert [item.key for item in rewrite.skipped] == ["maxbatchrequeue", "maxjobsperuser"]
@@ -65,11 +65,10 @@ def test_backslash_continues_a_line() -> None:
 
 
 def test_key_list_is_the_nearest_older_version() -> None:
-    assert keys_file_for("22.05.8").name == "slurm.conf-22.05.txt"
-    assert keys_file_for("23.02.7").name == "slurm.conf-22.05.txt"
-    assert keys_file_for("24.11.5").name == "slurm.conf-24.11.txt"
-    with pytest.raises(SlurmHarnessError):
-        keys_file_for("21.08.8")
+    assert "maxbatchrequeue" not in known_keys("23.02.7")  # the 22.05 list
+    assert "maxbatchrequeue" in known_keys("24.11.5")
+    with pytest.raises(DaemonError):
+        known_keys("21.08.8")
 
 
 def test_hosts_file_gives_each_name_its_own_loopback_address() -> None:
@@ -215,7 +214,7 @@ def test_slurmctld_exit_raises_with_its_log(tmp_path: Path) -> None:
     rendered = copy_sample(EDGE, tmp_path)
     with (rendered / "slurm" / "slurm.conf").open("a") as conf:
         conf.write("PartitionName=broken Nodes=lab[1-3]\n")
-    with pytest.raises(SlurmHarnessError, match="Invalid node names in partition broken"):
+    with pytest.raises(DaemonError, match="Invalid node names in partition broken"):
         run_slurmctld(rendered, tmp_path / "work")
 
 

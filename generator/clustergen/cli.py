@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clustergen import __version__
 from clustergen.artifacts import Artifact
@@ -17,6 +20,9 @@ from clustergen.report import FORMATS, Format, github_line, json_document
 from clustergen.resolve import Cluster
 from clustergen.schema import schema_text
 from clustergen.validate import validate, validate_cluster
+
+if TYPE_CHECKING:
+    from clustergen.twin.twin import Twin
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,6 +133,32 @@ def _parser() -> argparse.ArgumentParser:
         help="do not report warnings with this code (repeatable)",
     )
     plan.set_defaults(command=cmd_plan)
+
+    twin = commands.add_parser(
+        "twin",
+        help="run the rendered Slurm configuration on local daemons (root)",
+        description="Start slurmctld (and slurmdbd with a private MariaDB when the spec sets "
+        "accounting) and a slurmd per compute node, each in its own network namespace with "
+        "fake /dev/nvidia* devices, from what SPEC renders. Without --run: print how to reach "
+        "it and wait; Ctrl-C or SIGTERM removes everything. Exit 0: stopped (or --run's "
+        "script status); 1: invalid spec or the daemons refused the rendered files; "
+        "2: unusable invocation, not root, or Slurm packages missing.",
+    )
+    twin.add_argument("spec", metavar="SPEC")
+    twin.add_argument(
+        "--run",
+        metavar="SCRIPT",
+        help="run SCRIPT with SLURM_CONF set and the Slurm clients on PATH, stop the twin, "
+        "and exit with the script's status",
+    )
+    twin.add_argument(
+        "--nodes-per-group",
+        type=_positive,
+        metavar="N",
+        help="start a slurmd for only the first N compute nodes of each hardware group "
+        "(default: every node up to 32 compute nodes, else 2 per group)",
+    )
+    twin.set_defaults(command=cmd_twin, format="text", ignore=[])
 
     expand = commands.add_parser(
         "expand",
@@ -310,6 +342,70 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = make_plan(cluster, files, out_dir, args.driver_batch_size)
     sys.stdout.write(markdown(plan) if args.plan_format == "markdown" else json_text(plan))
     return int(plan.exit_code)
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGHUP arrived: stop the twin as Ctrl-C does."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
+
+
+def cmd_twin(args: argparse.Namespace) -> int:
+    from clustergen.render import render_all
+    from clustergen.twin.layout import uses_slurmdbd
+    from clustergen.twin.prerequisites import missing_prerequisites
+    from clustergen.twin.process import DaemonError
+    from clustergen.twin.twin import Twin
+
+    script = Path(args.run) if args.run else None
+    if script is not None and not script.is_file():
+        raise UsageError(f"--run {script}: no such file")
+    cluster = _load_valid(args.spec, args)
+    files = render_all(cluster)
+    conf = files.get("slurm/slurm.conf")
+    missing = missing_prerequisites(uses_slurmdbd(conf.text) if conf else False)
+    if missing:
+        raise UsageError("twin " + "; ".join(missing))
+    say = sys.stderr if script is not None else sys.stdout
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_stopped)
+    try:
+        with Twin(cluster, files, nodes_per_group=args.nodes_per_group) as twin:
+            print("\n".join(twin.describe()), file=say, flush=True)
+            twin.start()
+            if script is not None:
+                print(f"clustergen twin: running {script}", file=say, flush=True)
+                return twin.run_script(script)
+            print("\n".join(twin.how_to_reach()), flush=True)
+            return _wait(twin)
+    except DaemonError as exc:
+        print(f"clustergen twin: {exc}", file=sys.stderr)
+        return int(ExitCode.INVALID_SPEC)
+    except (_Stopped, KeyboardInterrupt) as stop:
+        print("clustergen twin: stopped; everything it started is removed", file=sys.stderr)
+        if script is None:
+            return int(ExitCode.OK)
+        # --run cut short: the shell's convention for a command ended by a signal.
+        return 128 + (stop.signum if isinstance(stop, _Stopped) else signal.SIGINT)
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+
+
+def _wait(twin: Twin) -> int:
+    """Until Ctrl-C or SIGTERM (raised out of here); 1 if a daemon dies meanwhile."""
+    while True:
+        for daemon in twin.daemons:
+            if daemon.proc.poll() is not None:
+                print(f"clustergen twin: {daemon.describe()}", file=sys.stderr)
+                return int(ExitCode.INVALID_SPEC)
+        time.sleep(1)
 
 
 def cmd_expand(args: argparse.Namespace) -> int:

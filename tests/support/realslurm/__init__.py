@@ -24,7 +24,8 @@ Every daemon is a child of the test process, started with a parent-death
 signal, and stopped by SlurmTestbed.stop() (the context manager calls it), so
 none outlives a failing test.
 
-Modules: conf (config text: logical lines, rewrites, key lists, hosts file),
-parse (what scontrol, sinfo and `slurmd -G` print, and the reports), process
-(daemons as child processes), testbed (SlurmTestbed and the one-call helpers).
+Modules: parse (what scontrol, sinfo and `slurmd -G` print, and the reports),
+testbed (SlurmTestbed and the one-call helpers). The config text helpers, the
+daemons as child processes and the private MariaDB are the package's own
+(clustergen.twin.conf, .process, .accounting), shared with `clustergen twin`.
 """

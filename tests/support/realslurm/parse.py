@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from support.realslurm.conf import SkippedLine
+from clustergen.twin.conf import SkippedLine
 
 # Log lines caused by the test machine, not by the rendered files.
 ENVIRONMENT_NOISE = (

@@ -9,21 +9,36 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Literal
 
-from support.ci import require
-from support.realslurm.conf import (
+from clustergen.twin.accounting import DEFAULT_DB_USER, start_mariadb, write_slurmdbd_conf
+from clustergen.twin.conf import (
     SITE_ONLY_ACCOUNTING_SLURM_CONF,
     SITE_ONLY_SLURM_CONF,
-    SITE_ONLY_SLURMDBD_CONF,
     ConfRewrite,
     conf_values,
     hosts_file_text,
-    keys_file_for,
-    read_known_keys,
+    known_keys,
     rewrite_conf,
 )
+from clustergen.twin.layout import TwinPaths
+from clustergen.twin.process import (
+    CLIENT_TIMEOUT_S,
+    START_TIMEOUT_S,
+    Daemon,
+    DaemonError,
+    DaemonOwner,
+    clean_env,
+    die_with_parent,
+    free_port,
+    installed_slurm_version,
+    port_open,
+    read_file,
+    run_checked,
+    wait_until,
+)
+
+from support.ci import require
 from support.realslurm.parse import (
     SINFO_FORMAT,
     ControllerReport,
@@ -35,27 +50,6 @@ from support.realslurm.parse import (
     parse_slurmd_gres,
     parse_switches,
 )
-from support.realslurm.process import (
-    CLIENT_TIMEOUT_S,
-    START_TIMEOUT_S,
-    Daemon,
-    SlurmHarnessError,
-    clean_env,
-    die_with_parent,
-    free_port,
-    installed_slurm_version,
-    log_tail,
-    port_open,
-    read_file,
-    run_checked,
-    wait_until,
-)
-
-# Test-only credential for the private MariaDB; the rendered slurmdbd.conf has
-# no StoragePass line (the Ansible role appends the real one from a vault).
-DB_PASSWORD = "clustergen-test-only"
-DEFAULT_DB_USER = "slurm"
-
 
 REQUIRED_TOOLS = (
     "slurmctld",
@@ -103,50 +97,6 @@ AccountingMode = Literal["slurmdbd", "remove"]
 
 
 @dataclass(frozen=True)
-class WorkPaths:
-    root: Path
-
-    @classmethod
-    def create(cls, root: Path) -> WorkPaths:
-        paths = cls(root)
-        for directory in (paths.etc, paths.state, paths.spool, paths.log, paths.run, paths.db):
-            directory.mkdir(parents=True, exist_ok=True)
-        return paths
-
-    @property
-    def etc(self) -> Path:
-        return self.root / "etc"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def spool(self) -> Path:
-        return self.root / "spool"
-
-    @property
-    def log(self) -> Path:
-        return self.root / "log"
-
-    @property
-    def run(self) -> Path:
-        return self.root / "run"
-
-    @property
-    def db(self) -> Path:
-        return self.root / "db"
-
-    @property
-    def slurm_conf(self) -> Path:
-        return self.etc / "slurm.conf"
-
-    @property
-    def hosts(self) -> Path:
-        return self.etc / "hosts"
-
-
-@dataclass(frozen=True)
 class Ports:
     slurmctld: int
     slurmd: int
@@ -163,10 +113,10 @@ def find_slurm_dir(rendered: Path) -> Path:
     for candidate in (rendered / "slurm", rendered):
         if (candidate / "slurm.conf").is_file():
             return candidate
-    raise SlurmHarnessError(f"no slurm.conf in {rendered} or {rendered / 'slurm'}")
+    raise DaemonError(f"no slurm.conf in {rendered} or {rendered / 'slurm'}")
 
 
-class SlurmTestbed:
+class SlurmTestbed(DaemonOwner):
     """Rendered Slurm files installed in a private work dir, ready for the real daemons.
 
     rendered: render output root (or its slurm/ directory).
@@ -187,10 +137,10 @@ class SlurmTestbed:
         accounting: AccountingMode = "slurmdbd",
     ) -> None:
         self.source = find_slurm_dir(rendered)
-        self.paths = WorkPaths.create(work_dir)
+        self.paths = TwinPaths.under(work_dir, work_dir / "spool")
+        super().__init__(self.paths.log)
         self.ports = Ports.pick()
         self.slurm_version = installed_slurm_version()
-        self.daemons: list[Daemon] = []
         self._slurmctld: Daemon | None = None
         self._slurmdbd: Daemon | None = None
         rendered_conf = (self.source / "slurm.conf").read_text()
@@ -205,25 +155,11 @@ class SlurmTestbed:
             self._write_slurmdbd_conf()
         names = [*self._rendered_host_names(rendered_conf), *node_names]
         hosts_text, self.addresses = hosts_file_text(names, socket.gethostname())
-        self.paths.hosts.write_text(hosts_text)
-
-    # -- context manager -----------------------------------------------------
-
-    def __enter__(self) -> SlurmTestbed:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self.hosts_file = self.paths.etc / "hosts"
+        self.hosts_file.write_text(hosts_text)
 
     def stop(self) -> None:
-        """Stop every daemon, newest first; safe to call twice."""
-        while self.daemons:
-            self.daemons.pop().stop()
+        super().stop()
         # The MariaDB data dir is ~100 MB of InnoDB files nobody reads afterwards.
         shutil.rmtree(self.paths.db / "data", ignore_errors=True)
 
@@ -271,8 +207,8 @@ class SlurmTestbed:
             replace["AccountingStoragePort"] = str(ports.slurmdbd)
             drop |= SITE_ONLY_ACCOUNTING_SLURM_CONF
         elif self.accounting == "removed":
-            remove["accountingstorage"] = "accounting removed for this test (no slurmdbd)"
-        known = read_known_keys(keys_file_for(self.slurm_version))
+            remove["accountingstorage*"] = "accounting removed for this test (no slurmdbd)"
+        known = known_keys(self.slurm_version)
         return rewrite_conf(
             rendered_conf,
             replace=replace,
@@ -285,31 +221,16 @@ class SlurmTestbed:
     def _write_slurmdbd_conf(self) -> None:
         rendered = self.source / "slurmdbd.conf"
         if not rendered.is_file():
-            raise SlurmHarnessError(
+            raise DaemonError(
                 f"slurm.conf uses accounting_storage/slurmdbd but {rendered} is missing"
             )
-        text = rendered.read_text()
-        users = conf_values(text, "StorageUser")
-        replace = {
-            "AuthType": "auth/none",
-            "DbdHost": "localhost",
-            "DbdAddr": "127.0.0.1",
-            "DbdPort": str(self.ports.slurmdbd),
-            "SlurmUser": "root",
-            "LogFile": str(self.paths.log / "slurmdbd.log"),
-            "PidFile": str(self.paths.run / "slurmdbd.pid"),
-            "StorageHost": "127.0.0.1",
-            "StoragePort": str(self.ports.mariadb),
-            "StoragePass": DB_PASSWORD,
-        }
-        if users:
-            self.db_user = users[-1]  # the rendered user is kept and created in MariaDB
-        else:
-            replace["StorageUser"] = self.db_user
-        rewrite = rewrite_conf(text, replace=replace, drop=SITE_ONLY_SLURMDBD_CONF)
-        conf = self.paths.etc / "slurmdbd.conf"
-        conf.write_text(rewrite.text)
-        conf.chmod(0o600)  # slurmdbd insists: it holds StoragePass
+        rewrite = write_slurmdbd_conf(
+            rendered.read_text(),
+            self.paths,
+            dbd_port=self.ports.slurmdbd,
+            mariadb_port=self.ports.mariadb,
+        )
+        self.db_user = rewrite.db_user
         self.overridden = [
             *self.overridden,
             *(f"slurmdbd.conf: {line}" for line in rewrite.overridden),
@@ -337,65 +258,14 @@ class SlurmTestbed:
 
     # -- daemons ---------------------------------------------------------------
 
-    def _start(self, name: str, argv: Sequence[str], log: Path | None = None) -> Daemon:
-        daemon = Daemon(name, argv, env=self.env, output=self.paths.log / f"{name}.out", log=log)
-        self.daemons.append(daemon)
-        return daemon
-
     def _start_mariadb(self) -> Daemon:
-        datadir = self.paths.db / "data"
-        run_checked(
-            [
-                "mariadb-install-db",
-                "--no-defaults",
-                f"--datadir={datadir}",
-                "--user=root",
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-                "--skip-name-resolve",
-            ]
+        return start_mariadb(
+            self,
+            db_dir=self.paths.db,
+            run_dir=self.paths.run,
+            port=self.ports.mariadb,
+            user=self.db_user,
         )
-        init_sql = self.paths.db / "init.sql"
-        user = self.db_user.replace("'", "")
-        init_sql.write_text(
-            f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{DB_PASSWORD}';\n"
-            f"GRANT ALL PRIVILEGES ON *.* TO '{user}'@'127.0.0.1';\n"
-        )
-        error_log = self.paths.log / "mariadb.log"
-        daemon = self._start(
-            "mariadbd",
-            [
-                "mariadbd",
-                "--no-defaults",
-                f"--datadir={datadir}",
-                "--user=root",
-                f"--port={self.ports.mariadb}",
-                "--bind-address=127.0.0.1",
-                f"--socket={self._mariadb_socket()}",
-                f"--pid-file={self.paths.run / 'mariadbd.pid'}",
-                f"--log-error={error_log}",
-                "--skip-name-resolve",
-                f"--init-file={init_sql}",
-                # Below these slurmdbd logs "Database settings not recommended values".
-                "--innodb-buffer-pool-size=1G",
-                "--innodb-log-file-size=64M",
-                "--innodb-lock-wait-timeout=900",
-            ],
-            log=error_log,
-        )
-        wait_until(
-            lambda: "ready for connections" in log_tail(error_log),
-            [daemon],
-            "mariadbd to accept connections",
-        )
-        return daemon
-
-    def _mariadb_socket(self) -> Path:
-        # A Unix socket path must fit in 108 bytes; deep pytest tmp dirs may not.
-        socket_path = self.paths.run / "mariadbd.sock"
-        if len(str(socket_path)) < 100:
-            return socket_path
-        return Path(f"/tmp/realslurm-mariadbd-{self.ports.mariadb}.sock")
 
     def _start_slurmdbd(self, mariadb: Daemon) -> None:
         self._slurmdbd = self._start(
@@ -418,7 +288,7 @@ class SlurmTestbed:
                 "-c",
                 HOSTS_NAMESPACE_SCRIPT,
                 "sh",
-                str(self.paths.hosts),
+                str(self.hosts_file),
                 "slurmctld",
                 "-D",
                 "-c",
@@ -444,7 +314,7 @@ class SlurmTestbed:
     def client(self, *argv: str) -> str:
         """Run a Slurm client inside slurmctld's mount namespace (same /etc/hosts)."""
         if self._slurmctld is None:
-            raise SlurmHarnessError("slurmctld is not running: call start_controller() first")
+            raise DaemonError("slurmctld is not running: call start_controller() first")
         self._slurmctld.raise_if_exited()
         return run_checked(
             ["nsenter", f"--target={self._slurmctld.pid}", "--mount", "--", *argv],
@@ -454,12 +324,12 @@ class SlurmTestbed:
     def start_controller(self) -> ControllerReport:
         """Start slurmdbd (if used) and slurmctld, then report what Slurm understood.
 
-        Raises SlurmHarnessError with the daemons' logs when one of them exits
+        Raises DaemonError with the daemons' logs when one of them exits
         (and stops the others). On success the daemons keep running until
         stop(), so a test may run more clients.
         """
         if self._slurmctld is not None:
-            raise SlurmHarnessError("start_controller() was already called")
+            raise DaemonError("start_controller() was already called")
         try:
             if self.accounting == "slurmdbd":
                 self._start_slurmdbd(self._start_mariadb())
@@ -512,7 +382,7 @@ class SlurmTestbed:
                 "-c",
                 script,
                 "sh",
-                str(self.paths.hosts),
+                str(self.hosts_file),
                 node,
                 str(gpu_count),
                 str(self.paths.slurm_conf),
@@ -528,7 +398,7 @@ class SlurmTestbed:
         )
         before, marker, output = result.stdout.partition(NAMESPACE_READY_MARKER + "\n")
         if not marker:
-            raise SlurmHarnessError(
+            raise DaemonError(
                 f"could not prepare the namespace for slurmd -G on {node} "
                 f"(exit {result.returncode}):\n{result.stdout}"
             )

@@ -1,4 +1,4 @@
-"""Daemons as children of the test process: start, wait, stop, logs, ports."""
+"""Daemons as child processes: start, wait, stop, logs, ports, the local Slurm version."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
@@ -18,15 +20,15 @@ CLIENT_TIMEOUT_S = 30.0
 LOG_TAIL_LINES = 80
 
 
-class SlurmHarnessError(RuntimeError):
-    """A daemon failed or the harness could not set it up; the message carries the logs."""
+class DaemonError(RuntimeError):
+    """A daemon failed or could not be set up; the message carries the logs."""
 
 
 PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
-    """Runs in the child before exec: the kernel kills it if the test process dies."""
+    """Runs in the child before exec: the kernel kills it if its parent dies."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -42,7 +44,7 @@ def log_tail(path: Path | None, lines: int = LOG_TAIL_LINES) -> str:
 
 
 class Daemon:
-    """A foreground daemon that is a child of the test process."""
+    """A foreground daemon that is a child of this process."""
 
     def __init__(
         self,
@@ -64,6 +66,9 @@ class Daemon:
                 stderr=subprocess.STDOUT,
                 env=dict(env),
                 preexec_fn=die_with_parent,
+                # Out of the terminal's process group: Ctrl-C reaches only the owner,
+                # which stops its daemons in order.
+                start_new_session=True,
             )
 
     @property
@@ -80,7 +85,7 @@ class Daemon:
 
     def raise_if_exited(self) -> None:
         if self.proc.poll() is not None:
-            raise SlurmHarnessError(f"{self.name} exited early\n{self.describe()}")
+            raise DaemonError(f"{self.name} exited early\n{self.describe()}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -90,6 +95,45 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+class DaemonOwner:
+    """Starts daemons as its children and stops them, newest first; a context manager.
+
+    A subclass gives the daemons' environment (`env`) and where their output goes.
+    """
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.daemons: list[Daemon] = []
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def _start(self, name: str, argv: Sequence[str], log: Path | None = None) -> Daemon:
+        daemon = Daemon(name, argv, env=self.env, output=self.log_dir / f"{name}.out", log=log)
+        self.daemons.append(daemon)
+        return daemon
+
+    def __enter__(self: OwnerT) -> OwnerT:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop every daemon, newest first; safe to call twice."""
+        while self.daemons:
+            self.daemons.pop().stop()
+
+
+OwnerT = TypeVar("OwnerT", bound=DaemonOwner)
 
 
 def wait_until(
@@ -107,7 +151,7 @@ def wait_until(
             return
         if time.monotonic() > deadline:
             logs = "\n".join(daemon.describe() for daemon in daemons)
-            raise SlurmHarnessError(f"timed out after {timeout:.0f}s waiting for {what}\n{logs}")
+            raise DaemonError(f"timed out after {timeout:.0f}s waiting for {what}\n{logs}")
         time.sleep(0.1)
 
 
@@ -123,7 +167,7 @@ def run_checked(
         check=False,
     )
     if result.returncode != 0:
-        raise SlurmHarnessError(
+        raise DaemonError(
             f"{' '.join(argv)} failed with {result.returncode}\n{result.stdout}{result.stderr}"
         )
     return result.stdout
@@ -148,12 +192,12 @@ def installed_slurm_version() -> str:
     output = run_checked(["slurmctld", "-V"])  # "slurm-wlm 22.05.8"
     match = re.search(r"\d+\.\d+\.\d+", output)
     if match is None:
-        raise SlurmHarnessError(f"cannot read the Slurm version from {output!r}")
+        raise DaemonError(f"cannot read the Slurm version from {output!r}")
     return match.group(0)
 
 
 def clean_env(slurm_conf: Path) -> dict[str, str]:
-    """The test's environment without SLURM_* variables of an outer job, plus SLURM_CONF."""
+    """This environment without SLURM_* variables of an outer job, plus SLURM_CONF."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("SLURM_")}
     env["SLURM_CONF"] = str(slurm_conf)
     return env

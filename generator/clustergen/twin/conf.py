@@ -1,20 +1,13 @@
-"""Slurm config text for the test bed: logical lines, keys, rewrites, key lists per
-release, the private hosts file. Pure functions."""
+"""Slurm config text for the twin and the test bed: logical lines, keys, rewrites, the
+keys a Slurm release accepts, the private hosts file. Pure functions."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
-from support.realslurm.process import SlurmHarnessError
-
-# The generator's own copy of shared/reference/slurm-keys: the top-level keys
-# each Slurm release's parser accepts.
-KEYS_DIR = Path(str(resources.files("clustergen.catalog") / "slurm_keys"))
-
+from clustergen.catalog.slurm_keys import accepted_keys, key_list_version
+from clustergen.twin.process import DaemonError
 
 # slurm.conf keys removed without replacement: addresses, key files and
 # plugin paths of the real site that make no sense on the test machine.
@@ -116,6 +109,7 @@ def rewrite_conf(
     known_keys: Collection[str] | None = None,
     remove: Mapping[str, str] | None = None,
     unknown_reason: str = "key unknown to the installed Slurm",
+    banner: str = "overrides for the local daemons, appended by clustergen",
 ) -> ConfRewrite:
     """Apply test overrides to a Slurm config file.
 
@@ -124,8 +118,8 @@ def rewrite_conf(
     drop: lower-case keys removed without replacement (site-only settings).
     known_keys: lower-case keys the installed parser accepts; other lines are
         removed and reported as skipped. None accepts everything.
-    remove: lower-case key prefix -> reason; matching lines are removed and
-        reported as skipped (e.g. accounting removed for this test).
+    remove: lower-case key -> reason, or key prefix ending in `*` -> reason; matching
+        lines are removed and reported as skipped (e.g. accounting removed for a test).
     """
     replaced = {key.lower() for key in replace}
     kept: list[str] = []
@@ -144,43 +138,26 @@ def rewrite_conf(
         else:
             kept.append(line)
     kept.append("")
-    kept.append("# --- test overrides appended by tests/support/realslurm ---")
+    kept.append(f"# --- {banner} ---")
     kept.extend(f"{key}={value}" for key, value in replace.items())
     return ConfRewrite("\n".join(kept) + "\n", skipped, overridden)
 
 
 def _removal_reason(key: str, remove: Mapping[str, str] | None) -> str | None:
-    for prefix, reason in (remove or {}).items():
-        if key.startswith(prefix):
+    for pattern, reason in (remove or {}).items():
+        if key == pattern or (pattern.endswith("*") and key.startswith(pattern[:-1])):
             return reason
     return None
 
 
-def read_known_keys(path: Path) -> frozenset[str]:
-    """Keys from a slurm-keys list; `Key (defunct: ...)` still parses, so it counts."""
-    keys = set()
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            keys.add(line.split()[0].lower())
-    return frozenset(keys)
-
-
-def keys_file_for(version: str, keys_dir: Path = KEYS_DIR) -> Path:
-    """The key list of the given Slurm version, or of the nearest older one listed."""
-    wanted = _version_tuple(version)[:2]
-    candidates = sorted(
-        (_version_tuple(p.name.removeprefix("slurm.conf-").removesuffix(".txt")), p)
-        for p in keys_dir.glob("slurm.conf-*.txt")
-    )
-    older = [path for listed, path in candidates if listed <= wanted]
-    if not older:
-        raise SlurmHarnessError(f"no slurm.conf key list in {keys_dir} for Slurm {version}")
-    return older[-1]
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version))
+def known_keys(slurm_version: str) -> frozenset[str]:
+    """Lower-cased slurm.conf keys the given Slurm accepts: the catalog's key list of
+    that release or of the nearest older one (the list the validators use). A key
+    listed as defunct still parses, so it counts."""
+    list_version = key_list_version(slurm_version)
+    if list_version is None:
+        raise DaemonError(f"clustergen has no slurm.conf key list for Slurm {slurm_version}")
+    return frozenset(accepted_keys(list_version))
 
 
 def hosts_file_text(node_names: Sequence[str], own_hostname: str) -> tuple[str, dict[str, str]]:

@@ -1,0 +1,392 @@
+"""`clustergen twin`: the rendered Slurm files of each reference spec on real local
+daemons (slurmctld, slurmdbd with MariaDB, one slurmd per node in its own network
+namespace with fake GPUs), and jobs that show the configuration behaves as the spec
+says: every partition runs a job, `--gres=gpu:N` gives N devices, MaxTime holds, the
+higher PriorityTier goes first, and `--switches=1` keeps a job under one leaf.
+
+One twin per spec (module-scoped fixture); the CLI tests start their own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import hostlist
+import pytest
+
+from clustergen.load import load_spec
+from clustergen.model.common import parse_slurm_time
+from clustergen.render import render_all
+from clustergen.resolve import Cluster
+from clustergen.twin.prerequisites import missing_prerequisites
+from clustergen.twin.process import DaemonError
+from clustergen.twin.twin import Twin
+from clustergen.validate import validate_cluster
+
+from support.ci import skip_or_fail
+from support.paths import EXAMPLES
+from support.realslurm.parse import parse_oneliner
+
+pytestmark = pytest.mark.daemons
+
+SPECS = ["edge-roce-2node", "ml-training-8node"]
+JOB_TIMEOUT_S = 60.0
+
+
+def require_twin() -> None:
+    problems = missing_prerequisites(accounting=True)
+    if problems:
+        skip_or_fail("; ".join(problems))
+
+
+def resolved(name: str) -> Cluster:
+    cluster, _ = validate_cluster(load_spec(str(EXAMPLES / f"{name}.yaml")))
+    assert cluster is not None
+    return cluster
+
+
+@pytest.fixture(scope="module", params=SPECS)
+def twin(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Twin]:
+    require_twin()
+    cluster = resolved(request.param)
+    work = tmp_path_factory.mktemp(f"twin-{request.param}")
+    with Twin(cluster, render_all(cluster), work_dir=work) as running:
+        started = time.monotonic()
+        running.start()
+        print(f"twin of {request.param} up in {time.monotonic() - started:.1f} s")
+        print("\n".join(running.describe()))
+        yield running
+
+
+def sbatch(twin: Twin, *argv: str) -> str:
+    return twin.client("sbatch", "--parsable", *argv).strip().split(";")[0]
+
+
+def job(twin: Twin, job_id: str) -> dict[str, str]:
+    return parse_oneliner(twin.client("scontrol", "show", "job", "-o", job_id))
+
+
+def wait_for_state(twin: Twin, job_id: str, states: set[str]) -> dict[str, str]:
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while True:
+        fields = job(twin, job_id)
+        if fields["JobState"] in states:
+            return fields
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} never reached {states}: {fields}")
+        time.sleep(0.3)
+
+
+def cancel_all(twin: Twin) -> None:
+    twin.client("scancel", "--user=root")
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while twin.client("squeue", "-h", "-o", "%i").strip():
+        assert time.monotonic() < deadline, "jobs did not go away after scancel"
+        time.sleep(0.3)
+
+
+def partition_nodes(twin: Twin) -> dict[str, set[str]]:
+    """Started nodes of each partition of the spec."""
+    started = {node.name for node in twin.nodes.started}
+    return {
+        partition.name: set(members) & started
+        for partition, members in zip(
+            twin.cluster.spec.slurm.partitions, twin.cluster.partition_nodes, strict=True
+        )
+    }
+
+
+def test_a_job_runs_in_every_partition(twin: Twin) -> None:
+    for name, nodes in partition_nodes(twin).items():
+        output = twin.client("srun", "-p", name, "-N1", "hostname", timeout=JOB_TIMEOUT_S)
+        assert output.strip() in nodes, f"{name}: ran on {output!r}, not on {sorted(nodes)}"
+
+
+def test_gres_gives_exactly_the_gpus_asked_for(twin: Twin) -> None:
+    node = max(twin.nodes.started, key=lambda started: started.gpu_count)
+    assert node.gpu_count > 0
+    partition = next(name for name, nodes in partition_nodes(twin).items() if node.name in nodes)
+    probe = (
+        'echo "$CUDA_VISIBLE_DEVICES"; '
+        'for i in $(echo "$CUDA_VISIBLE_DEVICES" | tr , " "); do test -c "/dev/nvidia$i" || '
+        'echo "missing /dev/nvidia$i"; done'
+    )
+    for count in sorted({1, node.gpu_count // 2, node.gpu_count} - {0}):
+        output = twin.client(
+            "srun", "-p", partition, "-w", node.name, f"--gres=gpu:{count}",
+            "bash", "-c", probe, timeout=JOB_TIMEOUT_S,
+        )  # fmt: skip
+        first, *rest = output.splitlines()
+        assert len(first.split(",")) == count, output
+        assert rest == [], output  # every visible index is a device file on the node
+    with pytest.raises(DaemonError, match="Requested node configuration is not available"):
+        twin.client("sbatch", "-p", partition, f"--gres=gpu:{node.gpu_count + 1}", "--wrap", "true")
+
+
+def test_a_job_over_the_partition_max_time_never_runs(twin: Twin) -> None:
+    limited = [
+        partition
+        for partition in twin.cluster.spec.slurm.partitions
+        if partition.max_time and parse_slurm_time(partition.max_time) is not None
+    ]
+    assert limited, "every reference spec has a partition with a MaxTime"
+    for partition in limited:
+        max_minutes = parse_slurm_time(partition.max_time or "")
+        assert max_minutes is not None
+        within = sbatch(twin, "-p", partition.name, "-t", str(max_minutes), "--wrap", "true")
+        over = sbatch(twin, "-p", partition.name, "-t", str(max_minutes + 1), "--wrap", "true")
+        wait_for_state(twin, within, {"COMPLETED"})
+        fields = job(twin, over)
+        # EnforcePartLimits is not set, so Slurm takes the job and never starts it.
+        assert fields["JobState"] == "PENDING", fields
+        assert fields["Reason"] == "PartitionTimeLimit", fields
+        cancel_all(twin)
+
+
+@pytest.mark.parametrize("twin", ["ml-training-8node"], indirect=True)
+def test_the_higher_priority_tier_partition_is_scheduled_first(twin: Twin) -> None:
+    tiers = {p.name: p.priority_tier or 1 for p in twin.cluster.spec.slurm.partitions}
+    nodes = partition_nodes(twin)
+    high = max(tiers, key=lambda name: tiers[name])
+    low = next(n for n in tiers if tiers[n] < tiers[high] and nodes[n] & nodes[high])
+    node = sorted(nodes[high] & nodes[low])[0]
+    one_node = ["-w", node, "--exclusive", "--wrap", "sleep 300"]
+    blocker = sbatch(twin, "-p", high, *one_node)
+    wait_for_state(twin, blocker, {"RUNNING"})
+    low_job = sbatch(twin, "-p", low, *one_node)  # submitted first
+    high_job = sbatch(twin, "-p", high, *one_node)
+    twin.client("scancel", blocker)
+    started = wait_for_state(twin, high_job, {"RUNNING"})
+    assert started["NodeList"] == node
+    assert job(twin, low_job)["JobState"] == "PENDING"
+    cancel_all(twin)
+
+
+@pytest.mark.parametrize("twin", ["ml-training-8node"], indirect=True)
+def test_switches_1_keeps_a_4_node_job_under_one_leaf(twin: Twin) -> None:
+    topology = (twin.paths.etc / "topology.conf").read_text()
+    leaves = {
+        fields["SwitchName"]: set(hostlist.expand_hostlist(fields["Nodes"]))
+        for fields in map(parse_oneliner, topology.splitlines())
+        if "SwitchName" in fields and "Nodes" in fields
+    }
+    assert len(leaves) >= 2, topology
+    # Busy one node of the first leaf: the first four free nodes then span two leaves,
+    # so only --switches=1 keeps the job under the other leaf.
+    partition = next(n for n, nodes in partition_nodes(twin).items() if len(nodes) >= 8)
+    first_leaf = sorted(leaves)[0]
+    busy = sorted(leaves[first_leaf])[0]
+    blocker = sbatch(twin, "-p", partition, "-w", busy, "--exclusive", "--wrap", "sleep 300")
+    wait_for_state(twin, blocker, {"RUNNING"})
+    placed = sbatch(
+        twin, "-p", partition, "-N4", "--switches=1", "--exclusive", "--wrap", "sleep 300"
+    )
+    fields = wait_for_state(twin, placed, {"RUNNING"})
+    allocated = set(hostlist.expand_hostlist(fields["NodeList"]))
+    assert len(allocated) == 4
+    under = [name for name, members in leaves.items() if allocated <= members]
+    assert under and under != [first_leaf], (fields["NodeList"], leaves)
+    cancel_all(twin)
+
+
+# -- the command --------------------------------------------------------------------
+
+
+def twin_namespaces() -> set[str]:
+    """Network namespaces of any twin, their /etc/netns entries and spool directories."""
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found = {f"netns {line.split()[0]}" for line in listing.splitlines() if "cgtwin-" in line}
+    etc = Path("/etc/netns")
+    if etc.is_dir():
+        found |= {f"/etc/netns/{path.name}" for path in etc.iterdir() if "cgtwin-" in path.name}
+    return found | {str(path) for path in Path("/run").glob("cgtwin-*")}  # slurmd spools
+
+
+def leftovers(tmpdir: Path, before: set[str]) -> list[str]:
+    """Namespaces (beyond those of `before`), processes and temporary files a run left."""
+    found = sorted(twin_namespaces() - before)
+    found += [str(path) for path in tmpdir.iterdir()]
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    found += [line for line in ps.splitlines() if str(tmpdir) in line]
+    return found
+
+
+def run_cli(*argv: str, tmpdir: Path, **kwargs: object) -> subprocess.Popen[str]:
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "clustergen", "twin", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        **kwargs,  # type: ignore[call-overload]
+    )
+
+
+def run_to_end(
+    tmp_path: Path, spec: Path, script_text: str, *argv: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """`clustergen twin SPEC ARGV --run SCRIPT` to its end: its result, and what it left."""
+    require_twin()
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    script = tmp_path / "jobs.sh"
+    script.write_text(script_text)
+    before = twin_namespaces()
+    started = time.monotonic()
+    proc = run_cli(str(spec), *argv, "--run", str(script), tmpdir=tmpdir)
+    out, err = proc.communicate(timeout=180)
+    print(f"twin --run took {time.monotonic() - started:.1f} s")
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return result, leftovers(tmpdir, before)
+
+
+def test_run_exits_with_the_script_status_and_leaves_nothing(tmp_path: Path) -> None:
+    result, left = run_to_end(
+        tmp_path,
+        EXAMPLES / "edge-roce-2node.yaml",
+        "set -e\n"
+        "sinfo -h -o '%P %D %t'\n"
+        "srun -N2 --gres=gpu:4 bash -c 'echo $(hostname) $CUDA_VISIBLE_DEVICES'\n"
+        "exit 7\n",
+    )
+    out, err = result.stdout, result.stderr
+    assert result.returncode == 7, err
+    assert "gpu* 2 idle" in out, out
+    assert sorted(out.splitlines()[1:]) == ["lab1 0,1,2,3", "lab2 0,1,2,3"], out
+    assert "running on the local Slurm" in err
+    assert left == []
+
+
+def running(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting for its reaper."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_sigterm_during_run_stops_the_script_and_the_twin(tmp_path: Path) -> None:
+    require_twin()
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    pid_file = tmp_path / "sleep.pid"
+    script = tmp_path / "jobs.sh"
+    script.write_text(f"sleep 300 &\necho $! > {pid_file}\necho ready\nwait\n")
+    before = twin_namespaces()
+    proc = run_cli(str(EXAMPLES / "edge-roce-2node.yaml"), "--run", str(script), tmpdir=tmpdir)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert not running(int(pid_file.read_text()))  # the script's background job went too
+    assert leftovers(tmpdir, before) == []
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_without_run_it_waits_and_a_signal_removes_everything(tmp_path: Path, stop: int) -> None:
+    require_twin()
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    before = twin_namespaces()
+    proc = run_cli(
+        str(EXAMPLES / "ml-training-8node.yaml"), "--nodes-per-group", "2", tmpdir=tmpdir
+    )
+    assert proc.stdout is not None
+    shown = []
+    for line in proc.stdout:
+        shown.append(line)
+        if line.startswith("Ctrl-C or SIGTERM"):
+            break
+    text = "".join(shown)
+    assert "a representative subset, 2 of 8 compute nodes: gpu[01-02] for hardware hgx-h100" in text
+    assert "not started (set DOWN): gpu[03-08]" in text
+    conf = re.search(r"export SLURM_CONF=(\S+)", text)
+    path = re.search(r"export PATH=(\S+):\$PATH", text)
+    assert conf and path, text
+    env = {
+        **os.environ,
+        "SLURM_CONF": conf.group(1),
+        "PATH": f"{path.group(1)}:{os.environ['PATH']}",
+    }
+    sinfo = subprocess.run(
+        ["sinfo", "-h", "-N", "-p", "gpu-training", "-o", "%N %t"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert sinfo.stdout.split("\n")[:3] == ["gpu01 idle", "gpu02 idle", "gpu03 down"], sinfo
+    proc.send_signal(stop)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopped; everything it started is removed" in err
+    assert leftovers(tmpdir, before) == []
+
+
+def spec_with_options(tmp_path: Path, *options: str) -> Path:
+    text = (EXAMPLES / "ml-training-8node.yaml").read_text()
+    old = "    MessageTimeout: 30\n"
+    assert old in text
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text.replace(old, old + "".join(f"    {line}\n" for line in options)))
+    return spec
+
+
+QOS = """\
+  preemption: {type: qos, mode: REQUEUE}
+  qos:
+    - {name: low, preempt_mode: REQUEUE, grace_time_s: 300}
+    - {name: high, priority: 100, preempt: [low, normal]}
+"""
+
+
+def test_keys_the_local_slurm_lacks_are_dropped_and_listed_and_qos_created(
+    tmp_path: Path,
+) -> None:
+    spec = spec_with_options(tmp_path, "MaxBatchRequeue: 3")  # a 23.11 key; the spec pins 23.11
+    text = spec.read_text()
+    old = "  preemption: {type: qos, mode: CANCEL}\n"
+    assert old in text
+    spec.write_text(text.replace(old, QOS))
+    result, left = run_to_end(
+        tmp_path,
+        spec,
+        "set -e\n"
+        "sacctmgr -nP show qos format=Name,Priority,Preempt\n"
+        # As on a real cluster, a user's association must allow a QOS before a job uses it.
+        "sacctmgr -i modify user root set qos+=high >/dev/null\n"
+        "srun -p debug --qos=high --gres=gpu:8 true\n",
+        "--nodes-per-group",
+        "1",
+    )
+    err = result.stderr
+    assert result.returncode == 0, err
+    assert "rendered for Slurm 23.11.10, running on the local Slurm 22.05" in err
+    assert "dropped from slurm.conf (2):" in err
+    assert "  MaxBatchRequeue=3  (not a slurm.conf key of the local Slurm 22.05" in err
+    assert "  Epilog=/etc/slurm/health-epilog.sh  (a script for real nodes" in err
+    assert "QOS: created in slurmdbd by the rendered clustergen-qos.sh" in err
+    assert sorted(result.stdout.splitlines()) == ["high|100|low,normal", "low|0|", "normal|0|"]
+    assert left == []
+
+
+def test_a_configuration_the_daemons_refuse_exits_1_with_their_log(tmp_path: Path) -> None:
+    spec = spec_with_options(tmp_path, "SchedulerType: sched/bogus")
+    result, left = run_to_end(tmp_path, spec, "exit 0\n", "--nodes-per-group", "1")
+    err = result.stderr
+    assert result.returncode == 1, err
+    assert "clustergen twin: slurmctld exited early" in err
+    assert "fatal: Failed to initialize sched plugin" in err
+    assert "clustergen twin: running" not in err  # the script never ran
+    assert left == []
