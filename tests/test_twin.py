@@ -21,69 +21,31 @@ from pathlib import Path
 import hostlist
 import pytest
 
-from clustergen.load import load_spec
 from clustergen.model.common import parse_slurm_time
-from clustergen.render import render_all
-from clustergen.resolve import Cluster
-from clustergen.twin.prerequisites import missing_prerequisites
 from clustergen.twin.process import DaemonError
 from clustergen.twin.twin import Twin
-from clustergen.validate import validate_cluster
 
-from support.ci import skip_or_fail
 from support.paths import EXAMPLES
 from support.realslurm.parse import parse_oneliner
+from support.twin import (
+    JOB_TIMEOUT_S,
+    job,
+    require_twin,
+    sbatch,
+    started_twin,
+    wait_for_state,
+)
 
 pytestmark = pytest.mark.daemons
 
 SPECS = ["edge-roce-2node", "ml-training-8node"]
-JOB_TIMEOUT_S = 60.0
-
-
-def require_twin() -> None:
-    problems = missing_prerequisites(accounting=True)
-    if problems:
-        skip_or_fail("; ".join(problems))
-
-
-def resolved(name: str) -> Cluster:
-    cluster, _ = validate_cluster(load_spec(str(EXAMPLES / f"{name}.yaml")))
-    assert cluster is not None
-    return cluster
 
 
 @pytest.fixture(scope="module", params=SPECS)
 def twin(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Twin]:
-    require_twin()
-    cluster = resolved(request.param)
-    work = tmp_path_factory.mktemp(f"twin-{request.param}")
-    with Twin(cluster, render_all(cluster), work_dir=work) as running:
-        started = time.monotonic()
-        running.start()
-        print(f"twin of {request.param} up in {time.monotonic() - started:.1f} s")
-        print("\n".join(running.describe()))
-        yield running
-
-
-def sbatch(twin: Twin, *argv: str) -> str:
-    return twin.client("sbatch", "--parsable", *argv).strip().split(";")[0]
-
-
-def job(twin: Twin, job_id: str) -> dict[str, str]:
-    return parse_oneliner(twin.client("scontrol", "show", "job", "-o", job_id))
-
-
-def wait_for_state(twin: Twin, job_id: str, states: set[str]) -> dict[str, str]:
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while True:
-        fields = job(twin, job_id)
-        if fields["JobState"] in states:
-            return fields
-        if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id} never reached {states}: {fields}")
-        time.sleep(0.3)
+    yield from started_twin(request.param, tmp_path_factory.mktemp(f"twin-{request.param}"))
 
 
 def cancel_all(twin: Twin) -> None:
