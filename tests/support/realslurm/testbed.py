@@ -126,6 +126,7 @@ class SlurmTestbed(DaemonOwner):
     accounting: "slurmdbd" runs a real slurmdbd + MariaDB when slurm.conf uses
         accounting_storage/slurmdbd; "remove" drops the AccountingStorage*
         keys instead and lists them in `skipped`.
+    client_timeout_s: how long one client command may take (large clusters list slowly).
     """
 
     def __init__(
@@ -135,7 +136,9 @@ class SlurmTestbed(DaemonOwner):
         node_names: Sequence[str] = (),
         *,
         accounting: AccountingMode = "slurmdbd",
+        client_timeout_s: float = CLIENT_TIMEOUT_S,
     ) -> None:
+        self.client_timeout_s = client_timeout_s
         self.source = find_slurm_dir(rendered)
         self.paths = TwinPaths.under(work_dir, work_dir / "spool")
         super().__init__(self.paths.log)
@@ -319,6 +322,7 @@ class SlurmTestbed(DaemonOwner):
         return run_checked(
             ["nsenter", f"--target={self._slurmctld.pid}", "--mount", "--", *argv],
             env=self.env,
+            timeout=self.client_timeout_s,
         )
 
     def start_controller(self) -> ControllerReport:
