@@ -94,7 +94,7 @@ def test_gres_gives_exactly_the_gpus_asked_for(twin: Twin) -> None:
         twin.client("sbatch", "-p", partition, f"--gres=gpu:{node.gpu_count + 1}", "--wrap", "true")
 
 
-def test_a_job_over_the_partition_max_time_never_runs(twin: Twin) -> None:
+def test_a_job_over_the_partition_max_time_is_rejected(twin: Twin) -> None:
     limited = [
         partition
         for partition in twin.cluster.spec.slurm.partitions
@@ -105,13 +105,11 @@ def test_a_job_over_the_partition_max_time_never_runs(twin: Twin) -> None:
         max_minutes = parse_slurm_time(partition.max_time or "")
         assert max_minutes is not None
         within = sbatch(twin, "-p", partition.name, "-t", str(max_minutes), "--wrap", "true")
-        over = sbatch(twin, "-p", partition.name, "-t", str(max_minutes + 1), "--wrap", "true")
         wait_for_state(twin, within, {"COMPLETED"})
-        fields = job(twin, over)
-        # EnforcePartLimits is not set, so Slurm takes the job and never starts it.
-        assert fields["JobState"] == "PENDING", fields
-        assert fields["Reason"] == "PartitionTimeLimit", fields
-        cancel_all(twin)
+        # EnforcePartLimits=ANY (rendered): refused at submission, never queued.
+        with pytest.raises(DaemonError, match="Requested time limit is invalid"):
+            sbatch(twin, "-p", partition.name, "-t", str(max_minutes + 1), "--wrap", "true")
+        assert twin.client("squeue", "-h", "-o", "%i").strip() == ""
 
 
 @pytest.mark.parametrize("twin", ["ml-training-8node"], indirect=True)

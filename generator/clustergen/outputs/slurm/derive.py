@@ -46,6 +46,10 @@ SLURM_DEFAULTS: tuple[tuple[str, str], ...] = (
     # (a process in uninterruptible sleep outlives `timeout`) would leave the node
     # COMPLETING. Above the health Epilog's worst case (EpilogTimeouts.worst_case_s).
     ("PrologEpilogTimeout", "180"),
+    # A job over a partition's limits (MaxTime, MaxNodes) is refused at submission, not
+    # left PENDING for ever with reason PartitionTimeLimit. ANY, not ALL, so a job
+    # submitted to several partitions is accepted when it fits one of them.
+    ("EnforcePartLimits", "ANY"),
 )
 
 # slurm.conf's MessageTimeout when the site sets none.
