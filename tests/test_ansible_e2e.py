@@ -143,8 +143,10 @@ def test_site_pins_holds_and_reports_drift(
 
     setup_started = time.monotonic()
     base = base_system(testbed_scratch)
-    # munge is the distribution's, not pinned; the chroots get a stand-in of it too.
-    repository = stand_in_repository({**every_pin, "munge": "0.5.15-2"}, testbed_scratch)
+    # munge and chrony are the distribution's, not pinned; the chroots get stand-ins of them.
+    repository = stand_in_repository(
+        {**every_pin, "munge": "0.5.15-2", "chrony": "4.3-2+deb12u1"}, testbed_scratch
+    )
     (tmp_path / "nodes").mkdir()
     node_list = make_nodes(NODES, base, repository, tmp_path / "nodes")
     nodes = {node.name: node for node in node_list}

@@ -103,8 +103,11 @@ def test_lustre_roles_format_once_and_then_change_nothing(tmp_path: Path) -> Non
     lock = yaml.safe_load((out / "versions.lock").read_text())
     every_pin = {n: v for group in lock["groups"].values() for n, v in group["packages"].items()}
     base = base_system(tmp_path)
-    # munge is the distribution's, not pinned: the Slurm play on slurm-head installs it.
-    repository = stand_in_repository({**every_pin, "munge": "0.5.15-2"}, tmp_path)
+    # munge and chrony are the distribution's, not pinned: the Slurm play on slurm-head
+    # installs munge, and every node gets chrony (time_sync).
+    repository = stand_in_repository(
+        {**every_pin, "munge": "0.5.15-2", "chrony": "4.3-2+deb12u1"}, tmp_path
+    )
     (tmp_path / "nodes").mkdir()
     node_list = make_nodes(NODES, base, repository, tmp_path / "nodes")
     nodes = {node.name: node for node in node_list}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from clustergen.model.common import Identifier, StrictModel
-from clustergen.model.syntax import ClusterName, DnsDomain
+from clustergen.model.syntax import ClusterName, DnsDomain, TimeServer
 
 
 class Account(StrictModel):
@@ -47,6 +47,19 @@ class Cluster(StrictModel):
         default=True,
         description="Write every node's name, name.domain and management address into "
         "/etc/hosts on every node. Set false when the site's DNS serves the node names.",
+    )
+    time_sync: bool = Field(
+        default=True,
+        description="Install and run chrony on every node: MUNGE refuses credentials from a "
+        "clock more than 5 minutes off, and job records need one time. Set false when the "
+        "site's own configuration keeps time.",
+    )
+    time_servers: list[TimeServer] = Field(
+        default_factory=list,
+        max_length=16,
+        description="NTP servers chrony follows (server NAME iburst), added to the "
+        "distribution's configuration; empty: the distribution's default pool only (an "
+        "air-gapped site must name its own).",
     )
     munge_key_variable: Identifier = Field(
         default="vault_munge_key",

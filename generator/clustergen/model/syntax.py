@@ -124,6 +124,10 @@ CLUSTER_NAME = Syntax(
     "up to 40 lowercase letters, digits, '-' and '_', starting with a letter",
 )
 DNS_DOMAIN = Syntax(rf"^(?:{LABEL}\.)*{LABEL}$", "a DNS domain such as hpc.example.org")
+TIME_SERVER = Syntax(
+    rf"^(?:{LABEL}\.)*{LABEL}$",
+    "an NTP server: a host name such as ntp1.example.org, or an IPv4 address",
+)
 DATABASE_WORD = Syntax(r"^[A-Za-z0-9_]+$", "letters, digits and '_'")
 URL = Syntax(rf"^(?:https?|file)://{_NONSPACE}+$", "an http://, https:// or file:// URL")
 APT_SUITE = Syntax(
@@ -152,6 +156,7 @@ PACKAGE_VERSION = Syntax(
 SlurmName = Annotated[str, SLURM_NAME]
 ClusterName = Annotated[str, CLUSTER_NAME]
 DnsDomain = Annotated[str, DNS_DOMAIN]
+TimeServer = Annotated[str, TIME_SERVER]
 DatabaseWord = Annotated[str, DATABASE_WORD]
 Url = Annotated[str, URL]
 AptSuite = Annotated[str, APT_SUITE]

@@ -29,12 +29,18 @@ _FROM_INVENTORY = "{{ inventory_dir }}/.."
 
 @dataclass(frozen=True)
 class Variable:
-    """One group variable: a scalar, a flat mapping, or a list of flat mappings (whose
-    values may be lists of strings)."""
+    """One group variable: a scalar, a flat mapping, a list of strings, or a list of flat
+    mappings (whose values may be lists of strings)."""
 
     name: str
     comment: str
-    value: str | bool | Mapping[str, str] | Sequence[Mapping[str, str | bool | list[str]]]
+    value: (
+        str
+        | bool
+        | Mapping[str, str]
+        | Sequence[str]
+        | Sequence[Mapping[str, str | bool | list[str]]]
+    )
 
 
 @dataclass(frozen=True)
@@ -314,6 +320,16 @@ def _all_vars(cluster: Cluster) -> GroupVars:
                 cluster.spec.cluster.hosts_file,
             ),
             Variable("clustergen_domain", "cluster.domain", cluster.spec.cluster.domain),
+            Variable(
+                "clustergen_time_sync",
+                "cluster.time_sync: chrony on every node",
+                cluster.spec.cluster.time_sync,
+            ),
+            Variable(
+                "clustergen_time_servers",
+                "cluster.time_servers: the NTP servers chrony follows",
+                list(cluster.spec.cluster.time_servers),
+            ),
             Variable(
                 "clustergen_munge_key_variable",
                 "cluster.munge_key_variable: the vault variable with the base64 MUNGE key",
