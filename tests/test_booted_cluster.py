@@ -59,8 +59,11 @@ STORAGE_PASS = "booted-db-secret"
 # verify.yml: one node moves a package past its pin, another loses a hold.
 DRIFT_NODE, UNHELD_NODE, DRIFT_PACKAGE = "gpu2", "gpu1", "libnccl2"
 ROLLOUT_PLAY = "NVIDIA driver | roll out in batches (drain, install, reboot, check, resume)"
-# Long enough to outlast the first node's upgrade while it runs on the second.
-JOB_SECONDS = 30
+# The job on the second node runs until the first node is back from its upgrade (the
+# test then releases it by creating this file there), however long the run takes; it
+# gives up on its own after JOB_SECONDS.
+RELEASE_FILE = "/run/clustergen-test-release"
+JOB_SECONDS = 900
 REBOOTED = "gpu2"
 SLURM_LINE = "  slurm: 22.05.8\n"
 SLURM_PACKAGES = ("slurm-client", "slurmctld", "slurmd", "slurmdbd")
@@ -517,8 +520,11 @@ def _drift_and_hold_caught(cluster: BootedCluster, ansible: Ansible, rendered: R
 class _StateRecorder:
     """sinfo every second while the roll-out runs: what an admin would watch."""
 
-    def __init__(self, cluster: BootedCluster) -> None:
+    def __init__(
+        self, cluster: BootedCluster, on_sample: Callable[[list[dict[str, str]]], None]
+    ) -> None:
         self.cluster = cluster
+        self.on_sample = on_sample
         self.samples: list[dict[str, str]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._record, daemon=True)
@@ -530,6 +536,7 @@ class _StateRecorder:
             except RuntimeError:
                 states = {}
             self.samples.append({name: state for name, (state, _) in states.items()})
+            self.on_sample(self.samples)
             self._stop.wait(1)
 
     def __enter__(self) -> _StateRecorder:
@@ -556,14 +563,26 @@ def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, edits: Spe
     edits.apply(*DRIVER_UPGRADE)
     boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
     busy, first = GPU_NODES[1], GPU_NODES[0]
+    cluster.nodes[busy].sh(f"rm -f {RELEASE_FILE}")
+    wait = f"for i in $(seq {JOB_SECONDS}); do [ -e {RELEASE_FILE} ] && exit 0; sleep 1; done"
     job = _on_head(
-        cluster,
-        f"sbatch --parsable --exclusive -w {busy} -o /dev/null --wrap 'sleep {JOB_SECONDS}'",
+        cluster, f"sbatch --parsable --exclusive -w {busy} -o /dev/null --wrap '{wait}'"
     ).strip()
     _wait_for(f"job {job} running on {busy}", lambda: _node_states(cluster)[busy][0] == "alloc")
-    with _StateRecorder(cluster) as recorder:
+
+    released: list[int] = []
+
+    def release_when_first_is_back(samples: list[dict[str, str]]) -> None:
+        states = [sample.get(first, "") for sample in samples]
+        drained = [i for i, state in enumerate(states) if state.startswith("dr")]
+        if not released and drained and states[-1] == "idle":
+            cluster.nodes[busy].sh(f"touch {RELEASE_FILE}")
+            released.append(len(samples))
+
+    with _StateRecorder(cluster, release_when_first_is_back) as recorder:
         result = ansible.playbook("site.yml")
     _succeeded(result, "site.yml with the newer driver")
+    assert released, f"{first} never came back idle while the job ran: {recorder.samples}"
     assert result.output.count(f"PLAY [{ROLLOUT_PLAY}]") == len(GPU_NODES), result.output
     for name in GPU_NODES:
         sequence = recorder.sequence(name)
