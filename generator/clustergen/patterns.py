@@ -76,7 +76,8 @@ def _items(
     for index, item in enumerate(items):
         if not _is(item, marker):
             if len(result) != index:  # an element written out, moved by an earlier pattern
-                out.aliases[path + (len(result),)] = (*path, index)
+                moved = (*path, len(result))
+                out.aliases[moved] = (*path, index)
             result.append(item)
             continue
         source = (*path, index)
