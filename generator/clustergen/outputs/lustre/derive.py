@@ -25,6 +25,12 @@ def shq(value: object) -> str:
     return "'" + str(value).replace("'", "'\\''") + "'"
 
 
+def unit_word(value: str) -> str:
+    """A word of a systemd unit's command line: '%' starts a specifier there (%j is the
+    unit's name), so a literal one is written '%%' (Lustre's jobid_name %j, %u...)."""
+    return value.replace("%", "%%")
+
+
 def unit_name(path: str, suffix: str) -> str:
     """systemd-escape --path: /mnt/lustre -> mnt-lustre.mount."""
     parts = [p for p in path.split("/") if p]
@@ -125,6 +131,7 @@ class LustreContext:
     mount_method: str
     client_unit: str
     client_params: tuple[tuple[str, str], ...]
+    client_set_param: str  # the client tuning unit's ExecStart, escaped for systemd
     persistent_params: tuple[tuple[str, str], ...]
     pools: tuple[tuple[str, tuple[str, ...]], ...]  # name, OST names
     layouts: tuple[Layout, ...]
@@ -167,6 +174,9 @@ def derive_lustre(cluster: Cluster) -> LustreContext | None:
         mount_method=lustre.mount.method,
         client_unit=unit_name(lustre.mount.path, "mount"),
         client_params=tuple(client_params),
+        client_set_param=" ".join(
+            ["/usr/sbin/lctl", "set_param", *(unit_word(f"{k}={v}") for k, v in client_params)]
+        ),
         persistent_params=tuple(persistent),
         pools=tuple(
             (p.name, tuple(f"{lustre.fsname}-OST{i:04x}_UUID" for i in sorted(set(p.osts))))
