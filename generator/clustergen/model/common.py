@@ -218,6 +218,12 @@ def _check_no_conf_breakers(value: Any) -> Any:
         raise invalid(
             codes.SYNTAX_CONF_VALUE, f"'{text}': a value may not contain '#' (it starts a comment)"
         )
+    if any(c.isspace() or not c.isprintable() for c in text):
+        raise invalid(
+            codes.SYNTAX_CONF_VALUE,
+            f"'{text}': a value may not contain spaces or control characters (a space ends "
+            "the value on a key=value line)",
+        )
     return value
 
 

@@ -99,6 +99,9 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
 _CLOCK = r"[0-5]?[0-9]"
 _NONSPACE = r"[^\x00-\x20\x7f]"
+# What a path may hold: nothing a shell, a config file or a systemd unit reads as syntax
+# (no space, quote, '$', '`', ';', '#', '%', '*', '&' or backslash).
+_PATH_CHAR = r"[A-Za-z0-9_.+@,:=~/-]"
 
 HOSTNAME_PATTERN: Final = rf"^{LABEL}$"
 HOSTLIST_PATTERN: Final = rf"^{_HOSTLIST_PART}(?:,{_HOSTLIST_PART})*$"
@@ -112,7 +115,7 @@ SLURM_TIME_PATTERN: Final = (
     rf"|[0-9]+(?::{_CLOCK}){{0,2}}"  # min, min:sec, h:m:s
     rf"|[0-9]+-(?:[01]?[0-9]|2[0-3])(?::{_CLOCK}){{0,2}})$"  # d-h, d-h:m, d-h:m:s
 )
-CONF_VALUE_PATTERN: Final = r"^[^#\r\n]*$"
+CONF_VALUE_PATTERN: Final = r"^[^#\x00-\x20\x7f]*$"
 
 # The constrained strings without a finer check.
 SLURM_NAME = Syntax(
@@ -131,13 +134,22 @@ INTERFACE = Syntax(
     r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
 )
 BLOCK_DEVICE = Syntax(
-    rf"^/dev/{_NONSPACE}+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$",
-    "a device path under /dev (best /dev/disk/by-id/...) or a zfs pool/dataset",
+    rf"^/dev/{_PATH_CHAR}+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$",
+    "a device path under /dev (best /dev/disk/by-id/...) of letters, digits and _.+@,:=~/-, "
+    "or a zfs pool/dataset",
 )
-ABSOLUTE_PATH = Syntax(rf"^/{_NONSPACE}*$", "an absolute path without spaces")
+ABSOLUTE_PATH = Syntax(
+    rf"^/{_PATH_CHAR}*$",
+    "an absolute path of letters, digits and _.+@,:=~/- (no spaces, quotes, '$', ';', '#' or "
+    "'%': the path is written into shell scripts, config files and systemd units)",
+)
 LUSTRE_FSNAME = Syntax(r"^[A-Za-z0-9_-]{1,8}$", "1-8 letters, digits, '_' or '-'")
 LNET_NETWORK = Syntax(r"^(?:o2ib|tcp)[0-9]*$", "an LNet network such as o2ib0 or tcp0")
 VARIABLE_NAME = Syntax(r"^[A-Za-z_][A-Za-z0-9_]*$", "an Ansible variable name")
+ENV_NAME = Syntax(
+    r"^[A-Za-z_][A-Za-z0-9_]*$",
+    "an environment variable name: letters, digits and '_', not starting with a digit",
+)
 PACKAGE_VERSION = Syntax(
     r"^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~_-]*$",
     "a package version as apt or dnf shows it, e.g. 2.21.5-1+cuda12.4",
@@ -155,4 +167,5 @@ AbsolutePath = Annotated[str, ABSOLUTE_PATH]
 LustreFsname = Annotated[str, LUSTRE_FSNAME]
 LnetNetwork = Annotated[str, LNET_NETWORK]
 VariableName = Annotated[str, VARIABLE_NAME]
+EnvName = Annotated[str, ENV_NAME]
 PackageVersion = Annotated[str, PACKAGE_VERSION]
