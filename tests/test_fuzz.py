@@ -4,7 +4,8 @@ Each example takes one of the reference specs (examples/*.yaml) or a compact spe
 uses every pattern (racks alike, switch groups, Lustre target groups) and GPU topology
 and NCCL settings at every level, applies one to three mutations inside one section
 (a value of another type, a deleted key or item, a duplicated item, a renamed or added
-key, characters spliced into a string, deep nesting), writes it as YAML and runs
+key, characters spliced into a string, deep nesting, or a plausible value: a number
+nudged, another string of the spec, a list one shorter), writes it as YAML and runs
 `clustergen validate` on it in-process. It must exit 0 or 1, never print "internal
 error", and position every problem line (`file:line:col: `). A mutant that validates
 must render.
@@ -40,7 +41,7 @@ from support.paths import REFERENCE_SPECS, REPO
 
 _LONG_RUN = os.environ.get("CLUSTERGEN_FUZZ_EXAMPLES")
 FUZZ = settings(
-    max_examples=int(_LONG_RUN) if _LONG_RUN else 40,
+    max_examples=int(_LONG_RUN) if _LONG_RUN else 100,
     deadline=None,
     derandomize=not _LONG_RUN,
     database=None,
@@ -169,13 +170,22 @@ def _mutate(
     parent_path, last = path[:-1], path[-1]
     parent = _get(document, parent_path)
     target = _get(document, path)
-    kinds = ["replace", "splice", "nest", "add"]
+    kinds = ["replace", "splice", "nest", "add", "perturb", "perturb"]
     if path != (section,):
         kinds.append("delete")
         kinds.append("duplicate" if isinstance(parent, list) else "rename")
     kind = draw(st.sampled_from(kinds))
     if kind == "replace":
         parent[last] = draw(_VALUES)
+    elif kind == "perturb":  # a plausible value, so that more mutants stay valid
+        if isinstance(target, bool):
+            parent[last] = not target
+        elif isinstance(target, int):
+            parent[last] = target + draw(st.integers(-2, 2)) * draw(st.sampled_from([1, 8, 1024]))
+        elif isinstance(target, str):
+            parent[last] = draw(st.sampled_from(_strings(document)))
+        else:
+            parent[last] = copy.deepcopy(target)[:-1] if isinstance(target, list) else target
     elif kind == "delete":
         del parent[last]
     elif kind == "duplicate":
@@ -201,6 +211,15 @@ def _mutate(
         key = draw(st.sampled_from(known) if known else _KEYS)
         target[key] = draw(_VALUES)
     return f"{kind} at {path}"
+
+
+def _strings(node: Any) -> list[str]:
+    """Every string value in `node`, in document order."""
+    if isinstance(node, dict):
+        return [s for value in node.values() for s in _strings(value)]
+    if isinstance(node, list):
+        return [s for value in node for s in _strings(value)]
+    return [node] if isinstance(node, str) else []
 
 
 def _dump(document: dict[str, Any]) -> str | None:
