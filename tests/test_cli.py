@@ -219,3 +219,82 @@ def test_malformed_documents_exit_1(cli, tmp_path: Path, text: str) -> None:  # 
     assert result.code == 1, result.err
     assert result.err.startswith(f"{spec}:"), result.err
     assert "internal error" not in result.err
+
+
+def tree_state(root: Path) -> dict[str, tuple[str, int, bytes]]:
+    """Every file and directory under root: kind, mode and content (for byte-identity)."""
+    return {
+        str(p.relative_to(root)): (
+            "dir" if p.is_dir() else "file",
+            p.stat().st_mode,
+            b"" if p.is_dir() else p.read_bytes(),
+        )
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def test_an_invalid_spec_leaves_a_rendered_tree_byte_identical(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "site"
+    assert cli("render", str(EDGE), "-o", str(out)).code == 0
+    before = tree_state(out)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(ML.read_text().replace("hardware: hgx-h100\n", "hardware: hgx-h10\n"))
+    for argv in (["render", str(bad), "-o", str(out)], ["validate", str(bad)]):
+        result = cli(*argv)
+        assert result.code == 1, result.err
+        assert tree_state(out) == before, argv
+
+
+def test_a_render_failing_while_it_writes_leaves_the_tree_byte_identical(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The disk fills up (ENOSPC) after the render has staged part of the new tree,
+    some of it in directories the old tree lacks: exit 2, and nothing of it is left,
+    neither temporaries nor the directories made for them."""
+    import errno
+
+    from clustergen import write
+
+    out = tmp_path / "site"
+    assert cli("render", str(EDGE), "-o", str(out)).code == 0
+    before = tree_state(out)
+    stage = write._stage
+    staged: list[Path] = []
+
+    def stage_until_the_disk_is_full(target: Path, rendered):  # type: ignore[no-untyped-def]
+        if len(staged) == 40:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        staged.append(target)
+        return stage(target, rendered)
+
+    monkeypatch.setattr(write, "_stage", stage_until_the_disk_is_full)
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert "No space left on device" in result.err
+    assert {p.relative_to(out).parts[0] for p in staged} - set(before), "no new directory tried"
+    assert tree_state(out) == before
+
+
+def test_a_render_failing_while_it_writes_a_new_tree_leaves_no_directory(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import errno
+
+    from clustergen import write
+
+    stage = write._stage
+    calls = []
+
+    def stage_until_the_disk_is_full(target: Path, rendered):  # type: ignore[no-untyped-def]
+        calls.append(target)
+        if len(calls) > 10:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return stage(target, rendered)
+
+    monkeypatch.setattr(write, "_stage", stage_until_the_disk_is_full)
+    assert cli("render", str(ML), "-o", str(tmp_path / "new" / "site")).code == 2
+    assert list(tmp_path.iterdir()) == []
