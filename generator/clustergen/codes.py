@@ -415,6 +415,7 @@ SLURM_OPTION_DERIVED = Code(
 SLURM_OPTION_DEFUNCT = Code(
     "slurm.option-defunct", "error", "a slurm.conf key the pinned Slurm ignores"
 )
+SLURM_OPTION_SECRET = Code("slurm.option-secret", "error", "a slurm.conf key that holds a password")
 SLURM_OPTION_UNKNOWN = Code(
     "slurm.option-unknown", "error", "not a slurm.conf key of the pinned Slurm"
 )
