@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.util
+import re
 import shlex
 import types
 import typing
@@ -386,6 +387,10 @@ def _check_inert(
             continue
         where = f"{new_path}: value {hostile!r}"
         if _is_yaml(new_path):
+            # Ansible templates every string it reads from a variable file.
+            assert not re.search(r"\{[{%#]", hostile) or hostile not in new, (
+                f"{where}: Ansible would template it"
+            )
             loaded = yaml.safe_load(new)
             assert _replaced_inside(loaded, hostile, original) == yaml.safe_load(old), where
         elif _is_shell(new_path, new):

@@ -128,7 +128,13 @@ CLUSTER_NAME = Syntax(
 )
 DNS_DOMAIN = Syntax(rf"^(?:{LABEL}\.)*{LABEL}$", "a DNS domain such as hpc.example.org")
 DATABASE_WORD = Syntax(r"^[A-Za-z0-9_]+$", "letters, digits and '_'")
-URL = Syntax(rf"^(?:https?|file)://{_NONSPACE}+$", "an http://, https:// or file:// URL")
+# Nothing else: quotes, '$', ';', '#' and braces reach apt lines and Ansible, which
+# templates '{{ }}' in every variable it reads (a lookup there runs on the controller).
+URL = Syntax(
+    r"^(?:https?|file)://[A-Za-z0-9._~:/?@&+,=%\[\]-]+$",
+    "an http://, https:// or file:// URL of letters, digits and ._~:/?@&+,=%[]- "
+    "(percent-encode anything else)",
+)
 GRES_TYPE = Syntax(r"^[a-z0-9][a-z0-9_]*$", "lowercase letters, digits and '_'")
 INTERFACE = Syntax(
     r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
