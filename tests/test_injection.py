@@ -9,18 +9,21 @@ every pattern, and the 8-node reference spec with every optional string set
 `test_every_string_field_is_tried`.
 
 For each field and each hostile piece (`;`, `$(`, backticks, a newline, `..`, `/`,
-quotes, `%`, `{{`, a space), the piece is appended to the field's value, everywhere the
-spec holds that value (so a renamed profile or host is renamed where it is referred to
-too). The mutant is either invalid, with an error, or it renders, and then each output
-is compared with the render of the unmutated spec, per format:
+quotes, `%`, `{{`, a space, `#`), the piece is appended to the field's value, everywhere
+the spec holds that value (so a renamed profile or host is renamed where it is referred
+to too). The mutant is either invalid, with an error at a place holding the value or
+naming it, or it renders, and then each output is compared with the render of the
+unmutated spec, per format:
 
 - every path stays inside the tree, and the set of files changes only in name;
-- YAML files parse, and parse to what the original does with the value replaced;
-- shell scripts hold the value only quoted with shlex.quote (single quotes), in words
-  that are otherwise the original's;
+- YAML files parse to what the original does with the value replaced, and hold no Jinja
+  delimiters from it (Ansible templates every string it reads);
+- shell scripts (.sh, .sbatch, job.env, #!) hold the value only where the shell reads it
+  as data: made of characters no shell reads (shlex.quote leaves it bare), in single
+  quotes, in double quotes if it holds no $, `, " or \\, or in a comment without a newline;
 - every other file (slurm.conf and the other conf files, systemd units, versions.lock)
   holds the value verbatim on the same lines, with no newline, no comment mark, no space
-  splitting a key=value pair, and no systemd specifier ('%') in a unit.
+  splitting a key=value line into more words, and in a systemd unit '%' written '%%'.
 """
 
 from __future__ import annotations
