@@ -1,8 +1,9 @@
 """Any input, no traceback: hypothesis mutates the reference specs, section by section.
 
-Each example takes one of the reference specs (examples/*.yaml) or a compact spec that
+Each example takes one of the reference specs (examples/*.yaml), a compact spec that
 uses every pattern (racks alike, switch groups, Lustre target groups) and GPU topology
-and NCCL settings at every level, applies one to three mutations inside one section
+and NCCL settings at every level, or a test spec of tests/data (zfs, LNet routes,
+quotas, QOS, a mixed fleet), applies one to three mutations inside one section
 (a value of another type, a deleted key or item, a duplicated item, a renamed or added
 key, characters spliced into a string, deep nesting, or a plausible value: a number
 nudged, another string of the spec, a list one shorter), writes it as YAML and runs
@@ -37,7 +38,7 @@ from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
 from clustergen.render import render_all
 from clustergen.validate import allowed_keys, validate_cluster
 
-from support.paths import REFERENCE_SPECS, REPO
+from support.paths import DATA, REFERENCE_SPECS, REPO
 
 _LONG_RUN = os.environ.get("CLUSTERGEN_FUZZ_EXAMPLES")
 FUZZ = settings(
@@ -79,6 +80,8 @@ def _patterned_spec() -> dict[str, Any]:
 SOURCES: dict[str, dict[str, Any]] = {
     **{path.stem: yaml.safe_load(path.read_text()) for path in REFERENCE_SPECS},
     "patterns": _patterned_spec(),
+    # zfs targets, LNet networks and routes, quotas, QOS, a mixed fleet:
+    **{path.stem: yaml.safe_load(path.read_text()) for path in sorted(DATA.glob("*.yaml"))},
 }
 SECTIONS = sorted({key for document in SOURCES.values() for key in document})
 
