@@ -53,6 +53,7 @@ from support.paths import DATA, REFERENCE_SPECS, REPO
 
 SchemaPath = tuple[str, ...]
 HOSTILE = [";x", "$(x)", "`x`", "\nx=1", "/../..", "/x", "'", '"', "%n", "{{x}}", " x", "#x"]
+HOSTILE.append("x" * 300)  # a name longer than a file name may be (255 bytes)
 PATTERNS: dict[SchemaPath, type[BaseModel]] = {
     ("racks", "[]"): RackPattern,
     ("network", "fabric", "switches", "[]"): SwitchGroup,
@@ -382,6 +383,7 @@ def _check_inert(
     for path in after:
         parts = PurePosixPath(path).parts
         assert not PurePosixPath(path).is_absolute() and ".." not in parts, path
+        assert all(len(part.encode()) <= 255 for part in parts), f"{path[:80]}...: too long"
     renamed = {p.replace(hostile, original): p for p in after}
     assert set(renamed) == set(before), "a file's path changed beyond the value"
     for old_path, new_path in renamed.items():

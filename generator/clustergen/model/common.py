@@ -161,7 +161,7 @@ def _check_identifier(value: str) -> str:
     if not IDENTIFIER.matches(value):
         raise invalid(
             codes.SYNTAX_IDENTIFIER,
-            f"'{value}' is not a valid name (lowercase letters, digits, '-' and '_', "
+            f"'{value}' is not a valid name (up to 64 lowercase letters, digits, '-' and '_', "
             "starting with a letter)",
         )
     return value
@@ -262,7 +262,7 @@ CIDR_NETWORK = Syntax(
 VERSION = Syntax(VERSION_PATTERN, "a version: dotted numbers such as 12.4.1", _check_version)
 IDENTIFIER = Syntax(
     IDENTIFIER_PATTERN,
-    "lowercase letters, digits, '-' and '_', starting with a letter",
+    "up to 64 lowercase letters, digits, '-' and '_', starting with a letter",
     _check_identifier,
 )
 SIZE = Syntax(

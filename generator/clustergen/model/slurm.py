@@ -73,7 +73,10 @@ class BillingWeights(StrictModel):
 class Partition(StrictModel):
     """A Slurm partition (PartitionName line)."""
 
-    name: SlurmName = Field(description="Partition name.")
+    name: SlurmName = Field(
+        description="Partition name: up to 64 letters, digits, ._- (it names a directory of "
+        "acceptance jobs)."
+    )
     nodes: Hostlist = Field(description="Hostlist of the partition's nodes (Slurm compute nodes).")
     default: bool = Field(default=False, description="The default partition (at most one).")
     max_time: SlurmTime | None = Field(default=None, description="MaxTime: longest job time.")

@@ -30,9 +30,9 @@ class Spec(StrictModel):
     software: Software = Field(description="The pinned software stack.")
     hardware: dict[SlurmName, HardwareProfile] = Field(
         min_length=1,
-        description="Hardware profiles by name: letters, digits, '.', '_' and '-', starting with "
-        "a letter or digit (the name becomes a Slurm feature, an inventory group and a file "
-        "name).",
+        description="Hardware profiles by name: up to 64 letters, digits, '.', '_' and '-', "
+        "starting with a letter or digit (the name becomes a Slurm feature, an inventory group "
+        "and a file name).",
     )
     network: Network
     nodes: list[NodeGroup] = Field(min_length=1, description="Node groups.")

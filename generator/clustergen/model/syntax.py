@@ -108,7 +108,7 @@ HOSTLIST_PATTERN: Final = rf"^{_HOSTLIST_PART}(?:,{_HOSTLIST_PART})*$"
 IPV4_PATTERN: Final = rf"^{_IPV4}$"
 CIDR_PATTERN: Final = rf"^{_IPV4}/(?:30|[12]?[0-9])$"
 VERSION_PATTERN: Final = r"^[0-9]+(?:\.[0-9]+)+$"
-IDENTIFIER_PATTERN: Final = r"^[a-z][a-z0-9_-]*$"
+IDENTIFIER_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,63}$"
 SIZE_PATTERN: Final = r"^([0-9]+) ?(KiB|MiB|GiB|TiB|K|M|G|T)$"
 SLURM_TIME_PATTERN: Final = (
     rf"^(?:{any_case('UNLIMITED')}|{any_case('INFINITE')}"
@@ -118,9 +118,10 @@ SLURM_TIME_PATTERN: Final = (
 CONF_VALUE_PATTERN: Final = r"^[^#\x00-\x20\x7f]*$"
 
 # The constrained strings without a finer check.
+# At most 64 characters: a name becomes part of file names (255 bytes at most).
 SLURM_NAME = Syntax(
-    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-    "letters, digits, '.', '_' and '-', starting with a letter or digit",
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+    "up to 64 letters, digits, '.', '_' and '-', starting with a letter or digit",
 )
 CLUSTER_NAME = Syntax(
     r"^[a-z][a-z0-9_-]{0,39}$",
