@@ -98,6 +98,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "56-several-problems-at-once": "its problems are catalog and cross-reference ones",
     "57-storage-unknown-node": _CROSS_REFERENCE,
     "lustre-22-failover-unknown-node": _CROSS_REFERENCE,
+    "lustre-23-mount-unit-name": "the length of the path once systemd-escaped ('-' is 4 "
+    "characters there)",
     "58-switch-unknown-node": _CROSS_REFERENCE,
     "59-accounting-host-unknown": _CROSS_REFERENCE,
     "62-package-nccl-wrong-cuda-suffix": _PINS,

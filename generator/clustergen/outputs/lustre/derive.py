@@ -12,6 +12,7 @@ from clustergen.hosts import Host
 from clustergen.model.common import parse_size
 from clustergen.model.storage import LayoutComponent, Lustre, LustreLayout, ServerTarget
 from clustergen.resolve import Cluster
+from clustergen.systemd import unit_name, unit_word
 
 SBIN = "/usr/local/sbin"
 UNITS = "/etc/systemd/system"
@@ -23,27 +24,6 @@ ANY = "*"  # a layout field the spec leaves to the file system's default
 def shq(value: object) -> str:
     """One shell word in single quotes, whatever it contains."""
     return "'" + str(value).replace("'", "'\\''") + "'"
-
-
-def unit_word(value: str) -> str:
-    """A word of a systemd unit's command line: '%' starts a specifier there (%j is the
-    unit's name), so a literal one is written '%%' (Lustre's jobid_name %j, %u...)."""
-    return value.replace("%", "%%")
-
-
-def unit_name(path: str, suffix: str) -> str:
-    """systemd-escape --path: /mnt/lustre -> mnt-lustre.mount."""
-    parts = [p for p in path.split("/") if p]
-    escaped = []
-    for part in parts:
-        out = ""
-        for i, ch in enumerate(part):
-            if ch.isalnum() or ch in ":_" or (ch == "." and i > 0):
-                out += ch
-            else:
-                out += "".join(f"\\x{b:02x}" for b in ch.encode())
-        escaped.append(out)
-    return ("-".join(escaped) or "-") + "." + suffix
 
 
 @dataclass(frozen=True)
