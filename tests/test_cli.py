@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import subprocess
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from clustergen import write
 
 from support.paths import EXAMPLES, REPO, SCHEMA
 
@@ -253,10 +256,6 @@ def test_a_render_failing_while_it_writes_leaves_the_tree_byte_identical(
     """The disk fills up (ENOSPC) after the render has staged part of the new tree,
     some of it in directories the old tree lacks: exit 2, and nothing of it is left,
     neither temporaries nor the directories made for them."""
-    import errno
-
-    from clustergen import write
-
     out = tmp_path / "site"
     assert cli("render", str(EDGE), "-o", str(out)).code == 0
     before = tree_state(out)
@@ -282,10 +281,7 @@ def test_a_render_failing_while_it_writes_a_new_tree_leaves_no_directory(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import errno
-
-    from clustergen import write
-
+    """The same into a directory that did not exist: neither it nor its parent is left."""
     stage = write._stage
     calls = []
 
