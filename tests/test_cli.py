@@ -294,3 +294,31 @@ def test_a_render_failing_while_it_writes_a_new_tree_leaves_no_directory(
     monkeypatch.setattr(write, "_stage", stage_until_the_disk_is_full)
     assert cli("render", str(ML), "-o", str(tmp_path / "new" / "site")).code == 2
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["schema", "expand"])
+def test_a_failing_file_write_leaves_nothing(
+    cli,  # type: ignore[no-untyped-def]
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`schema -o` and `expand -o` write their file whole or not at all: a full disk
+    leaves neither a partial file nor the directories made for it, and an existing file
+    as it was."""
+    argv = [command, *([str(ML)] if command == "expand" else [])]
+    existing = tmp_path / "old.txt"
+    existing.write_text("as it was\n")
+    stage = write._stage
+
+    def stage_onto_a_full_disk(target: Path, rendered):  # type: ignore[no-untyped-def]
+        stage(target, rendered)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(write, "_stage", stage_onto_a_full_disk)
+    for target in (tmp_path / "new" / "dir" / "file.txt", existing):
+        result = cli(*argv, "-o", str(target))
+        assert result.code == 2, result.err
+        assert "No space left on device" in result.err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["old.txt"]
+    assert existing.read_text() == "as it was\n"

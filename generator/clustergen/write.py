@@ -169,6 +169,23 @@ def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> N
         ) from None
 
 
+def write_file(target: Path, text: str) -> None:
+    """Write one file (the schema, a spec's long form) whole or not at all: staged beside
+    the target and renamed over it; on failure the temporary and the directories made
+    for it go, and the target is as it was."""
+    made = _missing_directories(target.parent)
+    try:
+        _stage(target, Artifact(target.name, text, 0o644))
+        os.replace(_temporary(target), target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            _temporary(target).unlink(missing_ok=True)
+        for directory in reversed(made):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
 def _missing_directories(directory: Path) -> list[Path]:
     """`directory` and its parents that do not exist yet, outermost first."""
     missing = []
