@@ -90,9 +90,7 @@ def printable(text: str) -> str:
     quoted value neither breaks a problem line in two nor reorders it on a terminal."""
     if text.isprintable():
         return text
-    return "".join(
-        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode() for c in text
-    )
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 @dataclass
