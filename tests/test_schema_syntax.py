@@ -85,6 +85,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "43-options-nodename": _SLURM_VERSION,
     "44-options-slurmctldhost": _SLURM_VERSION,
     "45-options-controlmachine": _SLURM_VERSION,
+    "87-options-password": "the schema leaves slurm.options keys open (they depend on the "
+    "pinned Slurm); checks/slurm.py refuses the password keys, naming the vault variable",
     "48-preempt-qos-without-accounting": "a setting that needs another section",
     "49-compute-node-under-no-leaf": _TOPOLOGY,
     "50-node-under-two-leaves": _TOPOLOGY,
@@ -95,6 +97,9 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "55-unknown-node-in-rack": _CROSS_REFERENCE,
     "56-several-problems-at-once": "its problems are catalog and cross-reference ones",
     "57-storage-unknown-node": _CROSS_REFERENCE,
+    "lustre-22-failover-unknown-node": _CROSS_REFERENCE,
+    "lustre-23-mount-unit-name": "the length of the path once systemd-escaped ('-' is 4 "
+    "characters there)",
     "58-switch-unknown-node": _CROSS_REFERENCE,
     "59-accounting-host-unknown": _CROSS_REFERENCE,
     "62-package-nccl-wrong-cuda-suffix": _PINS,

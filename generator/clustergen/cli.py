@@ -425,11 +425,9 @@ def cmd_expand(args: argparse.Namespace) -> int:
 
 
 def _write_text(target: Path, text: str) -> None:
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    from clustergen.write import write_file
+
+    write_file(target, text)
     print(f"wrote {target}", file=sys.stderr)
 
 

@@ -245,6 +245,11 @@ STORAGE_ZFS_DATASET = Code(
 STORAGE_ZFS_ON_LDISKFS = Code(
     "storage.zfs-on-ldiskfs", "error", "zpool or dataset settings on an ldiskfs file system"
 )
+STORAGE_MOUNT_UNIT_NAME = Code(
+    "storage.mount-unit-name",
+    "error",
+    "a mount point whose systemd unit name is longer than systemd allows",
+)
 STORAGE_LAYOUT_OUTSIDE_MOUNT = Code(
     "storage.layout-outside-mount", "error", "a layout directory that is not under the mount"
 )
@@ -420,6 +425,7 @@ SLURM_OPTION_DERIVED = Code(
 SLURM_OPTION_DEFUNCT = Code(
     "slurm.option-defunct", "error", "a slurm.conf key the pinned Slurm ignores"
 )
+SLURM_OPTION_SECRET = Code("slurm.option-secret", "error", "a slurm.conf key that holds a password")
 SLURM_OPTION_UNKNOWN = Code(
     "slurm.option-unknown", "error", "not a slurm.conf key of the pinned Slurm"
 )

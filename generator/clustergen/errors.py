@@ -81,7 +81,16 @@ class LocatedProblem:
         dotted = format_path(self.path)
         label = "warning: " if self.severity == "warning" else ""
         text = f"{label}{self.message} [{self.code}]"
-        return f"{where}: {dotted}: {text}" if dotted else f"{where}: {text}"
+        return printable(f"{where}: {dotted}: {text}" if dotted else f"{where}: {text}")
+
+
+def printable(text: str) -> str:
+    """`text` on one line whatever the spec held: a control, format or separator character
+    (a newline, U+001E, U+2028, a right-to-left override) is shown as its escape, so a
+    quoted value neither breaks a problem line in two nor reorders it on a terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 @dataclass

@@ -13,6 +13,7 @@ command that reads or writes an output directory calls it first.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import stat
@@ -137,10 +138,13 @@ def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> N
     if all(change.action == "unchanged" for change in changes):
         return
     staged: list[Path] = []
+    made: list[Path] = []  # directories staging made, outermost first
     try:
         for change in changes:
             if change.action in ("create", "change"):
-                staged.append(_stage(out_dir / change.path, files[change.path], sync=False))
+                target = out_dir / change.path
+                made += _missing_directories(target.parent)
+                staged.append(_stage(target, files[change.path], sync=False))
         # One fsync per file, all in flight at once: the file system commits them
         # together, where one after another costs a journal commit each.
         _sync_all([*staged, *{temporary.parent for temporary in staged}])
@@ -150,8 +154,13 @@ def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> N
         ]
         _commit_journal(out_dir, steps)
     except OSError as exc:
+        # Nothing was replaced yet: take back every temporary and every directory made
+        # for them, so the tree is as it was, byte for byte.
         for temporary in staged:
             temporary.unlink(missing_ok=True)
+        for directory in reversed(made):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
         raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
     try:
         _apply(out_dir, steps)
@@ -161,6 +170,32 @@ def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> N
             f"cannot write {out_dir}: {exc.strerror or exc}; the next clustergen command "
             "on it completes this render"
         ) from None
+
+
+def write_file(target: Path, text: str) -> None:
+    """Write one file (the schema, a spec's long form) whole or not at all: staged beside
+    the target and renamed over it; on failure the temporary and the directories made
+    for it go, and the target is as it was."""
+    made = _missing_directories(target.parent)
+    try:
+        _stage(target, Artifact(target.name, text, 0o644))
+        os.replace(_temporary(target), target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            _temporary(target).unlink(missing_ok=True)
+        for directory in reversed(made):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def _missing_directories(directory: Path) -> list[Path]:
+    """`directory` and its parents that do not exist yet, outermost first."""
+    missing = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    return missing[::-1]
 
 
 def recover(out_dir: Path) -> str | None:

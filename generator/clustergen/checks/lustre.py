@@ -20,6 +20,7 @@ from clustergen.model.common import parse_size
 from clustergen.model.storage import LayoutComponent, Lustre, LustreLayout, ServerTarget
 from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
+from clustergen.systemd import UNIT_NAME_MAX, unit_name
 
 BASE: SpecPath = ("storage", "lustre")
 # Kernel names that can change between boots.
@@ -179,6 +180,24 @@ def lnet(cluster: Cluster) -> list[Problem]:
         for i, net in enumerate(lustre.networks)
         for profile in net.interfaces
         if profile not in cluster.spec.hardware
+    ]
+
+
+def mount(cluster: Cluster) -> list[Problem]:
+    """The mount point's systemd unit has a name systemd accepts (and a file can have)."""
+    lustre = _lustre(cluster)
+    if lustre is None:
+        return []
+    unit = unit_name(lustre.mount.path, "mount")
+    if len(unit) <= UNIT_NAME_MAX:
+        return []
+    return [
+        Problem(
+            codes.STORAGE_MOUNT_UNIT_NAME,
+            (*BASE, "mount", "path"),
+            f"the mount unit of this path is named with {len(unit)} characters "
+            f"(systemd-escape --path), more than systemd's {UNIT_NAME_MAX}",
+        )
     ]
 
 

@@ -9,6 +9,7 @@ from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES
+from clustergen.model.storage import ServerTarget
 from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean, nearest
 
@@ -146,9 +147,13 @@ def _storage_nodes(spec: Spec, known: Mapping[str, Host]) -> list[Problem]:
     if lustre is None:
         return []
     base: SpecPath = ("storage", "lustre")
-    targets: list[tuple[SpecPath, str]] = [((*base, "mgs", "node"), lustre.mgs.node)]
-    targets += [((*base, "mdts", i, "node"), t.node) for i, t in enumerate(lustre.mdts)]
-    targets += [((*base, "osts", i, "node"), t.node) for i, t in enumerate(lustre.osts)]
+    servers: list[tuple[SpecPath, ServerTarget]] = [((*base, "mgs"), lustre.mgs)]
+    servers += [((*base, "mdts", i), t) for i, t in enumerate(lustre.mdts)]
+    servers += [((*base, "osts", i), t) for i, t in enumerate(lustre.osts)]
+    targets: list[tuple[SpecPath, str]] = []
+    for path, server in servers:
+        targets.append(((*path, "node"), server.node))
+        targets += [((*path, "failover", i), name) for i, name in enumerate(server.failover)]
     problems = [
         Problem(codes.STORAGE_UNKNOWN_NODE, path, unknown_node(name, known))
         for path, name in targets

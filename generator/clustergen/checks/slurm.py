@@ -238,6 +238,10 @@ def _partitions(cluster: Cluster) -> list[Problem]:
     return problems
 
 
+# slurm.conf keys whose value is a password (slurm.conf is world-readable on every node).
+_SECRET_KEYS = {key.lower(): key for key in ("AccountingStoragePass", "JobCompPass")}
+
+
 def _options(spec: Spec) -> list[Problem]:
     list_version = key_list_version(spec.software.slurm)
     if list_version is None:
@@ -249,7 +253,19 @@ def _options(spec: Spec) -> list[Problem]:
     for key in spec.slurm.options:
         path = ("slurm", "options", key)
         lowered = key.lower()
-        if lowered in deprecated:
+        if lowered in _SECRET_KEYS:
+            problems.append(
+                Problem(
+                    codes.SLURM_OPTION_SECRET,
+                    path,
+                    f"{_SECRET_KEYS[lowered]} holds a password, which would be written into "
+                    "slurm.conf for anyone who reads the rendered tree; clustergen renders no "
+                    "secret (slurmdbd's comes from the vault: "
+                    "slurm.accounting.database.password_variable)",
+                    at="key",
+                )
+            )
+        elif lowered in deprecated:
             name, where = deprecated[lowered]
             problems.append(
                 Problem(

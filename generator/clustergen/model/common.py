@@ -161,7 +161,7 @@ def _check_identifier(value: str) -> str:
     if not IDENTIFIER.matches(value):
         raise invalid(
             codes.SYNTAX_IDENTIFIER,
-            f"'{value}' is not a valid name (lowercase letters, digits, '-' and '_', "
+            f"'{value}' is not a valid name (up to 64 lowercase letters, digits, '-' and '_', "
             "starting with a letter)",
         )
     return value
@@ -218,6 +218,12 @@ def _check_no_conf_breakers(value: Any) -> Any:
         raise invalid(
             codes.SYNTAX_CONF_VALUE, f"'{text}': a value may not contain '#' (it starts a comment)"
         )
+    if any(c.isspace() or not c.isprintable() for c in text):
+        raise invalid(
+            codes.SYNTAX_CONF_VALUE,
+            f"'{text}': a value may not contain spaces or control characters (a space ends "
+            "the value on a key=value line)",
+        )
     return value
 
 
@@ -256,7 +262,7 @@ CIDR_NETWORK = Syntax(
 VERSION = Syntax(VERSION_PATTERN, "a version: dotted numbers such as 12.4.1", _check_version)
 IDENTIFIER = Syntax(
     IDENTIFIER_PATTERN,
-    "lowercase letters, digits, '-' and '_', starting with a letter",
+    "up to 64 lowercase letters, digits, '-' and '_', starting with a letter",
     _check_identifier,
 )
 SIZE = Syntax(

@@ -161,9 +161,10 @@ class HardwareProfile(StrictModel):
         "derived from what is left.",
     )
     gpu: Gpu | None = Field(default=None, description="GPUs; omit for a node without GPUs.")
-    fabric_hcas: list[str] = Field(
+    fabric_hcas: list[InterfaceName] = Field(
         default_factory=list,
-        description="RDMA devices used by NCCL (NCCL_IB_HCA), e.g. [mlx5_0, mlx5_1].",
+        description="RDMA devices used by NCCL (NCCL_IB_HCA), e.g. [mlx5_0, mlx5_1]: 1-15 "
+        "letters, digits and _.:- each.",
     )
     interfaces: Interfaces
     power: Power | None = Field(default=None, description="Power supplies and draw.")

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from clustergen.model.common import ConfValue, StrictModel
-from clustergen.model.syntax import AbsolutePath
+from clustergen.model.syntax import AbsolutePath, EnvName
 
 
 class NcclSettings(StrictModel):
@@ -20,10 +20,11 @@ class NcclSettings(StrictModel):
     debug: Literal["VERSION", "WARN", "INFO", "ABORT", "TRACE"] | None = Field(
         default=None, description="NCCL_DEBUG."
     )
-    env: dict[str, ConfValue] = Field(
+    env: dict[EnvName, ConfValue] = Field(
         default_factory=dict,
         description="Further NCCL_* variables, checked against NCCL's documented variables. "
-        "NCCL_IB_HCA and NCCL_SOCKET_IFNAME come from the hardware profiles unless set here.",
+        "NCCL_IB_HCA and NCCL_SOCKET_IFNAME come from the hardware profiles unless set here. "
+        "A value is one word: no spaces, '#' or line breaks.",
     )
 
 
@@ -32,7 +33,8 @@ class AcceptanceTools(StrictModel):
 
     nccl_tests_dir: AbsolutePath = Field(
         default="/opt/nccl-tests/build",
-        description="Directory holding nccl-tests' all_reduce_perf.",
+        description="Directory holding nccl-tests' all_reduce_perf (an absolute path of "
+        "letters, digits and _.+@,:=~/-, as are the other tools' paths).",
     )
     ib_write_bw: AbsolutePath = Field(
         default="/usr/bin/ib_write_bw", description="perftest's ib_write_bw."

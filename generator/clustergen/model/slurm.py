@@ -20,7 +20,13 @@ from clustergen.model.common import (
     when_equal,
 )
 from clustergen.model.nccl import NcclSettings
-from clustergen.model.syntax import AbsolutePath, DatabaseWord, SlurmName, VariableName
+from clustergen.model.syntax import (
+    AbsolutePath,
+    DatabaseWord,
+    DnsDomain,
+    SlurmName,
+    VariableName,
+)
 
 # One word of a slurm.conf value list: nothing that would split or end the value.
 SlurmWord = SlurmName
@@ -29,7 +35,11 @@ SlurmWord = SlurmName
 class AccountingDatabase(StrictModel):
     """The MariaDB/MySQL database behind slurmdbd."""
 
-    host: str = Field(default="localhost", description="MariaDB/MySQL host seen from slurmdbd.")
+    host: DnsDomain = Field(
+        default="localhost",
+        description="MariaDB/MySQL host seen from slurmdbd: a host name, domain name or IPv4 "
+        "address.",
+    )
     port: Int = Field(default=3306, ge=1, le=65535, description="Database port.")
     name: DatabaseWord = Field(default="slurm_acct_db", description="Database name.")
     user: DatabaseWord = Field(default="slurm", description="Database user.")
@@ -63,7 +73,10 @@ class BillingWeights(StrictModel):
 class Partition(StrictModel):
     """A Slurm partition (PartitionName line)."""
 
-    name: SlurmName = Field(description="Partition name.")
+    name: SlurmName = Field(
+        description="Partition name: up to 64 letters, digits, ._- (it names a directory of "
+        "acceptance jobs)."
+    )
     nodes: Hostlist = Field(description="Hostlist of the partition's nodes (Slurm compute nodes).")
     default: bool = Field(default=False, description="The default partition (at most one).")
     max_time: SlurmTime | None = Field(default=None, description="MaxTime: longest job time.")
@@ -224,7 +237,8 @@ class StateSave(StrictModel):
     """Where slurmctld keeps its state (StateSaveLocation)."""
 
     path: AbsolutePath = Field(
-        default="/var/spool/slurmctld", description="StateSaveLocation directory."
+        default="/var/spool/slurmctld",
+        description="StateSaveLocation directory (letters, digits and _.+@,:=~/- only).",
     )
     shared: bool = Field(
         default=False,
@@ -287,5 +301,6 @@ class Slurm(StrictModel):
         default_factory=dict,
         description="Further slurm.conf keys, written as given after clustergen's own. Checked "
         "against the pinned Slurm version's parser; keys clustergen derives from the spec are "
-        "refused with the spec key to use instead.",
+        "refused with the spec key to use instead. A value is one word: no spaces, '#' or line "
+        "breaks.",
     )

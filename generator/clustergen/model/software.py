@@ -21,11 +21,14 @@ class Repository(StrictModel):
     name: Identifier = Field(
         description="Short name of the package repository, used in file names."
     )
-    url: Url = Field(description="Base URL of the repository.")
+    url: Url = Field(
+        description="Base URL of the repository: http://, https:// or file://, of letters, "
+        "digits and ._~:/?@&+,=%[]- (percent-encode anything else)."
+    )
     key_url: Url | None = Field(
         default=None,
-        description="URL of the repository's signing key (armoured); omit for a trusted local "
-        "repository.",
+        description="URL of the repository's signing key (armoured), written as url is; omit "
+        "for a trusted local repository.",
     )
     suite: AptSuite = Field(
         default="/",

@@ -17,6 +17,7 @@ from clustergen.model.racks import Facility, Rack
 from clustergen.model.slurm import Slurm
 from clustergen.model.software import Software
 from clustergen.model.storage import Storage
+from clustergen.model.syntax import SlurmName
 
 
 class Spec(StrictModel):
@@ -27,8 +28,11 @@ class Spec(StrictModel):
     )
     cluster: Cluster
     software: Software = Field(description="The pinned software stack.")
-    hardware: dict[str, HardwareProfile] = Field(
-        min_length=1, description="Hardware profiles by name."
+    hardware: dict[SlurmName, HardwareProfile] = Field(
+        min_length=1,
+        description="Hardware profiles by name: up to 64 letters, digits, '.', '_' and '-', "
+        "starting with a letter or digit (the name becomes a Slurm feature, an inventory group "
+        "and a file name).",
     )
     network: Network
     nodes: list[NodeGroup] = Field(min_length=1, description="Node groups.")

@@ -40,7 +40,9 @@ class ZfsPool(StrictModel):
         description="Vdev layout: stripe (no redundancy), mirror, raidz, raidz2 or raidz3."
     )
     devices: list[BlockDevice] = Field(
-        min_length=1, description="Disks of the vdev (/dev/disk/by-id/... paths)."
+        min_length=1,
+        description="Disks of the vdev (/dev/disk/by-id/... paths; letters, digits and "
+        "_.+@,:=~/- only).",
     )
     ashift: Int = Field(default=12, ge=9, le=16, description="zpool ashift (12 = 4 KiB sectors).")
 
@@ -61,7 +63,8 @@ class ServerTarget(StrictModel):
 
     node: Hostname = Field(description="Server node of the target (primary service node).")
     device: BlockDevice = Field(
-        description="ldiskfs: block device (/dev/disk/by-id/... preferred); zfs: pool/dataset.",
+        description="ldiskfs: block device (/dev/disk/by-id/... preferred); zfs: pool/dataset. "
+        "Letters, digits and _.+@,:=~/- only.",
     )
     failover: list[Hostname] = Field(
         default_factory=list,
@@ -93,13 +96,17 @@ class LustreTarget(ServerTarget):
 class LustreMount(StrictModel):
     """How clients mount the file system."""
 
-    path: AbsolutePath = Field(description="Client mount point.")
+    path: AbsolutePath = Field(
+        description="Client mount point: an absolute path of letters, digits and _.+@,:=~/-."
+    )
     clients: list[str] = Field(min_length=1, description="Roles whose nodes mount the file system.")
     options: list[Option] = Field(
         default_factory=list, description="Client mount options, e.g. flock, noatime."
     )
     fileset: AbsolutePath | None = Field(
-        default=None, description="Mount only this sub-directory of the file system."
+        default=None,
+        description="Mount only this sub-directory of the file system (letters, digits and "
+        "_.+@,:=~/- only).",
     )
     method: Literal["systemd", "fstab"] = Field(
         default="systemd", description="systemd mount unit (default) or an /etc/fstab line."
@@ -121,7 +128,9 @@ class LayoutComponent(StrictModel):
 class LustreLayout(StrictModel):
     """Default striping, ownership and mode of one directory."""
 
-    path: AbsolutePath = Field(description="Directory under the mount point.")
+    path: AbsolutePath = Field(
+        description="Directory under the mount point (letters, digits and _.+@,:=~/- only)."
+    )
     stripe_count: Int | None = Field(default=None, ge=-1, le=2000, description="lfs setstripe -c.")
     stripe_size: Size | None = Field(default=None, description="lfs setstripe -S.")
     pool: PoolName | None = Field(default=None, description="lfs setstripe -p: the OST pool.")
@@ -183,7 +192,9 @@ class Quota(StrictModel):
     type: Literal["user", "group", "project"] = Field(description="user, group or project.")
     id: Owner | Int = Field(description="User or group name (or number); project: its number.")
     path: AbsolutePath | None = Field(
-        default=None, description="project: the directory under the mount it covers."
+        default=None,
+        description="project: the directory under the mount it covers (letters, digits and "
+        "_.+@,:=~/- only).",
     )
     block_soft: Size | None = Field(default=None, description="Soft block limit, e.g. 900GiB.")
     block_hard: Size | None = Field(default=None, description="Hard block limit, e.g. 1TiB.")

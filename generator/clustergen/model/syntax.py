@@ -99,25 +99,29 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
 _CLOCK = r"[0-5]?[0-9]"
 _NONSPACE = r"[^\x00-\x20\x7f]"
+# What a path may hold: nothing a shell, a config file or a systemd unit reads as syntax
+# (no space, quote, '$', '`', ';', '#', '%', '*', '&' or backslash).
+_PATH_CHAR = r"[A-Za-z0-9_.+@,:=~/-]"
 
 HOSTNAME_PATTERN: Final = rf"^{LABEL}$"
 HOSTLIST_PATTERN: Final = rf"^{_HOSTLIST_PART}(?:,{_HOSTLIST_PART})*$"
 IPV4_PATTERN: Final = rf"^{_IPV4}$"
 CIDR_PATTERN: Final = rf"^{_IPV4}/(?:30|[12]?[0-9])$"
 VERSION_PATTERN: Final = r"^[0-9]+(?:\.[0-9]+)+$"
-IDENTIFIER_PATTERN: Final = r"^[a-z][a-z0-9_-]*$"
+IDENTIFIER_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,63}$"
 SIZE_PATTERN: Final = r"^([0-9]+) ?(KiB|MiB|GiB|TiB|K|M|G|T)$"
 SLURM_TIME_PATTERN: Final = (
     rf"^(?:{any_case('UNLIMITED')}|{any_case('INFINITE')}"
     rf"|[0-9]+(?::{_CLOCK}){{0,2}}"  # min, min:sec, h:m:s
     rf"|[0-9]+-(?:[01]?[0-9]|2[0-3])(?::{_CLOCK}){{0,2}})$"  # d-h, d-h:m, d-h:m:s
 )
-CONF_VALUE_PATTERN: Final = r"^[^#\r\n]*$"
+CONF_VALUE_PATTERN: Final = r"^[^#\x00-\x20\x7f]*$"
 
 # The constrained strings without a finer check.
+# At most 64 characters: a name becomes part of file names (255 bytes at most).
 SLURM_NAME = Syntax(
-    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-    "letters, digits, '.', '_' and '-', starting with a letter or digit",
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+    "up to 64 letters, digits, '.', '_' and '-', starting with a letter or digit",
 )
 CLUSTER_NAME = Syntax(
     r"^[a-z][a-z0-9_-]{0,39}$",
@@ -129,7 +133,13 @@ TIME_SERVER = Syntax(
     "an NTP server: a host name such as ntp1.example.org, or an IPv4 address",
 )
 DATABASE_WORD = Syntax(r"^[A-Za-z0-9_]+$", "letters, digits and '_'")
-URL = Syntax(rf"^(?:https?|file)://{_NONSPACE}+$", "an http://, https:// or file:// URL")
+# Nothing else: quotes, '$', ';', '#' and braces reach apt lines and Ansible, which
+# templates '{{ }}' in every variable it reads (a lookup there runs on the controller).
+URL = Syntax(
+    r"^(?:https?|file)://[A-Za-z0-9._~:/?@&+,=%\[\]-]+$",
+    "an http://, https:// or file:// URL of letters, digits and ._~:/?@&+,=%[]- "
+    "(percent-encode anything else)",
+)
 APT_SUITE = Syntax(
     r"^(?:[A-Za-z0-9][A-Za-z0-9._~+-]*|\.?/|[A-Za-z0-9][A-Za-z0-9._~+/-]*/)$",
     "an apt suite (bookworm, jammy-updates), or an exact path ending in '/' for a flat "
@@ -141,13 +151,22 @@ INTERFACE = Syntax(
     r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
 )
 BLOCK_DEVICE = Syntax(
-    rf"^/dev/{_NONSPACE}+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$",
-    "a device path under /dev (best /dev/disk/by-id/...) or a zfs pool/dataset",
+    rf"^/dev/{_PATH_CHAR}+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$",
+    "a device path under /dev (best /dev/disk/by-id/...) of letters, digits and _.+@,:=~/-, "
+    "or a zfs pool/dataset",
 )
-ABSOLUTE_PATH = Syntax(rf"^/{_NONSPACE}*$", "an absolute path without spaces")
+ABSOLUTE_PATH = Syntax(
+    rf"^/{_PATH_CHAR}*$",
+    "an absolute path of letters, digits and _.+@,:=~/- (no spaces, quotes, '$', ';', '#' or "
+    "'%': the path is written into shell scripts, config files and systemd units)",
+)
 LUSTRE_FSNAME = Syntax(r"^[A-Za-z0-9_-]{1,8}$", "1-8 letters, digits, '_' or '-'")
 LNET_NETWORK = Syntax(r"^(?:o2ib|tcp)[0-9]*$", "an LNet network such as o2ib0 or tcp0")
 VARIABLE_NAME = Syntax(r"^[A-Za-z_][A-Za-z0-9_]*$", "an Ansible variable name")
+ENV_NAME = Syntax(
+    r"^[A-Za-z_][A-Za-z0-9_]*$",
+    "an environment variable name: letters, digits and '_', not starting with a digit",
+)
 PACKAGE_VERSION = Syntax(
     r"^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~_-]*$",
     "a package version as apt or dnf shows it, e.g. 2.21.5-1+cuda12.4",
@@ -168,4 +187,5 @@ AbsolutePath = Annotated[str, ABSOLUTE_PATH]
 LustreFsname = Annotated[str, LUSTRE_FSNAME]
 LnetNetwork = Annotated[str, LNET_NETWORK]
 VariableName = Annotated[str, VARIABLE_NAME]
+EnvName = Annotated[str, ENV_NAME]
 PackageVersion = Annotated[str, PACKAGE_VERSION]

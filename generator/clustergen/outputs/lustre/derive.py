@@ -12,6 +12,7 @@ from clustergen.hosts import Host
 from clustergen.model.common import parse_size
 from clustergen.model.storage import LayoutComponent, Lustre, LustreLayout, ServerTarget
 from clustergen.resolve import Cluster
+from clustergen.systemd import unit_name, unit_word
 
 SBIN = "/usr/local/sbin"
 UNITS = "/etc/systemd/system"
@@ -23,21 +24,6 @@ ANY = "*"  # a layout field the spec leaves to the file system's default
 def shq(value: object) -> str:
     """One shell word in single quotes, whatever it contains."""
     return "'" + str(value).replace("'", "'\\''") + "'"
-
-
-def unit_name(path: str, suffix: str) -> str:
-    """systemd-escape --path: /mnt/lustre -> mnt-lustre.mount."""
-    parts = [p for p in path.split("/") if p]
-    escaped = []
-    for part in parts:
-        out = ""
-        for i, ch in enumerate(part):
-            if ch.isalnum() or ch in ":_" or (ch == "." and i > 0):
-                out += ch
-            else:
-                out += "".join(f"\\x{b:02x}" for b in ch.encode())
-        escaped.append(out)
-    return ("-".join(escaped) or "-") + "." + suffix
 
 
 @dataclass(frozen=True)
@@ -125,6 +111,7 @@ class LustreContext:
     mount_method: str
     client_unit: str
     client_params: tuple[tuple[str, str], ...]
+    client_set_param: str  # the client tuning unit's ExecStart, escaped for systemd
     persistent_params: tuple[tuple[str, str], ...]
     pools: tuple[tuple[str, tuple[str, ...]], ...]  # name, OST names
     layouts: tuple[Layout, ...]
@@ -167,6 +154,9 @@ def derive_lustre(cluster: Cluster) -> LustreContext | None:
         mount_method=lustre.mount.method,
         client_unit=unit_name(lustre.mount.path, "mount"),
         client_params=tuple(client_params),
+        client_set_param=" ".join(
+            ["/usr/sbin/lctl", "set_param", *(unit_word(f"{k}={v}") for k, v in client_params)]
+        ),
         persistent_params=tuple(persistent),
         pools=tuple(
             (p.name, tuple(f"{lustre.fsname}-OST{i:04x}_UUID" for i in sorted(set(p.osts))))

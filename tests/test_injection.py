@@ -1,0 +1,456 @@
+"""Hostile strings: every string a spec holds is refused with a positioned reason, or
+arrives inert in every output.
+
+The string fields are found by walking the spec's models (every `str`, every string key
+of a mapping, every untyped value of a pattern), and each one is located in a spec that
+holds them all: the reference specs, the test specs in tests/data, a compact spec with
+every pattern, and the 8-node reference spec with every optional string set
+(`_every_string_spec`). A field the models add later and no spec holds fails
+`test_every_string_field_is_tried`.
+
+For each field and each hostile piece (`;`, `$(`, backticks, a newline, `..`, `/`,
+quotes, `%`, `{{`, a space, `#`), the piece is appended to the field's value, everywhere
+the spec holds that value (so a renamed profile or host is renamed where it is referred
+to too). The mutant is either invalid, with an error at a place holding the value or
+naming it, or it renders, and then each output is compared with the render of the
+unmutated spec, per format:
+
+- every path stays inside the tree, and the set of files changes only in name;
+- YAML files parse to what the original does with the value replaced, and hold no Jinja
+  delimiters from it (Ansible templates every string it reads);
+- shell scripts (.sh, .sbatch, job.env, #!) hold the value only where the shell reads it
+  as data: made of characters no shell reads (shlex.quote leaves it bare), in single
+  quotes, in double quotes if it holds no $, `, " or \\, or in a comment without a newline;
+- every other file (slurm.conf and the other conf files, systemd units, versions.lock)
+  holds the value verbatim on the same lines, with no newline, no comment mark, no space
+  splitting a key=value line into more words, and in a systemd unit '%' written '%%'.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib.util
+import re
+import shlex
+import types
+import typing
+from pathlib import PurePosixPath
+from typing import Annotated, Any, Union
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from clustergen.artifacts import Artifact
+from clustergen.load import parse_spec
+from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
+from clustergen.model.spec import Spec
+from clustergen.render import render_all
+from clustergen.validate import validate_cluster
+
+from support.paths import DATA, REFERENCE_SPECS, REPO
+
+SchemaPath = tuple[str, ...]
+HOSTILE = [";x", "$(x)", "`x`", "\nx=1", "/../..", "/x", "'", '"', "%n", "{{x}}", " x", "#x"]
+HOSTILE.append("x" * 300)  # a name longer than a file name may be (255 bytes)
+PATTERNS: dict[SchemaPath, type[BaseModel]] = {
+    ("racks", "[]"): RackPattern,
+    ("network", "fabric", "switches", "[]"): SwitchGroup,
+    ("storage", "lustre", "mdts", "[]"): TargetGroup,
+    ("storage", "lustre", "osts", "[]"): TargetGroup,
+}
+
+
+def _members(annotation: Any) -> list[Any]:
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _members(typing.get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in _members(arg)]
+    return [annotation]
+
+
+def _model(annotation: Any) -> type[BaseModel] | None:
+    found = [m for m in _members(annotation) if isinstance(m, type) and issubclass(m, BaseModel)]
+    return found[0] if found else None
+
+
+def _container(annotation: Any, kind: type) -> Any:
+    found = [m for m in _members(annotation) if typing.get_origin(m) is kind]
+    return found[0] if found else None
+
+
+def string_fields(annotation: Any, path: SchemaPath = ()) -> set[SchemaPath]:
+    """Every place the models accept a string: 'x.[]' a list item, 'x.{key}' a mapping's
+    key, 'x.{}' its value."""
+    found: set[SchemaPath] = set()
+    for member in _members(annotation):
+        origin = typing.get_origin(member)
+        if member is str:
+            found.add(path)
+        elif isinstance(member, type) and issubclass(member, BaseModel):
+            for name, field in member.model_fields.items():
+                found |= string_fields(field.annotation, (*path, name))
+        elif origin is list:
+            found |= string_fields(typing.get_args(member)[0], (*path, "[]"))
+            pattern = PATTERNS.get((*path, "[]"))
+            if pattern is not None:
+                found |= string_fields(pattern, (*path, "[](pattern)"))
+        elif origin is dict:
+            key, value = typing.get_args(member)
+            if str in _members(key):
+                found.add((*path, "{key}"))
+            found |= string_fields(value, (*path, "{}"))
+    return found
+
+
+def string_places(
+    node: Any, path: tuple[Any, ...], where: SchemaPath, annotation: Any, out: dict[Any, Any]
+) -> None:
+    """The first place in `node` of every string field: schema path -> (path, is key)."""
+    if isinstance(node, dict):
+        model = _model(annotation)
+        pattern = PATTERNS.get(where)
+        if pattern is not None and ("names" in node or "count" in node):
+            model, where = pattern, (*where[:-1], "[](pattern)")
+        mapping = _container(annotation, dict)
+        for key, value in node.items():
+            if model is not None:
+                field = model.model_fields.get(key)
+                inner = field.annotation if field else None
+                string_places(value, (*path, key), (*where, key), inner, out)
+            else:
+                out.setdefault((*where, "{key}"), ((*path, key), True))
+                inner = typing.get_args(mapping)[1] if mapping else None
+                string_places(value, (*path, key), (*where, "{}"), inner, out)
+    elif isinstance(node, list):
+        items = _container(annotation, list)
+        inner = typing.get_args(items)[0] if items else None
+        for index, value in enumerate(node):
+            string_places(value, (*path, index), (*where, "[]"), inner, out)
+    elif isinstance(node, str):
+        out.setdefault(where, (path, False))
+
+
+def _every_string_spec() -> dict[str, Any]:
+    """The 8-node reference spec with every optional string the others leave out."""
+    document: dict[str, Any] = yaml.safe_load(
+        (REPO / "examples/ml-training-8node.yaml").read_text()
+    )
+    document["cluster"]["extra_roles"] = ["monitor"]
+    document["cluster"]["munge_key_variable"] = "vault_munge_key"
+    profile = document["hardware"]["hgx-h100"]
+    profile["gpu"]["gres_type"] = "h100"
+    profile["nccl"] = {"env": {"NCCL_ALGO": "Ring"}}
+    document["network"]["bmc"]["gateway"] = "10.0.2.1"
+    document["network"]["fabric"]["switches"][0]["model"] = "QM8790"
+    document["nodes"][0]["features"] = ["h100"]
+    slurm = document["slurm"]
+    slurm["accounting"]["database"] = {
+        "host": "localhost",
+        "name": "slurm_acct_db",
+        "user": "slurm",
+        "password_variable": "vault_slurmdbd_password",
+    }
+    slurm["options"]["SchedulerParameters"] = "bf_continue"
+    partition = slurm["partitions"][0]
+    partition.update(
+        allow_accounts=["ml"],
+        allow_groups=["ml"],
+        allow_qos=["normal"],
+        qos="normal",
+        default_time="1:00:00",
+        nccl={"env": {"NCCL_ALGO": "Tree"}},
+    )
+    slurm["qos"] = [{"name": "normal"}, {"name": "low", "preempt": ["normal"]}]
+    slurm["priority"]["max_age"] = "7-0"
+    slurm["state_save"] = {"path": "/var/spool/slurmctld"}
+    document["software"]["packages"] = {"libnccl2": "2.21.5-1+cuda12.4"}
+    lustre = document["storage"]["lustre"]
+    lustre["client_tuning"]["osc.*.checksum_type"] = "adler"
+    lustre["persistent_tuning"] = {"mdt.*.identity_upcall": "NONE"}  # unchecked: a warning
+    lustre["dom_limit"] = "1MiB"
+    lustre["pools"] = [{"name": "flash", "osts": list(range(8))}]
+    lustre["layouts"][0]["pool"] = "flash"
+    lustre["mgs"]["mkfs_options"] = ["--reformat"]
+    lustre["mgs"]["mount_options"] = ["errors=remount-ro"]
+    lustre["mdts"][0]["mkfs_options"] = ["--reformat"]
+    lustre["mdts"][0]["mount_options"] = ["errors=remount-ro"]
+    document["nccl"]["env"]["NCCL_ALGO"] = "Ring"
+    document["nccl"]["acceptance"] = {
+        "nccl_tests_dir": "/opt/nccl-tests/build",
+        "ib_write_bw": "/usr/bin/ib_write_bw",
+        "dcgmi": "/usr/bin/dcgmi",
+    }
+    return document
+
+
+def _patterned_spec() -> dict[str, Any]:
+    loader = importlib.util.spec_from_file_location(
+        "large_spec", REPO / "benchmarks" / "large_spec.py"
+    )
+    assert loader is not None and loader.loader is not None
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    document: dict[str, Any] = yaml.safe_load(module.compact_spec(64))
+    document["storage"]["lustre"]["osts"][0]["mkfs_options"] = ["--reformat"]
+    document["storage"]["lustre"]["osts"][0]["mount_options"] = ["errors=remount-ro"]
+    document["network"]["fabric"]["switches"][0]["model"] = "QM9790"
+    document["racks"][0]["devices"] = [
+        {"u": 42, "name": "{rack}-tor", "height_u": 1, "max_watts": 50}
+    ]
+    return document
+
+
+def _zfs_patterned_spec() -> dict[str, Any]:
+    """tests/data/lustre-zfs.yaml with its targets written as target groups."""
+    document: dict[str, Any] = yaml.safe_load((DATA / "lustre-zfs.yaml").read_text())
+    lustre = document["storage"]["lustre"]
+    devices = [f"/dev/disk/by-id/{{node}}-{{index}}-{disk}" for disk in "abcd"]
+    lustre["mdts"] = [
+        {
+            "count": 2,
+            "nodes": "mds[1-2]",
+            "failover": "pairs",
+            "device": "mdt{index}pool/mdt{index}",
+            "zpool": {"vdev_type": "mirror", "devices": devices[:2]},
+            "dataset": {"compression": "lz4"},
+            "mkfs_options": ["--reformat"],
+            "mount_options": ["noatime"],
+        }
+    ]
+    lustre["osts"] = [
+        {
+            "count": 2,
+            "nodes": "oss[1-2]",
+            "failover": "pairs",
+            "device": "ost{index}pool/ost{index}",
+            "zpool": {"vdev_type": "raidz2", "devices": devices},
+            "dataset": {"recordsize": "1M", "compression": "lz4"},
+        }
+    ]
+    return document
+
+
+SOURCES: dict[str, dict[str, Any]] = {
+    "every-string": _every_string_spec(),
+    **{path.stem: yaml.safe_load(path.read_text()) for path in REFERENCE_SPECS},
+    **{path.stem: yaml.safe_load(path.read_text()) for path in sorted(DATA.glob("*.yaml"))},
+    "patterns": _patterned_spec(),
+    "zfs-patterns": _zfs_patterned_spec(),
+}
+
+
+def _find_places() -> dict[SchemaPath, tuple[str, tuple[Any, ...], bool]]:
+    places: dict[SchemaPath, tuple[str, tuple[Any, ...], bool]] = {}
+    for name, document in SOURCES.items():
+        found: dict[Any, Any] = {}
+        string_places(document, (), (), Spec, found)
+        for where, (path, is_key) in found.items():
+            places.setdefault(where, (name, path, is_key))
+    return places
+
+
+PLACES = _find_places()
+FIELDS = string_fields(Spec)
+
+
+def test_every_string_field_is_tried() -> None:
+    missing = sorted(".".join(field) for field in FIELDS - set(PLACES))
+    assert not missing, (
+        f"no spec holds these string fields; set them in _every_string_spec: {missing}"
+    )
+
+
+def test_every_source_is_valid() -> None:
+    for name in {source for source, _, _ in PLACES.values()}:
+        text = yaml.safe_dump(SOURCES[name], sort_keys=False)
+        cluster, problems = validate_cluster(parse_spec(text, name, name))
+        assert cluster is not None, [p.format() for p in problems]
+
+
+@functools.cache
+def _render(name: str) -> dict[str, Artifact]:
+    text = yaml.safe_dump(SOURCES[name], sort_keys=False)
+    cluster, problems = validate_cluster(parse_spec(text, name, name))
+    assert cluster is not None, [p.format() for p in problems]
+    return render_all(cluster)
+
+
+def _replaced(node: Any, old: str, new: str) -> Any:
+    """`node` with every string equal to `old`, value or key, made `new`."""
+    if isinstance(node, dict):
+        return {(new if k == old else k): _replaced(v, old, new) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_replaced(v, old, new) for v in node]
+    return new if node == old else node
+
+
+def _holding(node: Any, value: str, path: tuple[Any, ...] = ()) -> set[tuple[Any, ...]]:
+    """The paths of every value, or key, equal to `value`."""
+    found: set[tuple[Any, ...]] = set()
+    if isinstance(node, dict):
+        for key, item in node.items():
+            found |= {(*path, key)} if key == value else set()
+            found |= _holding(item, value, (*path, key))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            found |= _holding(item, value, (*path, index))
+    elif node == value:
+        found.add(path)
+    return found
+
+
+def _get(node: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        node = node[part]
+    return node
+
+
+def _is_yaml(path: str) -> bool:
+    return path.endswith((".yml", ".yaml")) or path == ".clustergen-manifest"
+
+
+def _is_shell(path: str, text: str) -> bool:
+    return path.endswith((".sh", ".sbatch", ".env")) or text.startswith("#!")
+
+
+def _shell_states(text: str) -> list[str]:
+    """The quoting state of each character of a bash script: 'single', 'double', 'comment'
+    or 'bare' (read by the shell as syntax: words, operators, expansions)."""
+    states: list[str] = []
+    state, escaped, word_start = "bare", False, True
+    for char in text:
+        if state == "comment":
+            states.append("comment")
+            if char == "\n":
+                state, word_start = "bare", True
+            continue
+        if escaped:
+            states.append(state)
+            escaped = False
+            continue
+        if state == "single":
+            states.append("single")
+            if char == "'":
+                state = "bare"
+            continue
+        if char == "\\":
+            escaped = True
+        elif state == "double":
+            if char == '"':
+                state = "bare"
+        elif char == "'":
+            state = "single"
+        elif char == '"':
+            state = "double"
+        elif char == "#" and word_start:
+            state = "comment"
+        states.append(state)
+        word_start = char in " \t\n;|&(){}=" and state in ("bare", "comment")
+    return states
+
+
+# Inside double quotes the shell still expands $ and `, and a " or \\ ends or escapes.
+_DOUBLE_QUOTE_UNSAFE = set('$`"\\')
+
+
+def _check_shell(where: str, hostile: str, original: str, old: str, new: str) -> None:
+    """Every occurrence of the value is inert: made only of characters no shell reads
+    (shlex.quote leaves it bare), in single quotes, in double quotes when it holds nothing
+    they read, or in a comment when it holds no line break; and the script says nothing
+    else than the original's."""
+    states = _shell_states(new)
+    start = new.find(hostile)
+    assert start >= 0 or new.replace(hostile, original) == old, f"{where}: changed elsewhere"
+    while start >= 0:
+        inside = set(states[start : start + len(hostile)])
+        quoted = inside == {"single"} or (
+            inside == {"double"} and not _DOUBLE_QUOTE_UNSAFE & set(hostile)
+        )
+        commented = inside == {"comment"} and "\n" not in hostile
+        plain = shlex.quote(hostile) == hostile  # nothing a shell reads: needs no quotes
+        line = new[new.rfind("\n", 0, start) + 1 : new.find("\n", start)]
+        assert quoted or commented or plain, f"{where} is not quoted for the shell: {line!r}"
+        start = new.find(hostile, start + 1)
+
+
+def _check_inert(
+    original: str, hostile: str, before: dict[str, Artifact], after: dict[str, Artifact]
+) -> None:
+    assert len(after) == len(before), "the mutant renders other files"
+    for path in after:
+        parts = PurePosixPath(path).parts
+        assert not PurePosixPath(path).is_absolute() and ".." not in parts, path
+        assert all(len(part.encode()) <= 255 for part in parts), f"{path[:80]}...: too long"
+    renamed = {p.replace(hostile, original): p for p in after}
+    assert set(renamed) == set(before), "a file's path changed beyond the value"
+    for old_path, new_path in renamed.items():
+        old, new = before[old_path].text, after[new_path].text
+        if old == new:
+            continue
+        where = f"{new_path}: value {hostile!r}"
+        if _is_yaml(new_path):
+            # Ansible templates every string it reads from a variable file.
+            assert not re.search(r"\{[{%#]", hostile) or hostile not in new, (
+                f"{where}: Ansible would template it"
+            )
+            loaded = yaml.safe_load(new)
+            assert _replaced_inside(loaded, hostile, original) == yaml.safe_load(old), where
+        elif _is_shell(new_path, new):
+            _check_shell(where, hostile, original, old, new)
+        else:
+            assert "\n" not in hostile and "#" not in hostile, f"{where} breaks a line"
+            written, was = hostile, original
+            if new_path.endswith((".mount", ".service", ".timer")):
+                # A lone '%' is a systemd specifier.
+                written, was = hostile.replace("%", "%%"), original.replace("%", "%%")
+            assert new.replace(written, was) == old, f"{where} is not as written"
+            for line_old, line_new in zip(old.splitlines(), new.splitlines(), strict=True):
+                if line_old != line_new:
+                    assert len(line_new.split()) == len(line_old.split()), (
+                        f"{where} splits a line's words: {line_new!r}"
+                    )
+
+
+def _replaced_inside(node: Any, old: str, new: str) -> Any:
+    """`node` with `old` replaced by `new` inside every string, value or key."""
+    if isinstance(node, dict):
+        return {
+            _replaced_inside(k, old, new): _replaced_inside(v, old, new) for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_replaced_inside(v, old, new) for v in node]
+    if isinstance(node, str):
+        return node.replace(old, new)
+    return node
+
+
+@pytest.mark.parametrize("field", sorted(PLACES), ids=".".join)
+def test_hostile_values_are_refused_or_inert(field: SchemaPath) -> None:
+    name, path, is_key = PLACES[field]
+    document = SOURCES[name]
+    original = path[-1] if is_key else _get(document, path)
+    unsafe: list[str] = []
+    for piece in HOSTILE:
+        hostile = original + piece
+        mutant = _replaced(copy.deepcopy(document), original, hostile)
+        text = yaml.safe_dump(mutant, sort_keys=False, allow_unicode=True)
+        cluster, problems = validate_cluster(parse_spec(text, name, name))
+        if cluster is None:
+            errors = [p for p in problems if p.severity == "error"]
+            holding = _holding(mutant, hostile)
+            assert any(
+                hostile in p.message or any(p.path[: len(h)] == h for h in holding) for p in errors
+            ), f"{hostile!r} refused, but no error is about it: {[p.format() for p in errors]}"
+            continue
+        if any("(pattern)" in part for part in field) and "{" in original:
+            # A template: expanded before validation, so each element it makes is checked
+            # by the written-out field's rule (tried above); the value itself is in no output.
+            continue
+        try:
+            _check_inert(original, hostile, _render(name), render_all(cluster))
+        except AssertionError as exc:
+            unsafe.append(str(exc).splitlines()[0] if str(exc) else repr(hostile))
+    assert not unsafe, "accepted and not inert:\n" + "\n".join(unsafe)
