@@ -248,6 +248,21 @@ def test_an_invalid_spec_leaves_a_rendered_tree_byte_identical(cli, tmp_path: Pa
         assert tree_state(out) == before, argv
 
 
+def _disk_full_after(count: int, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Staging fails with ENOSPC once `count` files are staged; the staged paths."""
+    stage = write._stage
+    staged: list[Path] = []
+
+    def stage_until_the_disk_is_full(target: Path, rendered, **options):  # type: ignore[no-untyped-def]
+        if len(staged) == count:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        staged.append(target)
+        return stage(target, rendered, **options)
+
+    monkeypatch.setattr(write, "_stage", stage_until_the_disk_is_full)
+    return staged
+
+
 def test_a_render_failing_while_it_writes_leaves_the_tree_byte_identical(
     cli,  # type: ignore[no-untyped-def]
     tmp_path: Path,
@@ -259,16 +274,7 @@ def test_a_render_failing_while_it_writes_leaves_the_tree_byte_identical(
     out = tmp_path / "site"
     assert cli("render", str(EDGE), "-o", str(out)).code == 0
     before = tree_state(out)
-    stage = write._stage
-    staged: list[Path] = []
-
-    def stage_until_the_disk_is_full(target: Path, rendered):  # type: ignore[no-untyped-def]
-        if len(staged) == 40:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        staged.append(target)
-        return stage(target, rendered)
-
-    monkeypatch.setattr(write, "_stage", stage_until_the_disk_is_full)
+    staged = _disk_full_after(40, monkeypatch)
     result = cli("render", str(ML), "-o", str(out))
     assert result.code == 2, result.err
     assert "No space left on device" in result.err
@@ -282,16 +288,7 @@ def test_a_render_failing_while_it_writes_a_new_tree_leaves_no_directory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The same into a directory that did not exist: neither it nor its parent is left."""
-    stage = write._stage
-    calls = []
-
-    def stage_until_the_disk_is_full(target: Path, rendered):  # type: ignore[no-untyped-def]
-        calls.append(target)
-        if len(calls) > 10:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return stage(target, rendered)
-
-    monkeypatch.setattr(write, "_stage", stage_until_the_disk_is_full)
+    _disk_full_after(10, monkeypatch)
     assert cli("render", str(ML), "-o", str(tmp_path / "new" / "site")).code == 2
     assert list(tmp_path.iterdir()) == []
 

@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import html
 import importlib.util
 import re
 import shlex
 import types
 import typing
+import xml.etree.ElementTree as ET
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Union
 
@@ -140,6 +142,16 @@ def _every_string_spec() -> dict[str, Any]:
     )
     document["cluster"]["extra_roles"] = ["monitor"]
     document["cluster"]["munge_key_variable"] = "vault_munge_key"
+    document["cluster"]["time_servers"] = ["ntp1.hpc.example.org"]
+    document["software"]["repositories"].append(
+        {
+            "name": "site",
+            "url": "https://repo.example.org/debian/",
+            "key_url": "https://repo.example.org/debian/key.asc",
+            "suite": "jammy",
+            "components": ["main"],
+        }
+    )
     profile = document["hardware"]["hgx-h100"]
     profile["gpu"]["gres_type"] = "h100"
     profile["nccl"] = {"env": {"NCCL_ALGO": "Ring"}}
@@ -400,6 +412,13 @@ def _check_inert(
             assert _replaced_inside(loaded, hostile, original) == yaml.safe_load(old), where
         elif _is_shell(new_path, new):
             _check_shell(where, hostile, original, old, new)
+        elif new_path.endswith((".html", ".svg")):
+            # The facility pages show names and the spec's warnings (which a hostile
+            # value may add): every value escaped for HTML/XML, and an SVG still parses.
+            escaped = html.escape(hostile, quote=True)
+            assert escaped == hostile or hostile not in new, f"{where} is not escaped"
+            if new_path.endswith(".svg"):
+                ET.fromstring(new)
         else:
             assert "\n" not in hostile and "#" not in hostile, f"{where} breaks a line"
             written, was = hostile, original

@@ -19,6 +19,7 @@ from clustergen.model.common import (
     keys_set,
     when_equal,
 )
+from clustergen.model.syntax import DeviceModel
 
 INFINIBAND_RATES = ("edr", "hdr", "ndr", "xdr")  # 100, 200, 400, 800 Gb/s
 ROCE_RATES = ("100g", "200g", "400g", "800g")
@@ -61,8 +62,8 @@ class Switch(StrictModel):
         "xdr 144 ports), and then an overflow is a warning; on RoCE ports are not checked "
         "unless given.",
     )
-    model: str | None = Field(
-        default=None, max_length=64, description="Switch model, printed on the cable sheet."
+    model: DeviceModel | None = Field(
+        default=None, description="Switch model, printed on the cable sheet and the elevations."
     )
     uplinks: Int = Field(
         default=1,

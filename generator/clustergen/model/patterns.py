@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from clustergen.model.common import Hostlist, Int, StrictModel
+from clustergen.model.syntax import DeviceModel
 
 
 class RackPattern(StrictModel):
@@ -69,7 +70,9 @@ class SwitchGroup(StrictModel):
     ports: Int | None = Field(
         default=None, ge=1, le=4096, description="Ports of each switch, as switches[].ports."
     )
-    model: str | None = Field(default=None, max_length=64, description="Switch model.")
+    model: DeviceModel | None = Field(
+        default=None, description="Switch model, printed on the cable sheet and the elevations."
+    )
     uplinks: Int = Field(
         default=1, ge=1, le=1024, description="Cables from each switch to each of its parents."
     )

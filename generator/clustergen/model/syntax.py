@@ -146,6 +146,11 @@ APT_SUITE = Syntax(
     "repository ('/', './', 'x86_64/')",
 )
 APT_COMPONENT = Syntax(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", "an apt component, e.g. main")
+DEVICE_MODEL = Syntax(
+    r"^[A-Za-z0-9][A-Za-z0-9._/+-]{0,63}$",
+    "a device model such as QM9700 or MQM8790-HS2F: letters, digits and ._/+- (no spaces), "
+    "up to 64 characters",
+)
 GRES_TYPE = Syntax(r"^[a-z0-9][a-z0-9_]*$", "lowercase letters, digits and '_'")
 INTERFACE = Syntax(
     r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
@@ -179,6 +184,7 @@ TimeServer = Annotated[str, TIME_SERVER]
 DatabaseWord = Annotated[str, DATABASE_WORD]
 Url = Annotated[str, URL]
 AptSuite = Annotated[str, APT_SUITE]
+DeviceModel = Annotated[str, DEVICE_MODEL]
 AptComponent = Annotated[str, APT_COMPONENT]
 GresType = Annotated[str, GRES_TYPE]
 InterfaceName = Annotated[str, INTERFACE]
