@@ -31,6 +31,7 @@ from support.twin import (
     JOB_TIMEOUT_S,
     job,
     require_twin,
+    resolved,
     sbatch,
     started_twin,
     wait_for_state,
@@ -349,4 +350,35 @@ def test_a_configuration_the_daemons_refuse_exits_1_with_their_log(tmp_path: Pat
     assert "clustergen twin: slurmctld exited early" in err
     assert "fatal: Failed to initialize sched plugin" in err
     assert "clustergen twin: running" not in err  # the script never ran
+    assert left == []
+
+
+def test_the_pull_requests_spec_passes_the_job_tests_on_its_twin(tmp_path: Path) -> None:
+    """docs/ci.md's pull request (a newer driver, two more GPU nodes, one OST on a new
+    device) on a twin: the two new nodes join the partitions, and a job runs in each
+    partition with every GPU of a node."""
+    from test_ci_workflow import PULL_REQUEST
+
+    text = (EXAMPLES / "ml-training-8node.yaml").read_text()
+    for old, new in PULL_REQUEST:
+        assert old in text, old
+        text = text.replace(old, new)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    script = (
+        "set -e\n"
+        "sinfo -h -N -o '%N %P %t' | sort -u\n"
+        "for partition in $(sinfo -h -o '%R' | sort -u); do\n"
+        '  srun -p "$partition" -N1 --gres=gpu:8 bash -c '
+        "'echo ran $SLURM_JOB_PARTITION $(hostname) $CUDA_VISIBLE_DEVICES'\n"
+        "done\n"
+    )
+    result, left = run_to_end(tmp_path, spec, script)
+    assert result.returncode == 0, result.stderr
+    listed = {line.split()[0] for line in result.stdout.splitlines() if line.startswith("gpu")}
+    assert {"gpu09", "gpu10"} <= listed, result.stdout
+    ran = [line.split() for line in result.stdout.splitlines() if line.startswith("ran ")]
+    partitions = {p.name for p in resolved("ml-training-8node").spec.slurm.partitions}
+    assert {line[1] for line in ran} == partitions, result.stdout
+    assert all(line[3] == "0,1,2,3,4,5,6,7" for line in ran), result.stdout
     assert left == []
