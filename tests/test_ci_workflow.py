@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from support.paths import EXAMPLES, REPO
+from support.pull_request import PULL_REQUEST, edited
 
 SPEC = EXAMPLES / "ml-training-8node.yaml"
 RUNNER_STEPS = {"install", "comment"}
@@ -150,23 +151,7 @@ def site(tmp_path: Path) -> Path:
 
 def change_spec(repository: Path, *replacements: tuple[str, str]) -> None:
     spec = repository / "spec.yaml"
-    text = spec.read_text(encoding="utf-8")
-    for old, new in replacements:
-        assert old in text, old
-        text = text.replace(old, new)
-    spec.write_text(text, encoding="utf-8")
-
-
-PULL_REQUEST = [
-    ("nvidia_driver: 550.90.07", "nvidia_driver: 550.127.05"),
-    ("fabric_manager: 550.90.07", "fabric_manager: 550.127.05"),
-    ("names: gpu[01-08]", "names: gpu[01-10]"),
-    ('nodes: "gpu[01-08]"', 'nodes: "gpu[01-10]"'),
-    ('nodes: "gpu[05-08],slurm-head', 'nodes: "gpu[05-10],slurm-head'),
-    # on order: not yet in a rack, which facility.unracked says
-    ("facility:\n", "facility:\n  unracked: gpu[09-10]\n"),
-    ("device: /dev/disk/by-id/dm-name-ost3}", "device: /dev/disk/by-id/dm-name-ost3-new}"),
-]
+    spec.write_text(edited(spec.read_text(encoding="utf-8"), *replacements), encoding="utf-8")
 
 
 def test_a_typo_is_annotated_on_its_line(site: Path) -> None:

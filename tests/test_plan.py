@@ -21,6 +21,7 @@ from clustergen.validate import validate_cluster
 from clustergen.write import with_manifest
 
 from support.paths import EXAMPLES
+from support.pull_request import ADD_TWO_NODES, BUMP_DRIVER, edited
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 
@@ -36,24 +37,7 @@ def applied(cli, spec_text: str, tmp_path: Path) -> tuple[Path, Path]:  # type: 
 
 
 def edit(spec: Path, *replacements: tuple[str, str]) -> None:
-    text = spec.read_text(encoding="utf-8")
-    for old, new in replacements:
-        assert old in text, old
-        text = text.replace(old, new)
-    spec.write_text(text, encoding="utf-8")
-
-
-BUMP_DRIVER = [
-    ("nvidia_driver: 550.90.07", "nvidia_driver: 550.127.05"),
-    ("fabric_manager: 550.90.07", "fabric_manager: 550.127.05"),
-]
-ADD_TWO_NODES = [
-    ("names: gpu[01-08]", "names: gpu[01-10]"),
-    ('nodes: "gpu[01-08]"', 'nodes: "gpu[01-10]"'),
-    ('nodes: "gpu[05-08],slurm-head', 'nodes: "gpu[05-10],slurm-head'),
-    # on order: not yet in a rack, which facility.unracked says
-    ("facility:\n", "facility:\n  unracked: gpu[09-10]\n"),
-]
+    spec.write_text(edited(spec.read_text(encoding="utf-8"), *replacements), encoding="utf-8")
 
 
 def test_nothing_to_do_exits_0(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

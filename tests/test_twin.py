@@ -26,6 +26,7 @@ from clustergen.twin.process import DaemonError
 from clustergen.twin.twin import Twin
 
 from support.paths import EXAMPLES
+from support.pull_request import PULL_REQUEST, edited
 from support.realslurm.parse import parse_oneliner
 from support.twin import (
     JOB_TIMEOUT_S,
@@ -357,14 +358,8 @@ def test_the_pull_requests_spec_passes_the_job_tests_on_its_twin(tmp_path: Path)
     """docs/ci.md's pull request (a newer driver, two more GPU nodes, one OST on a new
     device) on a twin: the two new nodes join the partitions, and a job runs in each
     partition with every GPU of a node."""
-    from test_ci_workflow import PULL_REQUEST
-
-    text = (EXAMPLES / "ml-training-8node.yaml").read_text()
-    for old, new in PULL_REQUEST:
-        assert old in text, old
-        text = text.replace(old, new)
     spec = tmp_path / "spec.yaml"
-    spec.write_text(text)
+    spec.write_text(edited((EXAMPLES / "ml-training-8node.yaml").read_text(), *PULL_REQUEST))
     script = (
         "set -e\n"
         "sinfo -h -N -o '%N %P %t' | sort -u\n"

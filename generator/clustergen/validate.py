@@ -112,43 +112,42 @@ def _kept(problem: Problem, ignored: set[str]) -> bool:
     return problem.severity == "error" or problem.code.name not in ignored
 
 
-def _located(loaded: LoadedSpec, problem: Problem, *, expanded: bool = True) -> LocatedProblem:
-    """Where the problem is written; inside a pattern, named after the element."""
+def _located(
+    loaded: LoadedSpec, problem: Problem, *, expanded: bool = True
+) -> tuple[LocatedProblem, str | None]:
+    """Where the problem is written, and the pattern element it lies in (None outside
+    patterns, and for a pattern's own problems, which stand at paths as written)."""
     if not expanded:
         position = loaded.locate(problem.path, problem.at, expanded=False)
-        return LocatedProblem(loaded.file, position, problem.path, problem.message, problem.code)
+        located = LocatedProblem(loaded.file, position, problem.path, problem.message, problem.code)
+        return located, None
     path, label = loaded.source(problem.path)
-    message = f"{label}: {problem.message}" if label else problem.message
     position = loaded.locate(problem.path, problem.at)
-    return LocatedProblem(loaded.file, position, path, message, problem.code)
+    return LocatedProblem(loaded.file, position, path, problem.message, problem.code), label
 
 
-def _once_per_pattern(problems: list[LocatedProblem]) -> list[LocatedProblem]:
-    """One problem a pattern repeats for each of its elements (a PDU template over its
-    rated amps) is shown once, with how many more elements it hits."""
-    groups: dict[tuple[Any, ...], list[LocatedProblem]] = {}
-    for problem in problems:
-        label, _, rest = problem.message.partition(": ")
-        plain = rest if rest and " " in label and label.split(" ", 1)[0] in _ELEMENTS else None
-        if plain is None:
-            groups[(problem.position, problem.path, problem.code, problem.message)] = [problem]
+def _once_per_pattern(
+    problems: list[tuple[LocatedProblem, str | None]],
+) -> list[LocatedProblem]:
+    """Problems inside a pattern are named after their element ("rack g0137: ..."); one a
+    pattern repeats for each of its elements (a PDU template over its rated amps) is shown
+    once, with how many more elements it hits."""
+    groups: dict[tuple[Any, ...], list[tuple[LocatedProblem, str]]] = {}
+    out: list[LocatedProblem] = []
+    for problem, label in problems:
+        if label is None:
+            out.append(problem)
         else:
-            groups.setdefault((problem.position, problem.path, problem.code, plain), []).append(
-                problem
-            )
-    out = []
+            key = (problem.position, problem.path, problem.code, problem.message)
+            groups.setdefault(key, []).append((problem, label))
     for same in groups.values():
-        first = same[0]
+        first, label = same[0]
+        message = f"{label}: {first.message}"
         if len(same) > 1:
-            kind = first.message.split(" ", 1)[0]
-            first = replace(
-                first, message=f"{first.message} (and {len(same) - 1} more {kind}s of this pattern)"
-            )
-        out.append(first)
+            kind = label.split(" ", 1)[0]
+            message += f" (and {len(same) - 1} more {kind}s of this pattern)"
+        out.append(replace(first, message=message))
     return out
-
-
-_ELEMENTS = ("rack", "switch", "MDT", "OST")
 
 
 def _ignored_in(data: dict[Any, Any]) -> list[str]:

@@ -18,7 +18,6 @@ from clustergen.outputs.facility.derive import (
     RACK_HEADER,
     RACK_HEADER_W,
     Facility,
-    FeedRow,
     csv_text,
     derive_facility,
 )
@@ -69,14 +68,9 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
 def _overview(facility: Facility, svgs: list[str]) -> dict[str, object]:
     if len(facility.elevations) <= WHOLE_RACKS:
         return {"svgs": svgs, "feeds": facility.feed_rows, "summary": None}
-    feeds = sorted(facility.feed_rows, key=lambda row: (-_worst_percent(row), row.rack, row.pdu))
+    feeds = sorted(facility.feed_rows, key=lambda row: (-row.worst_share, row.rack, row.pdu))
     return {
         "svgs": [],
         "feeds": feeds[:SHOWN_FEEDS],
         "summary": {"racks": len(facility.elevations), "feeds": len(facility.feed_rows)},
     }
-
-
-def _worst_percent(row: FeedRow) -> int:
-    bar = row.failover_bar or row.normal_bar
-    return int(bar.percent_of_limit.rstrip("%") or 0)

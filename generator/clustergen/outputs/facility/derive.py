@@ -136,6 +136,7 @@ class FeedRow:
     normal_bar: Bar
     failover_bar: Bar | None
     over: bool
+    worst_share: float  # the worst load (failover on two feeds) over the 80% limit
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -444,6 +445,7 @@ def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
             else bar(0, 0, 200, 12, load.failover_va, load.limit_va)
         ),
         over=load.headroom_va < 0,
+        worst_share=load.worst_va / load.limit_va if load.limit_va else 0.0,
     )
 
 
