@@ -139,28 +139,26 @@ def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> N
         return
     staged: list[Path] = []
     made: list[Path] = []  # directories staging made, outermost first
+    folders: set[Path] = set()
     try:
         for change in changes:
             if change.action in ("create", "change"):
                 target = out_dir / change.path
-                made += _missing_directories(target.parent)
+                if target.parent not in folders:
+                    folders.add(target.parent)
+                    made += _missing_directories(target.parent)
                 staged.append(_stage(target, files[change.path], sync=False))
         # One fsync per file, all in flight at once: the file system commits them
         # together, where one after another costs a journal commit each.
-        _sync_all([*staged, *{temporary.parent for temporary in staged}])
+        _sync_all([*staged, *sorted(folders)])
         steps = [
             *(("replace", c.path) for c in changes if c.action in ("create", "change")),
             *(("remove", c.path) for c in changes if c.action == "remove"),
         ]
         _commit_journal(out_dir, steps)
     except OSError as exc:
-        # Nothing was replaced yet: take back every temporary and every directory made
-        # for them, so the tree is as it was, byte for byte.
-        for temporary in staged:
-            temporary.unlink(missing_ok=True)
-        for directory in reversed(made):
-            with contextlib.suppress(OSError):
-                directory.rmdir()
+        # Nothing was replaced yet: the tree is as it was, byte for byte.
+        _take_back(staged, made)
         raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
     try:
         _apply(out_dir, steps)
@@ -181,12 +179,18 @@ def write_file(target: Path, text: str) -> None:
         _stage(target, Artifact(target.name, text, 0o644))
         os.replace(_temporary(target), target)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            _temporary(target).unlink(missing_ok=True)
-        for directory in reversed(made):
-            with contextlib.suppress(OSError):
-                directory.rmdir()
+        _take_back([_temporary(target)], made)
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def _take_back(temporaries: list[Path], made: list[Path]) -> None:
+    """Remove staged temporaries and the directories made for them (innermost first)."""
+    for temporary in temporaries:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+    for directory in reversed(made):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 def _missing_directories(directory: Path) -> list[Path]:
