@@ -282,3 +282,27 @@ def test_a_large_site_overview_lists_racks_and_the_most_loaded_feeds(tmp_path: P
     shown = [int(p) for p in re.findall(r"\((\d+)% of the limit\)</td><td class=\"n\">", page)]
     assert shown == sorted(shown, reverse=True), "the most loaded feeds come first"
     assert len(page) < 200 * len(racks) + 100_000
+
+
+def test_a_large_site_pdu_sheet_keeps_every_feed_and_leaves_outlets_to_the_csv(
+    tmp_path: Path,
+) -> None:
+    """Past WHOLE_RACKS racks pdus.md has a row for every feed and points at the CSVs for
+    the per-device, phase, bank and outlet rows, which still hold every one of them."""
+    from support.generator import large_spec_module
+
+    spec = tmp_path / "large.yaml"
+    spec.write_text(large_spec_module().compact_spec(256))
+    files = _facility_files(spec)
+    sheet = files["facility/pdus.md"]
+    feeds = list(csv.DictReader(io.StringIO(files["facility/pdu-feeds.csv"])))
+    outlets = list(csv.DictReader(io.StringIO(files["facility/pdu-outlets.csv"])))
+    devices = list(csv.DictReader(io.StringIO(files["facility/pdu-devices.csv"])))
+    for feed in feeds:
+        assert f"| {feed['rack']} | {feed['pdu']} | {feed['feed']} |" in sheet
+    assert "## Outlets" not in sheet and "## Devices\n" not in sheet
+    assert "pdu-outlets.csv" in sheet.split("## Devices, phases, banks and outlets")[1]
+    assert sorted(row["device"] for row in devices if row["device"].startswith("gpu")) == [
+        f"gpu{n:03d}" for n in range(1, 257)
+    ]
+    assert sum(1 for row in outlets if row["device"].startswith("gpu")) == 256 * 6

@@ -12,7 +12,8 @@ import functools
 import heapq
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from clustergen.hosts import Host
 from clustergen.model import Spec
@@ -72,9 +73,9 @@ class Device:
         return sum(1 for psu in self.psus if psu.feed == feed)
 
 
-@dataclass(frozen=True)
-class Outlet:
-    """A PSU plugged into a PDU: its bank and phase."""
+class Outlet(NamedTuple):
+    """A PSU plugged into a PDU: its bank and phase. A tuple: a 16k-node plan holds
+    hundreds of thousands of them."""
 
     device: str
     psu: int
@@ -104,6 +105,20 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class _Circuit:
+    """What a PDU's circuit carries, which depends only on the PDU's rating and the PSUs
+    plugged into it in order: racks built alike share one (see _loads)."""
+
+    banks_of: tuple[int, ...]  # the bank (1-based) of each plugged PSU, in plug order
+    phases_of: tuple[str, ...]  # its phase
+    banks: tuple[Bank, ...]
+    phases: tuple[Phase, ...]
+    typical_va: float
+    normal_va: float
+    failover_va: float
+
+
+@dataclass(frozen=True)
 class FeedLoad:
     """A PDU and what its circuit carries."""
 
@@ -115,9 +130,21 @@ class FeedLoad:
     typical_va: float
     normal_va: float
     failover_va: float | None  # None on a rack with one feed
-    outlets: tuple[Outlet, ...]  # by device, then PSU
     banks: tuple[Bank, ...]  # the PDU's banks when it gives a count
     phases: tuple[Phase, ...]  # L1-L3 of a 3-phase PDU
+    plugged: tuple[tuple[str, Psu], ...]  # (device, PSU) on this feed, by device then PSU
+    circuit: _Circuit = field(repr=False)
+
+    @functools.cached_property
+    def outlets(self) -> tuple[Outlet, ...]:
+        """Every PSU on this PDU with its bank and phase, by device, then PSU; made when
+        a sheet or a failing check asks (a 16k-node plan has a quarter million)."""
+        return tuple(
+            Outlet(name, psu.number, bank, phase, psu.typical_va, psu.normal_va, psu.failover_va)
+            for (name, psu), bank, phase in zip(
+                self.plugged, self.circuit.banks_of, self.circuit.phases_of, strict=True
+            )
+        )
 
     @property
     def worst_va(self) -> float:
@@ -189,6 +216,7 @@ def plan(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
     time or without a profile are left out (the reference checks report them); a node whose
     profile has no power draws nothing."""
     placed: set[str] = set()
+    circuits: dict[tuple[object, ...], _Circuit] = {}
     plans = []
     for rack_index, rack in enumerate(spec.racks):
         feeds = tuple(feed for feed in FEEDS if any(pdu.feed == feed for pdu in rack.pdus))
@@ -216,7 +244,7 @@ def plan(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
                         feeds,
                     )
                 )
-        loads = _loads(rack_index, rack, devices, len(feeds) > 1)
+        loads = _loads(rack_index, rack, devices, len(feeds) > 1, circuits)
         plans.append(RackPlan(rack_index, rack, feeds, tuple(devices), loads))
     return tuple(plans)
 
@@ -318,7 +346,11 @@ def _psus(
 
 
 def _loads(
-    rack_index: int, rack: Rack, devices: list[Device], two_feeds: bool
+    rack_index: int,
+    rack: Rack,
+    devices: list[Device],
+    two_feeds: bool,
+    circuits: dict[tuple[object, ...], _Circuit],
 ) -> tuple[FeedLoad, ...]:
     seen: set[str] = set()
     loads = []
@@ -327,7 +359,13 @@ def _loads(
             continue  # a second PDU on a feed is an error; the first carries the feed
         seen.add(pdu.feed)
         plugged = [(d, psu) for d in devices for psu in d.psus if psu.feed == pdu.feed]
-        outlets, banks, phases = _assign(pdu, plugged)
+        psus = [psu for _, psu in plugged]
+        # PSUs are made once per kind of device (_psus), and the plan holds them all
+        # while it is made, so their identities name the plug order exactly.
+        key = (pdu.phases, pdu.volts, pdu.amps, pdu.banks, pdu.bank_amps, *map(id, psus))
+        circuit = circuits.get(key)
+        if circuit is None:
+            circuit = circuits[key] = _circuit(pdu, psus)
         capacity = feed_capacity_va(pdu)
         loads.append(
             FeedLoad(
@@ -336,20 +374,19 @@ def _loads(
                 pdu=pdu,
                 capacity_va=capacity,
                 limit_va=capacity * CONTINUOUS_LOAD_LIMIT,
-                typical_va=sum(psu.typical_va for _, psu in plugged),
-                normal_va=sum(psu.normal_va for _, psu in plugged),
-                failover_va=sum(psu.failover_va for _, psu in plugged) if two_feeds else None,
-                outlets=outlets,
-                banks=banks,
-                phases=phases,
+                typical_va=circuit.typical_va,
+                normal_va=circuit.normal_va,
+                failover_va=circuit.failover_va if two_feeds else None,
+                banks=circuit.banks,
+                phases=circuit.phases,
+                plugged=tuple((device.name, psu) for device, psu in plugged),
+                circuit=circuit,
             )
         )
     return tuple(loads)
 
 
-def _assign(
-    pdu: Pdu, plugged: list[tuple[Device, Psu]]
-) -> tuple[tuple[Outlet, ...], tuple[Bank, ...], tuple[Phase, ...]]:
+def _circuit(pdu: Pdu, psus: list[Psu]) -> _Circuit:
     """PSUs to banks, largest failover load first onto the least loaded bank (the lowest
     bank on a tie), so the banks and phases come out balanced and the same every time.
     A 3-phase PDU without a bank count has one bank per phase."""
@@ -359,28 +396,19 @@ def _assign(
         return f"L{bank % 3 + 1}" if pdu.phases == 3 else ""
 
     order = sorted(
-        range(len(plugged)),
-        key=lambda i: (-plugged[i][1].failover_va, -plugged[i][1].normal_va, i),
+        range(len(psus)),
+        key=lambda i: (-psus[i].failover_va, -psus[i].normal_va, i),
     )
     # (load, bank): the least loaded bank on top, the lowest on a tie
     banks_by_load = [(0.0, bank) for bank in range(bank_count)]
-    bank_of: dict[int, int] = {}
+    bank_of = [0] * len(psus)
     for i in order:
         load, bank = heapq.heappop(banks_by_load)
         bank_of[i] = bank
-        heapq.heappush(banks_by_load, (load + plugged[i][1].failover_va, bank))
-    outlets = tuple(
-        Outlet(
-            device=device.name,
-            psu=psu.number,
-            bank=bank_of[i] + 1,
-            phase=phase_of(bank_of[i]),
-            typical_va=psu.typical_va,
-            normal_va=psu.normal_va,
-            failover_va=psu.failover_va,
-        )
-        for i, (device, psu) in enumerate(plugged)
-    )
+        heapq.heappush(banks_by_load, (load + psus[i].failover_va, bank))
+    on_bank: dict[int, list[Psu]] = {bank: [] for bank in range(bank_count)}
+    for psu, bank in zip(psus, bank_of, strict=True):
+        on_bank[bank].append(psu)
     banks: tuple[Bank, ...] = ()
     if pdu.banks is not None:
         capacity = bank_capacity_va(pdu)
@@ -390,24 +418,36 @@ def _assign(
                 phase=phase_of(b),
                 capacity_va=capacity,
                 limit_va=capacity * CONTINUOUS_LOAD_LIMIT,
-                normal_va=sum(o.normal_va for o in outlets if o.bank == b + 1),
-                failover_va=sum(o.failover_va for o in outlets if o.bank == b + 1),
+                normal_va=sum(psu.normal_va for psu in on_bank[b]),
+                failover_va=sum(psu.failover_va for psu in on_bank[b]),
             )
             for b in range(bank_count)
         )
+    phase_names = tuple(phase_of(bank) for bank in bank_of)
     phases: tuple[Phase, ...] = ()
     if pdu.phases == 3:
         per_phase = pdu.volts / SQRT3 * pdu.amps
+        on_phase: dict[str, list[Psu]] = {name: [] for name in ("L1", "L2", "L3")}
+        for psu, name in zip(psus, phase_names, strict=True):
+            on_phase[name].append(psu)
         phases = tuple(
             Phase(
                 name=name,
                 capacity_va=per_phase,
-                normal_va=sum(o.normal_va for o in outlets if o.phase == name),
-                failover_va=sum(o.failover_va for o in outlets if o.phase == name),
+                normal_va=sum(psu.normal_va for psu in on),
+                failover_va=sum(psu.failover_va for psu in on),
             )
-            for name in ("L1", "L2", "L3")
+            for name, on in on_phase.items()
         )
-    return outlets, banks, phases
+    return _Circuit(
+        banks_of=tuple(bank + 1 for bank in bank_of),
+        phases_of=phase_names,
+        banks=banks,
+        phases=phases,
+        typical_va=sum(psu.typical_va for psu in psus),
+        normal_va=sum(psu.normal_va for psu in psus),
+        failover_va=sum(psu.failover_va for psu in psus),
+    )
 
 
 def largest(contributions: Iterable[tuple[str, float]], unit: str, shown: int = 3) -> str:
@@ -431,8 +471,7 @@ def kilo(value: float, unit: str) -> str:
     return f"{value / 1000:.2f} k{unit}"
 
 
-@dataclass(frozen=True)
-class Cable:
+class Cable(NamedTuple):
     """One fabric cable: a switch port to a node's HCA, or to another switch's port."""
 
     switch: str

@@ -17,6 +17,7 @@ import contextlib
 import difflib
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -87,25 +88,19 @@ def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> l
     """What writing files into out_dir would do. Files clustergen did not write (absent
     from the manifest) are never overwritten unless adopt is set."""
     previous = _previous_outputs(out_dir)
+    folders = _Folders(out_dir)
     changes = []
     foreign = []
     for path, rendered in sorted(files.items()):
-        _refuse_non_file(out_dir, path)
-        old = _read(out_dir / path)
+        old, mode = folders.existing(path)
+        changed = old is not None and (old != rendered.text or mode != rendered.mode)
         # A file clustergen did not write is in the way only if rendering would change it.
-        if (
-            old is not None
-            and path not in previous
-            and path != MANIFEST
-            and (old != rendered.text or _mode(out_dir / path) != rendered.mode)
-        ):
+        if changed and path not in previous and path != MANIFEST:
             foreign.append(path)
         if old is None:
             changes.append(Change(path, "create", None, rendered.text))
-        elif old != rendered.text or _mode(out_dir / path) != rendered.mode:
-            changes.append(Change(path, "change", old, rendered.text))
         else:
-            changes.append(Change(path, "unchanged", old, rendered.text))
+            changes.append(Change(path, "change" if changed else "unchanged", old, rendered.text))
     if foreign and not adopt:
         shown = ", ".join(foreign[:5]) + (
             f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
@@ -117,6 +112,51 @@ def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> l
     for path in sorted(previous - set(files)):
         changes.append(Change(path, "remove", _read(out_dir / path), None))
     return changes
+
+
+class _Folders:
+    """What is on disk at each rendered path, with each folder on the way looked at once:
+    a tree of thousands of files in a few folders costs a stat per folder, and nothing
+    at all under a folder that does not exist yet."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self.present: dict[str, bool] = {"": out_dir.is_dir()}
+
+    def _folder(self, relative: str) -> bool:
+        """Whether the folder exists; refuses one in the way that is not a folder."""
+        known = self.present.get(relative)
+        if known is not None:
+            return known
+        parent, _, _ = relative.rpartition("/")
+        present = False
+        if self._folder(parent):
+            folder = os.path.join(self.out_dir, relative)
+            try:
+                present = stat.S_ISDIR(os.stat(folder).st_mode)
+            except FileNotFoundError:
+                present = False
+            else:
+                if not present:
+                    raise UsageError(f"cannot write into {folder}: it is not a directory")
+        self.present[relative] = present
+        return present
+
+    def existing(self, path: str) -> tuple[str | None, int | None]:
+        """The text and mode of the regular file at path, or (None, None) when there is
+        none; anything else there (a folder, a link, a device) is refused."""
+        if not self._folder(path.rpartition("/")[0]):
+            return None, None
+        target = self.out_dir / path
+        try:
+            info = os.lstat(target)
+        except FileNotFoundError:
+            return None, None
+        except OSError as exc:
+            raise UsageError(f"cannot read {target}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"cannot write {target}: it exists and is not a regular file")
+        return _read(target), stat.S_IMODE(info.st_mode)
 
 
 def unified_diff(change: Change) -> str:
@@ -146,7 +186,7 @@ def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> N
                 target = out_dir / change.path
                 if target.parent not in folders:
                     folders.add(target.parent)
-                    made += _missing_directories(target.parent)
+                    _make_directories(target.parent, made)
                 staged.append(_stage(target, files[change.path], sync=False))
         # One fsync per file, all in flight at once: the file system commits them
         # together, where one after another costs a journal commit each.
@@ -174,8 +214,9 @@ def write_file(target: Path, text: str) -> None:
     """Write one file (the schema, a spec's long form) whole or not at all: staged beside
     the target and renamed over it; on failure the temporary and the directories made
     for it go, and the target is as it was."""
-    made = _missing_directories(target.parent)
+    made: list[Path] = []
     try:
+        _make_directories(target.parent, made)
         _stage(target, Artifact(target.name, text, 0o644))
         os.replace(_temporary(target), target)
     except OSError as exc:
@@ -193,13 +234,16 @@ def _take_back(temporaries: list[Path], made: list[Path]) -> None:
             directory.rmdir()
 
 
-def _missing_directories(directory: Path) -> list[Path]:
-    """`directory` and its parents that do not exist yet, outermost first."""
+def _make_directories(directory: Path, made: list[Path]) -> None:
+    """Make `directory` and its parents that do not exist yet, outermost first, adding
+    each to `made` as it is made (so a failure part way takes back only those)."""
     missing = []
     while not directory.exists() and directory != directory.parent:
         missing.append(directory)
         directory = directory.parent
-    return missing[::-1]
+    for folder in reversed(missing):
+        folder.mkdir()
+        made.append(folder)
 
 
 def recover(out_dir: Path) -> str | None:
@@ -259,9 +303,8 @@ def _apply(out_dir: Path, steps: list[tuple[str, str]]) -> None:
     for op, path in steps:
         target = out_dir / path
         if op == "replace":
-            temporary = _temporary(target)
-            if temporary.exists():
-                os.replace(temporary, target)
+            with contextlib.suppress(FileNotFoundError):  # replaced by an earlier run
+                os.replace(_temporary(target), target)
         else:
             target.unlink(missing_ok=True)
             _prune_empty_parents(out_dir, target)
@@ -291,19 +334,34 @@ def _fsync(path: Path) -> None:
 
 
 def _stage(target: Path, rendered: Artifact, *, sync: bool = True) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """Write rendered beside target as its temporary, with its mode; target's folder
+    exists (the writers make the folders first)."""
     temporary = _temporary(target)
-    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(rendered.text)
-        handle.flush()
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        _write_all(descriptor, rendered.text.encode("utf-8"))
+        os.fchmod(descriptor, rendered.mode)
         if sync:
-            os.fsync(handle.fileno())
-    os.chmod(temporary, rendered.mode)
+            os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
     return temporary
 
 
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
 def _sync_all(paths: list[Path]) -> None:
-    """fsync files and folders concurrently (fsync releases the GIL)."""
+    """Make the staged files and their folders durable. On Linux one syncfs(2) of the
+    output's file system does it for all of them; elsewhere each is fsynced, all in
+    flight at once (fsync releases the GIL), so the file system commits them together."""
+    if not paths:
+        return
+    if _syncfs(paths[0]):
+        return
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(paths)))) as pool:
@@ -311,14 +369,26 @@ def _sync_all(paths: list[Path]) -> None:
             pass
 
 
-def _refuse_non_file(out_dir: Path, path: str) -> None:
-    """Fail before anything is written if a target, or a folder on its way, is in the way."""
-    target = out_dir / path
-    for parent in reversed(target.parents):
-        if parent.is_relative_to(out_dir) and parent.exists() and not parent.is_dir():
-            raise UsageError(f"cannot write {target}: {parent} is not a directory")
-    if target.is_symlink() or (target.exists() and not target.is_file()):
-        raise UsageError(f"cannot write {target}: it exists and is not a regular file")
+def _syncfs(path: Path) -> bool:
+    """syncfs(2) the file system holding path; False where the call is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        syncfs = libc.syncfs
+    except (OSError, AttributeError):
+        return False
+    descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if syncfs(descriptor) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, os.strerror(error))
+    finally:
+        os.close(descriptor)
+    return True
 
 
 def _prune_empty_parents(root: Path, path: Path) -> None:
@@ -347,7 +417,3 @@ def _read(path: Path) -> str | None:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
-
-
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)

@@ -402,6 +402,8 @@ def _rack_limits(rack: RackPlan) -> list[Problem]:
 def _feed_loss(cluster: Cluster, plans: tuple[RackPlan, ...]) -> list[Problem]:
     """One warning per profile: the nodes that cannot run on the PSUs left after a feed loss."""
     short: dict[str, dict[tuple[int, str], list[str]]] = {}
+    # Devices of a kind share one tuple of PSUs (facility._psus): count each once.
+    kept: dict[tuple[int, str], int] = {}
     for rack in plans:
         if len(rack.feeds) < 2:
             continue
@@ -410,7 +412,11 @@ def _feed_loss(cluster: Cluster, plans: tuple[RackPlan, ...]) -> list[Problem]:
             if power is None:
                 continue
             for lost in rack.feeds:
-                left = sum(1 for psu in device.psus if psu.feed != lost)
+                left = kept.get((id(device.psus), lost), -1)
+                if left < 0:
+                    left = kept[id(device.psus), lost] = sum(
+                        1 for psu in device.psus if psu.feed != lost
+                    )
                 if left * power.psu_watts < power.max_watts:
                     short.setdefault(device.hardware, {}).setdefault((left, lost), []).append(
                         device.name

@@ -26,7 +26,8 @@ from clustergen.resolve import Cluster
 
 # Beyond this many racks the overview stays a page a person reads: it lists each rack's
 # load with a link to its elevation (every elevation is in racks/), and the most loaded
-# feeds (every feed is in pdu-feeds.csv and pdus.md).
+# feeds (every feed is in pdu-feeds.csv and pdus.md); pdus.md keeps its feeds and leaves
+# the per-device, phase, bank and outlet tables to their CSVs.
 WHOLE_RACKS = 48
 SHOWN_FEEDS = 48
 
@@ -57,12 +58,30 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
     pages = {
         "overview.html": _overview(facility, svgs),
         "racks.md": {},
-        "pdus.md": {},
+        "pdus.md": _pdu_sheet(facility),
     }
     for name, values in pages.items():
         text = render_template(env, f"facility/{name}.j2", cluster, facility=facility, **values)
         artifacts.append(Artifact(f"facility/{name}", text))
     return artifacts
+
+
+def _pdu_sheet(facility: Facility) -> dict[str, object]:
+    """Past WHOLE_RACKS racks the page keeps every feed and leaves the tables of every
+    device, phase, bank and outlet to their CSVs (at 4,096 racks they were 8 MB of
+    Markdown, which no review tool shows)."""
+    if len(facility.elevations) <= WHOLE_RACKS:
+        return {"detail_omitted": None}
+    rows = sum(
+        len(table)
+        for table in (
+            facility.device_rows,
+            facility.phase_rows,
+            facility.bank_rows,
+            facility.outlet_rows,
+        )
+    )
+    return {"detail_omitted": {"racks": len(facility.elevations), "rows": rows}}
 
 
 def _overview(facility: Facility, svgs: list[str]) -> dict[str, object]:

@@ -220,8 +220,10 @@ OUTLET_HEADER = ("rack", "pdu", "device", "psu", "bank", "phase", "normal_va", "
 CABLE_HEADER = ("switch", "port", "kind", "peer", "peer_port", "note")
 
 
+@functools.lru_cache(maxsize=4096)
 def number(value: float) -> str:
-    """A whole number of W or VA: 10200.4 -> '10200'."""
+    """A whole number of W or VA: 10200.4 -> '10200'. Racks built alike repeat the same
+    few loads hundreds of thousands of times, so the strings are kept."""
     return f"{value:.0f}"
 
 
