@@ -293,6 +293,48 @@ def test_a_render_failing_while_it_writes_a_new_tree_leaves_no_directory(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_staged_files_reach_the_disk_with_syncfs_or_one_fsync_each(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One syncfs(2) makes the staged tree durable on Linux; where it is missing every
+    file and folder is fsynced instead, and the tree is the same."""
+    assert write._syncfs(tmp_path) is (sys.platform.startswith("linux"))
+    assert cli("render", str(ML), "-o", str(tmp_path / "syncfs")).code == 0
+    synced: list[Path] = []
+    fsync = write._fsync
+    monkeypatch.setattr(write, "_syncfs", lambda path: False)
+    monkeypatch.setattr(write, "_fsync", lambda path: (synced.append(path), fsync(path)))
+    assert cli("render", str(ML), "-o", str(tmp_path / "fsync")).code == 0
+    assert tree_state(tmp_path / "syncfs") == tree_state(tmp_path / "fsync")
+    staged = [p for p in synced if p.name.endswith(write.TEMPORARY)]
+    tree = tree_state(tmp_path / "fsync")
+    assert len(staged) == sum(kind == "file" for kind, _, _ in tree.values())
+    assert tmp_path / "fsync" / "slurm" in synced, "the folders' entries too"
+
+
+def test_a_sync_that_fails_leaves_the_tree_as_it_was(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An I/O error while syncing the staged files (the data did not reach the disk)
+    fails the render before any file is replaced: exit 2, the old tree byte for byte."""
+    out = tmp_path / "site"
+    assert cli("render", str(EDGE), "-o", str(out)).code == 0
+    before = tree_state(out)
+
+    def failing_sync(path: Path) -> bool:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(write, "_syncfs", failing_sync)
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert "Input/output error" in result.err
+    assert tree_state(out) == before
+
+
 @pytest.mark.parametrize("command", ["schema", "expand"])
 def test_a_failing_file_write_leaves_nothing(
     cli,  # type: ignore[no-untyped-def]

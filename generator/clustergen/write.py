@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import os
 import stat
 import sys
@@ -385,7 +386,9 @@ def _syncfs(path: Path) -> bool:
     try:
         if syncfs(descriptor) != 0:
             error = ctypes.get_errno()
-            raise OSError(error, os.strerror(error))
+            if error in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                return False  # a kernel or file system without it: fsync each
+            raise OSError(error, os.strerror(error))  # e.g. EIO: the data did not reach disk
     finally:
         os.close(descriptor)
     return True
