@@ -296,6 +296,35 @@ def test_without_run_it_waits_and_a_signal_removes_everything(tmp_path: Path, st
     assert leftovers(tmpdir, before) == []
 
 
+def test_a_killed_twin_is_cleaned_up_by_the_next_one(tmp_path: Path) -> None:
+    """SIGKILL leaves a twin no chance to clean up (its daemons die with it): its
+    namespaces, hosts files, spool and work folders stay. The next twin finds its lock
+    free, removes them (with anything still running in the namespaces) and says so."""
+    require_twin()
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    before = twin_namespaces()
+    killed = run_cli(str(EXAMPLES / "edge-roce-2node.yaml"), tmpdir=tmpdir)
+    assert killed.stdout is not None
+    for line in killed.stdout:
+        if line.startswith("Ctrl-C or SIGTERM"):
+            break
+    killed.kill()
+    killed.communicate(timeout=30)
+    left = leftovers(tmpdir, before)
+    assert any(item.startswith("netns cgtwin-") for item in left), left
+    assert any(Path(item).name.startswith("clustergen-twin-") for item in left), left
+    (tmp_path / "next").mkdir()
+    result, after = run_to_end(tmp_path / "next", EXAMPLES / "edge-roce-2node.yaml", "sinfo -h\n")
+    assert result.returncode == 0, result.stderr
+    assert re.search(
+        r"removed network namespace cgtwin-\w+-br of a twin that was killed", result.stderr
+    )
+    assert "removed work folder" in result.stderr
+    assert after == []
+    assert leftovers(tmpdir, before) == []
+
+
 def spec_with_options(tmp_path: Path, *options: str) -> Path:
     text = (EXAMPLES / "ml-training-8node.yaml").read_text()
     old = "    MessageTimeout: 30\n"

@@ -379,6 +379,8 @@ def cmd_twin(args: argparse.Namespace) -> int:
         with Twin(cluster, files, nodes_per_group=args.nodes_per_group) as twin:
             print("\n".join(twin.describe()), file=say, flush=True)
             twin.start()
+            for leftover in twin.leftovers:
+                print(f"clustergen twin: removed {leftover} of a twin that was killed", file=say)
             if script is not None:
                 print(f"clustergen twin: running {script}", file=say, flush=True)
                 return twin.run_script(script)

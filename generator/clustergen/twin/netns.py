@@ -8,6 +8,8 @@ over /etc/hosts. Addresses come from a private range inside those namespaces onl
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import ipaddress
 import os
 import shutil
@@ -24,6 +26,11 @@ SUBNET = ipaddress.IPv4Network("10.201.0.0/16")
 NETNS_DIR = Path("/run/netns")
 NETNS_ETC = Path("/etc/netns")
 BRIDGE = "br0"
+PREFIX = "cgtwin-"  # every twin's namespaces are <PREFIX><hex>-br and <PREFIX><hex>-h<N>
+# A running twin holds <LOCKS>/<its prefix>.lock; the kernel lets go of it when the twin's
+# process ends, however it ends (SIGKILL included).
+LOCKS = Path("/run/clustergen-twin")
+WORK_DIR_PREFIX = "clustergen-twin-"  # a twin's own temporary folder (tempfile.mkdtemp)
 
 
 def addresses_for(names: Sequence[str]) -> dict[str, str]:
@@ -56,12 +63,77 @@ def port_listening(netns: str, port: int) -> bool:
     return bool(result.stdout.strip())
 
 
+def remove_leftovers(spool_base: Path) -> list[str]:
+    """What twins that ended without cleaning up (killed, crashed) left: their namespaces
+    with whatever still runs in them, their hosts files and spool folders. A twin's things
+    are left over when its lock is free; a twin that is running holds its lock and keeps
+    everything. Returns what was removed."""
+    running: set[str] = set()
+    held: list[int] = []
+    removed: list[str] = []
+    try:
+        for lock in sorted(LOCKS.glob(f"{PREFIX}*.lock")) if LOCKS.is_dir() else []:
+            descriptor = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(descriptor)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise
+                running.add(lock.name.removesuffix(".lock"))
+                continue
+            held.append(descriptor)  # kept until its twin's things are gone
+            work_dir = Path(os.read(descriptor, 4096).decode(errors="replace").strip() or "-")
+            if work_dir.is_absolute() and work_dir.name.startswith(WORK_DIR_PREFIX):
+                shutil.rmtree(work_dir, ignore_errors=True)
+                removed.append(f"work folder {work_dir}")
+            lock.unlink()
+        names = sorted(p.name for p in NETNS_DIR.glob(f"{PREFIX}*")) if NETNS_DIR.is_dir() else []
+        for netns in names:
+            if netns.rpartition("-")[0] in running:
+                continue
+            stale = Network(netns.rpartition("-")[0], created=[netns])
+            failures = stale.delete()
+            if failures:
+                raise DaemonError("; ".join(failures))
+            removed.append(f"network namespace {netns}")
+        for folder in sorted(spool_base.glob(f"{PREFIX}*")):
+            if folder.is_dir() and folder.name not in running:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(f"spool folder {folder}")
+    finally:
+        for descriptor in held:
+            os.close(descriptor)
+    return removed
+
+
 @dataclass
 class Network:
-    """Namespaces named `<prefix>-br` (the bridge) and `<prefix>-h<N>` (the hosts)."""
+    """Namespaces named `<prefix>-br` (the bridge) and `<prefix>-h<N>` (the hosts), made
+    while this process holds the prefix's lock (see remove_leftovers)."""
 
     prefix: str
     created: list[str] = field(default_factory=list)
+    lock: int | None = None
+
+    def claim(self, work_dir: Path | None) -> None:
+        """Take the prefix's lock; it is not inherited by the daemons the twin starts
+        (os.open's descriptors are not), so it is free exactly when this process ends.
+        The lock names the twin's own temporary work folder, if it has one, for the
+        sweep to remove."""
+        LOCKS.mkdir(mode=0o700, exist_ok=True)
+        descriptor = os.open(LOCKS / f"{self.prefix}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if work_dir is not None:
+            os.write(descriptor, f"{work_dir}\n".encode())
+        self.lock = descriptor
+
+    def release(self) -> None:
+        if self.lock is not None:
+            with contextlib.suppress(FileNotFoundError):
+                (LOCKS / f"{self.prefix}.lock").unlink()
+            os.close(self.lock)
+            self.lock = None
 
     @property
     def bridge_netns(self) -> str:

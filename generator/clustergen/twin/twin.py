@@ -37,7 +37,15 @@ from clustergen.twin.layout import (
     controller_name,
     uses_slurmdbd,
 )
-from clustergen.twin.netns import Network, addresses_for, port_listening
+from clustergen.twin.netns import (
+    LOCKS,
+    PREFIX,
+    WORK_DIR_PREFIX,
+    Network,
+    addresses_for,
+    port_listening,
+    remove_leftovers,
+)
 from clustergen.twin.process import (
     CLIENT_TIMEOUT_S,
     Daemon,
@@ -113,15 +121,24 @@ class Twin(DaemonOwner):
     ) -> None:
         self.cluster = cluster
         self._own_dir = work_dir is None
-        root = Path(tempfile.mkdtemp(prefix="clustergen-twin-")) if work_dir is None else work_dir
-        self.network = Network(f"cgtwin-{secrets.token_hex(4)}")
+        root = Path(tempfile.mkdtemp(prefix=WORK_DIR_PREFIX)) if work_dir is None else work_dir
+        self.network = Network(f"{PREFIX}{secrets.token_hex(4)}")
+        # Claimed before anything of the twin exists, so no other twin's sweep takes it.
+        try:
+            self.network.claim(root if self._own_dir else None)
+        except OSError as exc:
+            if self._own_dir:
+                shutil.rmtree(root, ignore_errors=True)
+            raise DaemonError(f"cannot take the twin's lock in {LOCKS}: {exc}") from None
         self.paths = TwinPaths.under(root, SPOOL_BASE / self.network.prefix)
         super().__init__(self.paths.log)
         self.namespaces: dict[str, str] = {}
+        self.leftovers: list[str] = []  # what start() removed of twins that were killed
         try:
             self._prepare(cluster, files, nodes_per_group)
         except BaseException:
             self._remove_directories()
+            self.network.release()
             raise
 
     def _prepare(
@@ -217,6 +234,7 @@ class Twin(DaemonOwner):
         """Network, daemons, nodes idle; on any failure everything is stopped again."""
         try:
             hosts = [self.controller, *(node.name for node in self.nodes.started)]
+            self.leftovers = remove_leftovers(SPOOL_BASE)
             self.namespaces = self.network.create(self.addresses, hosts)
             if self.accounting:
                 self._start_slurmdbd(self._start_mariadb())
@@ -409,5 +427,6 @@ class Twin(DaemonOwner):
         super().stop()
         failures = self.network.delete()
         self._remove_directories()
+        self.network.release()
         if failures:
             raise DaemonError("could not remove everything:\n" + "\n".join(failures))
