@@ -142,9 +142,19 @@ def test_lustre_roles_format_once_and_then_change_nothing(tmp_path: Path) -> Non
         "mkfs.lustre --fsname=training --ost --index=1 --mgsnode=10.10.0.5@o2ib0 "
         "--backfstype=ldiskfs /dev/disk/by-id/dm-name-ost1",
     ]
-    for node, name in (("mds01", "lustre-format-mgs"), ("oss01", "lustre-format-training-ost0007")):
+    for node, name in (("mds01", "lustre-format-mgs"), ("oss01", "lustre-format-training-ost0001")):
         script = nodes[node].root / "usr/local/sbin" / name
         assert stat.S_IMODE(script.stat().st_mode) == 0o755
+    # A target's script and mount unit go to its service nodes only, not to every OSS.
+    oss = nodes["oss01"].root
+    assert sorted(p.name for p in (oss / "usr/local/sbin").glob("lustre-format-*")) == [
+        "lustre-format-training-ost0000",
+        "lustre-format-training-ost0001",
+    ]
+    assert sorted(p.name for p in (oss / "etc/systemd/system").glob("lustre-training-*")) == [
+        "lustre-training-ost0000.mount",
+        "lustre-training-ost0001.mount",
+    ]
     client = nodes["slurm-head"].root
     assert (client / "etc/systemd/system/mnt-lustre.mount").exists()
     assert (client / "etc/lnet.conf").read_text() == (

@@ -21,7 +21,7 @@ from clustergen.validate import validate_cluster
 from clustergen.write import with_manifest
 
 from support.paths import EXAMPLES
-from support.pull_request import ADD_TWO_NODES, BUMP_DRIVER, edited
+from support.pull_request import ADD_TWO_NODES, BUMP_DRIVER, NEW_OST_DEVICE, edited
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 
@@ -137,6 +137,17 @@ def test_a_reformat_is_destructive_and_comes_first(cli, tmp_path: Path) -> None:
     assert text.index("### DESTRUCTIVE: reformat") < text.index("Rolling upgrade with reboots")
     assert "- **reformat `OST0003`** on oss[01-04]" in text
     assert f"  - {format_script} new" in text
+
+
+def test_a_new_ost_device_reformats_that_target_on_its_own_node(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A target's format script and mount unit are installed on its service nodes only,
+    so the plan names the one node whose target is destroyed, not every OSS."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    edit(spec, *NEW_OST_DEVICE)
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.PLAN_DESTRUCTIVE, result.err
+    assert "- **reformat `training-OST0003`** on oss02" in result.out, result.out
+    assert "- **remount `lustre`** on oss02\n" in result.out, result.out
 
 
 def test_a_file_no_longer_rendered_uses_the_old_manifest(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

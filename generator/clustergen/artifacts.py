@@ -61,6 +61,13 @@ class Install:
     file_group: str = "root"
     mode: int = 0o644
     secret: Secret | None = None
+    # Only these nodes of the group (a Lustre target's service nodes); None: all of them.
+    # Keeps a node from carrying thousands of files meant for its peers at scale.
+    hosts: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.hosts is not None and not self.hosts:
+            raise ValueError("an install limited to hosts names at least one")
 
 
 @dataclass(frozen=True)

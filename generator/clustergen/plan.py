@@ -133,10 +133,11 @@ def make_plan(
         elif install.change.action == "nothing":
             tree_only.append(f"{change.path} ({state}, installed at {install.dest} as is)")
         else:
+            nodes = members(install.group)
             step(
                 install.change,
                 install.dest,
-                members(install.group),
+                nodes if install.hosts is None else nodes & set(install.hosts),
                 f"{change.path} {state} (installed at {install.dest})",
             )
 

@@ -223,9 +223,9 @@ def all_group_vars(
 
 def _installed_files(
     by_family: Mapping[str, Sequence[Artifact]],
-) -> dict[str, list[dict[str, str | bool]]]:
+) -> dict[str, list[dict[str, str | bool | list[str]]]]:
     """Inventory group -> the install entries of the artifacts it receives."""
-    by_group: dict[str, list[dict[str, str | bool]]] = {}
+    by_group: dict[str, list[dict[str, str | bool | list[str]]]] = {}
     for family, artifacts in sorted(by_family.items()):
         for artifact in artifacts:
             if artifact.install is not None:
@@ -236,8 +236,8 @@ def _installed_files(
     }
 
 
-def _install_entry(family: str, path: str, install: Install) -> dict[str, str | bool]:
-    entry: dict[str, str | bool] = {
+def _install_entry(family: str, path: str, install: Install) -> dict[str, str | bool | list[str]]:
+    entry: dict[str, str | bool | list[str]] = {
         "family": family,
         "src": f"{_FROM_INVENTORY}/{path}",
         "dest": install.dest,
@@ -252,6 +252,8 @@ def _install_entry(family: str, path: str, install: Install) -> dict[str, str | 
     if install.secret is not None:
         entry["secret_key"] = install.secret.key
         entry["secret_variable"] = install.secret.variable
+    if install.hosts is not None:
+        entry["hosts"] = sorted(install.hosts)
     return entry
 
 

@@ -43,14 +43,16 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
                 f"lustre/format/{t.slug}.sh",
                 text("format.sh.j2", t=t),
                 mode=0o755,
-                install=Install(t.script, t.group, Change("reformat", t.label), mode=0o755),
+                install=Install(
+                    t.script, t.group, Change("reformat", t.label), mode=0o755, hosts=t.nodes
+                ),
             )
         )
         artifacts.append(
             Artifact(
                 f"lustre/server/{t.mount_unit}",
                 text("server.mount.j2", t=t),
-                install=Install(f"{UNITS}/{t.mount_unit}", t.group, REMOUNT),
+                install=Install(f"{UNITS}/{t.mount_unit}", t.group, REMOUNT, hosts=t.nodes),
             )
         )
     for p in lustre.lnet:
