@@ -7,8 +7,10 @@ temp dir)
 - Large specs (benchmarks/large_spec.py) at 1,024, 4,096 and 16,384 nodes, in both forms:
   compact (patterns) and written out (`clustergen expand`'s long form). For each: the
   CLI's `validate SPEC` and `render SPEC -o DIR` (into a fresh DIR every run, so every
-  file is written) as fresh processes, their peak RSS, and PyYAML's CSafeLoader merely
-  loading the same file, as the floor; the median of N runs (default 5) each.
+  file is written) as fresh processes, their peak RSS and the render's CPU time (user +
+  system: on a shared machine the wall time also holds the wait for other work and for
+  the disk to take the synced files), and PyYAML's CSafeLoader merely loading the same
+  file, as the floor; the median of N runs (default 5) each.
 - The 8-node reference spec: `render` against `ansible-inventory --list` on its own
   rendered inventory, both fresh processes.
 
@@ -44,27 +46,34 @@ def median_of(runs: int, action: Callable[[int], object]) -> float:
     return statistics.median(times)
 
 
-def run(*argv: str | Path, cwd: Path | None = None) -> float:
-    """Run one child to completion; its peak resident memory in MiB."""
+def run(*argv: str | Path, cwd: Path | None = None) -> tuple[float, float]:
+    """Run one child to completion; its peak resident memory in MiB and the CPU time
+    (user + system, s) it used."""
     child = subprocess.Popen(
         [str(a) for a in argv], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     _, status, usage = os.wait4(child.pid, 0)
     if status != 0:
         raise SystemExit(f"{' '.join(map(str, argv))} failed: {child.stderr.read().decode()}")
-    return usage.ru_maxrss / 1024
+    return usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
-def _peak(rss: dict[str, float], command: str, *args: str | Path) -> None:
-    """Run `clustergen COMMAND ARGS`, keeping the largest peak RSS it reached."""
-    rss[command] = max(rss.get(command, 0.0), run(BIN / "clustergen", command, *args))
+def _peak(
+    rss: dict[str, float], cpu: dict[str, list[float]], command: str, *args: str | Path
+) -> None:
+    """Run `clustergen COMMAND ARGS`, keeping the largest peak RSS it reached and its
+    CPU time."""
+    peak, used = run(BIN / "clustergen", command, *args)
+    rss[command] = max(rss.get(command, 0.0), peak)
+    cpu.setdefault(command, []).append(used)
 
 
 def large(work: Path, runs: int) -> list[str]:
     rows = [
         "| nodes | form | spec lines | CSafeLoader load (s) | `validate` (s) | "
-        "`render` (s) | render / load | validate RSS (MiB) | render RSS (MiB) |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "`render` (s) | render / load | render CPU (s) | validate RSS (MiB) | "
+        "render RSS (MiB) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     times: dict[tuple[str, int], float] = {}
     for nodes in SIZES:
@@ -75,17 +84,21 @@ def large(work: Path, runs: int) -> list[str]:
             spec.write_text(text, encoding="utf-8")
             load = median_of(runs, lambda _n, text=text: yaml.load(text, Loader=yaml.CSafeLoader))
             rss: dict[str, float] = {}
-            checked = median_of(runs, lambda _n, spec=spec, rss=rss: _peak(rss, "validate", spec))
+            cpu: dict[str, list[float]] = {}
+            checked = median_of(
+                runs, lambda _n, spec=spec, rss=rss, cpu=cpu: _peak(rss, cpu, "validate", spec)
+            )
             rendered = median_of(
                 runs,
-                lambda n, spec=spec, rss=rss: _peak(
-                    rss, "render", spec, "-o", spec.parent / f"out{n}"
+                lambda n, spec=spec, rss=rss, cpu=cpu: _peak(
+                    rss, cpu, "render", spec, "-o", spec.parent / f"out{n}"
                 ),
             )
             times[(form, nodes)] = rendered
             rows.append(
                 f"| {nodes} | {form} | {text.count(chr(10))} | {load:.3f} | {checked:.3f} | "
-                f"{rendered:.3f} | {rendered / load:.2f} | {rss['validate']:.0f} | "
+                f"{rendered:.3f} | {rendered / load:.2f} | "
+                f"{statistics.median(cpu['render']):.3f} | {rss['validate']:.0f} | "
                 f"{rss['render']:.0f} |"
             )
     rows.append("")
