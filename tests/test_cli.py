@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -137,6 +138,25 @@ def test_blocked_target_fails_before_writing_anything(cli, tmp_path: Path) -> No
     assert result.code == 2
     assert "is not a regular file" in result.err
     assert files_under(out) == before, "no file may change when the render cannot complete"
+    assert not list(out.rglob("*.clustergen-tmp"))
+
+
+@pytest.mark.parametrize("blocker", ["slurm", "facility/racks"])
+def test_a_file_where_a_folder_goes_fails_before_writing_anything(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, blocker: str
+) -> None:
+    """A file where the render puts a folder (an existing one, or one only the new spec
+    needs) stops the render before anything is written, naming it."""
+    out = tmp_path / "site"
+    cli("render", str(EDGE), "-o", str(out))
+    shutil.rmtree(out / blocker, ignore_errors=True)
+    (out / blocker).parent.mkdir(parents=True, exist_ok=True)
+    (out / blocker).write_text("in the way\n")
+    before = files_under(out)
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert f"cannot write into {out / blocker}: it is not a directory" in result.err
+    assert files_under(out) == before
     assert not list(out.rglob("*.clustergen-tmp"))
 
 
