@@ -18,7 +18,6 @@ from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInv
 from clustergen.load import load_spec
 from clustergen.report import FORMATS, Format, github_line, json_document
 from clustergen.resolve import Cluster
-from clustergen.schema import schema_text
 from clustergen.validate import validate, validate_cluster
 
 if TYPE_CHECKING:
@@ -434,6 +433,8 @@ def _write_text(target: Path, text: str) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    from clustergen.schema import schema_text  # only this command needs it
+
     text = schema_text()
     if args.output == "-":
         sys.stdout.write(text)
