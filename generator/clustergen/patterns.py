@@ -21,7 +21,6 @@ from clustergen import codes
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import compress
 from clustergen.model.common import expand_hostlist
-from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
 
 _PLACEHOLDER = re.compile(r"\{(rack|index|node|n)(?::(0?[1-9]?[dxX]))?\}")
 
@@ -92,6 +91,8 @@ def _items(
 
 
 def _racks(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
+    from clustergen.model.patterns import RackPattern  # built only for a spec with patterns
+
     pattern = _model(out, path, RackPattern, item)
     if pattern is None:
         return
@@ -137,6 +138,8 @@ def _racks(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
 
 
 def _switches(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
+    from clustergen.model.patterns import SwitchGroup  # built only for a spec with patterns
+
     group = _model(out, path, SwitchGroup, item)
     if group is None:
         return
@@ -186,6 +189,8 @@ def _switches(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
 
 
 def _targets(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
+    from clustergen.model.patterns import TargetGroup  # built only for a spec with patterns
+
     group = _model(out, path, TargetGroup, item)
     if group is None:
         return
