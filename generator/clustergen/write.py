@@ -375,11 +375,10 @@ def _syncfs(path: Path) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
-    import ctypes.util
 
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        syncfs = libc.syncfs
+        # The running program's own C library (no ldconfig lookup, as find_library does).
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):
         return False
     descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
