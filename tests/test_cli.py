@@ -334,6 +334,23 @@ def test_the_staged_files_reach_the_disk_with_syncfs_or_one_fsync_each(
     assert tmp_path / "fsync" / "slurm" in synced, "the folders' entries too"
 
 
+def test_a_link_planted_where_a_file_is_staged_is_never_followed(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """A symbolic link at a staging name (.<name>.clustergen-tmp) pointing elsewhere:
+    the render refuses (exit 2) and the file the link points at is untouched."""
+    out = tmp_path / "site"
+    assert cli("render", str(EDGE), "-o", str(out)).code == 0
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (out / "slurm" / f".slurm.conf{write.TEMPORARY}").symlink_to(victim)
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert victim.read_text() == "precious\n"
+    assert not [p for p in out.rglob(f"*{write.TEMPORARY}") if not p.is_symlink()]
+
+
 def test_a_sync_that_fails_leaves_the_tree_as_it_was(
     cli,  # type: ignore[no-untyped-def]
     tmp_path: Path,

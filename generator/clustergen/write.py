@@ -189,9 +189,8 @@ def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> N
                     folders.add(target.parent)
                     _make_directories(target.parent, made)
                 staged.append(_stage(target, files[change.path], sync=False))
-        # One fsync per file, all in flight at once: the file system commits them
-        # together, where one after another costs a journal commit each.
-        _sync_all([*staged, *sorted(folders)])
+        # Every staged file and its folder's entries on disk before the journal is.
+        _sync_all(staged, sorted(folders))
         steps = [
             *(("replace", c.path) for c in changes if c.action in ("create", "change")),
             *(("remove", c.path) for c in changes if c.action == "remove"),
@@ -338,7 +337,8 @@ def _stage(target: Path, rendered: Artifact, *, sync: bool = True) -> Path:
     """Write rendered beside target as its temporary, with its mode; target's folder
     exists (the writers make the folders first)."""
     temporary = _temporary(target)
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
+    descriptor = os.open(temporary, flags, 0o600)  # never through a link planted there
     try:
         _write_all(descriptor, rendered.text.encode("utf-8"))
         os.fchmod(descriptor, rendered.mode)
@@ -355,14 +355,17 @@ def _write_all(descriptor: int, data: bytes) -> None:
         view = view[os.write(descriptor, view) :]
 
 
-def _sync_all(paths: list[Path]) -> None:
-    """Make the staged files and their folders durable. On Linux one syncfs(2) of the
-    output's file system does it for all of them; elsewhere each is fsynced, all in
-    flight at once (fsync releases the GIL), so the file system commits them together."""
-    if not paths:
+def _sync_all(files: list[Path], folders: list[Path]) -> None:
+    """Make the staged files and their folders durable. On Linux one syncfs(2) per file
+    system the folders are on does it for all of them; elsewhere each file and folder is
+    fsynced, all in flight at once (fsync releases the GIL), so the file system commits
+    them together where one after another costs a journal commit each."""
+    by_device: dict[int, Path] = {}
+    for folder in folders:  # a folder may be a link to another file system
+        by_device.setdefault(os.stat(folder).st_dev, folder)
+    if all(_syncfs(folder) for folder in by_device.values()):
         return
-    if _syncfs(paths[0]):
-        return
+    paths = [*files, *folders]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(paths)))) as pool:
