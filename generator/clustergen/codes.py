@@ -446,6 +446,11 @@ SLURM_OPTION_DEFUNCT = Code(
     "slurm.option-defunct", "error", "a slurm.conf key the pinned Slurm ignores"
 )
 SLURM_OPTION_SECRET = Code("slurm.option-secret", "error", "a slurm.conf key that holds a password")
+SLURM_SRUN_PORTS_FIREWALLED = Code(
+    "slurm.srun-ports-firewalled",
+    "warning",
+    "EL nodes (firewalld) without SrunPortRange: srun listens on ports the firewall drops",
+)
 SLURM_OPTION_UNKNOWN = Code(
     "slurm.option-unknown", "error", "not a slurm.conf key of the pinned Slurm"
 )
