@@ -173,6 +173,8 @@ def test_slurm_packages_distribution_on_el_is_epel() -> None:
         ("debian-12", "22.05.8", None, []),
         ("debian-12", "23.11.10", "distribution", ["software.slurm-not-distribution-version"]),
         ("ubuntu-24.04", "24.11.5", "distribution", ["software.slurm-not-distribution-version"]),
+        # Unset before 23.11: the distribution's, which on Ubuntu 24.04 is 23.11.4.
+        ("ubuntu-24.04", "22.05.8", None, ["software.slurm-not-distribution-version"]),
         # Ubuntu 22.04's 21.08.5 is older than clustergen supports: any 22.05+ differs.
         ("ubuntu-22.04", "22.05.8", None, ["software.slurm-not-distribution-version"]),
         ("ubuntu-22.04", "22.05.8", "schedmd", ["software.slurm-schedmd-apt-too-old"]),

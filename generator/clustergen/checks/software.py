@@ -172,10 +172,12 @@ def _slurm_packaging(spec: Spec) -> list[Problem]:
         if software.slurm == shipped:
             return []
         default = "" if software.slurm_packages else " (the default before 23.11 on apt)"
+        # Unset, the key follows the version: the shipped one may itself select schedmd.
+        stated = "" if software.slurm_packages else " with slurm_packages: distribution"
         too_old = (
             ", older than clustergen supports"
             if key_list_version(shipped) is None
-            else f"; set software.slurm: {shipped}"
+            else f"; set software.slurm: {shipped}{stated}"
         )
         return [
             Problem(
