@@ -15,6 +15,7 @@ from ruamel.yaml import YAML
 
 from clustergen.catalog.packages import driver_branch_packages, upstream_version
 from clustergen.checks import packages as package_checks
+from clustergen.checks import software as software_checks
 from clustergen.model import Spec
 from clustergen.outputs.ansible import handler_name, host_patterns
 from clustergen.render import render_all
@@ -129,9 +130,77 @@ def test_rocky_pins_dnf() -> None:
     }
 
 
-def test_slurm_before_23_11_uses_debian_names() -> None:
-    pins = resolve(spec_with(slurm="23.02.7"), "spec.yaml").pins.by_concern
-    assert pins["slurm_compute"] == {"slurm-client": "23.02.7-1", "slurmd": "23.02.7-1"}
+def test_slurm_before_23_11_uses_the_distributions_packages() -> None:
+    # Before SchedMD's Debian packaging the default is the distribution's Slurm, pinned at
+    # its upstream version whatever the distribution's revision (22.05.8-4+deb12u3).
+    pins = resolve(spec_with(os="debian-12", slurm="22.05.8"), "spec.yaml").pins.by_concern
+    assert pins["slurm_compute"] == {"slurm-client": "22.05.8-*", "slurmd": "22.05.8-*"}
+    assert pins["slurm_controller"] == {"slurm-client": "22.05.8-*", "slurmctld": "22.05.8-*"}
+    assert pins["slurm_dbd"] == {"slurmdbd": "22.05.8-*"}
+
+
+def test_slurm_packages_selects_the_packaging_on_apt() -> None:
+    distribution = resolve(
+        spec_with(os="ubuntu-24.04", slurm="23.11.4", slurm_packages="distribution"), "spec.yaml"
+    ).pins.by_concern
+    assert distribution["slurm_compute"] == {"slurm-client": "23.11.4-*", "slurmd": "23.11.4-*"}
+    assert distribution["slurm_login"] == {"slurm-client": "23.11.4-*"}
+    schedmd = resolve(
+        spec_with(os="ubuntu-24.04", slurm="23.11.4", slurm_packages="schedmd"), "spec.yaml"
+    ).pins.by_concern
+    assert schedmd["slurm_compute"] == dict.fromkeys(
+        ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"], "23.11.4-1"
+    )
+    # Unset, a version from 23.11 on means SchedMD's packages: the reference specs' pins.
+    assert resolve(spec_with(slurm="23.11.4"), "spec.yaml").pins.by_concern[
+        "slurm_compute"
+    ] == dict.fromkeys(["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"], "23.11.4-1")
+
+
+def test_slurm_packages_distribution_on_el_is_epel() -> None:
+    pins = resolve(
+        spec_with(os="rocky-9", slurm="22.05.9", slurm_packages="distribution"), "spec.yaml"
+    ).pins.by_concern
+    assert pins["slurm_dbd"] == {"slurm": "22.05.9-*", "slurm-slurmdbd": "22.05.9-*"}
+
+
+@pytest.mark.parametrize(
+    ("os", "slurm", "packaging", "codes"),
+    [
+        # What each distribution ships (domain facts): its own version is valid.
+        ("debian-12", "22.05.8", "distribution", []),
+        ("ubuntu-24.04", "23.11.4", "distribution", []),
+        ("debian-12", "22.05.8", None, []),
+        ("debian-12", "23.11.10", "distribution", ["software.slurm-not-distribution-version"]),
+        ("ubuntu-24.04", "24.11.5", "distribution", ["software.slurm-not-distribution-version"]),
+        # Unset before 23.11: the distribution's, which on Ubuntu 24.04 is 23.11.4.
+        ("ubuntu-24.04", "22.05.8", None, ["software.slurm-not-distribution-version"]),
+        # Ubuntu 22.04's 21.08.5 is older than clustergen supports: any 22.05+ differs.
+        ("ubuntu-22.04", "22.05.8", None, ["software.slurm-not-distribution-version"]),
+        ("ubuntu-22.04", "22.05.8", "schedmd", ["software.slurm-schedmd-apt-too-old"]),
+        # The site's repository is the spec's 'cuda' one here: no warning.
+        ("ubuntu-22.04", "23.11.10", "schedmd", []),
+        ("rocky-9", "22.05.9", "distribution", ["software.slurm-epel-version-unconfirmed"]),
+        # SchedMD's slurm.spec builds every release on EL.
+        ("rocky-9", "22.05.9", "schedmd", []),
+    ],
+)
+def test_slurm_packaging_checks(
+    os: str, slurm: str, packaging: str | None, codes: list[str]
+) -> None:
+    spec = spec_with(os=os, slurm=slurm, slurm_packages=packaging)
+    found = software_checks.versions(resolve(spec, "spec.yaml"))
+    assert [str(p.code) for p in found] == codes
+
+
+def test_slurm_packages_schedmd_without_any_repository_warns() -> None:
+    spec = spec_with(slurm_packages="schedmd", repositories=[])
+    found = software_checks.versions(resolve(spec, "spec.yaml"))
+    assert [(str(p.code), p.severity) for p in found] == [
+        ("software.slurm-schedmd-without-repository", "warning")
+    ]
+    # Unset, the default stays silent: specs written before the key keep validating as they did.
+    assert software_checks.versions(resolve(spec_with(repositories=[]), "spec.yaml")) == []
 
 
 def test_every_derived_version_carries_the_spec_version() -> None:

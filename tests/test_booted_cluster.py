@@ -65,7 +65,7 @@ ROLLOUT_PLAY = "NVIDIA driver | roll out in batches (drain, install, reboot, che
 RELEASE_FILE = "/run/clustergen-test-release"
 JOB_SECONDS = 900
 REBOOTED = "gpu2"
-SLURM_LINE = "  slurm: 22.05.8\n"
+SLURM_VERSION = "22.05.8"
 SLURM_PACKAGES = ("slurm-client", "slurmctld", "slurmd", "slurmdbd")
 SLURM_STACK = ("munge", "mariadb-server", "slurmctld", "slurmd", "slurmdbd", "slurm-client")
 
@@ -119,13 +119,14 @@ def _pins(out: Path) -> dict[str, str]:
 
 
 def _site_spec(debs: Path) -> str:
-    """The test spec as this site states it: Debian's Slurm packages carry a revision
-    suffix (22.05.8-4+deb12uN) that changes with Debian's point releases, so the spec
-    names the revision the mirror offers today in software.packages (the key's
-    documented use)."""
+    """The test spec as it stands. Debian's Slurm packages carry a revision suffix
+    (22.05.8-4+deb12uN) that changes with Debian's point releases; the spec's
+    `slurm_packages: distribution` pins them at 22.05.8-*, which matches the revision the
+    mirror offers today (the downloaded packages), so the spec names no revision."""
     real = dict(deb.name.split("_")[:2] for deb in debs.glob("*.deb"))
-    lines = [f"    {name}: {real[name].replace('%3a', ':')}\n" for name in SLURM_PACKAGES]
-    return _edited(SPEC.read_text(), SLURM_LINE, SLURM_LINE + "  packages:\n" + "".join(lines))
+    for name in SLURM_PACKAGES:
+        assert real[name].startswith(SLURM_VERSION + "-"), (name, real[name])
+    return SPEC.read_text()
 
 
 def _render(tmp_path: Path, spec_text: str) -> Rendered:
@@ -153,6 +154,10 @@ def _render(tmp_path: Path, spec_text: str) -> Rendered:
     }
     # The local repository offers both stacks, as a site's mirror would.
     pins = (_pins(out), _pins(tmp_path / "upgraded" / "out"))
+    # Debian's own Slurm, at any Debian revision of the spec's version.
+    assert {name: pins[0][name] for name in SLURM_PACKAGES} == dict.fromkeys(
+        SLURM_PACKAGES, SLURM_VERSION + "-*"
+    )
     return Rendered(
         out,
         addresses,

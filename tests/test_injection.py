@@ -160,7 +160,8 @@ def _every_string_spec() -> dict[str, Any]:
     document["nodes"][0]["features"] = ["h100"]
     slurm = document["slurm"]
     slurm["accounting"]["database"] = {
-        "host": "localhost",
+        "host": "acctdb.hpc.example.org",  # an external server (docs/ansible.md)
+        "port": 3307,
         "name": "slurm_acct_db",
         "user": "slurm",
         "password_variable": "vault_slurmdbd_password",

@@ -37,6 +37,9 @@ pv = _load()
         # Another version or release with the same epoch.
         ("3:550.90.12-1.el9", "3:550.90.07-1.el9", False),
         ("3:550.90.07-2.el9", "3:550.90.07-1.el9", False),
+        # EPEL's Slurm, pinned at its upstream version whatever the release.
+        ("22.05.9-1.el9", "22.05.9-*", True),
+        ("22.05.10-1.el9", "22.05.9-*", False),
     ],
 )
 def test_rpm_versions(installed: str, locked: str, matches: bool) -> None:
@@ -57,6 +60,13 @@ def test_rpm_versions(installed: str, locked: str, matches: bool) -> None:
         ("550.90.07-0ubuntu1", "550.90.07-1", False),
         ("2.21.5-1+cuda12.4", "2.21.5-1+cuda12.4", True),
         ("2.21.5-1+cuda12.4", "2.21.5-1+cuda12.6", False),
+        # A distribution's Slurm, pinned at its upstream version whatever Debian's revision.
+        ("22.05.8-4+deb12u3", "22.05.8-*", True),
+        ("22.05.8-4+deb12u3", "22.05.*", True),
+        ("22.05.9-1", "22.05.8-*", False),
+        # The glob does not reach across the upstream version into a longer one.
+        ("22.05.80-1", "22.05.8-*", False),
+        ("1:22.05.8-4", "22.05.8-*", False),
     ],
 )
 def test_dpkg_versions(installed: str, locked: str, matches: bool) -> None:

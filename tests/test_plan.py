@@ -82,9 +82,9 @@ def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ig
 
 
 def test_slurm_before_23_11_restarts_for_new_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    spec, tree = applied(
-        cli, ML.read_text().replace("slurm: 23.11.10", "slurm: 22.05.11"), tmp_path
-    )
+    # Debian 12's own Slurm: the one packaging of a release before 23.11 (domain facts).
+    older = ML.read_text().replace("slurm: 23.11.10", "slurm: 22.05.8")
+    spec, tree = applied(cli, older.replace("os: ubuntu-22.04", "os: debian-12"), tmp_path)
     edit(spec, *ADD_TWO_NODES)
     result = cli("plan", str(spec), "-o", str(tree), "--format", "json")
     document = json.loads(result.out)

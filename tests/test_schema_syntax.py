@@ -103,6 +103,10 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "58-switch-unknown-node": _CROSS_REFERENCE,
     "59-accounting-host-unknown": _CROSS_REFERENCE,
     "62-package-nccl-wrong-cuda-suffix": _PINS,
+    "90-slurm-not-distribution-version": "catalog knowledge: the Slurm each distribution "
+    "ships (catalog/packages.py)",
+    "91-slurm-schedmd-apt-too-old": "compares software.slurm with the first release of "
+    "SchedMD's Debian packaging, on apt only",
     "63-package-unknown-name": "package names depend on software.os; " + _PINS,
     "64-package-version-disagrees": _PINS,
     "lustre-01-duplicate-index": "uniqueness of a field across list items",

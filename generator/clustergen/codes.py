@@ -343,6 +343,26 @@ SOFTWARE_FABRIC_MANAGER_WITHOUT_NVSWITCH = Code(
 SOFTWARE_SLURM_TOO_OLD = Code(
     "software.slurm-too-old", "error", "a Slurm release older than clustergen supports"
 )
+SOFTWARE_SLURM_NOT_DISTRIBUTION_VERSION = Code(
+    "software.slurm-not-distribution-version",
+    "error",
+    "the distribution's Slurm packages are another version than software.slurm",
+)
+SOFTWARE_SLURM_SCHEDMD_APT_TOO_OLD = Code(
+    "software.slurm-schedmd-apt-too-old",
+    "error",
+    "SchedMD's Debian packaging for a Slurm release before it existed (23.11)",
+)
+SOFTWARE_SLURM_SCHEDMD_WITHOUT_REPOSITORY = Code(
+    "software.slurm-schedmd-without-repository",
+    "warning",
+    "SchedMD's Slurm packages chosen but no repository to install them from",
+)
+SOFTWARE_SLURM_EPEL_VERSION_UNCONFIRMED = Code(
+    "software.slurm-epel-version-unconfirmed",
+    "warning",
+    "EPEL's Slurm chosen: clustergen cannot know which version EPEL carries",
+)
 
 # packages
 PACKAGES_UNKNOWN_NAME = Code(
@@ -426,6 +446,11 @@ SLURM_OPTION_DEFUNCT = Code(
     "slurm.option-defunct", "error", "a slurm.conf key the pinned Slurm ignores"
 )
 SLURM_OPTION_SECRET = Code("slurm.option-secret", "error", "a slurm.conf key that holds a password")
+SLURM_SRUN_PORTS_FIREWALLED = Code(
+    "slurm.srun-ports-firewalled",
+    "warning",
+    "EL nodes (firewalld) without SrunPortRange: srun listens on ports the firewall drops",
+)
 SLURM_OPTION_UNKNOWN = Code(
     "slurm.option-unknown", "error", "not a slurm.conf key of the pinned Slurm"
 )

@@ -15,8 +15,10 @@ Sources (as recorded in shared/reference/domain-facts.md):
   to the driver.
 - DCGM: `datacenter-gpu-manager` for 3.x, `datacenter-gpu-manager-4-*` for 4.x; the
   packages carry epoch 1.
-- Slurm: SchedMD's own Debian packaging (`slurm-smd-*`, from 23.11) and RPM spec
-  (`slurm`, `slurm-slurmctld`, ...); Debian's names before 23.11.
+- Slurm (software.slurm_packages): SchedMD's own Debian packaging (`slurm-smd-*`, from
+  23.11) and RPM spec (`slurm`, `slurm-slurmctld`, ...), built by the site; or the
+  distribution's (`slurmctld`, `slurmd`, `slurmdbd`, `slurm-client`; EPEL's `slurm-*`),
+  pinned as `<version>-*` since their revision follows the distribution's point releases.
 - Lustre: Whamcloud's client packages (DKMS module on apt, kmod on EL).
 
 Revision suffixes (`-1`, `-0ubuntu1`, `.el9`) are repository choices that clustergen
@@ -33,7 +35,7 @@ from typing import Literal
 
 from clustergen.artifacts import NO_CHANGE, Change
 from clustergen.catalog.versions import parse_version
-from clustergen.model.software import Software
+from clustergen.model.software import SlurmPackaging, Software
 
 PackageFamily = Literal["apt", "dnf"]
 
@@ -248,32 +250,67 @@ def _dcgm(family: PackageFamily, s: Software) -> Pins:
 
 _SlurmKind = Literal["controller", "dbd", "compute", "login"]
 
+# The Slurm release each distribution ships in its own archive [domain-facts: "Where Slurm
+# packages come from"]. EL is absent: EPEL's build moves within a release (checks.software
+# asks the site to confirm it).
+DISTRIBUTION_SLURM: dict[str, str] = {
+    "debian-12": "22.05.8",
+    "ubuntu-22.04": "21.08.5",
+    "ubuntu-24.04": "23.11.4",
+}
+# The first release SchedMD's own debian/ packaging (slurm-smd-*) builds.
+SCHEDMD_APT_FIRST: tuple[int, int] = (23, 11)
+
+# Package names per packaging and family. Debian/Ubuntu split Slurm into slurmctld,
+# slurmd, slurmdbd and slurm-client; SchedMD's debian/ packaging into slurm-smd-*;
+# SchedMD's slurm.spec and EPEL's build (derived from it) into slurm-<daemon>.
+_APT_DISTRIBUTION_SLURM: dict[_SlurmKind, list[str]] = {
+    "controller": ["slurm-client", "slurmctld"],
+    "dbd": ["slurmdbd"],
+    "compute": ["slurm-client", "slurmd"],
+    "login": ["slurm-client"],
+}
+_APT_SCHEDMD_SLURM: dict[_SlurmKind, list[str]] = {
+    "controller": ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmctld"],
+    "dbd": ["slurm-smd", "slurm-smd-slurmdbd"],
+    "compute": ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"],
+    "login": ["slurm-smd", "slurm-smd-client"],
+}
+_DNF_SLURM: dict[_SlurmKind, list[str]] = {
+    "controller": ["slurm", "slurm-slurmctld"],
+    "dbd": ["slurm", "slurm-slurmdbd"],
+    "compute": ["slurm", "slurm-slurmd"],
+    "login": ["slurm"],
+}
+
+
+def slurm_packaging(software: Software) -> SlurmPackaging:
+    """software.slurm_packages, or where the packages of this version come from by default:
+    the distribution's on apt before SchedMD packaged for Debian, SchedMD's otherwise."""
+    if software.slurm_packages is not None:
+        return software.slurm_packages
+    family = OS_PACKAGE_FAMILY[software.os]
+    if family == "apt" and parse_version(software.slurm)[:2] < SCHEDMD_APT_FIRST:
+        return "distribution"
+    return "schedmd"
+
+
+def distribution_version_pin(version: str) -> str:
+    """A distribution's package at an upstream version, whatever its packaging revision
+    (Debian's 22.05.8-4+deb12u3 moves with point releases): a glob that apt preferences,
+    Ansible's apt module (`name=22.05.8-*`), dnf and the drift report all match."""
+    return f"{version}-*"
+
 
 def _slurm(kind: _SlurmKind) -> Callable[[PackageFamily, Software], Pins]:
     def pins(family: PackageFamily, s: Software) -> Pins:
+        packaging = slurm_packaging(s)
+        if packaging == "distribution":
+            names = (_APT_DISTRIBUTION_SLURM if family == "apt" else _DNF_SLURM)[kind]
+            return dict.fromkeys(names, distribution_version_pin(s.slurm))
         if family == "dnf":
-            names = {
-                "controller": ["slurm", "slurm-slurmctld"],
-                "dbd": ["slurm", "slurm-slurmdbd"],
-                "compute": ["slurm", "slurm-slurmd"],
-                "login": ["slurm"],
-            }[kind]
-            return dict.fromkeys(names, f"{s.slurm}-1{_EL_DIST}")
-        if parse_version(s.slurm)[:2] >= (23, 11):
-            names = {
-                "controller": ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmctld"],
-                "dbd": ["slurm-smd", "slurm-smd-slurmdbd"],
-                "compute": ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"],
-                "login": ["slurm-smd", "slurm-smd-client"],
-            }[kind]
-        else:
-            names = {
-                "controller": ["slurm-client", "slurmctld"],
-                "dbd": ["slurmdbd"],
-                "compute": ["slurm-client", "slurmd"],
-                "login": ["slurm-client"],
-            }[kind]
-        return dict.fromkeys(names, f"{s.slurm}-1")
+            return dict.fromkeys(_DNF_SLURM[kind], f"{s.slurm}-1{_EL_DIST}")
+        return dict.fromkeys(_APT_SCHEDMD_SLURM[kind], f"{s.slurm}-1")
 
     return pins
 

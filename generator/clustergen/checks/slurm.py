@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clustergen import codes
+from clustergen.catalog.packages import OS_PACKAGE_FAMILY
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
     DERIVED_KEYS,
@@ -44,7 +45,13 @@ def nodes(cluster: Cluster) -> list[Problem]:
 def options(cluster: Cluster) -> list[Problem]:
     """slurm.options against the keys of the pinned Slurm, the scheduling policies and QOS."""
     spec = cluster.spec
-    return [*_options(spec), *_policies(spec), *_qos(spec), *_timeouts(spec)]
+    return [
+        *_options(spec),
+        *_policies(spec),
+        *_qos(spec),
+        *_timeouts(spec),
+        *_srun_ports(spec),
+    ]
 
 
 def _compute_nodes_exist(spec: Spec, hosts: Sequence[Host]) -> list[Problem]:
@@ -482,5 +489,25 @@ def _timeouts(spec: Spec) -> list[Problem]:
             f"UnkillableStepTimeout={unkillable} is below 5 x MessageTimeout ({message}): "
             "nodes go down with KillTaskFailed while a GPU job is still letting go of its "
             "devices",
+        )
+    ]
+
+
+def _srun_ports(spec: Spec) -> list[Problem]:
+    """On EL, firewalld is on by default and the slurm role opens only the ports the
+    rendered files name; srun's listening ports are named only by SrunPortRange."""
+    if OS_PACKAGE_FAMILY[spec.software.os] != "dnf":
+        return []
+    if any(key.lower() == "srunportrange" for key in spec.slurm.options):
+        return []
+    return [
+        Problem(
+            codes.SLURM_SRUN_PORTS_FIREWALLED,
+            ("slurm", "options"),
+            f"on {spec.software.os} firewalld drops what srun listens on, and without "
+            "SrunPortRange srun takes any free port, so slurmd and slurmctld cannot reach "
+            "it and jobs hang at launch; set slurm.options.SrunPortRange (e.g. 60001-63000, "
+            "which the playbook opens on login and compute nodes)",
+            at="key",
         )
     ]

@@ -5,6 +5,12 @@ from __future__ import annotations
 from clustergen import codes
 from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
 from clustergen.catalog.gpus import GPU_MODELS
+from clustergen.catalog.packages import (
+    DISTRIBUTION_SLURM,
+    OS_PACKAGE_FAMILY,
+    SCHEDMD_APT_FIRST,
+    slurm_packaging,
+)
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, key_list_version, release_name
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem
@@ -18,7 +24,7 @@ def _dotted(version: tuple[int, ...]) -> str:
 
 def versions(cluster: Cluster) -> list[Problem]:
     spec = cluster.spec
-    return [*_cuda_and_driver(spec), *_slurm_version(spec)]
+    return [*_cuda_and_driver(spec), *_slurm_version(spec), *_slurm_packaging(spec)]
 
 
 def gpus(cluster: Cluster) -> list[Problem]:
@@ -142,3 +148,68 @@ def _slurm_version(spec: Spec) -> list[Problem]:
             )
         ]
     return []
+
+
+def _slurm_packaging(spec: Spec) -> list[Problem]:
+    """Where the Slurm packages come from against the version and the repositories."""
+    software = spec.software
+    packaging = slurm_packaging(software)
+    family = OS_PACKAGE_FAMILY[software.os]
+    # Said on the key when the spec states it, on the version when it is the default.
+    path = ("software", "slurm_packages" if software.slurm_packages else "slurm")
+    if packaging == "distribution" and family == "dnf":
+        return [
+            Problem(
+                codes.SOFTWARE_SLURM_EPEL_VERSION_UNCONFIRMED,
+                path,
+                f"{software.os} has no Slurm of its own and EPEL's moves within a release: "
+                f"confirm that EPEL offers Slurm {software.slurm} (dnf list --showduplicates "
+                "slurm) before applying, or build SchedMD's packages (slurm_packages: schedmd)",
+            )
+        ]
+    if packaging == "distribution":
+        shipped = DISTRIBUTION_SLURM[software.os]
+        if software.slurm == shipped:
+            return []
+        default = "" if software.slurm_packages else " (the default before 23.11 on apt)"
+        # Unset, the key follows the version: the shipped one may itself select schedmd.
+        stated = "" if software.slurm_packages else " with slurm_packages: distribution"
+        too_old = (
+            ", older than clustergen supports"
+            if key_list_version(shipped) is None
+            else f"; set software.slurm: {shipped}{stated}"
+        )
+        return [
+            Problem(
+                codes.SOFTWARE_SLURM_NOT_DISTRIBUTION_VERSION,
+                ("software", "slurm"),
+                f"the distribution's Slurm packages{default} are {shipped} on {software.os}, "
+                f"not {software.slurm}{too_old}, or build SchedMD's packages "
+                "(slurm_packages: schedmd, from 23.11)",
+            )
+        ]
+    problems = []
+    if family == "apt" and parse_version(software.slurm)[:2] < SCHEDMD_APT_FIRST:
+        problems.append(
+            Problem(
+                codes.SOFTWARE_SLURM_SCHEDMD_APT_TOO_OLD,
+                ("software", "slurm_packages"),
+                f"SchedMD's Debian packaging (slurm-smd) starts with "
+                f"{_dotted(SCHEDMD_APT_FIRST)}, so it builds no Slurm {software.slurm}: pin "
+                f"{_dotted(SCHEDMD_APT_FIRST)} or newer, or the version {software.os} ships "
+                "with slurm_packages: distribution",
+            )
+        )
+    # Only a stated choice is held to its repository: the default keeps the specs written
+    # before the key valid as they were (their site repository may be configured outside).
+    if software.slurm_packages == "schedmd" and not software.repositories:
+        problems.append(
+            Problem(
+                codes.SOFTWARE_SLURM_SCHEDMD_WITHOUT_REPOSITORY,
+                ("software", "slurm_packages"),
+                "SchedMD publishes no package repository: the site builds its Slurm packages "
+                "and serves them from its own, and software.repositories names none, so "
+                "nothing on the nodes offers them",
+            )
+        )
+    return problems

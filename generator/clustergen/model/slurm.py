@@ -38,7 +38,9 @@ class AccountingDatabase(StrictModel):
     host: DnsDomain = Field(
         default="localhost",
         description="MariaDB/MySQL host seen from slurmdbd: a host name, domain name or IPv4 "
-        "address.",
+        "address. localhost (or the slurmdbd node): the playbook installs MariaDB there; any "
+        "other host is an external server the site provides with the database, user and grant "
+        "(docs/ansible.md).",
     )
     port: Int = Field(default=3306, ge=1, le=65535, description="Database port.")
     name: DatabaseWord = Field(default="slurm_acct_db", description="Database name.")

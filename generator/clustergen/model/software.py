@@ -13,6 +13,7 @@ from clustergen.model.common import Identifier, StrictModel, Version
 from clustergen.model.syntax import AptComponent, AptSuite, PackageVersion, Url
 
 OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "rocky-9", "rhel-9"]
+SlurmPackaging = Literal["distribution", "schedmd"]
 
 
 class Repository(StrictModel):
@@ -82,6 +83,16 @@ class Software(StrictModel):
     slurm: Version = Field(
         description="Slurm version, e.g. 23.11.10. slurm.options keys are checked against this "
         "version's parser."
+    )
+    slurm_packages: SlurmPackaging | None = Field(
+        default=None,
+        description="Where the Slurm packages come from. distribution: the OS's own "
+        "(slurmctld, slurmd, slurmdbd, slurm-client on apt; EPEL's slurm-* on EL), pinned to "
+        "the version with any packaging revision (22.05.8-*); software.slurm must be the "
+        "version the OS ships. schedmd: packages the site builds from SchedMD's packaging "
+        "(slurm-smd-* on apt, from 23.11; slurm, slurm-slurmctld, ... on EL), served from a "
+        "repository in software.repositories. Default: schedmd, except on apt before 23.11 "
+        "(distribution).",
     )
     lustre: Version | None = Field(default=None, description="Lustre client/server version.")
     repositories: list[Repository] = Field(

@@ -12,12 +12,17 @@ Rules, per package manager:
   name-version-release` does; a pin with an epoch must equal the installed one,
   an installed package without an epoch having epoch 0.
 
+A pin may end in a glob (`22.05.8-*`: a distribution's package at an upstream version,
+whatever its packaging revision); the part after the epoch then matches as apt
+preferences and Ansible's apt module match it (fnmatch).
+
 Self-contained (the roles are copied into the rendered tree, where clustergen is
 not importable); tests/test_pinned_versions.py tests it directly.
 """
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Any
 
 
@@ -45,7 +50,7 @@ def version_matches(installed: str, locked: str, family: str) -> bool:
     """Whether an installed version is exactly the pinned one (see the module rules)."""
     installed_epoch, installed_rest = split_epoch(installed)
     locked_epoch, locked_rest = split_epoch(locked)
-    if installed_rest != locked_rest:
+    if not fnmatchcase(installed_rest, locked_rest):
         return False
     if family == "apt":
         return (installed_epoch or "0") == (locked_epoch or "0")
