@@ -181,6 +181,17 @@ def test_site_pins_holds_and_reports_drift(
     assert not any(second.changed().values()), (
         f"the second run changed something: {second.changed()}\n{second.output}"
     )
+    # The converge check found every node current: the converge plays ran on none.
+    for node in NODES:
+        assert f"ok: [{node}] => (item=current)" in second.output, second.output
+    assert "TASK [slurm : " not in second.output, second.output
+    # Forced, every play runs on every node again, and still changes nothing.
+    forced = ansible.playbook("site.yml", "-e", "clustergen_converge_all=true")
+    _succeeded(forced, "site.yml -e clustergen_converge_all=true")
+    assert "TASK [slurm : " in forced.output, forced.output
+    assert not any(forced.changed().values()), (
+        f"the forced run changed something: {forced.changed()}\n{forced.output}"
+    )
     _succeeded(ansible.playbook("verify.yml"), "verify.yml on converged nodes")
 
     # An admin moves one package on one node past its pin.

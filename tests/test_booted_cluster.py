@@ -314,6 +314,28 @@ def _task_headers(result: PlaybookRun) -> int:
     return sum(1 for line in result.output.splitlines() if line.startswith("TASK ["))
 
 
+# The converge check's two tasks (roles/clustergen_state/tasks/check.yml): all that a
+# run does on a node that already runs the release.
+CHECK_TASKS = 2
+
+
+def _assert_fast_path(result: PlaybookRun, current: set[str]) -> None:
+    """The nodes in `current` ran only the converge check; when every node is current,
+    every converge play matched no host."""
+    for host in current:
+        assert f"ok: [{host}] => (item=current)" in result.output, result.output
+        assert result.recap[host]["ok"] == CHECK_TASKS, (host, result.recap, result.output)
+        assert result.recap[host]["changed"] == 0, (host, result.recap)
+        assert result.recap[host]["skipped"] == 0, (host, result.recap)
+    if current == set(result.recap):
+        headers = [line for line in result.output.splitlines() if line.startswith("TASK [")]
+        assert len(headers) == CHECK_TASKS, headers
+        assert all(h.startswith("TASK [clustergen_state : ") for h in headers), headers
+        plays = result.output.count("\nPLAY [")
+        skipped = result.output.count("skipping: no hosts matched")
+        assert skipped == plays - 1, result.output
+
+
 def _assert_services(cluster: BootedCluster) -> None:
     wanted = {HEAD: ("munge", "mariadb", "slurmdbd", "slurmctld")}
     wanted.update({name: ("munge", "slurmd") for name in GPU_NODES})
@@ -415,9 +437,17 @@ def test_site_builds_a_working_slurm_cluster(
     )
     ping = ansible.adhoc("all", "-m", "ansible.builtin.ping")
     _succeeded(ping, "ansible -m ping")
+    # Every node was current: only the check ran, every converge play was empty.
+    _assert_fast_path(second, set(cluster.nodes))
     figures["no-op site.yml"] = second.seconds
     figures["ping round"] = ping.seconds
+    figures["no-op/ping"] = second.seconds / ping.seconds
     figures["no-op task headers"] = _task_headers(second)
+    with capsys.disabled():  # now, so that a later step's failure does not lose them
+        print(
+            f"\nno-op site.yml {second.seconds:.1f}s, ping round {ping.seconds:.1f}s "
+            f"({second.seconds / ping.seconds:.1f}x), {_task_headers(second)} task headers"
+        )
 
     # 5. verify.yml passes on the converged cluster.
     _succeeded(ansible.playbook("verify.yml"), "verify.yml on the converged cluster")
@@ -518,6 +548,18 @@ def _drift_and_hold_caught(cluster: BootedCluster, ansible: Ansible, rendered: R
     converge = ansible.playbook("site.yml")
     _succeeded(converge, "converge run after the drift")
     assert {n for n, c in converge.changed().items() if c} == {DRIFT_NODE, UNHELD_NODE}
+    # The check sent exactly the two drifted nodes to the converge plays.
+    _assert_fast_path(converge, set(cluster.nodes) - {DRIFT_NODE, UNHELD_NODE})
+    for node in (DRIFT_NODE, UNHELD_NODE):
+        assert converge.recap[node]["ok"] > CHECK_TASKS, converge.recap
+    # Each for its own reason, in the check's words.
+    verdicts = {
+        line.split("]")[0].removeprefix("ok: ["): line
+        for line in converge.output.splitlines()
+        if "(item=converge: " in line
+    }
+    assert f"package {DRIFT_PACKAGE}: {newer}, pinned {pin}" in verdicts[DRIFT_NODE], verdicts
+    assert f"package {DRIFT_PACKAGE}: not held" in verdicts[UNHELD_NODE], verdicts
     _succeeded(ansible.playbook("verify.yml"), "verify.yml after the converge run")
     return time.monotonic() - started
 

@@ -55,10 +55,11 @@ def render_all(cluster: Cluster) -> dict[str, Artifact]:
 
     env = environment()
     by_family = {name: family(cluster, env) for name, family in FAMILIES.items()}
+    site_files = site.render()
     artifacts = [
         *(artifact for rendered in by_family.values() for artifact in rendered),
-        *ansible.render(cluster, env, by_family),
-        *site.render(),
+        *ansible.render(cluster, env, by_family, site_files),
+        *site_files,
     ]
     files: dict[str, Artifact] = {}
     for artifact in artifacts:

@@ -7,10 +7,16 @@ rendered_files role with the handler that a change needs). This family knows no
 other family's files: it reads their artifacts. versions.lock carries the pins
 for review and for the drift report (verify.yml). No secret is rendered: a file
 that needs one names the vault variable its secret line is filled from.
+
+group_vars/all.yml also carries `clustergen_release`, a digest of everything
+site.yml applies (the site files, the inventory and every installed artifact): a
+node whose recorded release equals it, and whose live state passes the
+converge check, is skipped by every converge play (roles/clustergen_state).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -58,7 +64,10 @@ class LockGroup:
 
 
 def render(
-    cluster: Cluster, env: jinja2.Environment, by_family: Mapping[str, Sequence[Artifact]]
+    cluster: Cluster,
+    env: jinja2.Environment,
+    by_family: Mapping[str, Sequence[Artifact]],
+    site: Sequence[Artifact],
 ) -> list[Artifact]:
     groups = [
         InventoryGroup(group.name, tuple(host_patterns(list(group.hosts))), group.children)
@@ -89,7 +98,41 @@ def render(
                 render_template(env, "ansible/group_vars.yml.j2", cluster, vars=group_vars),
             )
         )
-    return artifacts
+    # The digest covers all.yml as rendered without it, then all.yml carries it.
+    installed = [a for family in by_family.values() for a in family if a.install is not None]
+    stamp = release_stamp([*installed, *site, *artifacts])
+    all_vars = _all_vars(cluster)
+    all_vars.variables.append(
+        Variable(
+            "clustergen_release",
+            "digest of what site.yml applies (site files, inventory, installed files); "
+            "a node that recorded it and passes the converge check is skipped",
+            stamp,
+        )
+    )
+    return [
+        *(a for a in artifacts if a.path != f"inventory/group_vars/{all_vars.group}.yml"),
+        Artifact(
+            f"inventory/group_vars/{all_vars.group}.yml",
+            render_template(env, "ansible/group_vars.yml.j2", cluster, vars=all_vars),
+        ),
+    ]
+
+
+def release_stamp(artifacts: Sequence[Artifact]) -> str:
+    """sha256 over every artifact's path, mode and text, in path order: byte-stable, and
+    different whenever any file that site.yml applies is. versions.lock (the drift
+    report's copy of the pins, which group_vars carry too) and files that are not
+    installed (acceptance jobs, facility sheets) stay out, so they converge nothing."""
+    digest = hashlib.sha256()
+    for artifact in sorted(artifacts, key=lambda a: a.path):
+        if artifact.path == "versions.lock":
+            continue
+        for part in (artifact.path, f"{artifact.mode:o}", artifact.text):
+            encoded = part.encode("utf-8")
+            digest.update(len(encoded).to_bytes(8, "big"))
+            digest.update(encoded)
+    return digest.hexdigest()
 
 
 # --- host ranges ------------------------------------------------------------------
@@ -229,23 +272,29 @@ def _installed_files(
     for family, artifacts in sorted(by_family.items()):
         for artifact in artifacts:
             if artifact.install is not None:
-                entry = _install_entry(family, artifact.path, artifact.install)
+                entry = _install_entry(family, artifact, artifact.install)
                 by_group.setdefault(artifact.install.group, []).append(entry)
     return {
         group: sorted(entries, key=lambda e: str(e["dest"])) for group, entries in by_group.items()
     }
 
 
-def _install_entry(family: str, path: str, install: Install) -> dict[str, str | bool | list[str]]:
+def _install_entry(
+    family: str, artifact: Artifact, install: Install
+) -> dict[str, str | bool | list[str]]:
+    text = artifact.text
     entry: dict[str, str | bool | list[str]] = {
         "family": family,
-        "src": f"{_FROM_INVENTORY}/{path}",
+        "src": f"{_FROM_INVENTORY}/{artifact.path}",
         "dest": install.dest,
         "owner": install.owner,
         "group": install.file_group,
         "mode": f"0{install.mode:o}",
         "change": install.change.describe(),
     }
+    if install.secret is None:
+        # What the file must hash to on the node: the converge check compares it.
+        entry["sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
     handler = handler_name(install)
     if handler is not None:
         entry["notify"] = handler

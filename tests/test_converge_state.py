@@ -1,0 +1,209 @@
+"""The converge check that lets a no-op site.yml run skip converged nodes.
+
+The release stamp (clustergen_release in group_vars/all.yml) must change with
+everything site.yml applies and with nothing else; the check script
+(roles/clustergen_state/files/state-check) must call a node current only when it
+matches its recorded state. The script runs here as on a node, on real files and
+the real dpkg database; the booted test (tests/test_booted_cluster.py) runs it
+through site.yml.
+"""
+
+from __future__ import annotations
+
+import grp
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from clustergen.load import load_spec
+from clustergen.outputs.ansible import release_stamp
+from clustergen.render import render_all
+from clustergen.validate import validate_cluster
+
+from support.ci import skip_or_fail
+from support.paths import EXAMPLES, REPO
+
+SPEC = EXAMPLES / "ml-training-8node.yaml"
+SCRIPT = REPO / "roles" / "clustergen_state" / "files" / "state-check"
+RELEASE = "a" * 64
+
+
+def _release(spec_text: str, tmp_path: Path) -> str:
+    path = tmp_path / SPEC.name
+    path.write_text(spec_text, encoding="utf-8")
+    cluster, problems = validate_cluster(load_spec(str(path)))
+    assert cluster is not None, [p.format() for p in problems]
+    all_vars = yaml.safe_load(render_all(cluster)["inventory/group_vars/all.yml"].text)
+    return str(all_vars["clustergen_release"])
+
+
+def _edited(old: str, new: str) -> str:
+    text = SPEC.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
+def test_release_is_byte_stable_and_covers_what_site_yml_applies(tmp_path: Path) -> None:
+    release = _release(SPEC.read_text(encoding="utf-8"), tmp_path)
+    assert release == _release(SPEC.read_text(encoding="utf-8"), tmp_path)
+    # A partition's MaxTime is in slurm.conf, which every Slurm node receives.
+    max_time = _edited('max_time: "01:00:00"', 'max_time: "02:00:00"')
+    assert _release(max_time, tmp_path) != release
+    # A rack's PDU feeds only the facility sheets, which no node receives.
+    facility = _edited("r01-pdu-a, feed: A, volts: 415", "r01-pdu-a, feed: A, volts: 400")
+    assert _release(facility, tmp_path) == release
+
+
+def test_release_digest_separates_paths_from_text() -> None:
+    from clustergen.artifacts import Artifact
+
+    assert release_stamp([Artifact("a", "bc")]) != release_stamp([Artifact("ab", "c")])
+    assert release_stamp([Artifact("a", "x", mode=0o755)]) != release_stamp([Artifact("a", "x")])
+
+
+# --- the check script ---------------------------------------------------------------
+
+
+def _owner() -> tuple[str, str]:
+    return pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name
+
+
+def _state(tmp_path: Path, **overrides: object) -> dict[str, object]:
+    config = tmp_path / "node.conf"
+    config.write_text("Key=value\n")
+    config.chmod(0o644)
+    secret = tmp_path / "secret.conf"
+    secret.write_text("Key=value\nPass=hunter2\n")
+    secret.chmod(0o600)
+    owner, group = _owner()
+    state: dict[str, object] = {
+        "release": RELEASE,
+        "family": "apt",
+        "packages": {},
+        "files": [
+            {
+                "dest": str(config),
+                "sha256": hashlib.sha256(b"Key=value\n").hexdigest(),
+                "owner": owner,
+                "group": group,
+                "mode": "0644",
+            },
+            {"dest": str(secret), "owner": owner, "group": group, "mode": "0600"},
+        ],
+        "services": [],
+        "accounts": {},
+    }
+    state.update(overrides)
+    return state
+
+
+def _request(tmp_path: Path, **overrides: object) -> dict[str, object]:
+    secret = hashlib.sha256(b"Key=value\nPass=hunter2\n").hexdigest()
+    request: dict[str, object] = {
+        "release": RELEASE,
+        "secrets": {str(tmp_path / "secret.conf"): secret},
+        "missing": [],
+    }
+    request.update(overrides)
+    return request
+
+
+def _check(
+    tmp_path: Path, state: dict[str, object] | None, request: dict[str, object]
+) -> list[str]:
+    state_file = tmp_path / "state.json"
+    if state is not None:
+        state_file.write_text(json.dumps(state))
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), str(state_file)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_a_node_that_matches_its_recorded_release_is_current(tmp_path: Path) -> None:
+    assert _check(tmp_path, _state(tmp_path), _request(tmp_path)) == ["current"]
+
+
+def test_a_node_without_recorded_state_converges(tmp_path: Path) -> None:
+    lines = _check(tmp_path, None, _request(tmp_path))
+    assert lines[0] == "converge" and "no recorded state" in lines[1], lines
+
+
+def test_another_release_converges(tmp_path: Path) -> None:
+    lines = _check(tmp_path, _state(tmp_path), _request(tmp_path, release="b" * 64))
+    assert lines == ["converge", f"release {'a' * 12} recorded, this run applies {'b' * 12}"]
+
+
+def test_changed_files_modes_and_secrets_converge(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    (tmp_path / "node.conf").write_text("Key=edited\n")
+    (tmp_path / "secret.conf").chmod(0o644)
+    # The vault's secret changed since the file was written.
+    rotated = {str(tmp_path / "secret.conf"): hashlib.sha256(b"other").hexdigest()}
+    lines = _check(tmp_path, state, _request(tmp_path, secrets=rotated))
+    assert lines == [
+        "converge",
+        f"file {tmp_path / 'node.conf'}: content differs",
+        f"file {tmp_path / 'secret.conf'}: content differs",
+        f"file {tmp_path / 'secret.conf'}: mode 0644, wanted 0600",
+    ]
+
+
+def test_a_missing_file_or_secret_converges(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    (tmp_path / "node.conf").unlink()
+    lines = _check(tmp_path, state, _request(tmp_path, missing=["vault_munge_key"]))
+    assert lines == [
+        "converge",
+        "secret vault_munge_key not given to this run",
+        f"file {tmp_path / 'node.conf'}: No such file or directory",
+    ]
+
+
+def test_accounts_are_checked_by_id(tmp_path: Path) -> None:
+    owner, group = _owner()
+    if owner != group or os.getuid() != os.getgid():
+        skip_or_fail("needs a user whose group has its name and ID (root in CI)")
+    assert _check(
+        tmp_path, _state(tmp_path, accounts={owner: str(os.getuid())}), _request(tmp_path)
+    ) == ["current"]
+    lines = _check(tmp_path, _state(tmp_path, accounts={owner: "64999"}), _request(tmp_path))
+    assert lines[0] == "converge" and lines[1].startswith(f"account {owner}: uid {os.getuid()}"), (
+        lines
+    )
+
+
+def test_packages_are_read_from_dpkg_with_their_holds(tmp_path: Path) -> None:
+    """The real dpkg database: dpkg itself at its installed version, not held."""
+    if shutil.which("dpkg-query") is None:
+        skip_or_fail("needs dpkg (Debian, as CI)")
+    version = subprocess.run(
+        ["dpkg-query", "--show", "--showformat=${Version}", "dpkg"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    held = subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True).stdout.split()
+    pins = {"dpkg": version, "clustergen-no-such-package": "1.0-1"}
+    lines = _check(tmp_path, _state(tmp_path, packages=pins), _request(tmp_path))
+    expected = ["converge", "package clustergen-no-such-package: not installed, pinned 1.0-1"]
+    expected.append("package clustergen-no-such-package: not held")
+    if "dpkg" not in held:
+        expected.append("package dpkg: not held")
+    assert lines == expected
+    moved = _check(
+        tmp_path, _state(tmp_path, packages={"dpkg": f"9:{version}"}), _request(tmp_path)
+    )
+    assert moved[1] == f"package dpkg: {version}, pinned 9:{version}", moved
