@@ -165,5 +165,11 @@ def test_lustre_roles_format_once_and_then_change_nothing(tmp_path: Path) -> Non
     second = ansible.playbook("site.yml")
     assert second.returncode == 0, second.output[-6000:]
     assert not any(second.changed().values()), f"{second.changed()}\n{second.output[-6000:]}"
+    # Without the format switch (which converges every node) each node is current: a
+    # server's converge check looks only at its own targets' script and mount unit.
+    checked = ansible.playbook("site.yml", "-e", "lustre_server_format=false")
+    assert checked.returncode == 0, checked.output[-6000:]
+    for node in NODES:
+        assert f"ok: [{node}] => (item=current)" in checked.output, checked.output[-6000:]
     logs = [(nodes[n].root / STUB_LOG).read_text() for n in ("mds01", "oss01")]
     assert sum(log.count("mkfs.lustre") for log in logs) == 4, "the second run formatted again"
