@@ -207,3 +207,27 @@ def test_packages_are_read_from_dpkg_with_their_holds(tmp_path: Path) -> None:
         tmp_path, _state(tmp_path, packages={"dpkg": f"9:{version}"}), _request(tmp_path)
     )
     assert moved[1] == f"package dpkg: {version}, pinned 9:{version}", moved
+
+
+def test_a_glob_pin_matches_the_distributions_revision(tmp_path: Path) -> None:
+    """`slurm_packages: distribution` pins `<version>-*`: bash (a Debian package with a
+    packaging revision) at any revision of its upstream version matches, as apt
+    preferences match it; another upstream version does not."""
+    if shutil.which("dpkg-query") is None:
+        skip_or_fail("needs dpkg (Debian, as CI)")
+    version = subprocess.run(
+        ["dpkg-query", "--show", "--showformat=${Version}", "bash"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    upstream, revision = version.split(":")[-1].rsplit("-", 1)
+    assert revision, version
+    matching = _check(
+        tmp_path, _state(tmp_path, packages={"bash": f"{upstream}-*"}), _request(tmp_path)
+    )
+    assert [line for line in matching if "pinned" in line] == [], matching
+    other = _check(
+        tmp_path, _state(tmp_path, packages={"bash": f"{upstream}.9-*"}), _request(tmp_path)
+    )
+    assert f"package bash: {version}, pinned {upstream}.9-*" in other, other
