@@ -189,12 +189,7 @@ def test_packages_are_read_from_dpkg_with_their_holds(tmp_path: Path) -> None:
     """The real dpkg database: dpkg itself at its installed version, not held."""
     if shutil.which("dpkg-query") is None:
         skip_or_fail("needs dpkg (Debian, as CI)")
-    version = subprocess.run(
-        ["dpkg-query", "--show", "--showformat=${Version}", "dpkg"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    version = _installed_version("dpkg")
     held = subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True).stdout.split()
     pins = {"dpkg": version, "clustergen-no-such-package": "1.0-1"}
     lines = _check(tmp_path, _state(tmp_path, packages=pins), _request(tmp_path))
@@ -215,12 +210,7 @@ def test_a_glob_pin_matches_the_distributions_revision(tmp_path: Path) -> None:
     preferences match it; another upstream version does not."""
     if shutil.which("dpkg-query") is None:
         skip_or_fail("needs dpkg (Debian, as CI)")
-    version = subprocess.run(
-        ["dpkg-query", "--show", "--showformat=${Version}", "bash"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    version = _installed_version("bash")
     upstream, revision = version.split(":")[-1].rsplit("-", 1)
     assert revision, version
     matching = _check(
@@ -231,3 +221,12 @@ def test_a_glob_pin_matches_the_distributions_revision(tmp_path: Path) -> None:
         tmp_path, _state(tmp_path, packages={"bash": f"{upstream}.9-*"}), _request(tmp_path)
     )
     assert f"package bash: {version}, pinned {upstream}.9-*" in other, other
+
+
+def _installed_version(package: str) -> str:
+    return subprocess.run(
+        ["dpkg-query", "--show", "--showformat=${Version}", package],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
