@@ -653,7 +653,9 @@ def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, edits: Spe
     first_out = next(
         i for i, sample in enumerate(recorder.samples) if sample.get(first, "").startswith("dr")
     )
-    assert recorder.samples[first_out].get(busy) == "alloc", recorder.samples
+    assert recorder.samples[first_out].get(busy) == "alloc", (
+        f"{first}: {recorder.sequence(first)}; {busy}: {recorder.sequence(busy)}"
+    )
     _wait_for(f"sacct to record job {job}", lambda: _sacct_state(cluster, job) != "")
     assert _sacct_state(cluster, job) == f"COMPLETED|{busy}"
     states = _node_states(cluster)
