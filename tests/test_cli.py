@@ -15,6 +15,7 @@ import pytest
 from clustergen import write
 
 from support.paths import EXAMPLES, REPO, SCHEMA
+from support.trees import tree_state
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 EDGE = EXAMPLES / "edge-roce-2node.yaml"
@@ -244,18 +245,6 @@ def test_malformed_documents_exit_1(cli, tmp_path: Path, text: str) -> None:  # 
     assert "internal error" not in result.err
 
 
-def tree_state(root: Path) -> dict[str, tuple[str, int, bytes]]:
-    """Every file and directory under root: kind, mode and content (for byte-identity)."""
-    return {
-        str(p.relative_to(root)): (
-            "dir" if p.is_dir() else "file",
-            p.stat().st_mode,
-            b"" if p.is_dir() else p.read_bytes(),
-        )
-        for p in sorted(root.rglob("*"))
-    }
-
-
 def test_an_invalid_spec_leaves_a_rendered_tree_byte_identical(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "site"
     assert cli("render", str(EDGE), "-o", str(out)).code == 0
@@ -319,19 +308,32 @@ def test_the_staged_files_reach_the_disk_with_syncfs_or_one_fsync_each(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """One syncfs(2) makes the staged tree durable on Linux; where it is missing every
-    file and folder is fsynced instead, and the tree is the same."""
+    staged file and its folder is fsynced instead, and the tree is the same: for a new
+    tree (built in its staging folder) and over an existing one (temporaries)."""
     assert write._syncfs(tmp_path) is (sys.platform.startswith("linux"))
     assert cli("render", str(ML), "-o", str(tmp_path / "syncfs")).code == 0
     synced: list[Path] = []
     fsync = write._fsync
     monkeypatch.setattr(write, "_syncfs", lambda path: False)
     monkeypatch.setattr(write, "_fsync", lambda path: (synced.append(path), fsync(path)))
-    assert cli("render", str(ML), "-o", str(tmp_path / "fsync")).code == 0
-    assert tree_state(tmp_path / "syncfs") == tree_state(tmp_path / "fsync")
-    staged = [p for p in synced if p.name.endswith(write.TEMPORARY)]
-    tree = tree_state(tmp_path / "fsync")
-    assert len(staged) == sum(kind == "file" for kind, _, _ in tree.values())
-    assert tmp_path / "fsync" / "slurm" in synced, "the folders' entries too"
+    new = tmp_path / "fsync"
+    assert cli("render", str(ML), "-o", str(new)).code == 0
+    assert tree_state(tmp_path / "syncfs") == tree_state(new)
+    staging = write.staging_folder(new)
+    files = sorted(path for path, (kind, _, _) in tree_state(new).items() if kind == "file")
+    staged_files = sorted(
+        str(p.relative_to(staging)) for p in synced if p.is_relative_to(staging) and p != staging
+    )
+    assert set(files) <= set(staged_files)
+    assert staging / "slurm" in synced, "the folders' entries too"
+    assert tmp_path in synced, "and the entry of the new tree itself"
+    synced.clear()
+    assert cli("render", str(EDGE), "-o", str(new)).code == 0
+    changed = sum(kind == "file" for kind, _, _ in tree_state(new).values())
+    temporaries = [p for p in synced if p.name.endswith(write.TEMPORARY)]
+    assert temporaries and len(temporaries) <= changed
+    assert all(p.parent.is_relative_to(new) for p in temporaries)
+    assert new / "slurm" in synced
 
 
 def test_a_link_planted_where_a_file_is_staged_is_never_followed(

@@ -160,3 +160,54 @@ def test_a_journal_that_leaves_the_tree_is_refused(tmp_path: Path, line: str) ->
     assert "unreadable clustergen journal line" in result.stderr
     assert "Traceback" not in result.stderr
     assert {p: b for p, b in tree(out).items() if p != JOURNAL} == before
+
+
+# Runs clustergen with every staged file slowed, printing a line at the first one.
+SLOW_STAGING = f"""
+import sys, time
+from clustergen import write
+real_stage = write._stage
+started = []
+def slow_stage(path, rendered, **options):
+    if not started:
+        started.append(True)
+        print("staging", flush=True)
+    time.sleep({RENAME_DELAY_S})
+    return real_stage(path, rendered, **options)
+write._stage = slow_stage
+from clustergen.entry import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_new_tree_killed_while_staged_is_no_tree_and_the_next_command_sweeps_it(
+    renders: tuple[dict[str, bytes], dict[str, bytes]], tmp_path: Path
+) -> None:
+    """A render into a directory that does not exist builds the tree in a staging
+    folder beside it and renames it into place whole. Killed part way, there is no
+    tree at all (not a partial one); the next command removes the staging folder, says
+    so, and renders the whole tree."""
+    _, new = renders
+    out = tmp_path / "tree"
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_STAGING, "render", str(NEW), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "staging\n"
+    time.sleep(len(new) * RENAME_DELAY_S / 2)
+    assert process.poll() is None, "the render finished before it was killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    process.stdout.close()
+    staging = tmp_path / f".tree{TEMPORARY}"
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [staging.name]
+    assert any(staging.rglob("*.conf")), "killed while staging"
+    result = clustergen("render", str(NEW), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert f"removed {staging}, where a render that was interrupted was building" in result.stderr
+    assert tree(out) == new
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tree"]

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from clustergen import __version__
 from clustergen.artifacts import Artifact
@@ -22,6 +22,7 @@ from clustergen.validate import validate, validate_cluster
 
 if TYPE_CHECKING:
     from clustergen.twin.twin import Twin
+    from clustergen.write import Change
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -278,6 +279,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
     # Only render needs jinja2 and the writer; validate starts faster without them.
+    from clustergen.parallel import render_into
     from clustergen.render import render_all
     from clustergen.write import plan, recover, unified_diff, with_manifest, write
 
@@ -291,6 +293,9 @@ def cmd_render(args: argparse.Namespace) -> int:
     cluster = _load_valid(args.spec, args)
     # Standard output carries the problems in the machine formats; the summary moves aside.
     say = sys.stdout if args.format == "text" else sys.stderr
+    if not (args.diff or args.check):
+        _summary(out_dir, render_into(out_dir, cluster, adopt=args.adopt), say)
+        return int(ExitCode.OK)
     files: dict[str, Artifact] = with_manifest(render_all(cluster))
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
     changes = plan(out_dir, files, adopt=args.adopt or args.check)
@@ -310,6 +315,11 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"{out_dir}: up to date with {args.spec}", file=say)
         return int(ExitCode.OK)
     write(out_dir, files, changes)
+    _summary(out_dir, changes, say)
+    return int(ExitCode.OK)
+
+
+def _summary(out_dir: Path, changes: list[Change], say: TextIO) -> None:
     counts = {
         action: sum(c.action == action for c in changes)
         for action in ("create", "change", "remove", "unchanged")
@@ -319,7 +329,6 @@ def cmd_render(args: argparse.Namespace) -> int:
         f"{counts['remove']} removed, {counts['unchanged']} unchanged",
         file=say,
     )
-    return int(ExitCode.OK)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ files. Nothing here writes to disk (write.py does).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 
@@ -51,10 +52,37 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
 
 def render_all(cluster: Cluster) -> dict[str, Artifact]:
-    from clustergen.outputs import FAMILIES, ansible, site
+    from clustergen.outputs import FAMILIES
 
     env = environment()
-    by_family = {name: family(cluster, env) for name, family in FAMILIES.items()}
+    return render_rest(cluster, env, render_families(cluster, env, FAMILIES))
+
+
+def render_families(
+    cluster: Cluster, env: jinja2.Environment, names: Iterable[str]
+) -> dict[str, list[Artifact]]:
+    """The named content families' artifacts, by family. A family that installs nothing
+    (outputs.UNINSTALLED) is checked to keep to that, since the Ansible family may then
+    be rendered without it."""
+    from clustergen.outputs import FAMILIES, UNINSTALLED
+
+    by_family = {}
+    for name in names:
+        artifacts = FAMILIES[name](cluster, env)
+        for artifact in artifacts:
+            if name in UNINSTALLED and artifact.install is not None:
+                raise AssertionError(f"the {name} family installs {artifact.path}")
+        by_family[name] = artifacts
+    return by_family
+
+
+def render_rest(
+    cluster: Cluster, env: jinja2.Environment, by_family: Mapping[str, list[Artifact]]
+) -> dict[str, Artifact]:
+    """The given families' artifacts with the Ansible family's and the site files, by
+    path in path order. by_family holds every family that installs a file."""
+    from clustergen.outputs import ansible, site
+
     site_files = site.render()
     artifacts = [
         *(artifact for rendered in by_family.values() for artifact in rendered),

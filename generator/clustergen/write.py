@@ -3,12 +3,18 @@
 Only files clustergen wrote (listed in the manifest) are ever replaced or
 removed; everything else in the output directory is left alone.
 
-A write stages every new file as a temporary beside its target, then commits a
-journal naming every rename and removal, then applies them, then deletes the
-journal. A render killed at any point leaves either no journal (the tree is the
-old render plus temporaries, which the next command deletes) or a complete
-journal (the next command applies the rest of it). `recover` does that, and every
-command that reads or writes an output directory calls it first.
+A write into an existing tree stages every new file as a temporary beside its
+target, then commits a journal naming every rename and removal, then applies them,
+then deletes the journal. A render killed at any point leaves either no journal
+(the tree is the old render plus temporaries, which the next command deletes) or a
+complete journal (the next command applies the rest of it).
+
+A write into a directory that does not exist yet builds the whole tree in a staging
+folder beside it (.<name>.clustergen-tmp) and renames the folder into place: killed
+before that, there is no tree at all, and the next command deletes the folder.
+
+`recover` does all of that, and every command that reads or writes an output
+directory calls it first.
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ import contextlib
 import difflib
 import errno
 import os
+import shutil
 import stat
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from clustergen.artifacts import Artifact
+from clustergen.artifacts import Artifact, Install
 from clustergen.errors import UsageError
 
 MANIFEST = ".clustergen-manifest"
@@ -48,17 +56,22 @@ class Change:
 
 
 def with_manifest(files: dict[str, Artifact]) -> dict[str, Artifact]:
-    """Add the manifest: every rendered path, and for a file installed on nodes its
-    inventory group, what a change to it needs, and its destination (tab-separated),
-    so `clustergen plan` knows what removing it means once it is no longer rendered."""
+    """Add the manifest (see `manifest`) to a rendered tree."""
+    return {**files, MANIFEST: manifest({path: a.install for path, a in files.items()})}
+
+
+def manifest(installs: Mapping[str, Install | None]) -> Artifact:
+    """The manifest: every rendered path, and for a file installed on nodes its inventory
+    group, what a change to it needs, and its destination (tab-separated), so
+    `clustergen plan` knows what removing it means once it is no longer rendered."""
     lines = []
-    for path in sorted(files):
-        install = files[path].install
+    for path in sorted(installs):
+        install = installs[path]
         if install is None:
             lines.append(f"{path}\n")
         else:
             lines.append(f"{path}\t{install.group}\t{install.change.describe()}\t{install.dest}\n")
-    return {**files, MANIFEST: Artifact(MANIFEST, _MANIFEST_HEADER + "".join(lines))}
+    return Artifact(MANIFEST, _MANIFEST_HEADER + "".join(lines))
 
 
 @dataclass(frozen=True)
@@ -88,7 +101,18 @@ def manifest_entries(out_dir: Path) -> dict[str, Installed | None]:
 def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> list[Change]:
     """What writing files into out_dir would do. Files clustergen did not write (absent
     from the manifest) are never overwritten unless adopt is set."""
-    previous = _previous_outputs(out_dir)
+    previous = previous_outputs(out_dir)
+    changes, foreign = compare(out_dir, files, previous)
+    if not adopt:
+        refuse_foreign(out_dir, foreign)
+    return changes + removals(out_dir, previous, files)
+
+
+def compare(
+    out_dir: Path, files: Mapping[str, Artifact], previous: Collection[str]
+) -> tuple[list[Change], list[str]]:
+    """Each rendered file against what is on disk, in path order, and the paths of files
+    clustergen did not write (absent from the previous manifest) that it would change."""
     folders = _Folders(out_dir)
     changes = []
     foreign = []
@@ -102,17 +126,26 @@ def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> l
             changes.append(Change(path, "create", None, rendered.text))
         else:
             changes.append(Change(path, "change" if changed else "unchanged", old, rendered.text))
-    if foreign and not adopt:
-        shown = ", ".join(foreign[:5]) + (
-            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-        )
-        raise UsageError(
-            f"{out_dir} holds files that clustergen did not write and would replace: {shown}; "
-            "render into another directory, or pass --adopt to take them over"
-        )
-    for path in sorted(previous - set(files)):
-        changes.append(Change(path, "remove", _read(out_dir / path), None))
-    return changes
+    return changes, foreign
+
+
+def refuse_foreign(out_dir: Path, foreign: list[str]) -> None:
+    """Refuse to replace files clustergen did not write (paths in order)."""
+    if not foreign:
+        return
+    shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+    raise UsageError(
+        f"{out_dir} holds files that clustergen did not write and would replace: {shown}; "
+        "render into another directory, or pass --adopt to take them over"
+    )
+
+
+def removals(out_dir: Path, previous: Collection[str], rendered: Collection[str]) -> list[Change]:
+    """The files the last render wrote that this one no longer renders, in path order."""
+    return [
+        Change(path, "remove", _read(out_dir / path), None)
+        for path in sorted(set(previous) - set(rendered))
+    ]
 
 
 class _Folders:
@@ -169,36 +202,131 @@ def unified_diff(change: Change) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
+@dataclass
+class Staged:
+    """What staging wrote: the temporaries, the folders they are in, and the folders made
+    for them (outermost first), so that all of it can be synced or taken back."""
+
+    temporaries: list[Path] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)
+    made: list[Path] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a write stages its files. Into an existing output directory, each file is
+    staged beside its target as a temporary and renamed over it through the journal.
+    A directory that does not exist yet is built whole in a staging folder beside it,
+    every file under its own name, and the folder is renamed into place in one step:
+    no journal and no rename per file, and until that step there is no tree at all."""
+
+    out_dir: Path
+    staging: Path | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.staging or self.out_dir
+
+    def staged(self, path: str) -> Path:
+        """Where the file rendered at path is staged."""
+        if self.staging is not None:
+            return self.staging / path
+        return _temporary(self.out_dir / path)
+
+
+def destination(out_dir: Path) -> tuple[Destination, Staged]:
+    """The destination for a write into out_dir, with the folders made for it (a new
+    tree's staging folder and the parents it needs), to take back on failure."""
+    if os.path.lexists(out_dir):
+        return Destination(out_dir), Staged()
+    made: list[Path] = []
+    staging = staging_folder(out_dir)
+    try:
+        make_directories(staging, made)
+    except OSError as exc:
+        take_back(Staged(made=made))
+        raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
+    return Destination(out_dir, staging), Staged(made=made)
+
+
+def staging_folder(out_dir: Path) -> Path:
+    """The folder a new tree is built in: beside it, named as its temporaries are."""
+    absolute = Path(os.path.abspath(out_dir))
+    return absolute.with_name(f".{absolute.name}{TEMPORARY}")
+
+
 def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> None:
     """Write every created or changed file and remove the files no longer rendered,
-    as one transaction (see the module's docstring).
-
-    Every new file is complete on disk before the journal is committed, and the
-    journal is complete before the first file is replaced.
-    """
+    as one transaction (see the module's docstring)."""
     if all(change.action == "unchanged" for change in changes):
         return
-    staged: list[Path] = []
-    made: list[Path] = []  # directories staging made, outermost first
-    folders: set[Path] = set()
+    target, base = destination(out_dir)
     try:
-        for change in changes:
-            if change.action in ("create", "change"):
-                target = out_dir / change.path
-                if target.parent not in folders:
-                    folders.add(target.parent)
-                    _make_directories(target.parent, made)
-                staged.append(_stage(target, files[change.path], sync=False))
+        part = stage(target, files, changes)
+    except BaseException:
+        abandon(target, [base])
+        raise
+    commit(target, changes, [base, part])
+
+
+def stage(
+    target: Destination,
+    files: Mapping[str, Artifact],
+    changes: list[Change],
+    *,
+    folders_made: Callable[[list[Path]], None] | None = None,
+) -> Staged:
+    """Stage every created or changed file of changes (whose texts are in files), once
+    the folders they need are made (and told to folders_made). On failure what was
+    staged is taken back, and UsageError says why."""
+    staged = Staged()
+    pending = [(c.path, target.staged(c.path)) for c in changes if c.action in ("create", "change")]
+    staged.folders = sorted({path.parent for _, path in pending})
+    try:
+        for folder in staged.folders:
+            make_directories(folder, staged.made)
+        if folders_made is not None:
+            folders_made(staged.made)
+        for rendered, path in pending:
+            staged.temporaries.append(path)
+            _stage(path, files[rendered], sync=False)
+    except OSError as exc:
+        take_back(staged)
+        raise UsageError(f"cannot write {target.out_dir}: {exc.strerror or exc}") from None
+    except BaseException:  # e.g. Ctrl-C: nothing of this write stays behind
+        take_back(staged)
+        raise
+    return staged
+
+
+def commit(target: Destination, changes: list[Change], parts: Sequence[Staged]) -> None:
+    """Make every staged part durable, then put it in place: a new tree by renaming its
+    staging folder; into an existing tree by committing the journal of changes and
+    applying it.
+
+    Every new file is complete on disk before the journal is committed (or the new
+    tree renamed into place), and the journal is complete before the first file is
+    replaced.
+    """
+    out_dir = target.out_dir
+    steps = [
+        *(("replace", c.path) for c in changes if c.action in ("create", "change")),
+        *(("remove", c.path) for c in changes if c.action == "remove"),
+    ]
+    try:
         # Every staged file and its folder's entries on disk before the journal is.
-        _sync_all(staged, sorted(folders))
-        steps = [
-            *(("replace", c.path) for c in changes if c.action in ("create", "change")),
-            *(("remove", c.path) for c in changes if c.action == "remove"),
-        ]
+        _sync_all(
+            [temporary for part in parts for temporary in part.temporaries],
+            sorted({folder for part in parts for folder in part.folders}),
+        )
+        if target.staging is not None:
+            os.rename(target.staging, out_dir)
+            _fsync(out_dir.parent)
+            return
         _commit_journal(out_dir, steps)
     except OSError as exc:
         # Nothing was replaced yet: the tree is as it was, byte for byte.
-        _take_back(staged, made)
+        abandon(target, parts)
         raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
     try:
         _apply(out_dir, steps)
@@ -210,31 +338,40 @@ def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> N
         ) from None
 
 
+def abandon(target: Destination, parts: Sequence[Staged]) -> None:
+    """Take back every staged part, last first (the first holds the folders made for
+    the destination), and a new tree's staging folder with whatever is in it."""
+    if target.staging is not None:
+        shutil.rmtree(target.staging, ignore_errors=True)
+    for part in reversed(parts):
+        take_back(part)
+
+
 def write_file(target: Path, text: str) -> None:
     """Write one file (the schema, a spec's long form) whole or not at all: staged beside
     the target and renamed over it; on failure the temporary and the directories made
     for it go, and the target is as it was."""
     made: list[Path] = []
     try:
-        _make_directories(target.parent, made)
-        _stage(target, Artifact(target.name, text, 0o644))
+        make_directories(target.parent, made)
+        _stage(_temporary(target), Artifact(target.name, text, 0o644))
         os.replace(_temporary(target), target)
     except OSError as exc:
-        _take_back([_temporary(target)], made)
+        take_back(Staged([_temporary(target)], made=made))
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
 
 
-def _take_back(temporaries: list[Path], made: list[Path]) -> None:
+def take_back(staged: Staged) -> None:
     """Remove staged temporaries and the directories made for them (innermost first)."""
-    for temporary in temporaries:
+    for temporary in staged.temporaries:
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
-    for directory in reversed(made):
+    for directory in reversed(staged.made):
         with contextlib.suppress(OSError):
             directory.rmdir()
 
 
-def _make_directories(directory: Path, made: list[Path]) -> None:
+def make_directories(directory: Path, made: list[Path]) -> None:
     """Make `directory` and its parents that do not exist yet, outermost first, adding
     each to `made` as it is made (so a failure part way takes back only those)."""
     missing = []
@@ -248,40 +385,53 @@ def _make_directories(directory: Path, made: list[Path]) -> None:
 
 def recover(out_dir: Path) -> str | None:
     """Complete a render that was interrupted after its journal was committed, or undo
-    one interrupted before (its temporaries go; the old files were never touched).
+    one interrupted before (its temporaries go; the old files were never touched), and
+    remove the staging folder of a new tree whose render was interrupted.
 
     Returns what was done, for the user, or None when there was nothing to do.
     """
-    if not out_dir.is_dir():
-        return None
-    journal = _read(out_dir / JOURNAL)
+    done = []
+    staging = staging_folder(out_dir)
     try:
-        if journal is not None:
-            steps = _journal_steps(journal)
-            _apply(out_dir, steps)
-            (out_dir / JOURNAL).unlink()
-            _remove_temporaries(out_dir)
-            return (
-                f"{out_dir}: completed a render that was interrupted "
-                f"({len(steps)} file operation(s) from its journal)"
+        if staging.is_dir() and not staging.is_symlink():
+            shutil.rmtree(staging)
+            done.append(
+                f"{out_dir}: removed {staging}, where a render that was interrupted was "
+                "building the new tree"
             )
-        removed = _remove_temporaries(out_dir)
+        if out_dir.is_dir():
+            done += _recover_tree(out_dir)
     except OSError as exc:
         raise UsageError(
             f"cannot repair the interrupted render in {out_dir}: {exc.strerror or exc}"
         ) from None
+    return "\n".join(done) or None
+
+
+def _recover_tree(out_dir: Path) -> list[str]:
+    journal = _read(out_dir / JOURNAL)
+    if journal is not None:
+        steps = _journal_steps(journal)
+        _apply(out_dir, steps)
+        (out_dir / JOURNAL).unlink()
+        remove_temporaries(out_dir)
+        return [
+            f"{out_dir}: completed a render that was interrupted "
+            f"({len(steps)} file operation(s) from its journal)"
+        ]
+    removed = remove_temporaries(out_dir)
     if removed:
-        return (
+        return [
             f"{out_dir}: removed {removed} temporary file(s) of a render that was interrupted "
             "before it changed anything; the tree is the render before it"
-        )
-    return None
+        ]
+    return []
 
 
 def _commit_journal(out_dir: Path, steps: list[tuple[str, str]]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     text = _JOURNAL_HEADER + "".join(f"{op} {path}\n" for op, path in steps)
-    _stage(out_dir / JOURNAL, Artifact(JOURNAL, text))
+    _stage(_temporary(out_dir / JOURNAL), Artifact(JOURNAL, text))
     os.replace(_temporary(out_dir / JOURNAL), out_dir / JOURNAL)
     _fsync(out_dir)
 
@@ -311,7 +461,7 @@ def _apply(out_dir: Path, steps: list[tuple[str, str]]) -> None:
     _fsync(out_dir)
 
 
-def _remove_temporaries(out_dir: Path) -> int:
+def remove_temporaries(out_dir: Path) -> int:
     removed = 0
     for temporary in sorted(out_dir.rglob(f".*{TEMPORARY}")):
         if temporary.is_file() and not temporary.is_symlink():
@@ -333,12 +483,11 @@ def _fsync(path: Path) -> None:
         os.close(descriptor)
 
 
-def _stage(target: Path, rendered: Artifact, *, sync: bool = True) -> Path:
-    """Write rendered beside target as its temporary, with its mode; target's folder
-    exists (the writers make the folders first)."""
-    temporary = _temporary(target)
+def _stage(path: Path, rendered: Artifact, *, sync: bool = True) -> Path:
+    """Write rendered at path (a temporary, or a file in a new tree's staging folder),
+    with its mode; the folder exists (the writers make the folders first)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
-    descriptor = os.open(temporary, flags, 0o600)  # never through a link planted there
+    descriptor = os.open(path, flags, 0o600)  # never through a link planted there
     try:
         _write_all(descriptor, rendered.text.encode("utf-8"))
         os.fchmod(descriptor, rendered.mode)
@@ -346,7 +495,7 @@ def _stage(target: Path, rendered: Artifact, *, sync: bool = True) -> Path:
             os.fsync(descriptor)
     finally:
         os.close(descriptor)
-    return temporary
+    return path
 
 
 def _write_all(descriptor: int, data: bytes) -> None:
@@ -406,7 +555,7 @@ def _prune_empty_parents(root: Path, path: Path) -> None:
         parent = parent.parent
 
 
-def _previous_outputs(out_dir: Path) -> set[str]:
+def previous_outputs(out_dir: Path) -> set[str]:
     return set(manifest_entries(out_dir))
 
 

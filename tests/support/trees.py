@@ -13,6 +13,18 @@ def tree_on_disk(root: Path) -> dict[str, str]:
     }
 
 
+def tree_state(root: Path) -> dict[str, tuple[str, int, bytes]]:
+    """Every file and directory under root: kind, mode and content (for byte-identity)."""
+    return {
+        str(p.relative_to(root)): (
+            "dir" if p.is_dir() else "file",
+            p.stat().st_mode,
+            b"" if p.is_dir() else p.read_bytes(),
+        )
+        for p in sorted(root.rglob("*"))
+    }
+
+
 def site_sources() -> dict[str, str]:
     """The Ansible site files (playbooks, ansible.cfg, requirements.yml, roles/) as they
     stand at the top of this repository: every render copies them verbatim."""

@@ -23,3 +23,8 @@ FAMILIES: dict[str, Family] = {
     "acceptance": acceptance.render,
     "facility": facility.render,
 }
+
+# The families whose files stay in the output tree: none is installed on a node, so
+# the Ansible family needs none of their artifacts, and a large spec renders and
+# writes them in a second process beside the rest (clustergen.parallel).
+UNINSTALLED = frozenset({"acceptance", "facility"})

@@ -1,0 +1,302 @@
+"""Render and write a large spec on two cores.
+
+A render is CPU-bound Python, and one process uses one core. On a large spec
+`render_into` forks once the cluster is resolved: the child renders the families
+that install nothing (outputs.UNINSTALLED: the facility sheets and elevations, the
+acceptance jobs) and stages their files, while the parent renders the rest, the
+Ansible family (which needs only the families that install files) and the site
+files, and stages those. The parent then commits both parts in one journal, so the
+write is the same single transaction as a serial one (write.py), the tree is byte
+for byte the serial render's, and so are the messages.
+
+Whatever fails on either side (a file clustergen did not write in the way, a
+folder that cannot be made, a bug, Ctrl-C) takes back every file either side
+staged before the parent reports it: nothing in the tree has changed. A child that
+dies without reporting (killed) leaves its temporaries to the sweep every command
+makes first (write.recover), which this one makes at once.
+
+Small specs render in one process: forking would cost more than it saves.
+CLUSTERGEN_SERIAL=1 renders every spec in one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from clustergen.artifacts import Artifact
+from clustergen.errors import UsageError
+from clustergen.render import environment, render_all, render_families, render_rest
+from clustergen.resolve import Cluster
+from clustergen.write import (
+    MANIFEST,
+    Change,
+    Destination,
+    Staged,
+    abandon,
+    commit,
+    compare,
+    destination,
+    manifest,
+    plan,
+    previous_outputs,
+    refuse_foreign,
+    removals,
+    remove_temporaries,
+    stage,
+    take_back,
+    with_manifest,
+    write,
+)
+
+# Below this many hosts the uninstalled families take a few hundredths of a second,
+# less than a fork and the report cost.
+MIN_HOSTS = 1024
+
+
+def render_into(out_dir: Path, cluster: Cluster, *, adopt: bool = False) -> list[Change]:
+    """Render the cluster and write the tree into out_dir as one transaction; the
+    changes it made (every rendered path, and the removals), in path order."""
+    if not _two_processes(cluster):
+        files = with_manifest(render_all(cluster))
+        changes = plan(out_dir, files, adopt=adopt)
+        write(out_dir, files, changes)
+        return changes
+    return _render_in_two(out_dir, cluster, adopt=adopt)
+
+
+def _two_processes(cluster: Cluster) -> bool:
+    if os.environ.get("CLUSTERGEN_SERIAL") == "1" or not hasattr(os, "fork"):
+        return False
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return cores >= 2 and len(cluster.hosts) >= MIN_HOSTS
+
+
+@dataclass(frozen=True)
+class _Done:
+    """The child's report of its part: its paths, its changes (without their texts,
+    which only --diff prints, and --diff renders in one process), the files clustergen
+    did not write that it would replace, and what it staged."""
+
+    paths: list[str]
+    changes: list[Change]
+    foreign: list[str]
+    staged: Staged
+
+
+@dataclass(frozen=True)
+class _Failed:
+    usage: str | None = None  # a UsageError's message: the user's to act on
+    internal: str | None = None  # a bug: the exception, and its traceback under CLUSTERGEN_DEBUG
+    interrupted: bool = False
+
+
+def _render_in_two(out_dir: Path, cluster: Cluster, *, adopt: bool) -> list[Change]:
+    from clustergen.outputs import FAMILIES, UNINSTALLED
+
+    env = environment()
+    previous = previous_outputs(out_dir)
+    # Made before the fork, so the two sides never race to make it.
+    target, base = destination(out_dir)
+    child = _Child.start(target, cluster, env, previous, adopt, sorted(UNINSTALLED))
+    parts = [base]
+    try:
+        files = render_rest(
+            cluster,
+            env,
+            render_families(cluster, env, [n for n in FAMILIES if n not in UNINSTALLED]),
+        )
+        changes, foreign = compare(out_dir, files, previous)
+        if adopt or not foreign:
+            parts.append(stage(target, files, changes))
+        done = child.finish()
+        parts.append(done.staged)
+        if not adopt:
+            refuse_foreign(out_dir, sorted(foreign + done.foreign))
+        for path in done.paths:
+            if path in files:
+                raise AssertionError(f"two output families render {path}")
+        installs = {path: artifact.install for path, artifact in files.items()}
+        installs.update(dict.fromkeys(done.paths))
+        listed = {MANIFEST: manifest(installs)}
+        listed_changes, _ = compare(out_dir, listed, previous)
+        parts.append(stage(target, listed, listed_changes))
+        changes = sorted([*changes, *done.changes, *listed_changes], key=lambda c: c.path)
+        changes += removals(out_dir, previous, [*installs, MANIFEST])
+    except BaseException:
+        staged = child.finish(failed=True).staged
+        if not any(part is staged for part in parts):
+            parts.append(staged)
+        abandon(target, parts)
+        raise
+    # The commit takes back what was staged if it fails before its journal is on disk,
+    # and after that leaves the rest of the journal to the next command.
+    if any(change.action != "unchanged" for change in changes):
+        commit(target, changes, parts)
+    else:
+        abandon(target, parts)
+    return changes
+
+
+class _Child:
+    """The forked child's side of the pipe: its report is read whole (however often
+    the reading is interrupted) and the child reaped exactly once."""
+
+    def __init__(self, pid: int, reader: int, target: Destination) -> None:
+        self.pid = pid
+        self.reader = reader
+        self.target = target
+        self.received = bytearray()
+        self.report: _Done | _Failed | None = None
+
+    @classmethod
+    def start(
+        cls,
+        target: Destination,
+        cluster: Cluster,
+        env: jinja2.Environment,
+        previous: set[str],
+        adopt: bool,
+        names: list[str],
+    ) -> _Child:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(reader)
+            _child_main(writer, target, cluster, env, previous, adopt, names)
+        os.close(writer)
+        return cls(pid, reader, target)
+
+    def finish(self, *, failed: bool = False) -> _Done:
+        """Wait for the child's report. Raises what it reports, unless the parent has
+        failed already (failed=True), when only what it staged is kept, to take back."""
+        if self.report is None:
+            self.report = self._read()
+        report = self.report
+        if isinstance(report, _Done):
+            return report
+        if failed:
+            return _Done([], [], [], Staged())
+        if report.interrupted:
+            raise KeyboardInterrupt
+        if report.usage is not None:
+            raise UsageError(report.usage)
+        raise RuntimeError(f"in the process rendering the uninstalled families: {report.internal}")
+
+    def _read(self) -> _Done | _Failed:
+        import io
+        import pickle
+
+        while chunk := os.read(self.reader, 1 << 20):
+            self.received += chunk
+        os.close(self.reader)
+        _, status = os.waitpid(self.pid, 0)
+        messages = []
+        stream = io.BytesIO(self.received)
+        with contextlib.suppress(EOFError, pickle.UnpicklingError):  # cut short by a kill
+            while stream.tell() < len(self.received):
+                messages.append(pickle.load(stream))
+        if messages and isinstance(messages[-1], _Done | _Failed):
+            report: _Done | _Failed = messages[-1]
+            return report
+        # Killed before it reported: its temporaries are found by name, and the folders
+        # it made (told before it staged anything) are removed once empty. (A new tree's
+        # staging folder goes whole.)
+        remove_temporaries(self.target.out_dir)
+        for message in messages:
+            if isinstance(message, _Made):
+                take_back(Staged(made=message.folders))
+        code = os.waitstatus_to_exitcode(status)
+        how = f"signal {-code}" if code < 0 else f"exit status {code}"
+        return _Failed(internal=f"it ended with {how} before it reported")
+
+
+@dataclass(frozen=True)
+class _Made:
+    """The folders the child made for its files, sent before it stages any, so that a
+    child killed while staging leaves none behind."""
+
+    folders: list[Path]
+
+
+def _send(writer: int, message: _Made | _Done | _Failed) -> None:
+    import pickle
+
+    data = memoryview(pickle.dumps(message))
+    while data:
+        data = data[os.write(writer, data) :]
+
+
+def _child_main(
+    writer: int,
+    target: Destination,
+    cluster: Cluster,
+    env: jinja2.Environment,
+    previous: set[str],
+    adopt: bool,
+    names: list[str],
+) -> None:
+    """Render and stage the named families, report to the parent, and exit; never
+    returns, and never runs the parent's exit handlers or flushes its buffers."""
+    status = 0
+    report: _Done | _Failed
+    try:
+        report = _child_part(writer, target, cluster, env, previous, adopt, names)
+    except UsageError as exc:
+        report = _Failed(usage=str(exc))
+    except KeyboardInterrupt:
+        report = _Failed(interrupted=True)
+    except BaseException as exc:  # a bug: the parent reports it as one
+        described = f"{type(exc).__name__}: {exc}"
+        if os.environ.get("CLUSTERGEN_DEBUG"):
+            import traceback
+
+            described += "\n" + traceback.format_exc()
+        report = _Failed(internal=described)
+    try:
+        _send(writer, report)
+    except BaseException:  # the parent is gone: nobody will commit what was staged
+        if isinstance(report, _Done):
+            take_back(report.staged)
+        status = 1
+    finally:
+        os._exit(status)
+
+
+def _child_part(
+    writer: int,
+    target: Destination,
+    cluster: Cluster,
+    env: jinja2.Environment,
+    previous: set[str],
+    adopt: bool,
+    names: list[str],
+) -> _Done:
+    files: dict[str, Artifact] = {}
+    for artifacts in render_families(cluster, env, names).values():
+        for artifact in artifacts:
+            if artifact.path in files:
+                raise AssertionError(f"two output families render {artifact.path}")
+            files[artifact.path] = artifact
+    changes, foreign = compare(target.out_dir, files, previous)
+    staged = Staged()
+    if adopt or not foreign:
+        staged = stage(
+            target, files, changes, folders_made=lambda made: _send(writer, _Made(list(made)))
+        )
+    return _Done(
+        paths=sorted(files),
+        changes=[Change(c.path, c.action, None, None) for c in changes],
+        foreign=foreign,
+        staged=staged,
+    )

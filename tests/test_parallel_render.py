@@ -1,0 +1,250 @@
+"""A large spec renders in two processes (clustergen.parallel): the tree, the summary
+and every failure must be exactly those of the one-process render.
+
+Each test forces the two-process render on small specs (MIN_HOSTS 0) and compares it
+with CLUSTERGEN_SERIAL=1. The failures are injected on one side at a time: the child
+renders the uninstalled families (facility/, acceptance/), the parent the rest.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clustergen import parallel, write
+from clustergen.artifacts import NO_CHANGE, Artifact, Install
+from clustergen.outputs import FAMILIES, UNINSTALLED
+
+from support.generator import large_spec_module
+from support.paths import EXAMPLES
+from support.trees import tree_state
+
+ML = EXAMPLES / "ml-training-8node.yaml"
+EDGE = EXAMPLES / "edge-roce-2node.yaml"
+PARENT = os.getpid()
+
+
+@pytest.fixture
+def two_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLUSTERGEN_SERIAL", raising=False)
+    monkeypatch.setattr(parallel, "MIN_HOSTS", 0)
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
+
+
+@pytest.fixture
+def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 128-node compact spec: every family, racks, PDUs and Lustre targets."""
+    path = tmp_path_factory.mktemp("large") / "large.yaml"
+    path.write_text(large_spec_module().compact_spec(128), encoding="utf-8")
+    return path
+
+
+def render_both(
+    cli, monkeypatch: pytest.MonkeyPatch, argv: Callable[[Path], list[str]], tmp_path: Path
+):  # type: ignore[no-untyped-def]
+    """Run argv(out) serially into tmp_path/serial and in two processes into
+    tmp_path/two; each result with its tree."""
+    results = {}
+    for mode in ("serial", "two"):
+        out = tmp_path / mode
+        if mode == "serial":
+            monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
+        else:
+            monkeypatch.delenv("CLUSTERGEN_SERIAL")
+        result = cli(*argv(out))
+        results[mode] = (
+            result.code,
+            result.out.replace(str(out), "OUT"),
+            result.err.replace(str(out), "OUT"),
+            tree_state(out) if out.exists() else None,
+        )
+    return results["serial"], results["two"]
+
+
+@pytest.mark.usefixtures("two_processes")
+@pytest.mark.parametrize("spec", [ML, EDGE, "large"])
+def test_two_processes_write_the_serial_tree(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, spec, large: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A fresh tree, then a render of another spec over it (creations, changes and
+    removals on both sides), then a render that changes nothing: the trees and what
+    the command prints are the serial render's, byte for byte."""
+    spec = large if spec == "large" else spec
+    other = EDGE if spec != EDGE else ML
+    steps = [[str(spec)], [str(other)], [str(other)]]
+    for step in steps:
+        serial, two = render_both(
+            cli, monkeypatch, lambda out, step=step: ["render", *step, "-o", str(out)], tmp_path
+        )
+        assert serial[0] == 0, serial[2]
+        assert two == serial
+
+
+def test_large_specs_only_use_two_processes(large: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clustergen.load import load_spec
+    from clustergen.validate import validate_cluster
+
+    monkeypatch.delenv("CLUSTERGEN_SERIAL", raising=False)
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
+    small, _ = validate_cluster(load_spec(str(ML)), set())
+    big, _ = validate_cluster(load_spec(str(large)), set())
+    assert small is not None and big is not None
+    monkeypatch.setattr(parallel, "MIN_HOSTS", 100)
+    assert not parallel._two_processes(small)
+    assert parallel._two_processes(big)
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0})
+    assert not parallel._two_processes(big), "one core: one process"
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
+    assert not parallel._two_processes(big)
+
+
+def _fail_on(
+    side: str, monkeypatch: pytest.MonkeyPatch, error: BaseException, *, after_staging: bool = False
+) -> None:
+    """Raise error in one side's staging (child: facility/, parent: slurm/), before or
+    after the file is staged."""
+    stage = write._stage
+
+    def failing_stage(target: Path, rendered, **options):  # type: ignore[no-untyped-def]
+        in_child = os.getpid() != PARENT
+        if in_child == (
+            side == "child"
+        ) and f"{os.sep}{'facility' if side == 'child' else 'slurm'}{os.sep}" in str(target):
+            if after_staging:
+                stage(target, rendered, **options)
+            raise error
+        return stage(target, rendered, **options)
+
+    monkeypatch.setattr(write, "_stage", failing_stage)
+
+
+@pytest.mark.usefixtures("two_processes")
+@pytest.mark.parametrize("side", ["child", "parent"])
+def test_a_full_disk_on_either_side_leaves_the_tree_as_it_was(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, side: str
+) -> None:  # type: ignore[no-untyped-def]
+    """ENOSPC while one side stages: exit 2 with the serial message, and nothing either
+    side staged is left, in an existing tree or in a new one (no directory made)."""
+    out = tmp_path / "site"
+    assert cli("render", str(EDGE), "-o", str(out)).code == 0
+    before = tree_state(out)
+    _fail_on(
+        side, monkeypatch, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), after_staging=True
+    )
+    for target in (out, tmp_path / "new" / "site"):
+        result = cli("render", str(ML), "-o", str(target))
+        assert result.code == 2, result.err
+        assert f"cannot write {target}: No space left on device" in result.err
+    assert tree_state(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+@pytest.mark.usefixtures("two_processes")
+@pytest.mark.parametrize("where", ["facility/pdus.md", "slurm/slurm.conf", "both"])
+def test_files_clustergen_did_not_write_are_refused_as_serially(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Files in the way on either side, or both: one message naming all of them, as
+    the serial render words it, and the tree as it was."""
+    paths = ["facility/pdus.md", "slurm/slurm.conf"] if where == "both" else [where]
+
+    def argv(out: Path) -> list[str]:
+        for path in paths:
+            (out / path).parent.mkdir(parents=True, exist_ok=True)
+            (out / path).write_text("mine\n")
+        return ["render", str(ML), "-o", str(out)]
+
+    serial, two = render_both(cli, monkeypatch, argv, tmp_path)
+    assert serial[0] == 2
+    assert all(path in serial[2] for path in paths), serial[2]
+    assert two == serial
+    adopted = render_both(
+        cli, monkeypatch, lambda out: [*argv(out), "--adopt"], tmp_path / "adopted"
+    )
+    assert adopted[0][0] == 0, adopted[0][2]
+    assert adopted[1] == adopted[0]
+
+
+@pytest.mark.usefixtures("two_processes")
+def test_a_bug_in_the_child_is_an_internal_error_and_writes_nothing(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "site"
+    assert cli("render", str(EDGE), "-o", str(out)).code == 0
+    before = tree_state(out)
+
+    def broken(cluster, env):  # type: ignore[no-untyped-def]
+        raise TypeError("a facility bug")
+
+    monkeypatch.setitem(FAMILIES, "facility", broken)
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 3, result.err
+    assert (
+        "internal error (RuntimeError: in the process rendering the uninstalled families: "
+        "TypeError: a facility bug)" in result.err
+    )
+    assert tree_state(out) == before
+
+
+@pytest.mark.usefixtures("two_processes")
+def test_a_child_killed_after_staging_leaves_no_temporary(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The child dies (SIGKILL) with its files staged and nothing reported: the parent
+    says so (exit 3), takes back its own files and sweeps the child's."""
+    out = tmp_path / "site"
+    assert cli("render", str(EDGE), "-o", str(out)).code == 0
+    before = tree_state(out)
+    stage = parallel.stage
+
+    def stage_then_die(out_dir, files, changes, **options):  # type: ignore[no-untyped-def]
+        staged = stage(out_dir, files, changes, **options)
+        if os.getpid() != PARENT:
+            assert staged.temporaries
+            os.kill(os.getpid(), signal.SIGKILL)
+        return staged
+
+    monkeypatch.setattr(parallel, "stage", stage_then_die)
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 3, result.err
+    assert "it ended with signal 9 before it reported" in result.err
+    assert tree_state(out) == before
+
+
+@pytest.mark.usefixtures("two_processes")
+@pytest.mark.parametrize("side", ["child", "parent"])
+def test_ctrl_c_on_either_side_writes_nothing(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, side: str
+) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "site"
+    assert cli("render", str(EDGE), "-o", str(out)).code == 0
+    before = tree_state(out)
+    _fail_on(side, monkeypatch, KeyboardInterrupt(), after_staging=True)
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert "clustergen: interrupted" in result.err
+    assert tree_state(out) == before
+
+
+def test_an_uninstalled_family_that_installs_a_file_is_a_bug(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The child's families must install nothing, or the Ansible family, rendered
+    without them, would miss a file."""
+    from clustergen.load import load_spec
+    from clustergen.render import environment, render_families
+    from clustergen.validate import validate_cluster
+
+    cluster, _ = validate_cluster(load_spec(str(EDGE)), set())
+    assert cluster is not None
+    installed = Artifact("facility/x", "x\n", install=Install("/etc/x", "all", NO_CHANGE))
+    name = sorted(UNINSTALLED)[0]
+    monkeypatch.setitem(FAMILIES, name, lambda cluster, env: [installed])
+    with pytest.raises(AssertionError, match=f"the {name} family installs facility/x"):
+        render_families(cluster, environment(), [name])
