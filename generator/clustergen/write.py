@@ -204,8 +204,9 @@ def unified_diff(change: Change) -> str:
 
 @dataclass
 class Staged:
-    """What staging wrote: the temporaries, the folders they are in, and the folders made
-    for them (outermost first), so that all of it can be synced or taken back."""
+    """What staging wrote: the staged files (temporaries, or a new tree's files in its
+    staging folder), the folders they are in, and the folders made for them (outermost
+    first), so that all of it can be synced or taken back."""
 
     temporaries: list[Path] = field(default_factory=list)
     folders: list[Path] = field(default_factory=list)
@@ -222,10 +223,6 @@ class Destination:
 
     out_dir: Path
     staging: Path | None = None
-
-    @property
-    def root(self) -> Path:
-        return self.staging or self.out_dir
 
     def staged(self, path: str) -> Path:
         """Where the file rendered at path is staged."""
