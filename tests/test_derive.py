@@ -129,6 +129,43 @@ def test_compress_writes_what_python_hostlist_writes() -> None:
         assert compress(names) == hostlist.collect_hostlist(names), names
 
 
+def test_compress_of_several_prefixes_writes_what_python_hostlist_writes() -> None:
+    """The fold of several prefixes and names without a number (gpu[00001-16384],
+    slurm-head) gives python-hostlist's bytes, and leaves it every case it folds
+    otherwise: prefixes with digits, two widths, numbers inside names, duplicates."""
+    rng = random.Random(11)
+    prefixes = ["gpu", "g", "oss", "mds", "", "n-", "rack1-n", "r2n", "a.b", "gpu-a"]
+    others = [
+        "slurm-head",
+        "login",
+        "zz",
+        "a",
+        "b1c",
+        "gpu",
+        "gpu1",
+        "x9y",
+        " gpu7",
+        "gpu8\n",
+        "a,b",
+    ]
+    for _ in range(3000):
+        names: list[str] = []
+        for prefix in rng.sample(prefixes, rng.randint(1, 3)):
+            width = rng.choice([1, 2, 3, 5])
+            top = min(10**width, 400)
+            picked = rng.sample(range(top), rng.randint(1, min(20, top)))
+            names += [f"{prefix}{n:0{rng.choice([width, width, 1])}d}" for n in picked]
+        names += rng.sample(others, rng.choice([0, 0, 1, 2]))
+        if rng.random() < 0.1:
+            names.append(rng.choice(names))
+        rng.shuffle(names)
+        try:
+            expected = hostlist.collect_hostlist(names)
+        except hostlist.BadHostlist:
+            continue
+        assert compress(names) == expected, names
+
+
 def _partitions(document: dict) -> dict[str, dict[str, str]]:  # type: ignore[type-arg]
     return {line.names: dict(line.settings) for line in slurm_of(document).partitions}
 

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from clustergen.hosts import Host
 from clustergen.model import Spec
+from clustergen.model.hardware import HardwareProfile
 from clustergen.model.racks import Pdu, Rack
 
 SQRT3 = math.sqrt(3)
@@ -132,8 +133,14 @@ class FeedLoad:
     failover_va: float | None  # None on a rack with one feed
     banks: tuple[Bank, ...]  # the PDU's banks when it gives a count
     phases: tuple[Phase, ...]  # L1-L3 of a 3-phase PDU
-    plugged: tuple[tuple[str, Psu], ...]  # (device, PSU) on this feed, by device then PSU
+    devices: tuple[Device, ...] = field(repr=False)  # the rack's, whose PSUs it may carry
     circuit: _Circuit = field(repr=False)
+
+    @property
+    def plugged(self) -> tuple[tuple[str, Psu], ...]:
+        """(device, PSU) on this feed, by device then PSU."""
+        feed = self.pdu.feed
+        return tuple((d.name, psu) for d in self.devices for psu in d.psus if psu.feed == feed)
 
     @functools.cached_property
     def outlets(self) -> tuple[Outlet, ...]:
@@ -217,6 +224,7 @@ def plan(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
     profile has no power draws nothing."""
     placed: set[str] = set()
     circuits: dict[tuple[object, ...], _Circuit] = {}
+    kinds: dict[tuple[str, tuple[str, ...]], _NodeKind] = {}  # by profile and feeds
     plans = []
     for rack_index, rack in enumerate(spec.racks):
         feeds = tuple(feed for feed in FEEDS if any(pdu.feed == feed for pdu in rack.pdus))
@@ -227,7 +235,10 @@ def plan(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
                 if host is None or not host.profiled or entry.node in placed:
                     continue
                 placed.add(entry.node)
-                devices.append(_node_device(rack_index, index, entry.u, host, feeds))
+                kind = kinds.get((host.hardware_name, feeds))
+                if kind is None:
+                    kind = kinds[host.hardware_name, feeds] = _node_kind(host.hardware, feeds)
+                devices.append(_node_device(rack_index, index, entry.u, host, kind))
             else:
                 assert entry.name is not None and entry.height_u is not None
                 assert entry.max_watts is not None
@@ -244,34 +255,29 @@ def plan(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
                         feeds,
                     )
                 )
-        loads = _loads(rack_index, rack, devices, len(feeds) > 1, circuits)
-        plans.append(RackPlan(rack_index, rack, feeds, tuple(devices), loads))
+        placed_devices = tuple(devices)
+        loads = _loads(rack_index, rack, placed_devices, len(feeds) > 1, circuits)
+        plans.append(RackPlan(rack_index, rack, feeds, placed_devices, loads))
     return tuple(plans)
 
 
-def _node_device(rack_index: int, index: int, u: int, host: Host, feeds: tuple[str, ...]) -> Device:
-    profile = host.hardware
+class _NodeKind(NamedTuple):
+    """What a node's device takes from its profile and its rack's feeds, alike for every
+    node of the profile in racks of those feeds: made once for all of them."""
+
+    height: int
+    weight_kg: float | None
+    typical_watts: int
+    max_watts: int
+    power_factor: float
+    psus: tuple[Psu, ...]
+    unplugged_psus: int
+
+
+def _node_kind(profile: HardwareProfile, feeds: tuple[str, ...]) -> _NodeKind:
     power = profile.power
-    common = {
-        "rack_index": rack_index,
-        "index": index,
-        "name": host.name,
-        "node": True,
-        "hardware": host.hardware_name,
-        "role": role_of(host.roles),
-        "u": u,
-        "height": profile.rack_units,
-        "weight_kg": profile.weight_kg,
-    }
     if power is None:
-        return Device(
-            **common,  # type: ignore[arg-type]
-            typical_watts=0,
-            max_watts=0,
-            power_factor=1.0,
-            psus=(),
-            unplugged_psus=0,
-        )
+        return _NodeKind(profile.rack_units, profile.weight_kg, 0, 0, 1.0, (), 0)
     split: dict[str, int] = (
         {str(feed): count for feed, count in power.psus_per_feed.items()}
         if power.psus_per_feed is not None
@@ -280,13 +286,33 @@ def _node_device(rack_index: int, index: int, u: int, host: Host, feeds: tuple[s
     plugged = {feed: count for feed in feeds if (count := split.get(feed, 0))}
     typical = power.max_watts if power.typical_watts is None else power.typical_watts
     psus = _psus(power.max_watts, typical, power.power_factor, tuple(plugged.items()))
-    return Device(
-        **common,  # type: ignore[arg-type]
+    return _NodeKind(
+        height=profile.rack_units,
+        weight_kg=profile.weight_kg,
         typical_watts=typical,
         max_watts=power.max_watts,
         power_factor=power.power_factor,
         psus=psus,
         unplugged_psus=power.psu_count - len(psus) if feeds else 0,
+    )
+
+
+def _node_device(rack_index: int, index: int, u: int, host: Host, kind: _NodeKind) -> Device:
+    return Device(
+        rack_index=rack_index,
+        index=index,
+        name=host.name,
+        node=True,
+        hardware=host.hardware_name,
+        role=role_of(host.roles),
+        u=u,
+        height=kind.height,
+        typical_watts=kind.typical_watts,
+        max_watts=kind.max_watts,
+        power_factor=kind.power_factor,
+        weight_kg=kind.weight_kg,
+        psus=kind.psus,
+        unplugged_psus=kind.unplugged_psus,
     )
 
 
@@ -348,7 +374,7 @@ def _psus(
 def _loads(
     rack_index: int,
     rack: Rack,
-    devices: list[Device],
+    devices: tuple[Device, ...],
     two_feeds: bool,
     circuits: dict[tuple[object, ...], _Circuit],
 ) -> tuple[FeedLoad, ...]:
@@ -358,8 +384,7 @@ def _loads(
         if pdu.feed in seen:
             continue  # a second PDU on a feed is an error; the first carries the feed
         seen.add(pdu.feed)
-        plugged = [(d, psu) for d in devices for psu in d.psus if psu.feed == pdu.feed]
-        psus = [psu for _, psu in plugged]
+        psus = [psu for d in devices for psu in d.psus if psu.feed == pdu.feed]
         # PSUs are made once per kind of device (_psus), and the plan holds them all
         # while it is made, so their identities name the plug order exactly.
         key = (pdu.phases, pdu.volts, pdu.amps, pdu.banks, pdu.bank_amps, *map(id, psus))
@@ -379,7 +404,7 @@ def _loads(
                 failover_va=circuit.failover_va if two_feeds else None,
                 banks=circuit.banks,
                 phases=circuit.phases,
-                plugged=tuple((device.name, psu) for device, psu in plugged),
+                devices=devices,
                 circuit=circuit,
             )
         )

@@ -76,6 +76,8 @@ def expand_hosts(spec: Spec) -> list[Host]:
             for kind in ADDRESS_KINDS
             if (first := getattr(group, kind))
         }
+        hardware = spec.hardware.get(group.hardware, _UNKNOWN_PROFILE)
+        roles = tuple(group.roles)
         for position, name in enumerate(expand_hostlist(group.names)):
             addresses = {
                 kind: _dotted(firsts[kind] + position)
@@ -89,8 +91,8 @@ def expand_hosts(spec: Spec) -> list[Host]:
                     group_index=group_index,
                     position=position,
                     hardware_name=group.hardware,
-                    hardware=spec.hardware.get(group.hardware, _UNKNOWN_PROFILE),
-                    roles=tuple(group.roles),
+                    hardware=hardware,
+                    roles=roles,
                     **addresses,
                 )
             )
@@ -112,18 +114,61 @@ NUMBERED_NAME = re.compile(r"^(.*?)([0-9]+)$")
 def compress(names: Sequence[str]) -> str:
     """Slurm hostlist of names, e.g. gpu[01-08], exactly as python-hostlist writes it.
 
-    The common case (one prefix, numbers of one width) is folded here in one pass;
-    python-hostlist is slow on thousands of names and handles every other case.
+    The common cases are folded here in one pass: names of one prefix and one number
+    width, or several such prefixes with no digit in them plus names with no digit at
+    all (gpu[00001-16384],slurm-head). python-hostlist is slow on thousands of names
+    and handles every other case.
     """
-    matches = [NUMBERED_NAME.match(name) for name in names]
-    if len(names) < 2 or any(m is None for m in matches):
+    pieces = _fold(names)
+    if pieces is None:
         return str(hostlist.collect_hostlist(list(names)))
-    prefixes = {m[1] for m in matches if m is not None}
-    widths = {len(m[2]) for m in matches if m is not None}
-    numbers = sorted({int(m[2]) for m in matches if m is not None})
-    if len(prefixes) != 1 or len(widths) != 1 or len(numbers) != len(names):
-        return str(hostlist.collect_hostlist(list(names)))
-    (prefix,), (width,) = prefixes, widths
+    # python-hostlist's second pass sees every piece as a name without a number
+    # (no prefix has a digit) and sorts them as strings.
+    return ",".join(sorted(pieces))
+
+
+_DIGIT = re.compile(r"[0-9]")
+_PREFIX_AND_NUMBER = re.compile(r"(.*?)([0-9]+)")  # fullmatch: no newline slips in
+_NOT_A_PLAIN_NAME = re.compile(r"[][,]|^\s|\s$|^$")
+
+
+def _fold(names: Sequence[str]) -> list[str] | None:
+    """Each prefix's numbers folded into one piece (gpu[01-03,07] or gpu05), names
+    without a digit as they are; None where python-hostlist might write otherwise:
+    duplicates, names it strips or rejects, a number inside a name, a prefix with
+    numbers of two widths, and a prefix with a digit beside any other piece (its
+    second pass would fold the prefix's own number across pieces)."""
+    if len(names) < 2 or len(set(names)) != len(names):
+        return None
+    numbers: dict[str, list[int]] = {}
+    widths: dict[str, int] = {}
+    plain: list[str] = []
+    for name in names:
+        match = _PREFIX_AND_NUMBER.fullmatch(name)
+        if match is None:
+            if _DIGIT.search(name) or _NOT_A_PLAIN_NAME.search(name):
+                return None
+            plain.append(name)
+            continue
+        prefix, digits = match[1], match[2]
+        if widths.setdefault(prefix, len(digits)) != len(digits):
+            return None
+        numbers.setdefault(prefix, []).append(int(digits))
+    # A numbered name ends in a digit, so what python-hostlist strips or rejects in
+    # one is in its prefix.
+    if any(_NOT_A_PLAIN_NAME.search(prefix + "0") for prefix in numbers):
+        return None
+    if len(numbers) + len(plain) > 1 and any(_DIGIT.search(prefix) for prefix in numbers):
+        return None
+    return plain + [
+        _fold_numbers(prefix, sorted(found), widths[prefix]) for prefix, found in numbers.items()
+    ]
+
+
+def _fold_numbers(prefix: str, numbers: list[int], width: int) -> str:
+    """prefix[low-high,...] of distinct sorted numbers; prefix<number> for one number."""
+    if len(numbers) == 1:
+        return f"{prefix}{numbers[0]:0{width}d}"
     ranges = []
     start = previous = numbers[0]
     for number in [*numbers[1:], None]:

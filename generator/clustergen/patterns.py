@@ -114,6 +114,7 @@ def _racks(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
             )
         )
         return
+    places_by_count: dict[int, dict[SpecPath, SpecPath]] = {}
     for number, name in enumerate(names):
         own = nodes[number * per_rack : (number + 1) * per_rack]
         rack: dict[str, Any] = {"name": name, "height_u": pattern.height_u}
@@ -126,15 +127,20 @@ def _racks(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
         for key in ("weight_kg", "cooling_kw"):
             if getattr(pattern, key) is not None:
                 rack[key] = getattr(pattern, key)
-        # each device stands where its unit or its template is written
-        places: dict[SpecPath, SpecPath] = {}
-        for k in range(len(own)):
-            places[("devices", k)] = places[("devices", k, "u")] = ("units", k)
-            places[("devices", k, "node")] = ("nodes",)
-        places.update(
-            {("devices", len(own) + k): ("devices", k) for k in range(len(pattern.devices))}
-        )
-        yield rack, f"rack {name}", places
+        if len(own) not in places_by_count:
+            places_by_count[len(own)] = _rack_places(len(own), len(pattern.devices))
+        yield rack, f"rack {name}", places_by_count[len(own)]
+
+
+def _rack_places(nodes: int, templates: int) -> dict[SpecPath, SpecPath]:
+    """Where each device of a rack stands in its pattern: a node at its unit, a device at
+    its template. Racks of as many nodes share one (it is only read)."""
+    places: dict[SpecPath, SpecPath] = {}
+    for k in range(nodes):
+        places[("devices", k)] = places[("devices", k, "u")] = ("units", k)
+        places[("devices", k, "node")] = ("nodes",)
+    places.update({("devices", nodes + k): ("devices", k) for k in range(templates)})
+    return places
 
 
 def _switches(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
@@ -277,6 +283,8 @@ def _fill(value: Any, **values: Any) -> Any:
     """`value` with every placeholder in its strings replaced; unknown ones are left for
     the long form's checks to report."""
     if isinstance(value, str):
+        if "{" not in value:  # most strings of a template have no placeholder
+            return value
         return _PLACEHOLDER.sub(lambda m: _format(m, values), value)
     if isinstance(value, list):
         return [_fill(item, **values) for item in value]

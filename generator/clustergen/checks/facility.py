@@ -4,8 +4,6 @@ the facility sheets print, so a message and a sheet agree."""
 
 from __future__ import annotations
 
-import hostlist
-
 from clustergen import codes
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.errors import Problem, SpecPath
@@ -18,6 +16,7 @@ from clustergen.facility import (
     largest,
     most,
 )
+from clustergen.hosts import compress
 from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import Power
 from clustergen.resolve import Cluster
@@ -125,8 +124,7 @@ def racked(cluster: Cluster) -> list[Problem]:
             Problem(
                 codes.FACILITY_UNRACKED_NODE_PLACED,
                 ("facility", "unracked"),
-                f"{hostlist.collect_hostlist(both)} listed in facility.unracked but placed in "
-                "a rack",
+                f"{compress(both)} listed in facility.unracked but placed in a rack",
             )
         )
     if not spec.racks:
@@ -141,7 +139,7 @@ def racked(cluster: Cluster) -> list[Problem]:
             Problem(
                 codes.RACKS_NODE_NOT_RACKED,
                 ("nodes", group_index, "names"),
-                f"{hostlist.collect_hostlist(names)} ({len(names)} node"
+                f"{compress(names)} ({len(names)} node"
                 f"{'s' if len(names) > 1 else ''}) in no rack; place "
                 f"{'them' if len(names) > 1 else 'it'} under racks[].devices or list "
                 f"{'them' if len(names) > 1 else 'it'} in facility.unracked",
@@ -427,7 +425,7 @@ def _feed_loss(cluster: Cluster, plans: tuple[RackPlan, ...]) -> list[Problem]:
         power = cluster.spec.hardware[name].power
         assert power is not None
         detail = "; ".join(
-            f"{hostlist.collect_hostlist(nodes)} keep {left} of {power.psu_count} PSUs when "
+            f"{compress(nodes)} keep {left} of {power.psu_count} PSUs when "
             f"feed {lost} is lost: {left} x {power.psu_watts} W = {left * power.psu_watts} W"
             for (left, lost), nodes in sorted(cases.items())
         )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hostlist
-
 from clustergen import codes
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.errors import Problem
+from clustergen.hosts import compress
 from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
 
@@ -37,7 +36,7 @@ def check(cluster: Cluster) -> list[Problem]:
                     codes.HARDWARE_RESERVED_MEMORY_MISSING,
                     ("hardware", name),
                     f"'{name}' is the profile of Slurm compute nodes "
-                    f"{hostlist.collect_hostlist(compute_nodes[name])}, so it needs "
+                    f"{compress(compute_nodes[name])}, so it needs "
                     "reserved_memory_gib: the OS sees less than the installed memory, and a "
                     "node reporting less than RealMemory is drained as INVAL",
                     at="key",

@@ -151,12 +151,21 @@ def _accounting(cluster: Cluster) -> list[Problem]:
     return []
 
 
+def _is_compute(spec: Spec, roles: tuple[str, ...], known: dict[tuple[str, ...], bool]) -> bool:
+    """Whether roles, as meant, make a compute node; `known` keeps the answer for the
+    next node of the same roles (a group's nodes share one tuple of them)."""
+    if roles not in known:
+        known[roles] = "compute" in meant_roles(spec, roles)
+    return known[roles]
+
+
 def _partitions(cluster: Cluster) -> list[Problem]:
     spec, hosts, table = cluster.spec, cluster.hosts, cluster.by_name
     problems = []
     seen: dict[str, int] = {}
     defaults: list[int] = []
     in_some_partition: set[str] = set()
+    compute_roles: dict[tuple[str, ...], bool] = {}
     for index, partition in enumerate(spec.slurm.partitions):
         base = ("slurm", "partitions", index)
         if partition.name in seen:
@@ -186,7 +195,7 @@ def _partitions(cluster: Cluster) -> list[Problem]:
                 problems.append(
                     Problem(codes.SLURM_UNKNOWN_NODE, (*base, "nodes"), unknown_node(name, table))
                 )
-            elif "compute" not in meant_roles(spec, host.roles):
+            elif not _is_compute(spec, host.roles, compute_roles):
                 problems.append(
                     Problem(
                         codes.SLURM_PARTITION_NON_COMPUTE_NODE,

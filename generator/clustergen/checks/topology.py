@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hostlist
-
 from clustergen import codes
 from clustergen.checks.references import unknown_node
 from clustergen.errors import Problem
+from clustergen.hosts import compress
 from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
 
@@ -159,7 +158,7 @@ def _leaf_membership(cluster: Cluster, base: tuple[str | int, ...]) -> list[Prob
                 codes.NETWORK_COMPUTE_NODE_NO_LEAF,
                 base,
                 f"Slurm compute node{'s' if len(missing) > 1 else ''} "
-                f"{hostlist.collect_hostlist(missing)} hang{'' if len(missing) > 1 else 's'} "
+                f"{compress(missing)} hang{'' if len(missing) > 1 else 's'} "
                 "from no leaf switch; topology/tree would leave "
                 f"{'them' if len(missing) > 1 else 'it'} out of multi-node jobs",
                 at="key",

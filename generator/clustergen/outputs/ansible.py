@@ -69,10 +69,12 @@ def render(
     by_family: Mapping[str, Sequence[Artifact]],
     site: Sequence[Artifact],
 ) -> list[Artifact]:
-    groups = [
-        InventoryGroup(group.name, tuple(host_patterns(list(group.hosts))), group.children)
-        for group in cluster.groups
-    ]
+    patterns: dict[tuple[str, ...], tuple[str, ...]] = {}  # groups of the same hosts share one
+    groups = []
+    for group in cluster.groups:
+        if group.hosts not in patterns:
+            patterns[group.hosts] = tuple(host_patterns(list(group.hosts)))
+        groups.append(InventoryGroup(group.name, patterns[group.hosts], group.children))
     artifacts = [
         Artifact(
             "inventory/hosts.yml",
@@ -148,31 +150,32 @@ def host_patterns(names: list[str]) -> list[str]:
     the run, so padding quirks (gpu9, gpu10 or gpu08, gpu100) never change a host.
     """
     patterns: list[str] = []
-    run: list[str] = []
+    run: list[tuple[str, re.Match[str] | None]] = []  # each name with its match, made once
 
     def flush() -> None:
+        first, last = run[0][1], run[-1][1]
         if len(run) >= 2:
-            first = _TRAILING_NUMBER.match(run[0])
-            last = _TRAILING_NUMBER.match(run[-1])
             assert first is not None and last is not None
-            if _ansible_writes(first["number"], last["number"], run):
+            if _ansible_writes(first["number"], last["number"], [m for _, m in run]):
                 patterns.append(
                     f"{first['head']}[{first['number']}:{last['number']}]{first['tail']}"
                 )
                 run.clear()
                 return
-        patterns.extend(run)
+        patterns.extend(name for name, _ in run)
         run.clear()
 
     for name in names:
-        if run and not _continues(run[-1], name):
+        match = _TRAILING_NUMBER.match(name)
+        if run and not _continues(run[-1][1], match):
             flush()
-        run.append(name)
-    flush()
+        run.append((name, match))
+    if run:
+        flush()
     return patterns
 
 
-def _ansible_writes(begin: str, end: str, run: list[str]) -> bool:
+def _ansible_writes(begin: str, end: str, run: list[re.Match[str] | None]) -> bool:
     """Whether Ansible's range [begin:end] writes each number of the run as the run does
     (the run's names share head and tail and count up by one; _continues made sure).
 
@@ -181,12 +184,11 @@ def _ansible_writes(begin: str, end: str, run: list[str]) -> bool:
     """
     if begin.startswith("0") and len(begin) > 1:
         return len(begin) == len(end)  # widths never shrink along a run, so all match
-    numbers = (_TRAILING_NUMBER.match(name) for name in run)
-    return all(m is not None and (m["number"] == "0" or m["number"][0] != "0") for m in numbers)
+    return all(m is not None and (m["number"] == "0" or m["number"][0] != "0") for m in run)
 
 
-def _continues(previous: str, name: str) -> bool:
-    a, b = _TRAILING_NUMBER.match(previous), _TRAILING_NUMBER.match(name)
+def _continues(a: re.Match[str] | None, b: re.Match[str] | None) -> bool:
+    """Whether the name matched as b follows the one matched as a in a range."""
     return (
         a is not None
         and b is not None
@@ -209,12 +211,15 @@ def group_pins(cluster: Cluster) -> dict[str, Pins]:
 
 def lock_groups(cluster: Cluster) -> list[LockGroup]:
     """Groups that have nodes and packages, sorted by name, packages sorted by name."""
-    order = {host.name: index for index, host in enumerate(cluster.hosts)}
     groups = []
+    hostlists: dict[frozenset[str], str] = {}  # groups of the same nodes share one
     for name, packages in sorted(group_pins(cluster).items()):
-        nodes = sorted(cluster.members.get(name, frozenset()), key=order.__getitem__)
-        if nodes and packages:
-            groups.append(LockGroup(name, compress(nodes), dict(sorted(packages.items()))))
+        members = cluster.members.get(name, frozenset())
+        if members and packages:
+            if members not in hostlists:
+                in_order = [host.name for host in cluster.hosts if host.name in members]
+                hostlists[members] = compress(in_order)
+            groups.append(LockGroup(name, hostlists[members], dict(sorted(packages.items()))))
     return groups
 
 
