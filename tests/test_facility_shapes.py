@@ -1,6 +1,6 @@
 """The facility family's shortcuts give the text the plain way gives: rack SVGs rendered
-once per shape and filled in with each rack's names, and CSV sheets joined without
-csv.writer."""
+once per shape and filled in with each rack's names, device and outlet rows made once
+per kind of device and circuit, and CSV sheets joined without csv.writer."""
 
 from __future__ import annotations
 
@@ -22,7 +22,11 @@ from clustergen.outputs.facility.derive import (
     Shape,
     csv_text,
     derive_facility,
+    device_cells,
+    device_sheet,
     elevation,
+    number,
+    outlet_sheet,
 )
 from clustergen.render import environment, render_template
 from clustergen.resolve import Cluster
@@ -129,6 +133,40 @@ def test_names_to_escape_or_holding_a_placeholder_are_rendered_whole(tmp_path: P
     for shape, svg in zip(facility.shapes, svgs, strict=True):
         assert svg == render_template(env, RACK_SVG, cluster, rack=shape.named())
     assert "&amp;&lt;&#39;&#34;" in svgs[-2]
+
+
+def test_outlet_sheet_is_every_outlet_of_every_pdu(tmp_path: Path) -> None:
+    """Racks alike share a circuit, so their outlets' cells are made once; each row is
+    still its own rack's, PDU's and device's."""
+    plans = _cluster(tmp_path).rack_plans
+    circuits = {id(load.circuit) for plan in plans for load in plan.loads}
+    assert len(circuits) < sum(len(plan.loads) for plan in plans)
+    assert outlet_sheet(plans) == tuple(
+        (
+            plan.rack.name,
+            load.pdu.name,
+            outlet.device,
+            str(outlet.psu),
+            str(outlet.bank),
+            outlet.phase,
+            number(outlet.normal_va),
+            "" if load.failover_va is None else number(outlet.failover_va),
+        )
+        for plan in plans
+        for load in plan.loads
+        for outlet in load.outlets
+    )
+
+
+def test_device_sheet_is_every_device_of_every_rack_with_pdus(tmp_path: Path) -> None:
+    """Devices of a kind share their cells but the name; each row is its own."""
+    plans = _cluster(tmp_path).rack_plans
+    assert device_sheet(plans) == tuple(
+        (plan.rack.name, device.name, *device_cells(plan, device))
+        for plan in plans
+        if plan.loads
+        for device in sorted(plan.devices, key=lambda d: (d.u, d.index))
+    )
 
 
 def test_csv_text_is_what_csv_writer_writes() -> None:

@@ -73,6 +73,7 @@ RACK_SVG = "facility/rack.svg.j2"
 # What markupsafe.escape (the template's `| e`) changes, and PLACEHOLDER: a rack whose
 # names hold any of them is not filled in from its shape's SVG.
 _NOT_PLAIN = re.compile(f"[&<>\"'{PLACEHOLDER}]")
+_UNSEEN: list[str] = []  # a shape not rendered yet, told apart by identity
 
 
 def rack_svgs(facility: Facility, cluster: Cluster, env: jinja2.Environment) -> list[str]:
@@ -89,9 +90,10 @@ def rack_svgs(facility: Facility, cluster: Cluster, env: jinja2.Environment) -> 
     split: dict[Elevation, list[str] | None] = {}
     svgs = []
     for shape in facility.shapes:
-        if shape.elevation not in split:
-            split[shape.elevation] = _split(env, cluster, shape)
-        parts = split[shape.elevation]
+        # One look-up a rack: hashing a shape walks all of it.
+        parts = split.get(shape.elevation, _UNSEEN)
+        if parts is _UNSEEN:
+            parts = split[shape.elevation] = _split(env, cluster, shape)
         if parts is not None and _plain(shape.names):
             svgs.append(_filled(parts, shape.names))
         else:

@@ -414,10 +414,6 @@ def elevation(
     cut to fit) is written as name(it), which for a Shape is a placeholder."""
     height_u = rack.rack.height_u
     frame_h = height_u * UNIT_PX
-
-    def unit_y(unit: int) -> int:
-        return top_of_unit(height_u, unit)
-
     spans = []
     devices = []
     roles: list[str] = []
@@ -428,26 +424,13 @@ def elevation(
         if device.u > height_u:
             continue  # outside the rack: the placement check reports it
         spans.append((device.u, top))
-        y = unit_y(top) + 1
-        h = (top - device.u + 1) * UNIT_PX - 2
-        box = Box(RACK_X + 2, y, RACK_W - 4, h, ROLE_FILLS[role])
-        middle = y + h // 2
-        one_line = h < 2 * UNIT_PX - 2
         label_name = fit(device.name, LABEL_W, BOLD_CHAR_PX)
-        room = LABEL_W - (len(label_name) + 2) * BOLD_CHAR_PX if one_line else LABEL_W
-        label = Label(
-            x=RACK_X + 8,
-            name_y=middle + 4 if one_line else middle - 2,
-            name=name(label_name),
-            detail_y=middle + 4 if one_line else middle + 12,
-            detail=detail(
-                hardware,
-                role,
-                f"{device.max_watts} W max" if power_given(device) else "power not given",
-                room,
-            ),
+        watts = f"{device.max_watts} W max" if power_given(device) else "power not given"
+        devices.append(
+            _device(
+                height_u, device.u, top, role, hardware, watts, len(label_name), name(label_name)
+            )
         )
-        devices.append((box, label))
     below = TITLE_H + frame_h
     if rack.loads:
         drawn = sum(load.normal_va for load in rack.loads)
@@ -475,6 +458,37 @@ def elevation(
         bar=rack_bar,
         legend=_legend(legend_y, shown),
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _device(
+    height_u: int,
+    u: int,
+    top: int,
+    role: str,
+    hardware: str,
+    watts: str,
+    name_length: int,
+    name: str,
+) -> tuple[Box, Label]:
+    """A device's box from unit u to top, and its label: `name` in bold (the label's
+    room beside it on one line is what name_length characters leave), then the role,
+    hardware and `watts`. Kept: in a shape the name is a placeholder, so racks built
+    alike draw the same ones."""
+    y = top_of_unit(height_u, top) + 1
+    h = (top - u + 1) * UNIT_PX - 2
+    box = Box(RACK_X + 2, y, RACK_W - 4, h, ROLE_FILLS[role])
+    middle = y + h // 2
+    one_line = h < 2 * UNIT_PX - 2
+    room = LABEL_W - (name_length + 2) * BOLD_CHAR_PX if one_line else LABEL_W
+    label = Label(
+        x=RACK_X + 8,
+        name_y=middle + 4 if one_line else middle - 2,
+        name=name,
+        detail_y=middle + 4 if one_line else middle + 12,
+        detail=detail(hardware, role, watts, room),
+    )
+    return box, label
 
 
 @functools.lru_cache(maxsize=1024)
@@ -577,7 +591,28 @@ def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
     )
 
 
-def device_row(rack: RackPlan, device: Device) -> tuple[str, ...]:
+def device_sheet(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
+    """The rows of pdu-devices.csv: each device of a rack with PDUs, from the bottom up.
+
+    A device's cells but its name follow from its PSUs, power factor and max_watts and
+    its rack's feeds; the plan makes the PSUs once per kind of device (facility._psus),
+    so the cells are made once per kind and feeds, not for each of 16k nodes."""
+    cells: dict[tuple[int, float, int, tuple[str, ...]], tuple[str, ...]] = {}
+    rows = []
+    for rack in plans:
+        if not rack.loads:
+            continue
+        for device in sorted(rack.devices, key=lambda d: (d.u, d.index)):
+            # By identity: every PSU tuple is alive in the plan while this runs.
+            kind = (id(device.psus), device.power_factor, device.max_watts, rack.feeds)
+            own = cells.get(kind)
+            if own is None:
+                own = cells[kind] = device_cells(rack, device)
+            rows.append((rack.rack.name, device.name, *own))
+    return tuple(rows)
+
+
+def device_cells(rack: RackPlan, device: Device) -> tuple[str, ...]:
     """Watts a device draws from each feed at max_watts: every feed up, and alone."""
     two_feeds = len(rack.feeds) > 1
     normal = {feed: 0.0 for feed in FEEDS}
@@ -590,8 +625,6 @@ def device_row(rack: RackPlan, device: Device) -> tuple[str, ...]:
         return number(watts[feed]) if feed in rack.feeds else ""
 
     return (
-        rack.rack.name,
-        device.name,
         str(device.max_watts),
         f"{device.power_factor:.2f}",
         str(device.psus_on("A")),
@@ -601,6 +634,38 @@ def device_row(rack: RackPlan, device: Device) -> tuple[str, ...]:
         on("A", failover) if two_feeds else "",
         on("B", failover) if two_feeds else "",
     )
+
+
+def outlet_sheet(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
+    """The rows of pdu-outlets.csv: rack, PDU, device, then the outlet's own cells.
+
+    A 16k-node site has a hundred thousand outlets on a few kinds of circuit: the plan
+    gives racks built alike one _Circuit (facility._loads), with the same PSUs plugged
+    in the same order, so an outlet's own cells are made from the first PDU on each
+    circuit (and feed count) and only the names come from each PDU's own."""
+    cells: dict[tuple[int, bool], list[tuple[str, ...]]] = {}
+    rows: list[tuple[str, ...]] = []
+    for rack in plans:
+        for load in rack.loads:
+            two_feeds = load.failover_va is not None
+            # By identity: every circuit is alive in the plan while this runs.
+            own = cells.get((id(load.circuit), two_feeds))
+            if own is None:
+                own = cells[(id(load.circuit), two_feeds)] = [
+                    (
+                        str(outlet.psu),
+                        str(outlet.bank),
+                        outlet.phase,
+                        number(outlet.normal_va),
+                        number(outlet.failover_va) if two_feeds else "",
+                    )
+                    for outlet in load.outlets
+                ]
+            rows.extend(
+                (rack.rack.name, load.pdu.name, device, *outlet)
+                for (device, _), outlet in zip(load.plugged, own, strict=True)
+            )
+    return tuple(rows)
 
 
 def derive_facility(cluster: Cluster) -> Facility | None:
@@ -637,12 +702,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         for rack in plans
     )
     feed_rows = tuple(feed_row(rack, load) for rack in plans for load in rack.loads)
-    device_rows = tuple(
-        device_row(rack, device)
-        for rack in plans
-        if rack.loads
-        for device in sorted(rack.devices, key=lambda d: (d.u, d.index))
-    )
+    device_rows = device_sheet(plans)
     phase_rows = tuple(
         (
             rack.rack.name,
@@ -672,21 +732,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         for load in rack.loads
         for bank in load.banks
     )
-    outlet_rows = tuple(
-        (
-            rack.rack.name,
-            load.pdu.name,
-            outlet.device,
-            str(outlet.psu),
-            str(outlet.bank),
-            outlet.phase,
-            number(outlet.normal_va),
-            "" if load.failover_va is None else number(outlet.failover_va),
-        )
-        for rack in plans
-        for load in rack.loads
-        for outlet in load.outlets
-    )
+    outlet_rows = outlet_sheet(plans)
     cable_rows = tuple(
         (
             cable.switch,
