@@ -582,25 +582,19 @@ def cables(spec: Spec, hosts: Mapping[str, Host], ports: tuple[SwitchPorts, ...]
                 parent_port[(child, switch.name, k)] = port
     rows = []
     for switch in ports:
-
-        def cable(
-            port: int, peer: str, peer_port: str, kind: str, at: SwitchPorts = switch
-        ) -> Cable:
-            return Cable(
-                at.name, port, peer, peer_port, kind, at.ports is not None and port > at.ports
-            )
-
+        # The switch's last port; with none known, no cable is beyond it.
+        last = switch.ports if switch.ports is not None else math.inf
         port = 0
         for node, _count in switch.hcas:
             host = hosts[node]
             names = host.hardware.fabric_hcas or [host.hardware.interfaces.fabric or "fabric"]
             for hca in names:
                 port += 1
-                rows.append(cable(port, node, hca, "node"))
+                rows.append(Cable(switch.name, port, node, hca, "node", port > last))
         port += sum(n for _, n in switch.down)
         for parent, count in switch.up:
             for k in range(count):
                 port += 1
                 landing = parent_port[(switch.name, parent, k)]
-                rows.append(cable(port, parent, str(landing), "uplink"))
+                rows.append(Cable(switch.name, port, parent, str(landing), "uplink", port > last))
     return rows

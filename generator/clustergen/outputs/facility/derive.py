@@ -8,9 +8,11 @@ and into the coordinates of the rack elevations, so the templates hold no arithm
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from clustergen.errors import format_path
@@ -121,6 +123,56 @@ class Elevation:
     legend: tuple[tuple[Box, Text], ...]
 
 
+# What stands in for the i-th name in a Shape: NUL, never printed (YAML refuses it raw,
+# and a rack whose names hold one anyway is rendered without the shape memo).
+PLACEHOLDER = "\x00"
+PLACEHOLDERS = re.compile(f"{PLACEHOLDER}([0-9]+){PLACEHOLDER}")
+
+
+def placeholder(index: int) -> str:
+    return f"{PLACEHOLDER}{index}{PLACEHOLDER}"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A rack's elevation with every name in it (the rack's, its PDUs', its devices'
+    labels) written as placeholder(i), and the names, i-th for placeholder(i).
+
+    Racks built alike (thousands at scale) have equal shapes, so their SVG is rendered
+    once and each rack's names are put in after (outputs/facility/__init__.py). The
+    shape is made by the code that makes the elevation, so whatever the picture shows
+    other than a name is in it, and racks that differ in anything else differ here too.
+    Where a name's length matters (a label cut to fit, the room left beside it), the
+    elevation measures the real name, so the shape carries that too.
+    """
+
+    rack: str
+    elevation: Elevation
+    names: tuple[str, ...]
+
+    def named(self) -> Elevation:
+        """The rack's own elevation: the shape with its names in every text."""
+        named = _named(self.elevation, self)
+        assert isinstance(named, Elevation)
+        return named
+
+    def fill(self, text: str) -> str:
+        """The text with the name for each placeholder in it."""
+        return PLACEHOLDERS.sub(lambda found: self.names[int(found[1])], text)
+
+
+def _named(value: object, shape: Shape) -> object:
+    """value with the shape's names in every string anywhere in it."""
+    if isinstance(value, str):
+        return shape.fill(value)
+    if isinstance(value, tuple):
+        return tuple(_named(item, shape) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        named = {f.name: _named(getattr(value, f.name), shape) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **named)
+    return value
+
+
 @dataclass(frozen=True)
 class FeedRow:
     rack: str
@@ -165,7 +217,7 @@ class SpecWarning:
 @dataclass(frozen=True)
 class Facility:
     cluster: str
-    elevations: tuple[Elevation, ...]
+    shapes: tuple[Shape, ...]  # each rack's elevation, as a Shape; spec order
     rack_rows: tuple[tuple[str, ...], ...]
     rack_totals: tuple[tuple[str, ...], ...]  # rack, units, used, free, typical W, max W
     feed_rows: tuple[FeedRow, ...]
@@ -176,6 +228,11 @@ class Facility:
     cable_rows: tuple[tuple[str, ...], ...]
     site: tuple[str, ...]  # summary lines
     warnings: tuple[SpecWarning, ...]
+
+    @functools.cached_property
+    def elevations(self) -> tuple[Elevation, ...]:
+        """Each rack's elevation, names and all; the SVGs are rendered from the shapes."""
+        return tuple(shape.named() for shape in self.shapes)
 
 
 RACK_HEADER = ("rack", "unit", "top", "device", "role", "hardware", "height_u")
@@ -231,7 +288,28 @@ def percent(part: float, whole: float) -> str:
     return f"{part / whole:.0%}" if whole else "-"
 
 
-def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+def csv_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """The CSV file of a table, as csv.writer writes it (minimal quoting, "\\n" lines).
+
+    Sheet cells are names and numbers, which need no quoting, so the rows are joined as
+    they stand (a 16k-node site's cable and outlet sheets hold a quarter million rows,
+    and csv.writer takes four times as long); csv.writer writes the table instead when
+    any cell would need quoting: one holding a comma, a quote or a line break (the
+    commas and line breaks are counted, so one inside a cell shows), and for a row of
+    fewer than two cells (one empty cell is written "").
+    """
+    lines = [",".join(header), *map(",".join, rows), ""]
+    text = "\n".join(lines)
+    commas = len(header) - 1 + sum(map(len, rows)) - len(rows)
+    if (
+        len(header) > 1
+        and min(map(len, rows), default=2) > 1
+        and '"' not in text
+        and "\r" not in text
+        and text.count(",") == commas
+        and text.count("\n") == len(lines) - 1
+    ):
+        return text
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -245,7 +323,9 @@ def role_and_hardware(device: Device, switch_models: dict[str, str | None]) -> t
     return "switch", switch_models[device.name] or ""
 
 
+@functools.lru_cache(maxsize=4096)
 def bar(x: int, y: int, width: int, height: int, load: float, limit: float) -> Bar:
+    """A Bar; kept, as racks built alike draw the same few loads thousands of times."""
     capacity = limit / CONTINUOUS_LOAD_LIMIT
     fraction = min(load / capacity, 1.0) if capacity else 0.0
     return Bar(
@@ -321,14 +401,20 @@ def unit_grid(height_u: int) -> str:
     )
 
 
-def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation:
+def verbatim(name: str) -> str:
+    return name
+
+
+def elevation(
+    rack: RackPlan,
+    switch_models: dict[str, str | None],
+    name: Callable[[str], str] = verbatim,
+) -> Elevation:
+    """The rack's elevation; every name in it (the rack's, a PDU's, a device's label as
+    cut to fit) is written as name(it), which for a Shape is a placeholder."""
     height_u = rack.rack.height_u
     frame_h = height_u * UNIT_PX
-
-    def unit_y(unit: int) -> int:
-        return top_of_unit(height_u, unit)
-
-    held: set[int] = set()
+    spans = []
     devices = []
     roles: list[str] = []
     for device in sorted(rack.devices, key=lambda d: (-d.u, d.index)):
@@ -337,27 +423,78 @@ def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation
         top = min(device.top, height_u)
         if device.u > height_u:
             continue  # outside the rack: the placement check reports it
-        held.update(range(device.u, top + 1))
-        y = unit_y(top) + 1
-        h = (top - device.u + 1) * UNIT_PX - 2
-        box = Box(RACK_X + 2, y, RACK_W - 4, h, ROLE_FILLS[role])
-        middle = y + h // 2
-        one_line = h < 2 * UNIT_PX - 2
-        name = fit(device.name, LABEL_W, BOLD_CHAR_PX)
-        room = LABEL_W - (len(name) + 2) * BOLD_CHAR_PX if one_line else LABEL_W
-        label = Label(
-            x=RACK_X + 8,
-            name_y=middle + 4 if one_line else middle - 2,
-            name=name,
-            detail_y=middle + 4 if one_line else middle + 12,
-            detail=detail(
-                hardware,
-                role,
-                f"{device.max_watts} W max" if power_given(device) else "power not given",
-                room,
-            ),
+        spans.append((device.u, top))
+        label_name = fit(device.name, LABEL_W, BOLD_CHAR_PX)
+        watts = f"{device.max_watts} W max" if power_given(device) else "power not given"
+        devices.append(
+            _device(
+                height_u, device.u, top, role, hardware, watts, len(label_name), name(label_name)
+            )
         )
-        devices.append((box, label))
+    below = TITLE_H + frame_h
+    if rack.loads:
+        drawn = sum(load.normal_va for load in rack.loads)
+        load_texts, rack_bar = _load_lines(below, drawn, rack.limit_va)
+    else:
+        load_texts, rack_bar = (Text(RACK_X, below + 20, "No PDUs: power not planned"),), None
+    legend_y = below + 72
+    shown = tuple(role for role in ROLE_FILLS if role in roles)
+    pdus = ", ".join(f"{name(load.pdu.name)} ({load.pdu.feed})" for load in rack.loads)
+    return Elevation(
+        rack=name(rack.rack.name),
+        width=2 * RACK_X + RACK_W,
+        height=legend_y + ((len(shown) + 1) // 2) * LEGEND_ROW_PX + 8,
+        title=Text(RACK_X, 22, f"Rack {name(rack.rack.name)}", "bold"),
+        subtitle=Text(
+            RACK_X,
+            40,
+            f"{height_u}U, front view; " + (f"PDUs {pdus}" if pdus else "no PDUs"),
+        ),
+        frame=Box(RACK_X, TITLE_H, RACK_W, frame_h, "none"),
+        grid=unit_grid(height_u),
+        devices=tuple(devices),
+        free=_free_runs(height_u, tuple(spans)),
+        load=load_texts,
+        bar=rack_bar,
+        legend=_legend(legend_y, shown),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _device(
+    height_u: int,
+    u: int,
+    top: int,
+    role: str,
+    hardware: str,
+    watts: str,
+    name_length: int,
+    name: str,
+) -> tuple[Box, Label]:
+    """A device's box from unit u to top, and its label: `name` in bold (the label's
+    room beside it on one line is what name_length characters leave), then the role,
+    hardware and `watts`. Kept: in a shape the name is a placeholder, so racks built
+    alike draw the same ones."""
+    y = top_of_unit(height_u, top) + 1
+    h = (top - u + 1) * UNIT_PX - 2
+    box = Box(RACK_X + 2, y, RACK_W - 4, h, ROLE_FILLS[role])
+    middle = y + h // 2
+    one_line = h < 2 * UNIT_PX - 2
+    room = LABEL_W - (name_length + 2) * BOLD_CHAR_PX if one_line else LABEL_W
+    label = Label(
+        x=RACK_X + 8,
+        name_y=middle + 4 if one_line else middle - 2,
+        name=name,
+        detail_y=middle + 4 if one_line else middle + 12,
+        detail=detail(hardware, role, watts, room),
+    )
+    return box, label
+
+
+@functools.lru_cache(maxsize=1024)
+def _free_runs(height_u: int, spans: tuple[tuple[int, int], ...]) -> tuple[Text, ...]:
+    """'free U15-U40 (26U)' on each run of units no span (lowest, highest unit) holds."""
+    held = {u for low, high in spans for u in range(low, high + 1)}
     free = []
     run: list[int] = []
     for u in [*range(height_u, 0, -1), 0]:
@@ -368,31 +505,34 @@ def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation
             low, high = run[-1], run[0]
             span = f"U{low}" if low == high else f"U{low}-U{high}"
             # Inside the middle unit, clear of the lines between units.
-            middle = unit_y(run[len(run) // 2]) + UNIT_PX // 2
+            middle = top_of_unit(height_u, run[len(run) // 2]) + UNIT_PX // 2
             text = f"free {span} ({len(run)}U)"
             free.append(Text(RACK_X + RACK_W // 2, middle + 4, text, anchor="middle"))
             run = []
-    below = TITLE_H + frame_h
-    load_texts: list[Text] = []
-    rack_bar = None
-    if rack.loads:
-        drawn = sum(load.normal_va for load in rack.loads)
-        load_texts = [
-            Text(RACK_X, below + 20, f"Load at max draw {kilo(drawn, 'VA')}"),
-            Text(
-                RACK_X,
-                below + 34,
-                f"80% limit {kilo(rack.limit_va, 'VA')} "
-                f"(of {kilo(rack.limit_va / CONTINUOUS_LOAD_LIMIT, 'VA')}): "
-                f"{percent(drawn, rack.limit_va)} used",
-            ),
-        ]
-        rack_bar = bar(RACK_X, below + 42, BAR_W, 14, drawn, rack.limit_va)
-    else:
-        load_texts = [Text(RACK_X, below + 20, "No PDUs: power not planned")]
-    legend_y = below + 72
-    shown = [role for role in ROLE_FILLS if role in roles]
-    legend = tuple(
+    return tuple(free)
+
+
+@functools.lru_cache(maxsize=1024)
+def _load_lines(below: int, drawn: float, limit_va: float) -> tuple[tuple[Text, ...], Bar]:
+    """The load of a rack with PDUs, drawing `drawn` VA at max against its `limit_va`,
+    under its frame, and its bar."""
+    texts = (
+        Text(RACK_X, below + 20, f"Load at max draw {kilo(drawn, 'VA')}"),
+        Text(
+            RACK_X,
+            below + 34,
+            f"80% limit {kilo(limit_va, 'VA')} "
+            f"(of {kilo(limit_va / CONTINUOUS_LOAD_LIMIT, 'VA')}): "
+            f"{percent(drawn, limit_va)} used",
+        ),
+    )
+    return texts, bar(RACK_X, below + 42, BAR_W, 14, drawn, limit_va)
+
+
+@functools.lru_cache(maxsize=1024)
+def _legend(legend_y: int, shown: tuple[str, ...]) -> tuple[tuple[Box, Text], ...]:
+    """A swatch and the name of each role shown, two to a row."""
+    return tuple(
         (
             Box(
                 RACK_X + (i % 2) * (RACK_W // 2),
@@ -409,25 +549,23 @@ def elevation(rack: RackPlan, switch_models: dict[str, str | None]) -> Elevation
         )
         for i, role in enumerate(shown)
     )
-    pdus = ", ".join(f"{load.pdu.name} ({load.pdu.feed})" for load in rack.loads)
-    return Elevation(
-        rack=rack.rack.name,
-        width=2 * RACK_X + RACK_W,
-        height=legend_y + ((len(shown) + 1) // 2) * LEGEND_ROW_PX + 8,
-        title=Text(RACK_X, 22, f"Rack {rack.rack.name}", "bold"),
-        subtitle=Text(
-            RACK_X,
-            40,
-            f"{height_u}U, front view; " + (f"PDUs {pdus}" if pdus else "no PDUs"),
-        ),
-        frame=Box(RACK_X, TITLE_H, RACK_W, frame_h, "none"),
-        grid=unit_grid(height_u),
-        devices=tuple(devices),
-        free=tuple(free),
-        load=tuple(load_texts),
-        bar=rack_bar,
-        legend=legend,
-    )
+
+
+class _Placeholders:
+    """A `name` for elevation(): each name it is given becomes placeholder(i), in turn."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def __call__(self, name: str) -> str:
+        self.names.append(name)
+        return placeholder(len(self.names) - 1)
+
+
+def shape(rack: RackPlan, switch_models: dict[str, str | None]) -> Shape:
+    placeholders = _Placeholders()
+    drawn = elevation(rack, switch_models, placeholders)
+    return Shape(rack.rack.name, drawn, tuple(placeholders.names))
 
 
 def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
@@ -453,7 +591,28 @@ def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
     )
 
 
-def device_row(rack: RackPlan, device: Device) -> tuple[str, ...]:
+def device_sheet(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
+    """The rows of pdu-devices.csv: each device of a rack with PDUs, from the bottom up.
+
+    A device's cells but its name follow from its PSUs, power factor and max_watts and
+    its rack's feeds; the plan makes the PSUs once per kind of device (facility._psus),
+    so the cells are made once per kind and feeds, not for each of 16k nodes."""
+    cells: dict[tuple[int, float, int, tuple[str, ...]], tuple[str, ...]] = {}
+    rows = []
+    for rack in plans:
+        if not rack.loads:
+            continue
+        for device in sorted(rack.devices, key=lambda d: (d.u, d.index)):
+            # By identity: every PSU tuple is alive in the plan while this runs.
+            kind = (id(device.psus), device.power_factor, device.max_watts, rack.feeds)
+            own = cells.get(kind)
+            if own is None:
+                own = cells[kind] = device_cells(rack, device)
+            rows.append((rack.rack.name, device.name, *own))
+    return tuple(rows)
+
+
+def device_cells(rack: RackPlan, device: Device) -> tuple[str, ...]:
     """Watts a device draws from each feed at max_watts: every feed up, and alone."""
     two_feeds = len(rack.feeds) > 1
     normal = {feed: 0.0 for feed in FEEDS}
@@ -466,8 +625,6 @@ def device_row(rack: RackPlan, device: Device) -> tuple[str, ...]:
         return number(watts[feed]) if feed in rack.feeds else ""
 
     return (
-        rack.rack.name,
-        device.name,
         str(device.max_watts),
         f"{device.power_factor:.2f}",
         str(device.psus_on("A")),
@@ -477,6 +634,38 @@ def device_row(rack: RackPlan, device: Device) -> tuple[str, ...]:
         on("A", failover) if two_feeds else "",
         on("B", failover) if two_feeds else "",
     )
+
+
+def outlet_sheet(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
+    """The rows of pdu-outlets.csv: rack, PDU, device, then the outlet's own cells.
+
+    A 16k-node site has a hundred thousand outlets on a few kinds of circuit: the plan
+    gives racks built alike one _Circuit (facility._loads), with the same PSUs plugged
+    in the same order, so an outlet's own cells are made from the first PDU on each
+    circuit (and feed count) and only the names come from each PDU's own."""
+    cells: dict[tuple[int, bool], list[tuple[str, ...]]] = {}
+    rows: list[tuple[str, ...]] = []
+    for rack in plans:
+        for load in rack.loads:
+            two_feeds = load.failover_va is not None
+            # By identity: every circuit is alive in the plan while this runs.
+            own = cells.get((id(load.circuit), two_feeds))
+            if own is None:
+                own = cells[(id(load.circuit), two_feeds)] = [
+                    (
+                        str(outlet.psu),
+                        str(outlet.bank),
+                        outlet.phase,
+                        number(outlet.normal_va),
+                        number(outlet.failover_va) if two_feeds else "",
+                    )
+                    for outlet in load.outlets
+                ]
+            rows.extend(
+                (rack.rack.name, load.pdu.name, device, *outlet)
+                for (device, _), outlet in zip(load.plugged, own, strict=True)
+            )
+    return tuple(rows)
 
 
 def derive_facility(cluster: Cluster) -> Facility | None:
@@ -513,12 +702,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         for rack in plans
     )
     feed_rows = tuple(feed_row(rack, load) for rack in plans for load in rack.loads)
-    device_rows = tuple(
-        device_row(rack, device)
-        for rack in plans
-        if rack.loads
-        for device in sorted(rack.devices, key=lambda d: (d.u, d.index))
-    )
+    device_rows = device_sheet(plans)
     phase_rows = tuple(
         (
             rack.rack.name,
@@ -548,21 +732,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         for load in rack.loads
         for bank in load.banks
     )
-    outlet_rows = tuple(
-        (
-            rack.rack.name,
-            load.pdu.name,
-            outlet.device,
-            str(outlet.psu),
-            str(outlet.bank),
-            outlet.phase,
-            number(outlet.normal_va),
-            "" if load.failover_va is None else number(outlet.failover_va),
-        )
-        for rack in plans
-        for load in rack.loads
-        for outlet in load.outlets
-    )
+    outlet_rows = outlet_sheet(plans)
     cable_rows = tuple(
         (
             cable.switch,
@@ -593,7 +763,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
     )
     return Facility(
         cluster=spec.cluster.name,
-        elevations=tuple(elevation(rack, switch_models) for rack in plans),
+        shapes=tuple(shape(rack, switch_models) for rack in plans),
         rack_rows=rack_rows,
         rack_totals=rack_totals,
         feed_rows=feed_rows,
