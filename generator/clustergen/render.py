@@ -31,6 +31,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,  # configuration files and shell, not HTML
+        auto_reload=False,  # one run: each template is read once, not checked per render
         bytecode_cache=_bytecode_cache(),
     )
     env.filters["tojson"] = tojson
