@@ -1,3 +1,3 @@
-from clustergen.entry import main
+from clustergen.entry import run
 
-raise SystemExit(main())
+run()
