@@ -71,23 +71,34 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes],
 def interrupted_render(out: Path, after_swap_start_s: float | None, delay_s: float) -> bool:
     """Render NEW over OLD's tree in out and SIGKILL it; returns whether it was killed
     before finishing. after_swap_start_s None kills delay_s after the start instead."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_RENDER, "render", str(NEW), "-o", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    process = slowed_render(SLOW_RENDER, out)
     assert process.stdout is not None
     if after_swap_start_s is None:
         time.sleep(delay_s)
     else:
         assert process.stdout.readline() == "swap\n"
         time.sleep(after_swap_start_s)
+    return kill(process)
+
+
+def slowed_render(script: str, out: Path) -> subprocess.Popen[str]:
+    """Render NEW into out with script (a slowed clustergen), its first line readable."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script, "render", str(NEW), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def kill(process: subprocess.Popen[str]) -> bool:
+    """SIGKILL the process unless it has ended; whether it was killed."""
     killed = process.poll() is None
     if killed:
         os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
-    process.stdout.close()
+    if process.stdout is not None:
+        process.stdout.close()
     return killed
 
 
@@ -189,19 +200,11 @@ def test_a_new_tree_killed_while_staged_is_no_tree_and_the_next_command_sweeps_i
     so, and renders the whole tree."""
     _, new = renders
     out = tmp_path / "tree"
-    process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_STAGING, "render", str(NEW), "-o", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    process = slowed_render(SLOW_STAGING, out)
     assert process.stdout is not None
     assert process.stdout.readline() == "staging\n"
     time.sleep(len(new) * RENAME_DELAY_S / 2)
-    assert process.poll() is None, "the render finished before it was killed"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-    process.stdout.close()
+    assert kill(process), "the render finished before it was killed"
     staging = tmp_path / f".tree{TEMPORARY}"
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [staging.name]

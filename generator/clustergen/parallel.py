@@ -81,6 +81,20 @@ def _two_processes(cluster: Cluster) -> bool:
 
 
 @dataclass(frozen=True)
+class _Job:
+    """The child's part, inherited through the fork: the families it renders, the
+    resolved cluster and template environment, where it stages, and the last render's
+    paths (to tell the files clustergen did not write)."""
+
+    target: Destination
+    cluster: Cluster
+    env: jinja2.Environment
+    previous: set[str]
+    adopt: bool
+    names: list[str]
+
+
+@dataclass(frozen=True)
 class _Done:
     """The child's report of its part: its paths, its changes (without their texts,
     which only --diff prints, and --diff renders in one process), the files clustergen
@@ -106,7 +120,7 @@ def _render_in_two(out_dir: Path, cluster: Cluster, *, adopt: bool) -> list[Chan
     previous = previous_outputs(out_dir)
     # Made before the fork, so the two sides never race to make it.
     target, base = destination(out_dir)
-    child = _Child.start(target, cluster, env, previous, adopt, sorted(UNINSTALLED))
+    child = _Child.start(_Job(target, cluster, env, previous, adopt, sorted(UNINSTALLED)))
     parts = [base]
     try:
         files = render_rest(
@@ -158,24 +172,16 @@ class _Child:
         self.report: _Done | _Failed | None = None
 
     @classmethod
-    def start(
-        cls,
-        target: Destination,
-        cluster: Cluster,
-        env: jinja2.Environment,
-        previous: set[str],
-        adopt: bool,
-        names: list[str],
-    ) -> _Child:
+    def start(cls, job: _Job) -> _Child:
         sys.stdout.flush()
         sys.stderr.flush()
         reader, writer = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(reader)
-            _child_main(writer, target, cluster, env, previous, adopt, names)
+            _child_main(writer, job)
         os.close(writer)
-        return cls(pid, reader, target)
+        return cls(pid, reader, job.target)
 
     def finish(self, *, failed: bool = False) -> _Done:
         """Wait for the child's report. Raises what it reports, unless the parent has
@@ -237,21 +243,13 @@ def _send(writer: int, message: _Made | _Done | _Failed) -> None:
         data = data[os.write(writer, data) :]
 
 
-def _child_main(
-    writer: int,
-    target: Destination,
-    cluster: Cluster,
-    env: jinja2.Environment,
-    previous: set[str],
-    adopt: bool,
-    names: list[str],
-) -> None:
+def _child_main(writer: int, job: _Job) -> None:
     """Render and stage the named families, report to the parent, and exit; never
     returns, and never runs the parent's exit handlers or flushes its buffers."""
     status = 0
     report: _Done | _Failed
     try:
-        report = _child_part(writer, target, cluster, env, previous, adopt, names)
+        report = _child_part(writer, job)
     except UsageError as exc:
         report = _Failed(usage=str(exc))
     except KeyboardInterrupt:
@@ -273,24 +271,17 @@ def _child_main(
         os._exit(status)
 
 
-def _child_part(
-    writer: int,
-    target: Destination,
-    cluster: Cluster,
-    env: jinja2.Environment,
-    previous: set[str],
-    adopt: bool,
-    names: list[str],
-) -> _Done:
+def _child_part(writer: int, job: _Job) -> _Done:
+    target = job.target
     files: dict[str, Artifact] = {}
-    for artifacts in render_families(cluster, env, names).values():
+    for artifacts in render_families(job.cluster, job.env, job.names).values():
         for artifact in artifacts:
             if artifact.path in files:
                 raise AssertionError(f"two output families render {artifact.path}")
             files[artifact.path] = artifact
-    changes, foreign = compare(target.out_dir, files, previous)
+    changes, foreign = compare(target.out_dir, files, job.previous)
     staged = Staged()
-    if adopt or not foreign:
+    if job.adopt or not foreign:
         staged = stage(
             target, files, changes, folders_made=lambda made: _send(writer, _Made(list(made)))
         )
