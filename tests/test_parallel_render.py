@@ -248,3 +248,34 @@ def test_an_uninstalled_family_that_installs_a_file_is_a_bug(
     monkeypatch.setitem(FAMILIES, name, lambda cluster, env: [installed])
     with pytest.raises(AssertionError, match=f"the {name} family installs facility/x"):
         render_families(cluster, environment(), [name])
+
+
+@pytest.mark.usefixtures("two_processes")
+@pytest.mark.parametrize("failing", ["fork", "pipe"])
+def test_no_second_process_renders_in_one(
+    cli,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    failing: str,
+) -> None:
+    """No process or pipe left (EAGAIN, EMFILE): the render is made in one process, the
+    same tree, and nothing of the attempt is left beside it."""
+    serial = tmp_path / "serial"
+    monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
+    assert cli("render", str(ML), "-o", str(serial)).code == 0
+    monkeypatch.delenv("CLUSTERGEN_SERIAL")
+    code = errno.EAGAIN if failing == "fork" else errno.EMFILE
+
+    refused = []
+
+    def refuse(*args: object) -> None:
+        refused.append(failing)
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(parallel.os, failing, refuse)
+    out = tmp_path / "new" / "site"
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 0, result.err
+    assert refused == [failing]
+    assert tree_state(out) == tree_state(serial)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["site"]

@@ -62,12 +62,14 @@ MIN_HOSTS = 1024
 def render_into(out_dir: Path, cluster: Cluster, *, adopt: bool = False) -> list[Change]:
     """Render the cluster and write the tree into out_dir as one transaction; the
     changes it made (every rendered path, and the removals), in path order."""
-    if not _two_processes(cluster):
-        files = with_manifest(render_all(cluster))
-        changes = plan(out_dir, files, adopt=adopt)
-        write(out_dir, files, changes)
-        return changes
-    return _render_in_two(out_dir, cluster, adopt=adopt)
+    if _two_processes(cluster):
+        changes = _render_in_two(out_dir, cluster, adopt=adopt)
+        if changes is not None:
+            return changes
+    files = with_manifest(render_all(cluster))
+    changes = plan(out_dir, files, adopt=adopt)
+    write(out_dir, files, changes)
+    return changes
 
 
 def _two_processes(cluster: Cluster) -> bool:
@@ -113,14 +115,20 @@ class _Failed:
     interrupted: bool = False
 
 
-def _render_in_two(out_dir: Path, cluster: Cluster, *, adopt: bool) -> list[Change]:
+def _render_in_two(out_dir: Path, cluster: Cluster, *, adopt: bool) -> list[Change] | None:
+    """The render in two processes; None when the second cannot be started (no
+    process or pipe left: EAGAIN, ENOMEM, EMFILE), and the render is to be serial."""
     from clustergen.outputs import FAMILIES, UNINSTALLED
 
     env = environment()
     previous = previous_outputs(out_dir)
     # Made before the fork, so the two sides never race to make it.
     target, base = destination(out_dir)
-    child = _Child.start(_Job(target, cluster, env, previous, adopt, sorted(UNINSTALLED)))
+    try:
+        child = _Child.start(_Job(target, cluster, env, previous, adopt, sorted(UNINSTALLED)))
+    except OSError:
+        abandon(target, [base])
+        return None
     parts = [base]
     try:
         files = render_rest(
@@ -176,7 +184,12 @@ class _Child:
         sys.stdout.flush()
         sys.stderr.flush()
         reader, writer = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(reader)
+            os.close(writer)
+            raise
         if pid == 0:  # the child: never returns
             os.close(reader)
             _child_main(writer, job)
