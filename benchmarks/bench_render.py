@@ -17,11 +17,11 @@ temp dir)
 Targets live here and in RESULTS.md, never in tests: the machines are shared and noisy.
 
 Run it on a file system that has not lost many files in the last six minutes. ext4
-without a journal (this project's CI-class machines) will not reuse an inode freed in
-the last 60 s, or 360 s while its table block is unwritten, and every file created
-scans past each of them (`recently_deleted` in fs/ext4/ialloc.c): after a test run or
-an earlier benchmark removed its trees, a 16k render's 8,350 creations cost seconds of
-system time. The benchmark removes its own trees only when it ends.
+without a journal (this project's CI-class machines) does not reuse an inode freed in
+the last few minutes (up to five), and every file created scans past each of them
+(`recently_deleted` in fs/ext4/ialloc.c): after a test run or an earlier benchmark
+removed its trees, a 16k render's 8,350 creations cost seconds of system time. The
+benchmark removes its own trees only when it ends.
 """
 
 from __future__ import annotations
