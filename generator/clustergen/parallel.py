@@ -5,9 +5,10 @@ A render is CPU-bound Python, and one process uses one core. On a large spec
 that install nothing (outputs.UNINSTALLED: the facility sheets and elevations, the
 acceptance jobs) and stages their files, while the parent renders the rest, the
 Ansible family (which needs only the families that install files) and the site
-files, and stages those. The parent then commits both parts in one journal, so the
-write is the same single transaction as a serial one (write.py), the tree is byte
-for byte the serial render's, and so are the messages.
+files, and stages those. The parent then commits both parts as one write (one
+journal, or one rename of a new tree's staging folder), the same single transaction
+as a serial one (write.py); the tree is byte for byte the serial render's, and so
+are the messages.
 
 Whatever fails on either side (a file clustergen did not write in the way, a
 folder that cannot be made, a bug, Ctrl-C) takes back every file either side
@@ -15,7 +16,8 @@ staged before the parent reports it: nothing in the tree has changed. A child th
 dies without reporting (killed) leaves its temporaries to the sweep every command
 makes first (write.recover), which this one makes at once.
 
-Small specs render in one process: forking would cost more than it saves.
+Small specs render in one process: forking would cost more than it saves. So does
+a render that cannot start a second process (no process or pipe left).
 CLUSTERGEN_SERIAL=1 renders every spec in one process.
 """
 
