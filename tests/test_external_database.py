@@ -25,6 +25,7 @@ import yaml
 from clustergen.cli import main
 from clustergen.twin.accounting import install_mariadb, mariadb_argv, mariadb_ready
 
+from support.ansible_testbed import READ_SLURM_SETTINGS
 from support.ci import require, tool
 from support.paths import EXAMPLES
 
@@ -35,7 +36,8 @@ DB_PASSWORD = "external-db-test-only"
 DB_NAME = "slurm_acct_db"
 DB_USER = "slurm"
 
-DATABASE_PLAYBOOK = """\
+DATABASE_PLAYBOOK = (
+    """\
 - name: The accounting database tasks on the slurmdbd host
   hosts: slurm_dbd
   connection: local
@@ -46,16 +48,15 @@ DATABASE_PLAYBOOK = """\
     clustergen_start_services: true
     slurm_database_wait_seconds: {wait}
   tasks:
-    - name: Read the rendered Slurm configuration as the slurm role does
-      ansible.builtin.include_role:
-        name: slurm
-        tasks_from: settings.yml
-        public: true
+"""
+    + READ_SLURM_SETTINGS
+    + """\
     - name: The role's database tasks
       ansible.builtin.include_role:
         name: slurm
         tasks_from: database.yml
 """
+)
 
 
 def _free_port() -> int:

@@ -19,6 +19,7 @@ import yaml
 
 from clustergen.cli import main
 
+from support.ansible_testbed import READ_SLURM_SETTINGS
 from support.ci import require, tool
 from support.paths import EXAMPLES
 
@@ -28,21 +29,21 @@ SLURMD_PORT = "6918"
 DBD_PORT = "6920"
 SRUN_PORTS = "60001-60100"
 
-PORTS_PLAYBOOK = """\
+PORTS_PLAYBOOK = (
+    """\
 - name: Print each Slurm node's firewall ports
   hosts: slurm
   connection: local
   gather_facts: false
   tasks:
-    - name: Read the rendered Slurm configuration as the slurm role does
-      ansible.builtin.include_role:
-        name: slurm
-        tasks_from: settings.yml
-        public: true
+"""
+    + READ_SLURM_SETTINGS
+    + """\
     - name: Print the ports
       ansible.builtin.debug:
         var: slurm_firewall_ports
 """
+)
 
 
 def _el_tree(tmp_path: Path) -> Path:

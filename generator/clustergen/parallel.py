@@ -31,9 +31,8 @@ from pathlib import Path
 
 import jinja2
 
-from clustergen.artifacts import Artifact
 from clustergen.errors import UsageError
-from clustergen.render import environment, render_all, render_families, render_rest
+from clustergen.render import by_path, environment, render_all, render_families, render_rest
 from clustergen.resolve import Cluster
 from clustergen.write import (
     MANIFEST,
@@ -288,12 +287,8 @@ def _child_main(writer: int, job: _Job) -> None:
 
 def _child_part(writer: int, job: _Job) -> _Done:
     target = job.target
-    files: dict[str, Artifact] = {}
-    for artifacts in render_families(job.cluster, job.env, job.names).values():
-        for artifact in artifacts:
-            if artifact.path in files:
-                raise AssertionError(f"two output families render {artifact.path}")
-            files[artifact.path] = artifact
+    rendered = render_families(job.cluster, job.env, job.names).values()
+    files = by_path(artifact for artifacts in rendered for artifact in artifacts)
     changes, foreign = compare(target.out_dir, files, job.previous)
     staged = Staged()
     if job.adopt or not foreign:

@@ -93,13 +93,11 @@ def render_families(
     be rendered without it."""
     from clustergen.outputs import FAMILIES, UNINSTALLED
 
-    by_family = {}
-    for name in names:
-        artifacts = FAMILIES[name](cluster, env)
-        for artifact in artifacts:
-            if name in UNINSTALLED and artifact.install is not None:
+    by_family = {name: FAMILIES[name](cluster, env) for name in names}
+    for name in UNINSTALLED.intersection(by_family):
+        for artifact in by_family[name]:
+            if artifact.install is not None:
                 raise AssertionError(f"the {name} family installs {artifact.path}")
-        by_family[name] = artifacts
     return by_family
 
 
@@ -111,11 +109,17 @@ def render_rest(
     from clustergen.outputs import ansible, site
 
     site_files = site.render()
-    artifacts = [
-        *(artifact for rendered in by_family.values() for artifact in rendered),
-        *ansible.render(cluster, env, by_family, site_files),
-        *site_files,
-    ]
+    return by_path(
+        [
+            *(artifact for rendered in by_family.values() for artifact in rendered),
+            *ansible.render(cluster, env, by_family, site_files),
+            *site_files,
+        ]
+    )
+
+
+def by_path(artifacts: Iterable[Artifact]) -> dict[str, Artifact]:
+    """Artifacts by path, in path order; two of one path are a bug."""
     files: dict[str, Artifact] = {}
     for artifact in artifacts:
         if artifact.path in files:

@@ -54,6 +54,17 @@ NODE_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbi
 _RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$")
 
 
+# A play's first task in the role tests: the slurm role's settings (ports, paths and
+# keys it reads from the rendered slurm.conf), public to the tasks after it.
+READ_SLURM_SETTINGS = """\
+    - name: Read the rendered Slurm configuration as the slurm role does
+      ansible.builtin.include_role:
+        name: slurm
+        tasks_from: settings.yml
+        public: true
+"""
+
+
 def node_environment(**extra: str) -> dict[str, str]:
     """The caller's environment with a node's PATH in front, for commands run in chroots."""
     caller = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p not in NODE_PATH]
