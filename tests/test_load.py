@@ -456,6 +456,47 @@ def test_very_deep_nesting_is_refused_not_a_crash() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a:\n  b: " + "[" * 1500,  # flow: libyaml 0.2.6 scans ahead past its own limit
+        "x: 1\n" + "".join(" " * i + f"k{i}:\n" for i in range(1200)),  # block
+        "- " * 1500 + "x\n",
+    ],
+    ids=["flow", "block", "sequences"],
+)
+def test_deep_nesting_is_too_deep_whichever_libyaml_refuses_it(text: str) -> None:
+    """PyYAML 6.0.4 bundles a libyaml that refuses nesting past 1,000 levels itself, with
+    its own message ('while increasing flow level, exceeded maximum nesting depth');
+    earlier ones leave it to clustergen. Either way the spec gets clustergen's refusal,
+    code, message and position, as PyYAML's pure-Python parser reads it."""
+    with pytest.raises(SpecInvalid) as caught:
+        parse_spec(text, "spec.yaml", "spec.yaml")
+    [problem] = caught.value.problems
+    assert problem.code.name == "yaml.too-deep"
+    assert (
+        problem.message == f"YAML nesting is too deep (more than {load.MAX_NESTING_DEPTH} levels)"
+    )
+    with pytest.raises(load._Refused) as pure:
+        load._PurePythonLoader(text).get_single_node()
+    assert problem.position == pure.value.position
+
+
+def test_nesting_past_libyaml_limit_in_a_large_file_keeps_code_and_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past REWORD_MAX_CHARS the pure-Python parse is not made: the refusal stands where
+    the parser stopped, with the same code and message."""
+    monkeypatch.setattr(load, "REWORD_MAX_CHARS", 10)
+    with pytest.raises(SpecInvalid) as caught:
+        parse_spec("a: " + "[" * 5000, "spec.yaml", "spec.yaml")
+    [problem] = caught.value.problems
+    assert (problem.code.name, problem.message) == (
+        "yaml.too-deep",
+        f"YAML nesting is too deep (more than {load.MAX_NESTING_DEPTH} levels)",
+    )
+
+
 def test_nesting_through_aliases_is_bounded_too() -> None:
     """Each anchor nests 60 levels and holds the one before: within the limit as written,
     past it once the aliases are followed."""

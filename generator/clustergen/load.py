@@ -220,6 +220,8 @@ def _compose(text: str) -> Node | None:
     try:
         return _LibyamlLoader(text).get_single_node()
     except MarkedYAMLError as found:
+        if "maximum nesting depth" in (found.problem or ""):
+            raise _nesting_refused(text, found) from None
         if len(text) <= REWORD_MAX_CHARS:
             try:
                 _PurePythonLoader(text).get_single_node()
@@ -229,6 +231,32 @@ def _compose(text: str) -> Node | None:
             except _Refused:
                 pass
         raise
+
+
+def _nesting_refused(text: str, found: MarkedYAMLError) -> _Refused:
+    """The refusal of a document that nests past libyaml's own limit, as clustergen words it.
+
+    libyaml 0.2.6 (bundled with PyYAML from 6.0.4) refuses nesting past 1,000 levels by
+    itself, and meets that limit while it scans ahead of the composer (a '[' may start
+    a key, so it reads on up to 1,024 characters), before the composer has counted
+    MAX_NESTING_DEPTH levels. Those 1,000 levels hold the deepest level clustergen
+    allows, opened earlier in the text: the pure-Python parser, which scans ahead
+    without a limit of its own, reads the text up to libyaml's stop and is refused
+    there, so the code, message and position are those of a PyYAML without the limit.
+    Past REWORD_MAX_CHARS that parse would take seconds; the refusal then stands at
+    libyaml's stop, with the same code and message.
+    """
+    mark = found.problem_mark or found.context_mark
+    assert mark is not None  # libyaml marks every error it raises
+    if mark.index <= REWORD_MAX_CHARS:
+        try:
+            _PurePythonLoader(text[: mark.index + 1]).get_single_node()
+        except _Refused as refused:
+            if refused.code is codes.YAML_TOO_DEEP:
+                return refused
+        except MarkedYAMLError:
+            pass
+    return _too_deep(mark)
 
 
 def _error_mark(exc: MarkedYAMLError) -> tuple[int, int] | None:
