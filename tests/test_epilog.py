@@ -24,7 +24,7 @@ from clustergen.outputs.slurm.derive import EPILOG_TIMEOUTS, SLURM_DEFAULTS
 from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 
-from support.ci import require
+from support.ci import require, skip_or_fail
 from support.paths import DATA, EXAMPLES
 
 XID_79 = "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
@@ -319,6 +319,56 @@ def test_an_xid_drains_once_not_after_every_job(epilog_text: str, tmp_path: Path
     assert later.drains == drain("gpu05", "Xid 119 on PCI:0000:3b:00: GSP RPC timeout")
     cursor = f"--cursor-file={tmp_path / 'epilog.cursor'}"
     assert all(cursor in args for args in first.journalctl_args + later.journalctl_args)
+
+
+JOURNALD = Path("/lib/systemd/systemd-journald")
+
+# Runs the Epilog twice beside a journald of its own: a private mount namespace with
+# tmpfs over /run and the journal's directory, so nothing of the machine is touched.
+# journald reads the kernel log (/dev/kmsg) as it does on a node; -k then has entries.
+PRIVATE_JOURNAL = """
+set -e
+mount -t tmpfs tmpfs /run
+mkdir -p /run/systemd/journal
+if [ -d /var/log/journal ]; then mount -t tmpfs tmpfs /var/log/journal; fi
+{journald} &
+journald=$!
+trap 'kill "$journald"' EXIT
+for _ in $(seq 50); do [ -S /run/systemd/journal/socket ] && break; sleep 0.1; done
+set +e
+bash "$1"; echo "first=$?"
+cp "$2" "$2.first"
+bash "$1"; echo "second=$?"
+"""
+
+
+@pytest.mark.daemons
+def test_the_real_journalctl_keeps_the_cursor(epilog_text: str, tmp_path: Path) -> None:
+    require("unshare", "journalctl", root=True)
+    if not JOURNALD.exists():
+        skip_or_fail(f"needs {JOURNALD} (Debian package systemd)")
+    # Lay the node out with the stand-ins, then let the real journalctl answer.
+    run_epilog(epilog_text, tmp_path, "gpu03", Node())
+    (tmp_path / "bin" / "journalctl").unlink()
+    cursor = tmp_path / "epilog.cursor"
+    cursor.unlink(missing_ok=True)
+    wrapper = tmp_path / "private-journal.sh"
+    wrapper.write_text(PRIVATE_JOURNAL.format(journald=JOURNALD))
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin:/usr/sbin:/sbin", "SLURMD_NODENAME": "gpu03"}
+    proc = subprocess.run(
+        ["unshare", "-m", "bash", str(wrapper), str(tmp_path / "health-epilog.sh"), str(cursor)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "first=0" in proc.stdout and "second=0" in proc.stdout, proc.stdout + proc.stderr
+    logged = (tmp_path / "logger.calls").read_text() if (tmp_path / "logger.calls").exists() else ""
+    assert "could not read the kernel log" not in logged
+    assert not (tmp_path / "scontrol.calls").exists()
+    # journalctl wrote the cursor of the last kernel message it showed.
+    first = (tmp_path / "epilog.cursor.first").read_text()
+    assert first.startswith("s=") and ";i=" in first
 
 
 def test_a_repeated_xid_is_one_reason(epilog_text: str, tmp_path: Path) -> None:
