@@ -529,7 +529,13 @@ def edge_without_fabric(tmp_path: Path) -> Path:
     return spec
 
 
-@pytest.mark.parametrize("variant", ["ml-training", "mixed-fleet", "roce", "no fabric"])
+def edge_without_gpus(tmp_path: Path) -> Path:
+    spec = edge_without_fabric(tmp_path)
+    spec.write_text(spec.read_text().replace("    gpu: {model: l40s, count: 4}\n", ""))
+    return spec
+
+
+@pytest.mark.parametrize("variant", ["ml-training", "mixed-fleet", "roce", "no fabric", "no GPUs"])
 def test_shellcheck_is_clean(variant: str, tmp_path: Path) -> None:
     require("shellcheck")
     spec = {
@@ -537,9 +543,10 @@ def test_shellcheck_is_clean(variant: str, tmp_path: Path) -> None:
         "mixed-fleet": lambda: DATA / "mixed-fleet.yaml",
         "roce": lambda: edge_with_epilog(tmp_path),
         "no fabric": lambda: edge_without_fabric(tmp_path),
+        "no GPUs": lambda: edge_without_gpus(tmp_path),
     }[variant]()
     text = render_epilog(spec)
-    assert ("check_fabric_ports" in text) == (variant != "no fabric")
+    assert ("check_fabric_ports" in text) == (variant not in ("no fabric", "no GPUs"))
     path = tmp_path / "health-epilog.sh"
     path.write_text(text)
     proc = subprocess.run(
@@ -550,6 +557,15 @@ def test_shellcheck_is_clean(variant: str, tmp_path: Path) -> None:
     cluster, _ = validate_cluster(loaded)
     assert cluster is not None
     assert render_all(cluster)["slurm/health-epilog.sh"].mode & os.X_OK
+
+
+def test_without_gpu_nodes_the_epilog_only_exits(tmp_path: Path) -> None:
+    text = render_epilog(edge_without_gpus(tmp_path))
+    assert text.endswith(
+        "# No compute node of this spec has GPUs: there is nothing to check.\nexit 0\n"
+    )
+    proc = subprocess.run(["bash", "-c", text], capture_output=True, text=True, timeout=10)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
 
 
 def test_without_a_fabric_no_port_is_read(tmp_path: Path) -> None:
