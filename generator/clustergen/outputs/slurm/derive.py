@@ -136,7 +136,7 @@ class EpilogTimeouts:
     """Seconds the health Epilog gives each command before `timeout` ends it."""
 
     smi_s: int = 30  # each nvidia-smi call
-    call_s: int = 10  # journalctl, systemctl, logger, scontrol, hostname
+    call_s: int = 10  # journalctl, grep, systemctl, logger, scontrol, hostname
     kill_after_s: int = 5  # SIGKILL this long after SIGTERM
     smi_calls: int = 1
     # hostname, journalctl, grep (the HCA ports), systemctl, two logger calls, scontrol
