@@ -173,7 +173,11 @@ def run_epilog(
     (bin_dir / "nvidia-smi.json").write_text(
         json.dumps({"gpus": state.gpus, "hangs": state.smi_hangs, "fails": state.smi_fails})
     )
-    journal_fail = 'echo "Failed to get journal access"; exit 1' if state.journalctl_fails else ""
+    journal_fail = (
+        'echo "Failed to seek to cursor: Invalid argument" >&2; exit 1'
+        if state.journalctl_fails
+        else ""
+    )
     stubs = {
         "journalctl": FAKE_JOURNALCTL.format(dir=tmp_path, fail=journal_fail),
         "systemctl": f'printf "%s\\n" "$*" >> "{tmp_path}/systemctl.calls"\n'
@@ -378,9 +382,15 @@ def test_a_repeated_xid_is_one_reason(epilog_text: str, tmp_path: Path) -> None:
 
 
 def test_unreadable_kernel_log_is_logged_not_drained(epilog_text: str, tmp_path: Path) -> None:
+    # journalctl fails on a cursor it cannot seek to ("Failed to seek to cursor"): the
+    # cursor goes, so the next check reads the boot's kernel log instead of failing too.
+    (tmp_path / "epilog.cursor").write_text("garbage\n")
     run = run_epilog(epilog_text, tmp_path, "gpu05", Node(journalctl_fails=True))
     assert run.drains == []
-    assert "could not read the kernel log (1): Failed to get journal access" in run.logged[0]
+    assert "could not read the kernel log (1): Failed to seek to cursor" in run.logged[0]
+    assert not (tmp_path / "epilog.cursor").exists()
+    after = run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=XID_79))
+    assert after.drains == drain("gpu05", "Xid 79 on PCI:0000:18:00: GPU has fallen off the bus")
 
 
 def test_down_hca_port_drains(epilog_text: str, tmp_path: Path) -> None:
@@ -494,6 +504,7 @@ EXTERNAL = (
     "nvidia-smi",
     "journalctl",
     "grep",
+    "rm",
     "systemctl",
     "scontrol",
     "logger",

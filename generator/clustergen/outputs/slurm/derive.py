@@ -136,10 +136,11 @@ class EpilogTimeouts:
     """Seconds the health Epilog gives each command before `timeout` ends it."""
 
     smi_s: int = 30  # each nvidia-smi call
-    call_s: int = 10  # journalctl, grep, systemctl, logger, scontrol, hostname
+    call_s: int = 10  # journalctl, grep, rm, systemctl, logger, scontrol, hostname
     kill_after_s: int = 5  # SIGKILL this long after SIGTERM
     smi_calls: int = 1
-    # hostname, journalctl, grep (the HCA ports), systemctl, two logger calls, scontrol
+    # hostname, journalctl, grep (the HCA ports), systemctl, two logger calls, scontrol;
+    # rm (the journal cursor) runs only after journalctl failed fast, not timed out
     other_calls: int = 7
 
     @property

@@ -128,6 +128,11 @@ check_xids() {
     if (( status != 0 )); then
         call logger -t clustergen-epilog \
             "${node}: could not read the kernel log (${status}): ${log//$'\n'/ }" || true
+        # A cursor journalctl cannot seek to (a damaged file) would fail every check
+        # from now on: the next check starts over from the boot.
+        if ! timed_out "${status}"; then
+            call rm -f -- "${CURSOR}" || true
+        fi
         return
     fi
     while IFS= read -r line; do
