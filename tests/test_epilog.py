@@ -6,25 +6,31 @@ is the real one from coreutils. Each check is run passing and failing.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from clustergen.catalog.xids import DRAIN_XIDS
 from clustergen.load import load_spec
 from clustergen.outputs.slurm.derive import EPILOG_TIMEOUTS, SLURM_DEFAULTS
 from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 
-from support.ci import require
-from support.paths import EXAMPLES
+from support.ci import require, skip_or_fail
+from support.paths import DATA, EXAMPLES
 
-JOB_START = "1795000000"
 XID_79 = "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
+HDR = "200 Gb/sec (4X HDR)"
+CURSOR = "readonly CURSOR=/run/clustergen-epilog.cursor\n"
+SYSFS_IB = "readonly SYSFS_IB=/sys/class/infiniband\n"
 
 
 def render_epilog(spec_path: Path) -> str:
@@ -39,24 +45,80 @@ def epilog_text() -> str:
     return render_epilog(EXAMPLES / "ml-training-8node.yaml")
 
 
-def healthy(count: int = 8, temperature: int = 45) -> str:
-    return "".join(f"{i}, 0, {temperature}\n" for i in range(count))
+def gpu(index: int, **fields: str) -> dict[str, str]:
+    """One GPU as nvidia-smi --query-gpu reports it; an H100 in good health by default."""
+    values = {
+        "index": str(index),
+        "ecc.errors.uncorrected.volatile.total": "0",
+        "ecc.errors.uncorrected.aggregate.total": "0",
+        "remapped_rows.pending": "No",
+        "remapped_rows.failure": "No",
+        "temperature.gpu": "45",
+    }
+    values.update({name.replace("__", "."): value for name, value in fields.items()})
+    return values
 
 
-def remaps(count: int = 8, pending: str = "0", failure: str = "0") -> str:
-    return "".join(f"00000000:{i + 10:02X}:00.0, {pending}, {failure}\n" for i in range(count))
+def gpus(count: int = 8, **changes: dict[str, str]) -> list[dict[str, str]]:
+    """`count` healthy GPUs; changes["gpu5"] = {field: value} alters GPU 5."""
+    return [gpu(i, **changes.get(f"gpu{i}", {})) for i in range(count)]
+
+
+def rails(count: int = 8, rate: str = HDR) -> dict[str, tuple[str, str]]:
+    """HCA name -> (port 1 state, rate) as /sys/class/infiniband shows them."""
+    return {f"mlx5_{i}": ("4: ACTIVE", rate) for i in range(count)}
+
+
+# The stand-in nvidia-smi answers --query-gpu field by field, as the real one does,
+# and refuses a field it does not know.
+FAKE_SMI = """
+import json, sys
+args = sys.argv[1:]
+with open(sys.argv[0] + ".calls", "a") as calls:
+    calls.write(" ".join(args) + "\\n")
+state = json.load(open(sys.argv[0] + ".json"))
+if state["hangs"]:
+    import time
+    time.sleep(60)
+if state["fails"]:
+    print(state["fails"])
+    sys.exit(9)
+query = next(a for a in args if a.startswith("--query-gpu="))[len("--query-gpu="):]
+for gpu in state["gpus"]:
+    missing = [f for f in query.split(",") if f not in gpu]
+    if missing:
+        print(f'Field "{missing[0]}" is not a valid field to query.')
+        sys.exit(2)
+    print(", ".join(gpu[f] for f in query.split(",")))
+"""
+
+# The stand-in journalctl keeps its place as the real --cursor-file does: it shows
+# the lines after the cursor in the file, then writes the cursor of the last one.
+FAKE_JOURNALCTL = """
+printf "%s\\n" "$*" >> "{dir}/journalctl.calls"
+{fail}
+file=""
+for arg in "$@"; do
+    case "$arg" in --cursor-file=*) file=${{arg#--cursor-file=}} ;; esac
+done
+seen=0
+if [[ -n "$file" && -s "$file" ]]; then read -r seen < "$file"; fi
+total=$(wc -l < "{dir}/kernel.log")
+tail -n "+$((seen + 1))" "{dir}/kernel.log"
+if [[ -n "$file" ]] && (( total > seen )); then echo "$total" > "$file"; fi
+"""
 
 
 @dataclass
 class Node:
     """What the stand-in commands report."""
 
-    readings: str = field(default_factory=healthy)
-    smi_status: int = 0
+    gpus: list[dict[str, str]] = field(default_factory=gpus)
+    smi_fails: str = ""
     smi_hangs: bool = False
-    remaps: str = field(default_factory=remaps)
-    remap_status: int = 0
     kernel_log: str = "NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n"
+    journalctl_fails: bool = False
+    ports: dict[str, tuple[str, str]] = field(default_factory=rails)
     fabric_manager_active: bool = True
 
 
@@ -64,6 +126,7 @@ class Node:
 class Run:
     drains: list[str]
     logged: list[str]
+    smi_args: list[str]
     journalctl_args: list[str]
     systemctl_args: list[str]
     seconds: float
@@ -75,13 +138,16 @@ def run_epilog(
     node: str,
     state: Node,
     *,
-    job_start: str | None = JOB_START,
     smi_timeout_s: int | None = None,
 ) -> Run:
-    """Run the Epilog as slurmd would on `node`, with stand-ins answering as `state` says."""
-    stamp = tmp_path / "epilog.last"
-    assert "readonly STAMP=/run/clustergen-epilog.last\n" in text
-    text = text.replace("STAMP=/run/clustergen-epilog.last", f"STAMP={stamp}")
+    """Run the Epilog as slurmd would on `node`, with stand-ins answering as `state` says.
+    Files a run leaves (the journal cursor, the calls) stay for the next run in tmp_path."""
+    cursor = tmp_path / "epilog.cursor"
+    sysfs = tmp_path / "sys-class-infiniband"
+    if SYSFS_IB in text:
+        text = text.replace(SYSFS_IB, f"readonly SYSFS_IB={sysfs}\n")
+    assert CURSOR in text
+    text = text.replace(CURSOR, f"readonly CURSOR={cursor}\n")
     if smi_timeout_s is not None:
         line = f"readonly SMI_TIMEOUT_S={EPILOG_TIMEOUTS.smi_s}\n"
         assert line in text
@@ -89,26 +155,31 @@ def run_epilog(
         text = text.replace(
             f"readonly KILL_AFTER_S={EPILOG_TIMEOUTS.kill_after_s}\n", "readonly KILL_AFTER_S=1\n"
         )
+    tmp_path.mkdir(exist_ok=True)
     script = tmp_path / "health-epilog.sh"
     script.write_text(text)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    files = {
-        "readings": state.readings,
-        "remaps": state.remaps,
-        "kernel.log": state.kernel_log,
-    }
-    for name, content in files.items():
-        (tmp_path / name).write_text(content)
-    hang = "exec sleep 60\n" if state.smi_hangs else ""
+    (tmp_path / "kernel.log").write_text(state.kernel_log)
+    shutil.rmtree(sysfs, ignore_errors=True)
+    for hca, (port_state, rate) in state.ports.items():
+        port = sysfs / hca / "ports" / "1"
+        port.mkdir(parents=True)
+        (port / "state").write_text(port_state + "\n")
+        (port / "rate").write_text(rate + "\n")
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f"#!{sys.executable}\n" + FAKE_SMI)
+    smi.chmod(0o755)
+    (bin_dir / "nvidia-smi.json").write_text(
+        json.dumps({"gpus": state.gpus, "hangs": state.smi_hangs, "fails": state.smi_fails})
+    )
+    journal_fail = (
+        'echo "Failed to seek to cursor: Invalid argument" >&2; exit 1'
+        if state.journalctl_fails
+        else ""
+    )
     stubs = {
-        "nvidia-smi": hang
-        + 'case "$*" in\n'
-        + f'  *--query-remapped-rows*) cat "{tmp_path}/remaps"; exit {state.remap_status} ;;\n'
-        + f'  *) cat "{tmp_path}/readings"; exit {state.smi_status} ;;\n'
-        + "esac\n",
-        "journalctl": f'printf "%s\\n" "$*" >> "{tmp_path}/journalctl.calls"\n'
-        + f'cat "{tmp_path}/kernel.log"\n',
+        "journalctl": FAKE_JOURNALCTL.format(dir=tmp_path, fail=journal_fail),
         "systemctl": f'printf "%s\\n" "$*" >> "{tmp_path}/systemctl.calls"\n'
         + f"exit {0 if state.fabric_manager_active else 3}\n",
         "scontrol": f'printf "%s\\n" "$*" >> "{tmp_path}/scontrol.calls"\n',
@@ -117,9 +188,10 @@ def run_epilog(
     for name, body in stubs.items():
         (bin_dir / name).write_text("#!/bin/bash\n" + body)
         (bin_dir / name).chmod(0o755)
+    for name in ("scontrol.calls", "logger.calls", "journalctl.calls", "systemctl.calls"):
+        (tmp_path / name).unlink(missing_ok=True)
+    (bin_dir / "nvidia-smi.calls").unlink(missing_ok=True)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURMD_NODENAME": node}
-    if job_start is not None:
-        env["SLURM_JOB_START_TIME"] = job_start
     started = time.monotonic()
     proc = subprocess.run(
         ["bash", str(script)], env=env, capture_output=True, text=True, timeout=60
@@ -128,15 +200,15 @@ def run_epilog(
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
 
-    def lines(name: str) -> list[str]:
-        path = tmp_path / name
+    def lines(path: Path) -> list[str]:
         return path.read_text().splitlines() if path.exists() else []
 
     return Run(
-        lines("scontrol.calls"),
-        lines("logger.calls"),
-        lines("journalctl.calls"),
-        lines("systemctl.calls"),
+        lines(tmp_path / "scontrol.calls"),
+        lines(tmp_path / "logger.calls"),
+        lines(bin_dir / "nvidia-smi.calls"),
+        lines(tmp_path / "journalctl.calls"),
+        lines(tmp_path / "systemctl.calls"),
         seconds,
     )
 
@@ -149,78 +221,208 @@ def test_healthy_node_is_left_alone(epilog_text: str, tmp_path: Path) -> None:
     run = run_epilog(epilog_text, tmp_path, "gpu03", Node())
     assert run.drains == []
     assert run.logged == []
-    # The kernel log is read from the job's start; the fabric manager is asked.
-    assert run.journalctl_args == [f"-k -q -o cat --no-pager --since @{JOB_START}"]
+    # One nvidia-smi call; the kernel log from the journal cursor; the fabric manager.
+    assert len(run.smi_args) == 1
+    assert run.journalctl_args == [
+        f"-k -q -o cat --no-pager --cursor-file={tmp_path / 'epilog.cursor'}"
+    ]
     assert run.systemctl_args == ["is-active --quiet nvidia-fabricmanager"]
 
 
 def test_missing_gpu_drains_with_reason(epilog_text: str, tmp_path: Path) -> None:
-    run = run_epilog(epilog_text, tmp_path, "gpu03", Node(readings=healthy(count=7)))
+    run = run_epilog(epilog_text, tmp_path, "gpu03", Node(gpus=gpus(count=7)))
     assert run.drains == drain("gpu03", "found 7 GPUs, expected 8")
 
 
-def test_uncorrectable_aggregate_ecc_drains(epilog_text: str, tmp_path: Path) -> None:
-    assert "ecc.errors.uncorrected.aggregate.total" in epilog_text
-    assert "volatile" not in epilog_text
-    readings = healthy().replace("5, 0, 45", "5, 3, 45")
-    run = run_epilog(epilog_text, tmp_path, "gpu01", Node(readings=readings))
-    assert run.drains == drain("gpu01", "GPU 5 has 3 uncorrectable ECC errors")
+def test_volatile_uncorrectable_ecc_drains(epilog_text: str, tmp_path: Path) -> None:
+    state = Node(gpus=gpus(gpu5={"ecc__errors__uncorrected__volatile__total": "3"}))
+    run = run_epilog(epilog_text, tmp_path, "gpu01", state)
+    assert run.drains == drain(
+        "gpu01", "GPU 5 has 3 uncorrectable ECC errors since the driver loaded"
+    )
+
+
+def test_old_aggregate_ecc_error_without_a_volatile_one_passes(
+    epilog_text: str, tmp_path: Path
+) -> None:
+    # The aggregate counter keeps an error for the life of the GPU, also after row
+    # remapping repaired it: judging it would drain the node after every job.
+    state = Node(gpus=gpus(gpu2={"ecc__errors__uncorrected__aggregate__total": "1"}))
+    run = run_epilog(epilog_text, tmp_path, "gpu01", state)
+    assert run.drains == []
+    (query,) = run.smi_args
+    assert "ecc.errors.uncorrected.volatile.total" in query
+    assert "aggregate" not in query
 
 
 def test_unreported_values_are_not_judged(epilog_text: str, tmp_path: Path) -> None:
-    readings = "".join(f"{i}, [N/A], [N/A]\n" for i in range(8))
-    assert run_epilog(epilog_text, tmp_path, "gpu02", Node(readings=readings)).drains == []
+    na = {f: "[N/A]" for f in gpu(0) if f != "index"}
+    state = Node(gpus=[{**gpu(i), **na} for i in range(8)])
+    assert run_epilog(epilog_text, tmp_path, "gpu02", state).drains == []
 
 
 def test_pending_row_remap_drains(epilog_text: str, tmp_path: Path) -> None:
-    state = Node(remaps=remaps(count=1) + remaps(count=1, pending="1").replace(":0A:", ":1B:"))
+    state = Node(gpus=gpus(gpu3={"remapped_rows__pending": "Yes"}))
     run = run_epilog(epilog_text, tmp_path, "gpu04", state)
-    assert run.drains == drain(
-        "gpu04", "GPU 00000000:1B:00.0 has a pending row remap (needs a GPU reset)"
-    )
+    assert run.drains == drain("gpu04", "GPU 3 has a pending row remap (needs a GPU reset)")
 
 
 def test_failed_row_remap_drains(epilog_text: str, tmp_path: Path) -> None:
-    run = run_epilog(epilog_text, tmp_path, "gpu04", Node(remaps=remaps(count=1, failure="Yes")))
-    assert run.drains == drain("gpu04", "GPU 00000000:0A:00.0 has a failed row remap")
+    state = Node(gpus=gpus(gpu0={"remapped_rows__failure": "Yes"}))
+    run = run_epilog(epilog_text, tmp_path, "gpu04", state)
+    assert run.drains == drain("gpu04", "GPU 0 has a failed row remap")
 
 
 def test_gpus_without_row_remapping_pass(epilog_text: str, tmp_path: Path) -> None:
-    state = Node(remaps='Field "remapped_rows.pending" is not supported.\n', remap_status=2)
+    # Before Ampere there is no row remapper: nvidia-smi reports [N/A] for its fields.
+    na = {"remapped_rows__pending": "[N/A]", "remapped_rows__failure": "[N/A]"}
+    state = Node(gpus=gpus(**{f"gpu{i}": na for i in range(8)}))
     assert run_epilog(epilog_text, tmp_path, "gpu04", state).drains == []
 
 
-def test_failed_row_remap_query_drains(epilog_text: str, tmp_path: Path) -> None:
-    state = Node(remaps="Unable to determine the device handle\n", remap_status=15)
-    run = run_epilog(epilog_text, tmp_path, "gpu04", state)
-    assert run.drains == drain(
-        "gpu04", "nvidia-smi row remap query failed: Unable to determine the device handle"
-    )
+# Xid -> the words the drain reason carries (NVIDIA's Xid catalog).
+DRAINING_XIDS = {
+    "48": "double-bit ECC error",
+    "63": "row remap or page retirement pending, reset the GPU",
+    "64": "row remap or page retirement failed",
+    "74": "NVLink error",
+    "79": "GPU has fallen off the bus",
+    "94": "contained uncorrectable ECC error, reset the GPU",
+    "95": "uncontained uncorrectable ECC error",
+    "119": "GSP RPC timeout",
+}
 
 
-@pytest.mark.parametrize("xid", ["48", "79", "94", "95"])
+def test_the_catalog_holds_the_draining_xids() -> None:
+    assert {str(x.code): x.reason for x in DRAIN_XIDS} == DRAINING_XIDS
+
+
+@pytest.mark.parametrize("xid", sorted(DRAINING_XIDS, key=int))
 def test_recent_xid_drains(epilog_text: str, tmp_path: Path, xid: str) -> None:
     log = "NVRM: loading\n" + XID_79.replace("): 79,", f"): {xid},")
     run = run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=log))
-    assert run.drains == drain("gpu05", f"Xid {xid} on PCI:0000:18:00")
+    assert run.drains == drain("gpu05", f"Xid {xid} on PCI:0000:18:00: {DRAINING_XIDS[xid]}")
 
 
 def test_other_xids_pass(epilog_text: str, tmp_path: Path) -> None:
     # Xid 13 and 31 are application errors (bad kernel, page fault): the job's fault.
-    log = XID_79.replace("): 79,", "): 13,") + XID_79.replace("): 79,", "): 31,")
+    # 790 and 7 share digits with draining codes.
+    log = "".join(XID_79.replace("): 79,", f"): {xid},") for xid in ("13", "31", "790", "7"))
     assert run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=log)).drains == []
 
 
-def test_without_job_start_xids_are_read_since_the_last_run(
-    epilog_text: str, tmp_path: Path
-) -> None:
-    first = run_epilog(epilog_text, tmp_path, "gpu05", Node(), job_start=None)
-    assert first.journalctl_args == ["-k -q -o cat --no-pager -b"]
-    stamp = (tmp_path / "epilog.last").read_text().strip()
-    assert stamp.isdigit()
-    (tmp_path / "journalctl.calls").unlink()
-    second = run_epilog(epilog_text, tmp_path, "gpu05", Node(), job_start=None)
-    assert second.journalctl_args == [f"-k -q -o cat --no-pager --since @{stamp}"]
+def test_an_xid_drains_once_not_after_every_job(epilog_text: str, tmp_path: Path) -> None:
+    first = run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=XID_79))
+    assert first.drains == drain("gpu05", "Xid 79 on PCI:0000:18:00: GPU has fallen off the bus")
+    # The admin resumed the node; the next job ends with the old line still in the log.
+    again = run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=XID_79))
+    assert again.drains == []
+    # Then the kernel logs Xid 119 during a job: that one drains.
+    xid_119 = "NVRM: Xid (PCI:0000:3b:00): 119, pid=77, name=python, Timeout after 6s\n"
+    later = run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=XID_79 + xid_119))
+    assert later.drains == drain("gpu05", "Xid 119 on PCI:0000:3b:00: GSP RPC timeout")
+    cursor = f"--cursor-file={tmp_path / 'epilog.cursor'}"
+    assert all(cursor in args for args in first.journalctl_args + later.journalctl_args)
+
+
+JOURNALD = Path("/lib/systemd/systemd-journald")
+
+# Runs the Epilog twice beside a journald of its own: a private mount namespace with
+# tmpfs over /run and the journal's directory, so nothing of the machine is touched.
+# journald reads the kernel log (/dev/kmsg) as it does on a node; -k then has entries.
+PRIVATE_JOURNAL = """
+set -e
+mount -t tmpfs tmpfs /run
+mkdir -p /run/systemd/journal
+if [ -d /var/log/journal ]; then mount -t tmpfs tmpfs /var/log/journal; fi
+{journald} &
+journald=$!
+trap 'kill "$journald"' EXIT
+for _ in $(seq 50); do [ -S /run/systemd/journal/socket ] && break; sleep 0.1; done
+set +e
+bash "$1"; echo "first=$?"
+cp "$2" "$2.first"
+bash "$1"; echo "second=$?"
+"""
+
+
+@pytest.mark.daemons
+def test_the_real_journalctl_keeps_the_cursor(epilog_text: str, tmp_path: Path) -> None:
+    require("unshare", "journalctl", root=True)
+    if not JOURNALD.exists():
+        skip_or_fail(f"needs {JOURNALD} (Debian package systemd)")
+    # Lay the node out with the stand-ins, then let the real journalctl answer.
+    run_epilog(epilog_text, tmp_path, "gpu03", Node())
+    (tmp_path / "bin" / "journalctl").unlink()
+    cursor = tmp_path / "epilog.cursor"
+    cursor.unlink(missing_ok=True)
+    wrapper = tmp_path / "private-journal.sh"
+    wrapper.write_text(PRIVATE_JOURNAL.format(journald=JOURNALD))
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin:/usr/sbin:/sbin", "SLURMD_NODENAME": "gpu03"}
+    proc = subprocess.run(
+        ["unshare", "-m", "bash", str(wrapper), str(tmp_path / "health-epilog.sh"), str(cursor)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "first=0" in proc.stdout and "second=0" in proc.stdout, proc.stdout + proc.stderr
+    logged = (tmp_path / "logger.calls").read_text() if (tmp_path / "logger.calls").exists() else ""
+    assert "could not read the kernel log" not in logged
+    assert not (tmp_path / "scontrol.calls").exists()
+    # journalctl wrote the cursor of the last kernel message it showed.
+    first = (tmp_path / "epilog.cursor.first").read_text()
+    assert first.startswith("s=") and ";i=" in first
+
+
+def test_a_repeated_xid_is_one_reason(epilog_text: str, tmp_path: Path) -> None:
+    xid_74 = "NVRM: Xid (PCI:0000:b3:00): 74, pid=9, name=python, NVLink: fatal error\n"
+    run = run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=xid_74 * 3))
+    assert run.drains == drain("gpu05", "Xid 74 on PCI:0000:b3:00: NVLink error")
+
+
+def test_unreadable_kernel_log_is_logged_not_drained(epilog_text: str, tmp_path: Path) -> None:
+    # journalctl fails on a cursor it cannot seek to ("Failed to seek to cursor"): the
+    # cursor goes, so the next check reads the boot's kernel log instead of failing too.
+    (tmp_path / "epilog.cursor").write_text("garbage\n")
+    run = run_epilog(epilog_text, tmp_path, "gpu05", Node(journalctl_fails=True))
+    assert run.drains == []
+    assert "could not read the kernel log (1): Failed to seek to cursor" in run.logged[0]
+    assert not (tmp_path / "epilog.cursor").exists()
+    after = run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=XID_79))
+    assert after.drains == drain("gpu05", "Xid 79 on PCI:0000:18:00: GPU has fallen off the bus")
+
+
+def test_down_hca_port_drains(epilog_text: str, tmp_path: Path) -> None:
+    ports = rails()
+    ports["mlx5_3"] = ("1: DOWN", "10 Gb/sec (4X SDR)")
+    run = run_epilog(epilog_text, tmp_path, "gpu02", Node(ports=ports))
+    assert run.drains == drain("gpu02", "mlx5_3 port 1 is DOWN")
+
+
+def test_hca_port_below_the_link_rate_drains(epilog_text: str, tmp_path: Path) -> None:
+    ports = rails()
+    ports["mlx5_6"] = ("4: ACTIVE", "100 Gb/sec (2X HDR)")
+    run = run_epilog(epilog_text, tmp_path, "gpu02", Node(ports=ports))
+    assert run.drains == drain("gpu02", "mlx5_6 port 1 at 100 Gb/sec, expected 200 Gb/sec")
+
+
+def test_missing_hca_drains(epilog_text: str, tmp_path: Path) -> None:
+    run = run_epilog(epilog_text, tmp_path, "gpu02", Node(ports=rails(count=7)))
+    assert run.drains == drain("gpu02", "mlx5_7 port 1 not found")
+
+
+def test_each_profile_checks_its_own_compute_hcas(tmp_path: Path) -> None:
+    # mixed-fleet: hgx-h100 has a topology table with a storage HCA (mlx5_8) that is
+    # not a rail; dgx-a100 uses four dual-port HCAs on port 1.
+    text = render_epilog(DATA / "mixed-fleet.yaml")
+    assert "hgx-h100) gpus=8; fabric_manager=1; rails=(mlx5_0:1 mlx5_1:1" in text
+    assert "dgx-a100) gpus=8; fabric_manager=1; rails=(mlx5_0:1 mlx5_2:1 mlx5_6:1 mlx5_8:1)" in text
+    hgx = run_epilog(text, tmp_path / "hgx", "gpu01", Node(ports=rails(count=8)))
+    assert hgx.drains == []
+    dgx_ports = {f"mlx5_{i}": ("4: ACTIVE", HDR) for i in (0, 2, 6)}
+    dgx = run_epilog(text, tmp_path / "dgx", "gpu05", Node(ports=dgx_ports))
+    assert dgx.drains == drain("gpu05", "mlx5_8 port 1 not found")
 
 
 def test_stopped_fabric_manager_drains_an_nvswitch_node(epilog_text: str, tmp_path: Path) -> None:
@@ -228,7 +430,7 @@ def test_stopped_fabric_manager_drains_an_nvswitch_node(epilog_text: str, tmp_pa
     assert run.drains == drain("gpu06", "nvidia-fabricmanager is not active")
 
 
-def test_fabric_manager_is_not_asked_without_nvswitch(tmp_path: Path) -> None:
+def edge_with_epilog(tmp_path: Path) -> Path:
     spec = tmp_path / "edge-roce-2node.yaml"
     text = (EXAMPLES / "edge-roce-2node.yaml").read_text()
     spec.write_text(
@@ -237,24 +439,31 @@ def test_fabric_manager_is_not_asked_without_nvswitch(tmp_path: Path) -> None:
             "  controllers: [lab-head]\n  health_check: {epilog: true}\n",
         )
     )
+    return spec
+
+
+def test_fabric_manager_is_not_asked_without_nvswitch(tmp_path: Path) -> None:
+    text = render_epilog(edge_with_epilog(tmp_path))
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    state = Node(readings=healthy(count=4), remaps=remaps(count=4), fabric_manager_active=False)
-    run = run_epilog(render_epilog(spec), run_dir, "lab2", state)
+    # RoCE ports show the same sysfs files; the fabric's rate is 100g.
+    ports = rails(count=2, rate="100 Gb/sec (4X EDR)")
+    state = Node(gpus=gpus(count=4), ports=ports, fabric_manager_active=False)
+    run = run_epilog(text, run_dir, "lab2", state)
     assert run.drains == []
     assert run.systemctl_args == []
 
 
 def test_hot_gpu_is_logged_never_drained(epilog_text: str, tmp_path: Path) -> None:
-    readings = "0, 0, 86\n1, 0, 86\n2, 0, 85\n" + "".join(f"{i}, 0, 45\n" for i in range(3, 8))
-    run = run_epilog(epilog_text, tmp_path, "gpu08", Node(readings=readings))
+    hot = {f"gpu{i}": {"temperature__gpu": t} for i, t in ((0, "86"), (1, "86"), (2, "85"))}
+    run = run_epilog(epilog_text, tmp_path, "gpu08", Node(gpus=gpus(**hot)))
     assert run.drains == []
     assert len(run.logged) == 1
     assert "above 85C at job end (not drained): GPU 0 at 86C GPU 1 at 86C" in run.logged[0]
 
 
 def test_nvidia_smi_failure_drains(epilog_text: str, tmp_path: Path) -> None:
-    state = Node(readings="NVIDIA-SMI has failed\n", smi_status=9)
+    state = Node(smi_fails="NVIDIA-SMI has failed")
     run = run_epilog(epilog_text, tmp_path, "gpu02", state)
     assert run.drains == drain("gpu02", "nvidia-smi failed: NVIDIA-SMI has failed")
 
@@ -266,24 +475,41 @@ def test_hanging_nvidia_smi_is_cut_off(epilog_text: str, tmp_path: Path) -> None
 
 
 def test_several_problems_in_one_drain_never_down(epilog_text: str, tmp_path: Path) -> None:
-    state = Node(readings=healthy(count=7), kernel_log=XID_79, fabric_manager_active=False)
+    ports = rails()
+    ports["mlx5_0"] = ("1: DOWN", HDR)
+    state = Node(gpus=gpus(count=7), kernel_log=XID_79, ports=ports, fabric_manager_active=False)
     run = run_epilog(epilog_text, tmp_path, "gpu07", state)
     assert run.drains == drain(
         "gpu07",
         "found 7 GPUs, expected 8",
-        "Xid 79 on PCI:0000:18:00",
+        "Xid 79 on PCI:0000:18:00: GPU has fallen off the bus",
+        "mlx5_0 port 1 is DOWN",
         "nvidia-fabricmanager is not active",
     )
-    assert all("DOWN" not in call for call in run.drains)
+    assert all("DOWN" not in call.split("Reason=")[0] for call in run.drains)
     assert "draining gpu07" in run.logged[0]
 
 
 def test_node_without_gpus_is_skipped(epilog_text: str, tmp_path: Path) -> None:
-    run = run_epilog(epilog_text, tmp_path, "slurm-head", Node(readings=""))
-    assert (run.drains, run.journalctl_args, run.systemctl_args) == ([], [], [])
+    run = run_epilog(epilog_text, tmp_path, "slurm-head", Node(gpus=[]))
+    assert (run.drains, run.smi_args, run.journalctl_args, run.systemctl_args) == (
+        [],
+        [],
+        [],
+        [],
+    )
 
 
-EXTERNAL = ("nvidia-smi", "journalctl", "systemctl", "scontrol", "logger", "hostname")
+EXTERNAL = (
+    "nvidia-smi",
+    "journalctl",
+    "grep",
+    "rm",
+    "systemctl",
+    "scontrol",
+    "logger",
+    "hostname",
+)
 
 
 def test_every_external_command_runs_under_timeout(epilog_text: str) -> None:
@@ -299,7 +525,7 @@ def test_every_external_command_runs_under_timeout(epilog_text: str) -> None:
                 if command == "nvidia-smi" and ("did not answer" in line or "failed" in line):
                     continue  # inside a message
                 assert before.rstrip().endswith("call"), line
-    assert "smi --query-gpu" in epilog_text and "smi --query-remapped-rows" in epilog_text
+    assert "smi --query-gpu" in epilog_text and "call grep -H" in epilog_text
 
 
 def test_worst_case_fits_in_prolog_epilog_timeout() -> None:
@@ -307,28 +533,68 @@ def test_worst_case_fits_in_prolog_epilog_timeout() -> None:
     assert EPILOG_TIMEOUTS.worst_case_s < timeout
 
 
-def test_shellcheck_is_clean(epilog_text: str, tmp_path: Path) -> None:
+def edge_without_fabric(tmp_path: Path) -> Path:
+    spec = edge_with_epilog(tmp_path)
+    text = re.sub(r"  fabric:\n    type: roce\n(    .*\n)+", "", spec.read_text())
+    spec.write_text(text.replace("    fabric_ip: 192.168.60.11\n", ""))
+    return spec
+
+
+def edge_without_gpus(tmp_path: Path) -> Path:
+    spec = edge_without_fabric(tmp_path)
+    spec.write_text(spec.read_text().replace("    gpu: {model: l40s, count: 4}\n", ""))
+    return spec
+
+
+@pytest.mark.parametrize("variant", ["ml-training", "mixed-fleet", "roce", "no fabric", "no GPUs"])
+def test_shellcheck_is_clean(variant: str, tmp_path: Path) -> None:
     require("shellcheck")
+    spec = {
+        "ml-training": lambda: EXAMPLES / "ml-training-8node.yaml",
+        "mixed-fleet": lambda: DATA / "mixed-fleet.yaml",
+        "roce": lambda: edge_with_epilog(tmp_path),
+        "no fabric": lambda: edge_without_fabric(tmp_path),
+        "no GPUs": lambda: edge_without_gpus(tmp_path),
+    }[variant]()
+    text = render_epilog(spec)
+    assert ("check_fabric_ports" in text) == (variant not in ("no fabric", "no GPUs"))
     path = tmp_path / "health-epilog.sh"
-    path.write_text(epilog_text)
+    path.write_text(text)
     proc = subprocess.run(
         ["shellcheck", "--severity=style", str(path)], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout
-    loaded = load_spec(str(EXAMPLES / "ml-training-8node.yaml"))
+    loaded = load_spec(str(spec))
     cluster, _ = validate_cluster(loaded)
     assert cluster is not None
     assert render_all(cluster)["slurm/health-epilog.sh"].mode & os.X_OK
+
+
+def test_without_gpu_nodes_the_epilog_only_exits(tmp_path: Path) -> None:
+    text = render_epilog(edge_without_gpus(tmp_path))
+    assert text.endswith(
+        "# No compute node of this spec has GPUs: there is nothing to check.\nexit 0\n"
+    )
+    proc = subprocess.run(["bash", "-c", text], capture_output=True, text=True, timeout=10)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_without_a_fabric_no_port_is_read(tmp_path: Path) -> None:
+    text = render_epilog(edge_without_fabric(tmp_path))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    run = run_epilog(text, run_dir, "lab1", Node(gpus=gpus(count=4), ports={}))
+    assert run.drains == []
 
 
 @pytest.mark.parametrize("node", ["gpu09", "gpu1", "gpu001", "gpu0x", "xgpu01", "gpu00"])
 def test_names_outside_the_gpu_ranges_are_skipped(
     epilog_text: str, tmp_path: Path, node: str
 ) -> None:
-    run = run_epilog(epilog_text, tmp_path, node, Node(readings=""))
+    run = run_epilog(epilog_text, tmp_path, node, Node(gpus=[]))
     assert (run.drains, run.journalctl_args) == ([], [])
 
 
 def test_the_node_check_grows_with_name_ranges_not_nodes(epilog_text: str) -> None:
     assert "gpu02" not in epilog_text
-    assert 'if in_range "${name}" gpu 2 1 8; then echo "8 1"; return; fi' in epilog_text
+    assert 'if in_range "${name}" gpu 2 1 8; then echo hgx-h100; return; fi' in epilog_text

@@ -23,6 +23,18 @@ from clustergen.model.syntax import DeviceModel
 
 INFINIBAND_RATES = ("edr", "hdr", "ndr", "xdr")  # 100, 200, 400, 800 Gb/s
 ROCE_RATES = ("100g", "200g", "400g", "800g")
+# Link rate in Gb/s per fabric rate name: what an HCA port at full speed shows in
+# /sys/class/infiniband/<hca>/ports/<port>/rate ("200 Gb/sec (4X HDR)").
+LINK_GBITS = {
+    "edr": 100,
+    "hdr": 200,
+    "ndr": 400,
+    "xdr": 800,
+    "100g": 100,
+    "200g": 200,
+    "400g": 400,
+    "800g": 800,
+}
 
 
 class EthernetNetwork(StrictModel):

@@ -255,10 +255,12 @@ class HealthCheck(StrictModel):
 
     epilog: bool = Field(
         default=False,
-        description="Install a GPU health-check Epilog, run after every job: GPU count, pending "
-        "or failed row remaps, uncorrectable aggregate ECC errors, Xid 48/79/94/95 in the "
-        "kernel log since the job started and, on NVSwitch nodes, the fabric manager. A failing "
-        "node is drained with the reason (never set DOWN); every command runs under `timeout`.",
+        description="Install a GPU health-check Epilog, run after every job: GPU count, "
+        "uncorrectable ECC errors since the driver loaded (volatile), pending or failed row "
+        "remaps, Xid 48/63/64/74/79/94/95/119 logged since the previous check, each compute "
+        "HCA port ACTIVE at the fabric's rate and, on NVSwitch nodes, the fabric manager. A "
+        "failing node is drained with the reason (never set DOWN); every command runs under "
+        "`timeout`.",
     )
     max_gpu_temp_c: Int = Field(
         default=85,

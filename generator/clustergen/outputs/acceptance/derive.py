@@ -9,20 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clustergen.model.nccl import AcceptanceTools
+from clustergen.model.network import LINK_GBITS
 from clustergen.outputs.nccl.derive import compute_hcas, settings_for
 from clustergen.resolve import Cluster
-
-# Link rate in Gb/s per fabric rate name (model/network.py lists the names).
-LINK_GBITS = {
-    "edr": 100,
-    "hdr": 200,
-    "ndr": 400,
-    "xdr": 800,
-    "100g": 100,
-    "200g": 200,
-    "400g": 400,
-    "800g": 800,
-}
 
 
 @dataclass(frozen=True)

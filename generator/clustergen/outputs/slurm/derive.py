@@ -11,11 +11,14 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from clustergen.catalog.gpus import GPU_MODELS
+from clustergen.catalog.xids import DRAIN_XIDS, DrainXid
 from clustergen.hosts import NUMBERED_NAME, Host, compress
 from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
+from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import Partition, Priority
+from clustergen.outputs.nccl.derive import compute_hcas
 from clustergen.resolve import Cluster
 
 SLURM_ETC = "/etc/slurm"
@@ -109,14 +112,23 @@ class NameRange:
 
 @dataclass(frozen=True)
 class GpuNodeCheck:
-    """Epilog: nodes that must show this many GPUs, and whether they have NVSwitches. The
-    nodes are ranges of numbered names plus any names without a number, so the Epilog
-    grows with runs of names, not with nodes."""
+    """Epilog: the nodes of one hardware profile with GPUs, as ranges of numbered names
+    plus any names without a number, so the Epilog grows with runs of names, not with
+    nodes."""
 
+    profile: str
     ranges: list[NameRange]
     names: list[str]
+
+
+@dataclass(frozen=True)
+class EpilogProfile:
+    """Epilog: what a node of this hardware profile must show after a job."""
+
+    name: str
     gpu_count: int
-    nvswitch: bool
+    fabric_manager: bool  # NVSwitch nodes run nvidia-fabricmanager (software.fabric_manager)
+    rails: list[str]  # "HCA:port" of each compute HCA, ACTIVE at the fabric's link rate
 
 
 @dataclass(frozen=True)
@@ -124,10 +136,12 @@ class EpilogTimeouts:
     """Seconds the health Epilog gives each command before `timeout` ends it."""
 
     smi_s: int = 30  # each nvidia-smi call
-    call_s: int = 10  # journalctl, systemctl, logger, scontrol, hostname
+    call_s: int = 10  # journalctl, grep, rm, systemctl, logger, scontrol, hostname
     kill_after_s: int = 5  # SIGKILL this long after SIGTERM
-    smi_calls: int = 2
-    other_calls: int = 6  # hostname, journalctl, systemctl, two logger calls, scontrol
+    smi_calls: int = 1
+    # hostname, journalctl, grep (the HCA ports), systemctl, two logger calls, scontrol;
+    # rm (the journal cursor) runs only after journalctl failed fast, not timed out
+    other_calls: int = 7
 
     @property
     def worst_case_s(self) -> int:
@@ -160,6 +174,9 @@ class SlurmContext:
     slurmdbd: list[Setting] | None
     password_variable: str | None
     epilog_checks: list[GpuNodeCheck] | None
+    epilog_profiles: list[EpilogProfile]
+    link_gbits: int | None  # the fabric's link rate; None without a fabric
+    drain_xids: tuple[DrainXid, ...]
     max_gpu_temp_c: int
     qos: list[QosLine]
     epilog_timeouts: EpilogTimeouts = EPILOG_TIMEOUTS
@@ -196,7 +213,10 @@ def derive_slurm(cluster: Cluster) -> SlurmContext:
         ],
         slurmdbd=_slurmdbd(spec) if accounting else None,
         password_variable=accounting.database.password_variable if accounting else None,
-        epilog_checks=_epilog_checks(spec, compute) if epilog else None,
+        epilog_checks=_epilog_checks(compute) if epilog else None,
+        epilog_profiles=_epilog_profiles(spec, compute) if epilog else [],
+        link_gbits=LINK_GBITS[spec.network.fabric.rate] if spec.network.fabric else None,
+        drain_xids=DRAIN_XIDS,
         max_gpu_temp_c=health.max_gpu_temp_c if health else 0,
         qos=_qos_lines(spec),
     )
@@ -656,17 +676,32 @@ def name_ranges(names: Sequence[str]) -> tuple[list[NameRange], list[str]]:
     return ranges, plain
 
 
-def _epilog_checks(spec: Spec, compute: Sequence[Host]) -> list[GpuNodeCheck]:
-    groups: dict[tuple[int, bool], list[str]] = {}
+def _epilog_checks(compute: Sequence[Host]) -> list[GpuNodeCheck]:
+    groups: dict[str, list[str]] = {}
     for host in compute:
         if host.hardware.gpu is not None:
-            gpu = host.hardware.gpu
-            groups.setdefault((gpu.count, gpu.nvswitch), []).append(host.name)
+            groups.setdefault(host.hardware_name, []).append(host.name)
     checks = []
-    for (count, nvswitch), names in groups.items():
+    for profile, names in groups.items():
         ranges, plain = name_ranges(names)
-        checks.append(GpuNodeCheck(ranges, plain, count, nvswitch))
+        checks.append(GpuNodeCheck(profile, ranges, plain))
     return checks
+
+
+def _epilog_profiles(spec: Spec, compute: Sequence[Host]) -> list[EpilogProfile]:
+    """Each hardware profile of the GPU compute nodes, in the order the nodes list them."""
+    fabric = spec.network.fabric
+    profiles: dict[str, EpilogProfile] = {}
+    for host in compute:
+        gpu = host.hardware.gpu
+        if gpu is None or host.hardware_name in profiles:
+            continue
+        rails = [f"{hca}:{port}" for hca, port in compute_hcas(host.hardware)] if fabric else []
+        fabric_manager = gpu.nvswitch and spec.software.fabric_manager is not None
+        profiles[host.hardware_name] = EpilogProfile(
+            host.hardware_name, gpu.count, fabric_manager, rails
+        )
+    return list(profiles.values())
 
 
 def grace_time(seconds: int) -> str:

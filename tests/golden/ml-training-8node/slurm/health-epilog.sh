@@ -4,11 +4,13 @@
 # spec and run `clustergen render` again; every render replaces it.
 #
 # After every job, on a GPU node: the node shows its profile's GPU count; no GPU
-# has a pending or failed row remap or uncorrectable (aggregate) ECC errors; the
-# kernel logged no Xid 48, 79, 94 or 95 since the job started; on NVSwitch nodes
-# the fabric manager runs. A node that fails is drained with the reasons (never
-# set DOWN), so an admin sees why in `sinfo -R`. Temperature is only logged: right
-# after a job a GPU is at its hottest, so draining on it would be a false alarm.
+# has uncorrectable ECC errors since the driver loaded (volatile counter) or a
+# pending or failed row remap; the kernel logged none of the Xids below since the
+# previous check; each compute HCA port is ACTIVE at the fabric's link rate; where
+# the profile runs the fabric manager, it is active. A node that fails is drained
+# with the reasons (never set DOWN), so an admin sees why in `sinfo -R`.
+# Temperature is only logged: right after a job a GPU is at its hottest, so
+# draining on it would be a false alarm.
 #
 # Every command runs under `timeout`: a GPU that fell off the bus can hang
 # nvidia-smi, and the node would stay COMPLETING. The script always exits 0: a
@@ -19,21 +21,50 @@ readonly SMI_TIMEOUT_S=30
 readonly CALL_TIMEOUT_S=10
 readonly KILL_AFTER_S=5
 readonly MAX_GPU_TEMP_C=85
-# When the job's start time is not in the environment, Xids are searched since the
-# previous run of this Epilog.
-readonly STAMP=/run/clustergen-epilog.last
+# journalctl keeps its place in the kernel log here (--cursor-file), so each check
+# reads only what was logged since the previous one, and an Xid drains once. /run
+# is emptied at boot: the first check after a boot reads that boot's kernel log.
+readonly CURSOR=/run/clustergen-epilog.cursor
+# The fabric's link rate in Gb/s, and where the kernel shows each HCA port.
+readonly LINK_GBITS=200
+readonly SYSFS_IB=/sys/class/infiniband
 
 smi() { timeout --kill-after="${KILL_AFTER_S}" "${SMI_TIMEOUT_S}" nvidia-smi "$@"; }
 call() { timeout --kill-after="${KILL_AFTER_S}" "${CALL_TIMEOUT_S}" "$@"; }
 
 node="${SLURMD_NODENAME:-$(call hostname -s)}"
 
-# "<GPU count> <1 if NVSwitch>" for this node; "0 0" for a node without GPUs.
+# This node's hardware profile, from its name; nothing for a node without GPUs.
 node_profile() {
     local name=$1
-    if in_range "${name}" gpu 2 1 8; then echo "8 1"; return; fi
-    echo "0 0"
+    if in_range "${name}" gpu 2 1 8; then echo hgx-h100; return; fi
 }
+
+# What a node of the profile must show: its GPU count, whether it runs the fabric
+# manager, and its compute HCA ports (HCA:port).
+gpus=0
+fabric_manager=0
+rails=()
+use_profile() {
+    case "$1" in
+        hgx-h100) gpus=8; fabric_manager=1; rails=(mlx5_0:1 mlx5_1:1 mlx5_2:1 mlx5_3:1 mlx5_4:1 mlx5_5:1 mlx5_6:1 mlx5_7:1) ;;
+    esac
+}
+
+# Xid: what the drain reason says (NVIDIA's Xid catalog, docs.nvidia.com/deploy/xid-errors).
+xid_reason() {
+    case "$1" in
+        48) echo "double-bit ECC error" ;;
+        63) echo "row remap or page retirement pending, reset the GPU" ;;
+        64) echo "row remap or page retirement failed" ;;
+        74) echo "NVLink error" ;;
+        79) echo "GPU has fallen off the bus" ;;
+        94) echo "contained uncorrectable ECC error, reset the GPU" ;;
+        95) echo "uncontained uncorrectable ECC error" ;;
+        119) echo "GSP RPC timeout" ;;
+    esac
+}
+readonly XID_PATTERN='NVRM: Xid \(([^)]*)\): (48|63|64|74|79|94|95|119),'
 
 # in_range NAME PREFIX WIDTH LOW HIGH: NAME is PREFIX and a WIDTH-digit number
 # from LOW to HIGH (gpu07 is in gpu[01-08]).
@@ -49,31 +80,40 @@ is_yes() { [[ "${1,,}" == "yes" || "$1" == "1" ]]; }
 
 problems=()
 
+# One nvidia-smi call. The ECC count is the volatile one: the aggregate counter
+# keeps an error for the life of the GPU, also after a row remap repaired it.
+# GPUs without row remapping (before Ampere) and values a GPU does not report
+# read "[N/A]"; only numbers and Yes are judged.
 check_gpus() {
-    local expected=$1 readings status index ecc temperature found=0 hot=()
-    readings=$(smi --query-gpu=index,ecc.errors.uncorrected.aggregate.total,temperature.gpu \
+    local readings status index ecc pending failure temperature found=0 hot=()
+    readings=$(smi --query-gpu=index,ecc.errors.uncorrected.volatile.total,remapped_rows.pending,remapped_rows.failure,temperature.gpu \
         --format=csv,noheader,nounits 2>&1)
     status=$?
     if timed_out "${status}"; then
         problems+=("nvidia-smi did not answer within ${SMI_TIMEOUT_S}s")
-        return 1
+        return
     elif (( status != 0 )); then
         problems+=("nvidia-smi failed: ${readings//$'\n'/ }")
-        return 1
+        return
     fi
-    while IFS=', ' read -r index ecc temperature; do
+    while IFS=', ' read -r index ecc pending failure temperature; do
         [[ -n "${index}" ]] || continue
         found=$((found + 1))
-        # "[N/A]" where a GPU does not report a value; only numbers are judged.
         if is_number "${ecc}" && (( ecc > 0 )); then
-            problems+=("GPU ${index} has ${ecc} uncorrectable ECC errors")
+            problems+=("GPU ${index} has ${ecc} uncorrectable ECC errors since the driver loaded")
+        fi
+        if is_yes "${pending}"; then
+            problems+=("GPU ${index} has a pending row remap (needs a GPU reset)")
+        fi
+        if is_yes "${failure}"; then
+            problems+=("GPU ${index} has a failed row remap")
         fi
         if is_number "${temperature}" && (( temperature > MAX_GPU_TEMP_C )); then
             hot+=("GPU ${index} at ${temperature}C")
         fi
     done <<< "${readings}"
-    if (( found != expected )); then
-        problems+=("found ${found} GPUs, expected ${expected}")
+    if (( found != gpus )); then
+        problems+=("found ${found} GPUs, expected ${gpus}")
     fi
     if (( ${#hot[@]} > 0 )); then
         call logger -t clustergen-epilog \
@@ -81,54 +121,67 @@ check_gpus() {
     fi
 }
 
-check_row_remaps() {
-    local readings status bus pending failure
-    readings=$(smi --query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure \
-        --format=csv,noheader 2>&1)
-    status=$?
-    if timed_out "${status}"; then
-        problems+=("nvidia-smi row remap query did not answer within ${SMI_TIMEOUT_S}s")
-        return
-    elif (( status != 0 )); then
-        # GPUs before Ampere have no row remapping; nvidia-smi says so and fails.
-        [[ "${readings,,}" == *"not supported"* ]] ||
-            problems+=("nvidia-smi row remap query failed: ${readings//$'\n'/ }")
-        return
-    fi
-    while IFS=', ' read -r bus pending failure; do
-        [[ -n "${bus}" ]] || continue
-        if is_yes "${pending}"; then
-            problems+=("GPU ${bus} has a pending row remap (needs a GPU reset)")
-        fi
-        if is_yes "${failure}"; then
-            problems+=("GPU ${bus} has a failed row remap")
-        fi
-    done <<< "${readings}"
-}
-
 check_xids() {
-    local since="${SLURM_JOB_START_TIME:-}" log status line
-    if [[ -z "${since}" && -r "${STAMP}" ]]; then
-        read -r since < "${STAMP}" || since=""
-    fi
-    if [[ -n "${since}" ]]; then
-        log=$(call journalctl -k -q -o cat --no-pager --since "@${since}" 2>&1)
-    else
-        log=$(call journalctl -k -q -o cat --no-pager -b 2>&1)
-    fi
+    local log status line seen=" " key
+    log=$(call journalctl -k -q -o cat --no-pager --cursor-file="${CURSOR}" 2>&1)
     status=$?
     if (( status != 0 )); then
-        call logger -t clustergen-epilog "${node}: could not read the kernel log (${status})" ||
-            true
+        call logger -t clustergen-epilog \
+            "${node}: could not read the kernel log (${status}): ${log//$'\n'/ }" || true
+        # A cursor journalctl cannot seek to (a damaged file) would fail every check
+        # from now on: the next check starts over from the boot.
+        if ! timed_out "${status}"; then
+            call rm -f -- "${CURSOR}" || true
+        fi
         return
     fi
-    # Xid 48: double-bit ECC error; 79: fell off the bus; 94/95: contained and
-    # uncontained ECC errors.
     while IFS= read -r line; do
-        if [[ "${line}" =~ NVRM:\ Xid\ \(([^\)]*)\):\ (48|79|94|95), ]]; then
-            problems+=("Xid ${BASH_REMATCH[2]} on ${BASH_REMATCH[1]}")
+        if [[ "${line}" =~ ${XID_PATTERN} ]]; then
+            key="${BASH_REMATCH[2]}@${BASH_REMATCH[1]}"
+            [[ "${seen}" == *" ${key} "* ]] && continue
+            seen+="${key} "
+            problems+=("Xid ${BASH_REMATCH[2]} on ${BASH_REMATCH[1]}: $(xid_reason "${BASH_REMATCH[2]}")")
         fi
     done <<< "${log}"
+}
+
+# Each compute HCA port: state ACTIVE, rate the fabric's link rate. One grep reads
+# every file (a port whose driver hangs cannot stall the Epilog) and prints
+# FILE:VALUE lines; InfiniBand and RoCE ports show the same files.
+check_fabric_ports() {
+    local rail hca port dir files=() readings status line state rate shown
+    local -A value=()
+    for rail in "${rails[@]}"; do
+        dir="${SYSFS_IB}/${rail%:*}/ports/${rail##*:}"
+        files+=("${dir}/state" "${dir}/rate")
+    done
+    readings=$(call grep -H '' "${files[@]}" 2>/dev/null)
+    status=$?
+    if timed_out "${status}"; then
+        problems+=("the HCA ports did not answer within ${CALL_TIMEOUT_S}s")
+        return
+    fi
+    while IFS= read -r line; do
+        case "${line}" in
+            */state:*) value["${line%%/state:*}/state"]=${line#*/state:} ;;
+            */rate:*) value["${line%%/rate:*}/rate"]=${line#*/rate:} ;;
+        esac
+    done <<< "${readings}"
+    for rail in "${rails[@]}"; do
+        hca=${rail%:*}
+        port=${rail##*:}
+        dir="${SYSFS_IB}/${hca}/ports/${port}"
+        state=${value["${dir}/state"]:-}
+        rate=${value["${dir}/rate"]:-}
+        if [[ -z "${state}" ]]; then
+            problems+=("${hca} port ${port} not found")
+        elif [[ "${state#*: }" != "ACTIVE" ]]; then
+            problems+=("${hca} port ${port} is ${state#*: }")
+        elif [[ "${rate%% *}" != "${LINK_GBITS}" ]]; then
+            shown=${rate%% (*}
+            problems+=("${hca} port ${port} at ${shown:-an unknown rate}, expected ${LINK_GBITS} Gb/sec")
+        fi
+    done
 }
 
 check_fabric_manager() {
@@ -137,20 +190,20 @@ check_fabric_manager() {
     fi
 }
 
-read -r expected nvswitch <<< "$(node_profile "${node}")"
-if (( expected == 0 )); then
+profile=$(node_profile "${node}")
+if [[ -z "${profile}" ]]; then
     exit 0
 fi
+use_profile "${profile}"
 
-now=$(printf '%(%s)T' -1)
-if check_gpus "${expected}"; then
-    check_row_remaps
-fi
+check_gpus
 check_xids
-if (( nvswitch == 1 )); then
+if (( ${#rails[@]} > 0 )); then
+    check_fabric_ports
+fi
+if (( fabric_manager == 1 )); then
     check_fabric_manager
 fi
-printf '%s\n' "${now}" > "${STAMP}" 2>/dev/null || true
 
 if (( ${#problems[@]} > 0 )); then
     reason="clustergen health: $(IFS=';'; echo "${problems[*]}")"
