@@ -19,7 +19,7 @@ from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 
 from support.ci import tool
-from support.paths import DATA, EXAMPLES
+from support.paths import DATA, EXAMPLES, README
 
 FIXTURES = DATA / "acceptance"
 SPECS = {
@@ -112,6 +112,19 @@ def test_thresholds_come_from_the_hardware_with_their_derivation(tmp_path: Path)
     assert "4 compute HCAs (dgx-a100)" in fleet  # the slowest profile sets the bar
     debug = mixed["acceptance/debug/nccl-allreduce.sbatch"].read_text(encoding="utf-8")
     assert "\nexport NCCL_DEBUG=INFO  # slurm partition debug: nccl override\n" in debug
+
+
+def test_readme_says_what_ib_rails_runs_on_without_a_topology_table(tmp_path: Path) -> None:
+    # The 8-node spec's GPU profile has no topology table: its rails are its fabric_hcas.
+    ml = _scripts(SPECS["ml"], tmp_path)
+    assert "acceptance/gpu-training/ib-rails.sbatch" in ml
+    row = next(
+        line
+        for line in README.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `hardware.<name>.topology` |")
+    )
+    assert "no per-rail" not in row, row
+    assert "ib-rails" in row and "fabric_hcas" in row, row
 
 
 @pytest.fixture
