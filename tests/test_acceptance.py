@@ -127,6 +127,81 @@ def test_readme_says_what_ib_rails_runs_on_without_a_topology_table(tmp_path: Pa
     assert "ib-rails" in row and "fabric_hcas" in row, row
 
 
+# srun as the nodes see it: each task runs on its own node, whose /etc/nccl/job.env is the
+# one rendered for its hardware profile (JOB_ENV points at it here). It records the
+# environment srun itself was started with: what the batch node would export to all.
+FAKE_SRUN = """#!/bin/bash
+echo "srun NCCL_IB_HCA=${NCCL_IB_HCA-unset}" >>"$TASK_LOG"
+while [[ "$1" == --* ]]; do shift; done
+for node in $FAKE_NODES; do
+  NODE=$node JOB_ENV="$NODE_FILES/$node/job.env" "$@" >"$NODE_FILES/$node.out"
+done
+cat "$NODE_FILES/${FAKE_NODES%% *}.out"
+"""
+FAKE_ALL_REDUCE = """#!/bin/bash
+echo "$NODE NCCL_IB_HCA=${NCCL_IB_HCA-unset} NCCL_DEBUG=${NCCL_DEBUG-unset}" >>"$TASK_LOG"
+cat "$STUB_FIXTURE"
+"""
+
+
+@pytest.mark.parametrize(
+    ("partition", "nodes", "seen"),
+    [
+        (
+            "gpu-training",
+            {"gpu01": "hgx-h100", "gpu05": "dgx-a100"},
+            [
+                "gpu01 NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,"
+                "mlx5_6:1,mlx5_7:1 NCCL_DEBUG=WARN",
+                "gpu05 NCCL_IB_HCA==mlx5_0:1,mlx5_2:1,mlx5_6:1,mlx5_8:1 NCCL_DEBUG=WARN",
+            ],
+        ),
+        # The partition's override wins over the node's file.
+        (
+            "debug",
+            {"gpu01": "hgx-h100"},
+            [
+                "gpu01 NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,"
+                "mlx5_6:1,mlx5_7:1 NCCL_DEBUG=INFO"
+            ],
+        ),
+    ],
+)
+def test_allreduce_tasks_take_their_own_nodes_nccl_settings(
+    tmp_path: Path, partition: str, nodes: dict[str, str], seen: list[str]
+) -> None:
+    cluster, problems = validate_cluster(load_spec(str(SPECS["mixed"])))
+    assert cluster is not None, problems
+    rendered = render_all(cluster)
+    files = tmp_path / "nodes"
+    for node, profile in nodes.items():
+        (files / node).mkdir(parents=True)
+        (files / node / "job.env").write_text(rendered[f"nccl/{profile}/job.env"].text)
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name, text in (("srun", FAKE_SRUN), ("all_reduce_perf", FAKE_ALL_REDUCE)):
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    script = tmp_path / "nccl-allreduce.sbatch"
+    script.write_text(rendered[f"acceptance/{partition}/nccl-allreduce.sbatch"].text)
+    log = tmp_path / "tasks.log"
+    env = {
+        "PATH": f"{stubs}:/usr/bin:/bin",
+        "NCCL_TESTS_DIR": str(stubs),
+        "STUB_FIXTURE": str(FIXTURES / "all_reduce_perf-pass.txt"),
+        "TASK_LOG": str(log),
+        "FAKE_NODES": " ".join(nodes),
+        "NODE_FILES": str(files),
+        "BUSBW_THRESHOLD_GBYTES": "150",
+    }
+    result = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, check=False, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Nothing of a node's file reaches srun from the batch node; each task has its own.
+    assert log.read_text().splitlines() == ["srun NCCL_IB_HCA=unset", *seen]
+
+
 @pytest.fixture
 def allreduce(tmp_path: Path) -> Path:
     return _scripts(SPECS["ml"], tmp_path)["acceptance/gpu-training/nccl-allreduce.sbatch"]

@@ -11,6 +11,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact
 from clustergen.outputs.acceptance.derive import PartitionJobs, derive_acceptance
+from clustergen.outputs.nccl.derive import JOB_ENV
 from clustergen.render import render_template
 from clustergen.resolve import Cluster
 
@@ -38,7 +39,16 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
             sizes.append(("nccl-allreduce-2node.sbatch", 2))
         for name, nodes in sizes:
             artifacts.append(
-                _script(cluster, env, job, name, nodes=nodes, threshold=threshold, exports=exports)
+                _script(
+                    cluster,
+                    env,
+                    job,
+                    name,
+                    nodes=nodes,
+                    threshold=threshold,
+                    exports=exports,
+                    job_env=JOB_ENV,
+                )
             )
         for rails in job.rail_jobs:
             name = (
