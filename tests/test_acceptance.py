@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clustergen.load import load_spec
 from clustergen.render import render_all
@@ -93,7 +94,8 @@ def test_scripts_are_shellcheck_clean(spec: str, tmp_path: Path) -> None:
 
 def test_thresholds_come_from_the_hardware_with_their_derivation(tmp_path: Path) -> None:
     ml = _scripts(SPECS["ml"], tmp_path / "ml")
-    allreduce = ml["acceptance/gpu-training/nccl-allreduce.sbatch"].read_text(encoding="utf-8")
+    # debug's two nodes hang from one leaf: the HCAs set the bar.
+    allreduce = ml["acceptance/debug/nccl-allreduce.sbatch"].read_text(encoding="utf-8")
     assert "BUSBW_THRESHOLD_GBYTES=${BUSBW_THRESHOLD_GBYTES:-150.0}" in allreduce
     assert (
         "8 compute HCAs (hgx-h100) x 200 Gb/s (infiniband hdr) = 1600 Gb/s = 200.0 GB/s per "
@@ -112,6 +114,38 @@ def test_thresholds_come_from_the_hardware_with_their_derivation(tmp_path: Path)
     assert "4 compute HCAs (dgx-a100)" in fleet  # the slowest profile sets the bar
     debug = mixed["acceptance/debug/nccl-allreduce.sbatch"].read_text(encoding="utf-8")
     assert "\nexport NCCL_DEBUG=INFO  # slurm partition debug: nccl override\n" in debug
+
+
+def test_cross_leaf_thresholds_come_from_the_fabric_as_drawn(tmp_path: Path) -> None:
+    # gpu-training spans ib-leaf01 (gpu01-04, 32 HCA ports) and ib-leaf02, each with one
+    # HDR uplink: the HCAs' 200 GB/s cannot cross a leaf, whatever the GPUs can do.
+    ml = _scripts(SPECS["ml"], tmp_path / "ml")
+    whole = ml["acceptance/gpu-training/nccl-allreduce.sbatch"].read_text(encoding="utf-8")
+    assert "BUSBW_THRESHOLD_GBYTES=${BUSBW_THRESHOLD_GBYTES:-4.7}" in whole
+    assert (
+        "8 compute HCAs (hgx-h100) x 200 Gb/s (infiniband hdr) = 1600 Gb/s, but across "
+        "switches ib-leaf01's 1 uplink x 200 Gb/s = 200 Gb/s (32:1 blocking), shared by the "
+        "partition's 32 HCA ports under it: gpu01 (8 ports) gets 50.0 Gb/s = 6.2 GB/s per "
+        "node; x busbw_fraction 0.75 = 4.7 GB/s" in whole
+    )
+    # Two nodes may land one under each leaf, each alone on its leaf's uplink.
+    pair = ml["acceptance/gpu-training/nccl-allreduce-2node.sbatch"].read_text(encoding="utf-8")
+    assert "BUSBW_THRESHOLD_GBYTES=${BUSBW_THRESHOLD_GBYTES:-18.8}" in pair
+    assert "all for one node when the pair spans switches: 200.0 Gb/s = 25.0 GB/s" in pair
+
+
+def test_non_blocking_uplinks_leave_the_hca_bound(tmp_path: Path) -> None:
+    data = yaml.safe_load(SPECS["ml"].read_text(encoding="utf-8"))
+    for switch in data["network"]["fabric"]["switches"][:2]:
+        switch["uplinks"] = 43  # ib-leaf02's 43 HCA ports; ib-leaf01 has 32
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(data), encoding="utf-8")
+    cluster, problems = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None, problems
+    assert "network.leaf-oversubscribed" not in {p.code.name for p in problems}
+    text = render_all(cluster)["acceptance/gpu-training/nccl-allreduce.sbatch"].text
+    assert "BUSBW_THRESHOLD_GBYTES=${BUSBW_THRESHOLD_GBYTES:-150.0}" in text
+    assert "= 1600 Gb/s, within ib-leaf01's uplinks = 200.0 GB/s per node" in text
 
 
 def test_readme_says_what_ib_rails_runs_on_without_a_topology_table(tmp_path: Path) -> None:
@@ -202,9 +236,70 @@ def test_allreduce_tasks_take_their_own_nodes_nccl_settings(
     assert log.read_text().splitlines() == ["srun NCCL_IB_HCA=unset", *seen]
 
 
+# Slurm and the tools for ib-rails, on one machine: scontrol lists the job's nodes, srun
+# runs the command as if on --nodelist, ib_write_bw logs each call (the server's last
+# argument is an option's value, the client's is the server) and sleep does not wait.
+FAKE_RAIL_TOOLS = {
+    "scontrol": '#!/bin/bash\nprintf "%s\\n" $FAKE_NODES\n',
+    "srun": """#!/bin/bash
+while [[ "$1" == --* ]]; do
+  case "$1" in --nodelist=*) node=${1#--nodelist=} ;; esac
+  shift
+done
+NODE=$node exec "$@"
+""",
+    "ib_write_bw": """#!/bin/bash
+for last; do :; done
+echo "$NODE $*" >>"$RAIL_LOG"
+case "$last" in -*|[0-9]*) exit 0 ;; esac
+cat "$STUB_FIXTURE"
+""",
+    "sleep": "#!/bin/sh\n",
+}
+
+
+@pytest.mark.parametrize("count", [2, 3, 6])
+def test_ib_rails_tests_every_rail_of_every_node_with_the_nccl_gid_and_class(
+    tmp_path: Path, count: int
+) -> None:
+    script = _scripts(SPECS["edge"], tmp_path / "edge")["acceptance/gpu/ib-rails.sbatch"]
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name, text in FAKE_RAIL_TOOLS.items():
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    nodes = [f"edge{n:02d}" for n in range(1, count + 1)]
+    log = tmp_path / "rails.log"
+    env = {
+        "PATH": f"{stubs}:/usr/bin:/bin",
+        "IB_WRITE_BW": str(stubs / "ib_write_bw"),
+        "STUB_FIXTURE": str(FIXTURES / "ib_write_bw-pass.txt"),
+        "RAIL_LOG": str(log),
+        "FAKE_NODES": " ".join(nodes),
+        "SLURM_JOB_NODELIST": ",".join(nodes),
+    }
+    result = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, check=False, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"PASS: all 2 rails of all {count} nodes" in result.stdout
+    calls = [line.split() for line in log.read_text().splitlines()]
+    # The GID index and traffic class of network.fabric.roce, as NCCL gets them.
+    assert all("--gid-index=3" in call and "--tclass=106" in call for call in calls), calls
+    ring = {(nodes[i], nodes[(i + 1) % count]) for i in range(count)}
+    rails = {("mlx5_0", "1"), ("mlx5_1", "1")}
+    clients = {(c[0], c[-1], c[c.index("-d") + 1], c[c.index("-i") + 1]) for c in calls}
+    clients = {c for c in clients if c[1] in nodes}
+    assert clients == {(a, b, hca, port) for a, b in ring for hca, port in rails}
+    servers = sorted((c[0], c[c.index("-d") + 1]) for c in calls if c[-1] not in nodes)
+    assert servers == sorted((b, hca) for _, b in ring for hca, _ in rails)
+    assert result.stdout.count("PASS edge") == len(ring) * len(rails)
+
+
 @pytest.fixture
 def allreduce(tmp_path: Path) -> Path:
-    return _scripts(SPECS["ml"], tmp_path)["acceptance/gpu-training/nccl-allreduce.sbatch"]
+    # Two nodes on one leaf: the threshold is the HCAs' 150 GB/s the fixtures are made for.
+    return _scripts(SPECS["ml"], tmp_path)["acceptance/debug/nccl-allreduce.sbatch"]
 
 
 @pytest.fixture
