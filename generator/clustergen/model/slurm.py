@@ -134,8 +134,9 @@ class Partition(StrictModel):
         description="Largest blocking factor accepted on a leaf switch that holds nodes of "
         "this partition: the leaf's HCA ports x link rate over its uplink cables x link "
         "rate (1 is non-blocking, 2 is 2:1). A leaf above it warns "
-        "(network.leaf-oversubscribed). Default 1 for a partition whose nodes all have "
-        "GPUs; other partitions are not checked unless it is given.",
+        "(network.leaf-oversubscribed) when the partition also has nodes under other "
+        "leaves. Default 1 for a partition whose nodes all have GPUs; other partitions "
+        "are not checked unless it is given.",
     )
 
 
