@@ -26,8 +26,9 @@ pytestmark = pytest.mark.daemons
 
 FIXTURES = DATA / "acceptance"
 PARTITION = "gpu-training"
-# Eight rails, a stub server and client each, and the script's pause between them.
-JOB_TIMEOUT_S = 180.0
+# ib-rails: two rounds of eight rails, a stub server and client each, and the script's
+# pause between them.
+JOB_TIMEOUT_S = 300.0
 
 STUBS = {
     # nccl-tests prints its table on rank 0 only.
@@ -104,7 +105,11 @@ def test_allreduce_job_under_slurm(
     twin: Twin, stubs: Path, tmp_path: Path, job: str, fixture: str, state: str, verdict: str
 ) -> None:
     fixture_path = FIXTURES / f"all_reduce_perf-{fixture}.txt"
-    final, output = _run(twin, stubs, tmp_path, job, STUB_FIXTURE=str(fixture_path))
+    # The fixtures are judged against the HCAs' bound (150 GB/s), not the 8-node spec's
+    # blocked uplinks (4.7 and 18.8 GB/s), which the failing fixture would pass.
+    final, output = _run(
+        twin, stubs, tmp_path, job, STUB_FIXTURE=str(fixture_path), BUSBW_THRESHOLD_GBYTES="150.0"
+    )
     assert final == state, output
     assert verdict in output, output
     assert "Threshold: 8 compute HCAs (hgx-h100)" in output
@@ -112,7 +117,10 @@ def test_allreduce_job_under_slurm(
 
 @pytest.mark.parametrize(
     ("fixture", "state", "verdict"),
-    [("pass", "COMPLETED", "PASS: all 8 rails"), ("fail", "FAILED", "FAIL: rails below")],
+    [
+        ("pass", "COMPLETED", "PASS: all 8 rails of all 8 nodes"),
+        ("fail", "FAILED", "FAIL: 64 rails below 180.0 Gb/s"),
+    ],
 )
 def test_ib_rails_job_under_slurm(
     twin: Twin, stubs: Path, tmp_path: Path, fixture: str, state: str, verdict: str
@@ -121,7 +129,17 @@ def test_ib_rails_job_under_slurm(
     final, output = _run(twin, stubs, tmp_path, "ib-rails.sbatch", STUB_FIXTURE=str(fixture_path))
     assert final == state, output
     assert verdict in output, output
-    assert output.count("PASS mlx5_" if fixture == "pass" else "FAIL mlx5_") == 8, output
+    # Every node writes to the next on each of its 8 rails: 8 pairs of the ring x 8 rails.
+    verdicts = [
+        line.split()[:3]
+        for line in output.splitlines()
+        if line.startswith(("PASS gpu", "FAIL gpu"))
+    ]
+    assert len(verdicts) == 64, output
+    assert {v[0] for v in verdicts} == {"PASS" if fixture == "pass" else "FAIL"}, output
+    pairs = {tuple(v[1].split(">")) for v in verdicts}
+    nodes = [f"gpu{n:02d}" for n in range(1, 9)]
+    assert pairs == {(nodes[i], nodes[(i + 1) % 8]) for i in range(8)}, output
 
 
 @pytest.mark.parametrize(

@@ -187,6 +187,11 @@ NETWORK_NODE_TWO_LEAVES = Code(
 NETWORK_COMPUTE_NODE_NO_LEAF = Code(
     "network.compute-node-no-leaf", "error", "a Slurm compute node hangs from no leaf switch"
 )
+NETWORK_LEAF_OVERSUBSCRIBED = Code(
+    "network.leaf-oversubscribed",
+    "warning",
+    "a leaf's HCA ports exceed its uplinks by more than the max_blocking of a partition on it",
+)
 
 # racks
 PATTERN_NO_ROOM = Code(

@@ -58,6 +58,7 @@ CHECKS: tuple[Check, ...] = (
     _check(slurm.nodes, "slurm", "cluster", "hardware", "nodes"),
     _check(slurm.options, "slurm", "software"),
     _check(topology.check, "network", "hardware", "nodes"),
+    _check(topology.oversubscription, "network", "hardware", "nodes", "slurm"),
     _check(packages.pins, "software"),
     _check(packages.groups, "cluster", "hardware"),
     _check(nccl.settings, "nccl", "hardware", "network", "nodes", "slurm"),

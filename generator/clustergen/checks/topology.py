@@ -5,7 +5,9 @@ from __future__ import annotations
 from clustergen import codes
 from clustergen.checks.references import unknown_node
 from clustergen.errors import Problem
+from clustergen.fabric import blocking, ratio
 from clustergen.hosts import compress
+from clustergen.model.network import LINK_GBITS
 from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
 
@@ -165,3 +167,64 @@ def _leaf_membership(cluster: Cluster, base: tuple[str | int, ...]) -> list[Prob
             )
         )
     return problems
+
+
+def oversubscription(cluster: Cluster) -> list[Problem]:
+    """A leaf blocked more than the max_blocking of a partition with nodes on it and on
+    other leaves (default 1 for a GPU partition): its jobs across leaves get a fraction of
+    their HCAs' bandwidth.
+
+    The message names no leaf (the path does), so that leaves cabled alike read alike."""
+    spec = cluster.spec
+    fabric = spec.network.fabric
+    if fabric is None:
+        return []
+    targets: list[tuple[float, int, frozenset[str]]] = []
+    for index, partition in enumerate(spec.slurm.partitions):
+        members = frozenset(cluster.partition_nodes[index])
+        target = partition.max_blocking
+        if target is None and _all_gpu(cluster, members):
+            target = 1.0
+        if target is not None:
+            targets.append((target, index, members))
+    if not targets:
+        return []
+    on_a_leaf = {name for nodes in cluster.switch_nodes for name in nodes}
+    problems = []
+    for switch in blocking(cluster):
+        nodes = set(cluster.switch_nodes[switch.index])
+        if switch.hca_ports == 0 or not nodes:
+            continue
+        # A partition whose nodes all hang here sends nothing up: its jobs stay on the leaf.
+        on_leaf = [
+            (t, i) for t, i, members in targets if members & nodes and (members & on_a_leaf) - nodes
+        ]
+        if not on_leaf:
+            continue
+        target, index = min(on_leaf)
+        if switch.factor <= target:
+            continue
+        partition = spec.slurm.partitions[index]
+        declared = (
+            f"max_blocking {ratio(target)} of partition '{partition.name}'"
+            if partition.max_blocking is not None
+            else f"1:1 (non-blocking) that GPU partition '{partition.name}' gets by default "
+            f"(slurm.partitions[{index}].max_blocking)"
+        )
+        problems.append(
+            Problem(
+                codes.NETWORK_LEAF_OVERSUBSCRIBED,
+                ("network", "fabric", "switches", switch.index),
+                f"leaf blocked {ratio(switch.factor)} ({switch.hca_ports} HCA ports down, "
+                f"{switch.up_cables} uplink{'s' if switch.up_cables > 1 else ''} up, all at "
+                f"{LINK_GBITS[fabric.rate]} Gb/s), above the {declared}; a job across leaves "
+                f"gets 1/{round(switch.factor, 2):g} of its HCAs' bandwidth: add uplinks, or "
+                "set max_blocking to the ratio the design accepts",
+            )
+        )
+    return problems
+
+
+def _all_gpu(cluster: Cluster, members: frozenset[str]) -> bool:
+    hosts = [cluster.by_name[name] for name in members if name in cluster.by_name]
+    return bool(hosts) and all(h.profiled and h.hardware.gpu is not None for h in hosts)

@@ -170,8 +170,9 @@ class HardwareProfile(StrictModel):
     power: Power | None = Field(default=None, description="Power supplies and draw.")
     topology: Topology | None = Field(
         default=None,
-        description="GPU/CPU/HCA affinity table; without it no gres.conf Cores= and no "
-        "per-rail acceptance tests are rendered.",
+        description="GPU/CPU/HCA affinity table; without it gres.conf has no Cores=, and "
+        "NCCL_IB_HCA and the per-rail acceptance job (ib-rails) take fabric_hcas as they "
+        "stand, with no rail told from a storage HCA.",
     )
     nccl: NcclSettings | None = Field(
         default=None, description="NCCL settings for this profile's nodes, over the global ones."

@@ -127,6 +127,17 @@ class Partition(StrictModel):
         description="NCCL settings for jobs in this partition (its acceptance jobs' "
         "environment), over the profile's and the global ones.",
     )
+    max_blocking: float | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="Largest blocking factor accepted on a leaf switch that holds nodes of "
+        "this partition: the leaf's HCA ports x link rate over its uplink cables x link "
+        "rate (1 is non-blocking, 2 is 2:1). A leaf above it warns "
+        "(network.leaf-oversubscribed) when the partition also has nodes under other "
+        "leaves. Default 1 for a partition whose nodes all have GPUs; other partitions "
+        "are not checked unless it is given.",
+    )
 
 
 class PriorityWeights(StrictModel):

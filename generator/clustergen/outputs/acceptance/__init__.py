@@ -11,6 +11,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact
 from clustergen.outputs.acceptance.derive import PartitionJobs, derive_acceptance
+from clustergen.outputs.nccl.derive import JOB_ENV
 from clustergen.render import render_template
 from clustergen.resolve import Cluster
 
@@ -31,20 +32,35 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
     artifacts = []
     for job in derive_acceptance(cluster):
         exports = [(name, shlex.quote(value)) for name, value in job.exports]
-        threshold = f"{job.busbw_threshold_gbytes:.1f}"
-        # The whole partition, and two nodes: a fabric problem between a pair shows alone.
-        sizes = [("nccl-allreduce.sbatch", job.nodes)]
-        if job.nodes > 2:
-            sizes.append(("nccl-allreduce-2node.sbatch", 2))
-        for name, nodes in sizes:
+        for allreduce in job.allreduce:
             artifacts.append(
-                _script(cluster, env, job, name, nodes=nodes, threshold=threshold, exports=exports)
+                _script(
+                    cluster,
+                    env,
+                    job,
+                    allreduce.script,
+                    allreduce=allreduce,
+                    threshold=f"{allreduce.busbw_threshold_gbytes:.1f}",
+                    exports=exports,
+                    job_env=JOB_ENV,
+                )
             )
         for rails in job.rail_jobs:
             name = (
                 "ib-rails.sbatch" if len(job.rail_jobs) == 1 else f"ib-rails-{rails.profile}.sbatch"
             )
             limit = f"{rails.threshold_gbits:.1f}"
-            artifacts.append(_script(cluster, env, job, name, rails=rails, threshold=limit))
+            perftest_args = [shlex.quote(arg) for arg in rails.perftest_args]
+            artifacts.append(
+                _script(
+                    cluster,
+                    env,
+                    job,
+                    name,
+                    rails=rails,
+                    threshold=limit,
+                    perftest_args=perftest_args,
+                )
+            )
         artifacts.append(_script(cluster, env, job, "dcgm-diag.sbatch"))
     return artifacts

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clustergen.fabric import ratio, uplink_share
 from clustergen.model.nccl import AcceptanceTools
 from clustergen.model.network import LINK_GBITS
-from clustergen.outputs.nccl.derive import compute_hcas, settings_for
+from clustergen.outputs.nccl.derive import Setting, compute_hcas, settings_for
 from clustergen.resolve import Cluster
 
 
@@ -23,9 +24,40 @@ class Rail:
 @dataclass(frozen=True)
 class RailJob:
     profile: str  # node feature the job is constrained to
+    nodes: int  # the partition's nodes of the profile: the job tests every one
     rails: tuple[Rail, ...]
     threshold_gbits: float
     derivation: str
+    # ib_write_bw's GID index (-x) and GRH traffic class (--tclass), from the NCCL
+    # settings of these nodes, with the settings' sources
+    perftest_args: tuple[str, ...]
+    perftest_sources: tuple[str, ...]
+
+
+# NCCL variable -> the perftest option that sets the same thing on ib_write_bw's QPs
+# (perftest README: "-x, --gid-index=<index>", "--tclass=<value> Set the Traffic Class in
+# GRH"). NCCL_IB_GID_INDEX -1 is NCCL's own GID choice; ib_write_bw then picks its own.
+PERFTEST_OPTIONS = (("NCCL_IB_GID_INDEX", "--gid-index="), ("NCCL_IB_TC", "--tclass="))
+
+
+def _perftest_args(settings: tuple[Setting, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    by_name = {s.name: s for s in settings}
+    args, sources = [], []
+    for name, option in PERFTEST_OPTIONS:
+        setting = by_name.get(name)
+        if setting is None or (name == "NCCL_IB_GID_INDEX" and setting.value.strip() == "-1"):
+            continue
+        args.append(option + setting.value.strip())
+        sources.append(f"{name} from {setting.source}")
+    return tuple(args), tuple(sources)
+
+
+@dataclass(frozen=True)
+class AllReduceJob:
+    script: str  # file name under acceptance/<partition>/
+    nodes: int
+    busbw_threshold_gbytes: float
+    busbw_derivation: str
 
 
 @dataclass(frozen=True)
@@ -33,8 +65,7 @@ class PartitionJobs:
     partition: str
     nodes: int
     gpus_per_node: int
-    busbw_threshold_gbytes: float
-    busbw_derivation: str
+    allreduce: tuple[AllReduceJob, ...]  # the whole partition, then two nodes
     exports: tuple[tuple[str, str], ...]  # the partition's NCCL overrides for its jobs
     rail_jobs: tuple[RailJob, ...]
     tools: AcceptanceTools
@@ -65,26 +96,40 @@ def derive_acceptance(cluster: Cluster) -> list[PartitionJobs]:
         if hcas == 0:
             continue
         node_gbits = hcas * link
-        threshold = node_gbits / 8 * tools.busbw_fraction
-        busbw = (
+        nic = (
             f"{hcas} compute HCAs ({slowest}) x {link} Gb/s ({fabric.type} {fabric.rate}) = "
-            f"{node_gbits} Gb/s = {_fmt(node_gbits / 8)} GB/s per node; x busbw_fraction "
-            f"{tools.busbw_fraction} = {_fmt(threshold)} GB/s"
+            f"{node_gbits} Gb/s"
+        )
+        # The whole partition, and two nodes: a fabric problem between a pair shows alone.
+        sizes = [("nccl-allreduce.sbatch", len(hosts), False)]
+        if len(hosts) > 2:
+            sizes.append(("nccl-allreduce-2node.sbatch", 2, True))
+        allreduce = tuple(
+            _allreduce(cluster, script, nodes, members, node_gbits, nic, link, alone, tools)
+            for script, nodes, alone in sizes
         )
         rail_threshold = link * tools.rail_fraction
-        rail_jobs = tuple(
-            RailJob(
-                name,
-                tuple(Rail(hca, port) for hca, port in rails[name]),
-                rail_threshold,
-                f"{link} Gb/s ({fabric.type} {fabric.rate}) x rail_fraction "
-                f"{tools.rail_fraction} = {_fmt(rail_threshold)} Gb/s per rail",
+        overrides = ((f"slurm.partitions[{index}].nccl", partition.nccl),)
+        rail_jobs = []
+        for name in profiles:
+            count = sum(1 for h in hosts if h.hardware_name == name)
+            if not rails[name] or count < 2:
+                continue
+            args, sources = _perftest_args(settings_for(cluster, name, overrides))
+            rail_jobs.append(
+                RailJob(
+                    name,
+                    count,
+                    tuple(Rail(hca, port) for hca, port in rails[name]),
+                    rail_threshold,
+                    f"{link} Gb/s ({fabric.type} {fabric.rate}) x rail_fraction "
+                    f"{tools.rail_fraction} = {_fmt(rail_threshold)} Gb/s per rail",
+                    args,
+                    sources,
+                )
             )
-            for name in profiles
-            if rails[name] and len([h for h in hosts if h.hardware_name == name]) >= 2
-        )
         gpu_counts = {h.hardware.gpu.count for h in hosts if h.hardware.gpu is not None}
-        own = settings_for(cluster, slowest, ((f"slurm.partitions[{index}].nccl", partition.nccl),))
+        own = settings_for(cluster, slowest, overrides)
         exports = tuple(
             (s.name, s.value) for s in own if s.source.startswith(f"slurm.partitions[{index}]")
         )
@@ -93,11 +138,54 @@ def derive_acceptance(cluster: Cluster) -> list[PartitionJobs]:
                 partition.name,
                 len(hosts),
                 min(gpu_counts),
-                threshold,
-                busbw,
+                allreduce,
                 exports,
-                rail_jobs,
+                tuple(rail_jobs),
                 tools,
             )
         )
     return jobs
+
+
+def _allreduce(
+    cluster: Cluster,
+    script: str,
+    nodes: int,
+    members: set[str],
+    node_gbits: int,
+    nic: str,
+    link: int,
+    alone: bool,
+    tools: AcceptanceTools,
+) -> AllReduceJob:
+    """Across nodes an all-reduce runs at each node's network bandwidth: the slower of its
+    compute HCAs and its share of the uplinks of a switch that the job's nodes span.
+
+    The whole partition shares each switch's uplinks among its nodes under it; a two-node
+    job may get one node under each switch, alone on its uplinks."""
+    share = uplink_share(cluster, members, link, alone)
+    bound: float
+    if share is None or share.gbits >= node_gbits:
+        bound, why = node_gbits, nic
+        if share is not None:
+            why += f", within {share.switch.name}'s uplinks"
+    else:
+        bound = share.gbits
+        up = share.switch.up_cables
+        shared = (
+            f"all for one node when the pair spans switches: {_fmt(bound)} Gb/s"
+            if alone
+            else f"shared by the partition's {share.sharing_ports} HCA ports under it: "
+            f"{share.node} ({share.node_ports} ports) gets {_fmt(bound)} Gb/s"
+        )
+        why = (
+            f"{nic}, but across switches {share.switch.name}'s {up} "
+            f"uplink{'s' if up > 1 else ''} x {link} Gb/s = {up * link} Gb/s "
+            f"({ratio(share.switch.factor)} blocking), {shared}"
+        )
+    threshold = bound / 8 * tools.busbw_fraction
+    derivation = (
+        f"{why} = {_fmt(bound / 8)} GB/s per node; x busbw_fraction {tools.busbw_fraction} = "
+        f"{_fmt(threshold)} GB/s"
+    )
+    return AllReduceJob(script, nodes, threshold, derivation)
