@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from clustergen.model.network import LINK_GBITS
 from clustergen.resolve import Cluster
 
 
