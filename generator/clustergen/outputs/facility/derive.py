@@ -185,9 +185,10 @@ class FeedRow:
     normal: str
     failover: str  # '' on a rack with one feed
     headroom: str
+    phase_headroom: str  # the least of its phases'; '' on a single-phase PDU
     normal_bar: Bar
     failover_bar: Bar | None
-    over: bool
+    over: bool  # the feed or one of its phases is over its limit
     worst_share: float  # the worst load (failover on two feeds) over the 80% limit
 
     @property
@@ -204,6 +205,7 @@ class FeedRow:
             self.normal,
             self.failover,
             self.headroom,
+            self.phase_headroom,
         )
 
 
@@ -248,6 +250,7 @@ FEED_HEADER = (
     "normal_va",
     "failover_va",
     "headroom_va",
+    "phase_headroom_va",
 )
 DEVICE_HEADER = (
     "rack",
@@ -261,7 +264,16 @@ DEVICE_HEADER = (
     "failover_watts_a",
     "failover_watts_b",
 )
-PHASE_HEADER = ("rack", "pdu", "phase", "capacity_va", "normal_va", "failover_va")
+PHASE_HEADER = (
+    "rack",
+    "pdu",
+    "phase",
+    "capacity_va",
+    "limit_va",
+    "normal_va",
+    "failover_va",
+    "headroom_va",
+)
 BANK_HEADER = (
     "rack",
     "pdu",
@@ -569,6 +581,7 @@ def shape(rack: RackPlan, switch_models: dict[str, str | None]) -> Shape:
 
 
 def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
+    phase_headroom = load.phase_headroom_va
     return FeedRow(
         rack=rack.rack.name,
         pdu=load.pdu.name,
@@ -580,13 +593,14 @@ def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
         normal=number(load.normal_va),
         failover="" if load.failover_va is None else number(load.failover_va),
         headroom=number(load.headroom_va),
+        phase_headroom="" if phase_headroom is None else number(phase_headroom),
         normal_bar=bar(0, 0, 200, 12, load.normal_va, load.limit_va),
         failover_bar=(
             None
             if load.failover_va is None
             else bar(0, 0, 200, 12, load.failover_va, load.limit_va)
         ),
-        over=load.headroom_va < 0,
+        over=load.headroom_va < 0 or (phase_headroom is not None and phase_headroom < 0),
         worst_share=load.worst_va / load.limit_va if load.limit_va else 0.0,
     )
 
@@ -709,8 +723,10 @@ def derive_facility(cluster: Cluster) -> Facility | None:
             load.pdu.name,
             phase.name,
             number(phase.capacity_va),
+            number(phase.limit_va),
             number(phase.normal_va),
             "" if load.failover_va is None else number(phase.failover_va),
+            number(phase.limit_va - load.phase_worst_va(phase)),
         )
         for rack in plans
         for load in rack.loads
