@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from clustergen.errors import format_path
+from clustergen.errors import collapse_alike, format_path
 from clustergen.facility import (
     CONTINUOUS_LOAD_LIMIT,
     FEEDS,
@@ -26,6 +26,7 @@ from clustergen.facility import (
     kilo,
 )
 from clustergen.resolve import Cluster
+from clustergen.validate import element_names
 
 # Fills by role: light enough for black text and for printing, distinct in colour, and
 # the role is written in every label too, for a grey-scale print.
@@ -770,11 +771,20 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         cooling = spec.facility.cooling_kw * 1000
         site.append(f"site cooling {kilo(cooling, 'W')}: {percent(total, cooling)} used")
     ignored = set(spec.ignore)
+    kept = [p for p in cluster.problems if p.severity == "warning" and p.code.name not in ignored]
+    # Alike warnings once, as validate prints them: the first in the spec's order stands
+    # for the others (racks[5] before racks[10]).
+    kept.sort(
+        key=lambda p: (
+            tuple((0, part, "") if isinstance(part, int) else (1, 0, part) for part in p.path),
+            p.message,
+        )
+    )
+    names = functools.cache(lambda: element_names(spec.model_dump(exclude_none=True)))
     warnings = tuple(
         sorted(
             SpecWarning(format_path(p.path), p.message, str(p.code))
-            for p in cluster.problems
-            if p.severity == "warning" and p.code.name not in ignored
+            for p in collapse_alike(kept, names)
         )
     )
     return Facility(
