@@ -146,13 +146,17 @@ def _once_per_pattern(
     more elements it hits and the first few of them."""
     groups: dict[tuple[Any, ...], list[tuple[LocatedProblem, str]]] = {}
     out: list[LocatedProblem] = []
+    seen: dict[tuple[Any, ...], int] = {}  # how often a key has come from one element
     for problem, label in problems:
         if label is None:
             out.append(problem)
         else:
             text = masked(problem.message, names())[0]
             key = (problem.position, problem.path, problem.code, text)
-            groups.setdefault(key, []).append((problem, label))
+            # An element's second problem alike goes with the other elements' second ones.
+            own = (*key, label)
+            nth = seen[own] = seen.get(own, -1) + 1
+            groups.setdefault((*key, nth), []).append((problem, label))
     for same in groups.values():
         first, label = same[0]
         message = f"{label}: {first.message}"
