@@ -68,6 +68,9 @@ def test_sheet_gives_each_phase_its_headroom() -> None:
     assert facility is not None
     r01a = facility.feed_rows[0]
     assert (r01a.headroom, r01a.phase_headroom, r01a.over) == ("882", "-853", True)
+    # A large site's page keeps the most loaded feeds: r01's L1 at 111% of its limit ranks
+    # it above a feed at 96% of its own.
+    assert r01a.worst_share == pytest.approx(8520 / 7667, abs=0.001)
     assert facility.phase_rows[0] == (
         "r01",
         "r01-pdu-a",

@@ -190,7 +190,8 @@ class FeedRow:
     normal_bar: Bar
     failover_bar: Bar | None
     over: bool  # the feed or one of its phases is over its limit
-    worst_share: float  # the worst load (failover on two feeds) over the 80% limit
+    worst_share: float  # the worst load (failover on two feeds) over the 80% limit, of the
+    # feed or of its fullest phase, whichever is larger
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -602,7 +603,17 @@ def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
             else bar(0, 0, 200, 12, load.failover_va, load.limit_va)
         ),
         over=load.headroom_va < 0 or (phase_headroom is not None and phase_headroom < 0),
-        worst_share=load.worst_va / load.limit_va if load.limit_va else 0.0,
+        worst_share=max(
+            (
+                worst / limit
+                for worst, limit in (
+                    (load.worst_va, load.limit_va),
+                    *((load.phase_worst_va(p), p.limit_va) for p in load.phases),
+                )
+                if limit
+            ),
+            default=0.0,
+        ),
     )
 
 
