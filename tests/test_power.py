@@ -126,6 +126,16 @@ def test_phase_over_its_pole_in_normal_operation_is_an_error() -> None:
     assert "carries 8.52 kVA in normal operation" in over[0].message
 
 
+def test_a_phase_that_is_one_bank_is_judged_as_that_bank_only() -> None:
+    # With banks: 3 each bank is a whole phase behind a breaker of the PDU's amps: r01's
+    # bank 1 (L1) is reported as the bank (an error, as banks always were), not twice.
+    data = _reference()
+    for pdu in data["racks"][0]["pdus"]:
+        pdu["banks"] = 3
+    problems = [p for p in _problems(data) if p.path[:2] == ("racks", 0)]
+    assert sorted({p.code.name for p in problems}) == ["racks.bank-over-limit"]
+
+
 def test_psus_alternate_across_phases_in_plug_order() -> None:
     # r05 feed A in plug order: slurm-head, mds01, oss01-04, ib-leaf02, ib-spine01, one
     # PSU each on L1, L2, L3, L1, ... as on an alternating-phase PDU.

@@ -318,12 +318,16 @@ def _phases(rack: RackPlan, load: FeedLoad) -> list[Problem]:
     otherwise, as for a feed), and on failover, where above 80% but within the rating is a
     warning (the breaker holds; the continuous-load rule is for loads that last, a feed
     loss lasts until it is repaired) and above the rating an error (the breaker trips and
-    the rack loses its second feed too). A feed over its own limit is reported as that."""
+    the rack loses its second feed too). A feed over its own limit is reported as that,
+    and a phase that is one bank as that bank (racks.bank-over-limit)."""
     if not load.phases or load.worst_va > load.limit_va:
         return []
     failover = load.failover_va is not None
     problems = []
     for phase in load.phases:
+        banks = [bank for bank in load.banks if bank.phase == phase.name]
+        if len(banks) == 1 and banks[0].limit_va <= phase.limit_va:
+            continue  # its one bank carries it all, behind a breaker no larger: _banks judges
         if phase.normal_va > phase.limit_va:
             code, worst, when = codes.RACKS_PHASE_OVER_LIMIT, phase.normal_va, "in normal operation"
             beyond = f"above 80% of it ({kilo(phase.limit_va, 'VA')})"
