@@ -141,12 +141,12 @@ def test_bank_sheet_gives_each_bank_its_breaker() -> None:
     banked = Cluster(cluster.spec.model_copy(update={"racks": racks}), cluster.spec_name)
     facility = derive_facility(banked)
     assert facility is not None
-    # 208 V x 20 A = 4160 VA, 80% = 3328 VA. Largest PSU first onto the lighter bank: the
-    # four 1000 VA GPU-node PSUs two and two, the switch's 350 VA onto bank 1, then both
-    # 225 VA PSUs of lab-head onto bank 2 (2000 + 225 < 2350, then 2225 < 2350).
+    # 208 V x 20 A = 4160 VA, 80% = 3328 VA. Plugged in order onto alternating banks: each
+    # node's two PSUs (1000 VA each on lab1 and lab2, 225 VA on lab-head) on banks 1 and 2,
+    # then the switch's one PSU (350 VA) on bank 1: 2575 VA and 2225 VA.
     assert [row[2:] for row in facility.bank_rows] == [
-        ("1", "", "20", "4160", "3328", "2350", ""),
-        ("2", "", "20", "4160", "3328", "2450", ""),
+        ("1", "", "20", "4160", "3328", "2575", ""),
+        ("2", "", "20", "4160", "3328", "2225", ""),
     ]
 
 

@@ -95,12 +95,29 @@ def test_a_problem_in_a_pattern_points_at_it_and_names_the_element(cli, tmp_path
     result = cli("validate", str(spec))
     assert result.code == 1
     lines = [line for line in result.err.splitlines() if "racks.device-outside" in line]
-    assert len(lines) == 16, result.err  # one per rack the pattern makes
+    # Each rack's own node is too tall at U40: the same problem in every rack the pattern
+    # makes, but for the names, is one line (issue 20), naming the first rack and its node.
+    assert len(lines) == 1, result.err
     line = _line_of(spec, "units: [3, 9, 15, 40]")
-    assert lines[4].startswith(f"{spec}:{line}:"), lines[4]
-    assert ": racks[0].devices[3]" not in lines[4]
-    assert "racks[0].units[3]: rack g05: 'gpu20' is 6U at U40" in lines[4]
-    assert "(and " not in lines[4]  # each rack's own problem, each named
+    assert lines[0].startswith(f"{spec}:{line}:"), lines[0]
+    assert ": racks[0].devices[3]" not in lines[0]
+    assert "racks[0].units[3]: rack g01: 'gpu04' is 6U at U40" in lines[0]
+    assert "(and 15 more racks of this pattern: g02, g03, g04, ...)" in lines[0]
+
+
+def test_a_problem_the_elements_of_a_pattern_have_alike_is_one_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Issue 20: eight (here sixteen) racks of one pattern over their feeds' limits gave a
+    # line per rack and feed, each naming its own rack, PDU and nodes; docs/patterns.md
+    # promises one line per template "(and N more ...)": one per PDU of the pattern.
+    spec = _compact_with(tmp_path, "phases: 3, amps: 80}", "phases: 3, amps: 20}")
+    spec.write_text(spec.read_text().replace("phases: 3, amps: 80}", "phases: 3, amps: 20}"))
+    result = cli("validate", str(spec))
+    assert result.code == 1
+    lines = [line for line in result.err.splitlines() if "racks.feed-over-limit" in line]
+    assert len(lines) == 2, result.err
+    assert "racks[0].pdus[0].amps: rack g01: feed A of rack 'g01' (g01-pdu-a:" in lines[0]
+    assert "racks[0].pdus[1].amps: rack g01: feed B of rack 'g01' (g01-pdu-b:" in lines[1]
+    assert all("(and 15 more racks of this pattern: g02, g03, g04, ...)" in x for x in lines)
 
 
 def test_a_template_problem_is_reported_once_for_all_its_elements(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +128,7 @@ def test_a_template_problem_is_reported_once_for_all_its_elements(cli, tmp_path:
     assert len(amps) == 1, result.err
     assert f"{spec}:{_line_of(spec, 'amps: 800')}:" in amps[0]
     assert "racks[0].pdus[0].amps: rack g01: " in amps[0]
-    assert "(and 15 more racks of this pattern)" in amps[0]
+    assert "(and 15 more racks of this pattern: g02, g03, g04, ...)" in amps[0]
 
 
 def test_members_that_do_not_fit_are_an_error_at_the_pattern(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -600,6 +600,17 @@ RACKS_FEED_OVER_LIMIT = Code(
 RACKS_BANK_OVER_LIMIT = Code(
     "racks.bank-over-limit", "error", "a PDU bank carries more than 80% of its breaker"
 )
+RACKS_PHASE_OVER_LIMIT = Code(
+    "racks.phase-over-limit",
+    "error",
+    "a phase of a 3-phase PDU carries more than 80% of its pole with every feed up, or more "
+    "than its full rating on failover",
+)
+RACKS_PHASE_OVER_LIMIT_ON_FAILOVER = Code(
+    "racks.phase-over-limit-on-failover",
+    "warning",
+    "on failover a phase of a 3-phase PDU carries more than 80% of its pole, within its rating",
+)
 RACKS_OUTLETS_EXCEEDED = Code(
     "racks.outlets-exceeded", "error", "more PSUs are cabled to a PDU than it has outlets"
 )

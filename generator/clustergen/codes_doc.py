@@ -38,6 +38,13 @@ def errors_markdown(examples: Mapping[str, Example]) -> str:
         "(`--format json` or `--format github`), and silence a warning by its code with",
         "`--ignore CODE` or the spec's `ignore` list. Errors cannot be silenced.",
         "",
+        "More than four problems of one code that say the same thing about different",
+        "elements (the same message but for the names of nodes, racks, PDUs, devices,",
+        "switches, partitions or profiles in it) print as one, in every format, at the",
+        "first one's place: `... (and 55 more like it: gpu02, gpu03, gpu04, ...)`, naming",
+        "the others by the first name that differs (by their paths where only the paths",
+        "do). Up to four keep a line each, each at its own place.",
+        "",
         "| Code | Severity | Summary |",
         "| --- | --- | --- |",
     ]

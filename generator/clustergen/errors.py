@@ -8,9 +8,11 @@ read or written, 3 an internal error (a bug).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 from clustergen.codes import Code, Severity, is_registered
 
@@ -127,3 +129,88 @@ def format_path(path: SpecPath) -> str:
         else:
             out = str(part)
     return out
+
+
+Alike = TypeVar("Alike", Problem, LocatedProblem)
+
+# A word of a message that may be an element's name: names are host-name labels
+# (letters, digits, '-'; '_' too for some), never dotted.
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+NAMES_SHOWN = 3
+# Alike problems keep a line each, each at its own position (an editor or a pull request
+# annotates each), up to this many; more are a flood and print as one line. Up to it, a
+# collapsed line could name every other element anyway.
+ALIKE_KEPT_APART = NAMES_SHOWN + 1
+
+
+def masked(message: str, names: Collection[str]) -> tuple[str, tuple[str, ...]]:
+    """The message with each element name in it (a word in `names`) replaced by a NUL,
+    and the names so replaced, in order: two problems whose masked messages are equal
+    say the same thing about different elements."""
+    found: list[str] = []
+
+    def mask(word: re.Match[str]) -> str:
+        if word[0] in names:
+            found.append(word[0])
+            return "\x00"
+        return word[0]
+
+    return _WORD.sub(mask, message), tuple(found)
+
+
+def collapse_alike(problems: Sequence[Alike], names: Callable[[], Collection[str]]) -> list[Alike]:
+    """The problems, with those of one code that say the same thing about different
+    elements (the same message but for the names in it), when there are more than
+    ALIKE_KEPT_APART of them, as one: the first, at its own position and path, with
+    "(and N more like it: a, b, c, ...)" naming the others by the first name that varies
+    among them (by their paths where only the paths differ). Order is kept. `names` (every
+    element name of the spec) is asked for only when a code occurs often enough."""
+    counts: dict[str, int] = {}
+    for problem in problems:
+        counts[problem.code.name] = counts.get(problem.code.name, 0) + 1
+    if all(count <= ALIKE_KEPT_APART for count in counts.values()):
+        return list(problems)
+    known = names()
+    groups: dict[tuple[str, str], list[tuple[Alike, tuple[str, ...]]]] = {}
+    keys: list[tuple[str, str] | None] = []
+    for problem in problems:
+        if counts[problem.code.name] <= ALIKE_KEPT_APART:
+            keys.append(None)
+            continue
+        text, found = masked(problem.message, known)
+        key = (problem.code.name, text)
+        groups.setdefault(key, []).append((problem, found))
+        keys.append(key)
+    out: list[Alike] = []
+    for problem, at in zip(problems, keys, strict=True):
+        if at is None:
+            out.append(problem)
+            continue
+        group = groups[at]
+        if len(group) <= ALIKE_KEPT_APART:
+            out.append(problem)
+        elif group[0][0] is problem:
+            out.append(replace(problem, message=problem.message + _more_like_it(group)))
+    return out
+
+
+def _more_like_it(group: Sequence[tuple[Problem | LocatedProblem, tuple[str, ...]]]) -> str:
+    """' (and 223 more like it: gpu02, gpu03, gpu04, ...)'."""
+    slots = len(group[0][1])
+    varying = next(
+        (i for i in range(slots) if any(found[i] != group[0][1][i] for _, found in group)),
+        None,
+    )
+
+    def name(problem: Problem | LocatedProblem, found: tuple[str, ...]) -> str:
+        return found[varying] if varying is not None else format_path(problem.path)
+
+    seen = {name(*group[0])}
+    others: list[str] = []
+    for problem, found in group[1:]:
+        other = name(problem, found)
+        if other not in seen:
+            seen.add(other)
+            others.append(other)
+    shown = ", ".join(others[:NAMES_SHOWN]) + (", ..." if len(others) > NAMES_SHOWN else "")
+    return f" (and {len(group) - 1} more like it{': ' + shown if shown else ''})"

@@ -9,7 +9,6 @@ the 80% limit is the continuous-load rule for breakers.
 from __future__ import annotations
 
 import functools
-import heapq
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +22,12 @@ from clustergen.model.racks import Pdu, Rack
 SQRT3 = math.sqrt(3)
 CONTINUOUS_LOAD_LIMIT = 0.8  # a breaker carries at most 80% of its rating continuously
 PHASE_IMBALANCE_LIMIT = 0.2  # largest deviation of a phase from the mean, over the mean
+# Imbalance is reported only where it amounts to something: the phase furthest from the
+# mean is off by at least this share of a phase's continuous limit (80% of its pole).
+# Below it the capacity the imbalance strands is under a tenth of a pole's limit (767 VA
+# of a 415 V 40 A PDU's 7667 VA), and a nearly empty PDU (a service rack's switches and
+# a head node, one PSU each) is always uneven; the per-phase limit check covers the rest.
+PHASE_IMBALANCE_FLOOR = 0.1
 FEEDS = ("A", "B")
 
 # Node roles in the order one is chosen for a node's colour and label: a node with
@@ -99,8 +104,11 @@ class Bank:
 
 @dataclass(frozen=True)
 class Phase:
+    """One phase (pole) of a 3-phase PDU: its capacity line to neutral, and its load."""
+
     name: str
     capacity_va: float
+    limit_va: float
     normal_va: float
     failover_va: float
 
@@ -161,12 +169,35 @@ class FeedLoad:
     def headroom_va(self) -> float:
         return self.limit_va - self.worst_va
 
+    def phase_worst_va(self, phase: Phase) -> float:
+        """What the phase carries at worst: on failover where the rack has two feeds."""
+        return phase.normal_va if self.failover_va is None else phase.failover_va
+
+    @property
+    def phase_headroom_va(self) -> float | None:
+        """The least headroom of the PDU's phases (None on a single-phase PDU): what may
+        still be added to the rack, plugged onto its fullest phase, within 80% of its pole."""
+        if not self.phases:
+            return None
+        return min(phase.limit_va - self.phase_worst_va(phase) for phase in self.phases)
+
+    @property
+    def mean_phase_va(self) -> float:
+        return sum(phase.normal_va for phase in self.phases) / len(self.phases)
+
+    @property
+    def most_unbalanced_phase(self) -> Phase:
+        """The phase whose normal load is furthest from the mean (the lowest on a tie)."""
+        mean = self.mean_phase_va
+        return max(self.phases, key=lambda phase: abs(phase.normal_va - mean))
+
     @property
     def phase_imbalance(self) -> float:
         """Largest deviation of a phase's normal load from the mean, over the mean."""
-        loads = [phase.normal_va for phase in self.phases]
-        mean = sum(loads) / len(loads) if loads else 0.0
-        return max(abs(load - mean) for load in loads) / mean if mean else 0.0
+        if not self.phases:
+            return 0.0
+        mean = self.mean_phase_va
+        return abs(self.most_unbalanced_phase.normal_va - mean) / mean if mean else 0.0
 
 
 @dataclass(frozen=True)
@@ -412,25 +443,18 @@ def _loads(
 
 
 def _circuit(pdu: Pdu, psus: list[Psu]) -> _Circuit:
-    """PSUs to banks, largest failover load first onto the least loaded bank (the lowest
-    bank on a tie), so the banks and phases come out balanced and the same every time.
-    A 3-phase PDU without a bank count has one bank per phase."""
+    """PSUs to banks as they are plugged: in order (the rack's devices as the spec lists
+    them, each device's PSUs by number) into consecutive outlets, and consecutive outlets
+    alternate across the banks, 1, 2, ..., n, 1, ... A 3-phase PDU without a bank count
+    has one bank per phase, so its outlets alternate L1, L2, L3 as on an alternating-phase
+    PDU (docs/facility.md). A device's PSUs on a feed land on different banks, and a
+    device added at the end of a rack moves no PSU already plugged."""
     bank_count = pdu.banks or (3 if pdu.phases == 3 else 1)
 
     def phase_of(bank: int) -> str:
         return f"L{bank % 3 + 1}" if pdu.phases == 3 else ""
 
-    order = sorted(
-        range(len(psus)),
-        key=lambda i: (-psus[i].failover_va, -psus[i].normal_va, i),
-    )
-    # (load, bank): the least loaded bank on top, the lowest on a tie
-    banks_by_load = [(0.0, bank) for bank in range(bank_count)]
-    bank_of = [0] * len(psus)
-    for i in order:
-        load, bank = heapq.heappop(banks_by_load)
-        bank_of[i] = bank
-        heapq.heappush(banks_by_load, (load + psus[i].failover_va, bank))
+    bank_of = [i % bank_count for i in range(len(psus))]
     on_bank: dict[int, list[Psu]] = {bank: [] for bank in range(bank_count)}
     for psu, bank in zip(psus, bank_of, strict=True):
         on_bank[bank].append(psu)
@@ -459,6 +483,7 @@ def _circuit(pdu: Pdu, psus: list[Psu]) -> _Circuit:
             Phase(
                 name=name,
                 capacity_va=per_phase,
+                limit_va=per_phase * CONTINUOUS_LOAD_LIMIT,
                 normal_va=sum(psu.normal_va for psu in on),
                 failover_va=sum(psu.failover_va for psu in on),
             )

@@ -10,20 +10,27 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any, Union, cast
 
 from pydantic import BaseModel, ValidationError, create_model
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from clustergen import codes, patterns
 from clustergen.checks import run_checks
 from clustergen.codes import CODES, WARNINGS
-from clustergen.errors import LocatedProblem, Problem, SpecPath
+from clustergen.errors import (
+    NAMES_SHOWN,
+    LocatedProblem,
+    Problem,
+    SpecPath,
+    collapse_alike,
+    masked,
+)
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
-from clustergen.model.common import StrictModel
+from clustergen.model.common import StrictModel, expand_hostlist
 from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean, nearest
 
@@ -66,6 +73,7 @@ def validate_cluster(
     spec: Spec | None = None
     cluster: Cluster | None = None
     ignored = set(ignore)
+    data: Any = loaded.data  # the long form, once patterns are expanded
     if not isinstance(loaded.data, dict):
         kind = "empty" if loaded.data is None else _kind(loaded.data)
         problems = [
@@ -99,13 +107,15 @@ def validate_cluster(
             cluster = Cluster(spec, loaded.name)
             problems = list(cluster.problems)
             ignored.update(spec.ignore)
+    names = functools.cache(lambda: element_names(data))
     located = _once_per_pattern(
         [_located(loaded, p) for p in problems if _kept(p, ignored)]
-        + [_located(loaded, p, expanded=False) for p in written if _kept(p, ignored)]
+        + [_located(loaded, p, expanded=False) for p in written if _kept(p, ignored)],
+        names,
     )
     located.sort(key=lambda p: (p.position, p.severity != "error", p.message))
     has_errors = any(p.severity == "error" for p in located)
-    return (None if has_errors else cluster), _unique(located)
+    return (None if has_errors else cluster), collapse_alike(_unique(located), names)
 
 
 def _kept(problem: Problem, ignored: set[str]) -> bool:
@@ -128,26 +138,70 @@ def _located(
 
 def _once_per_pattern(
     problems: list[tuple[LocatedProblem, str | None]],
+    names: Callable[[], Collection[str]],
 ) -> list[LocatedProblem]:
     """Problems inside a pattern are named after their element ("rack g0137: ..."); one a
-    pattern repeats for each of its elements (a PDU template over its rated amps) is shown
-    once, with how many more elements it hits."""
+    pattern repeats for each of its elements (a PDU template over its rated amps, each
+    rack's feed over its limit, its own names in the message) is shown once, with how many
+    more elements it hits and the first few of them."""
     groups: dict[tuple[Any, ...], list[tuple[LocatedProblem, str]]] = {}
     out: list[LocatedProblem] = []
+    seen: dict[tuple[Any, ...], int] = {}  # how often a key has come from one element
     for problem, label in problems:
         if label is None:
             out.append(problem)
         else:
-            key = (problem.position, problem.path, problem.code, problem.message)
-            groups.setdefault(key, []).append((problem, label))
+            text = masked(problem.message, names())[0]
+            key = (problem.position, problem.path, problem.code, text)
+            # An element's second problem alike goes with the other elements' second ones.
+            own = (*key, label)
+            nth = seen[own] = seen.get(own, -1) + 1
+            groups.setdefault((*key, nth), []).append((problem, label))
     for same in groups.values():
         first, label = same[0]
         message = f"{label}: {first.message}"
         if len(same) > 1:
             kind = label.split(" ", 1)[0]
-            message += f" (and {len(same) - 1} more {kind}s of this pattern)"
+            kinds = kind + ("es" if kind.endswith(("s", "sh", "ch", "x")) else "s")
+            others = [other.split(" ", 1)[-1] for _, other in same[1 : NAMES_SHOWN + 1]]
+            more = ", ..." if len(same) > NAMES_SHOWN + 1 else ""
+            message += (
+                f" (and {len(same) - 1} more {kinds} of this pattern: {', '.join(others)}{more})"
+            )
         out.append(replace(first, message=message))
     return out
+
+
+def element_names(*documents: Any) -> frozenset[str]:
+    """Every name the spec gives an element: the values of `name`, `node` and the
+    hostlists of `names` and `nodes` anywhere in it (nodes, racks, PDUs, rack devices,
+    switches, partitions), and the hardware profiles; for telling which words of a
+    problem's message are names (errors.collapse_alike)."""
+    found: set[str] = set()
+    stack = list(documents)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack += item
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                if key in ("name", "node") and isinstance(value, str):
+                    found.add(value)
+                elif key in ("names", "nodes") and isinstance(value, str):
+                    found.update(_hostlist_names(value))
+                elif key == "hardware" and isinstance(value, dict):
+                    found.update(name for name in value if isinstance(name, str))
+                    stack.append(value)
+                else:
+                    stack.append(value)
+    return frozenset(found)
+
+
+def _hostlist_names(expression: str) -> tuple[str, ...]:
+    try:
+        return expand_hostlist(expression)
+    except (PydanticCustomError, ValueError):  # reported by the shape checks
+        return ()
 
 
 def _ignored_in(data: dict[Any, Any]) -> list[str]:

@@ -8,6 +8,7 @@ from clustergen import codes
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.errors import Problem, SpecPath
 from clustergen.facility import (
+    PHASE_IMBALANCE_FLOOR,
     PHASE_IMBALANCE_LIMIT,
     Device,
     FeedLoad,
@@ -157,6 +158,7 @@ def power(cluster: Cluster) -> list[Problem]:
         problems += _rack_pdus(cluster, rack)
         for load in rack.loads:
             problems += _feed(rack, load)
+            problems += _phases(rack, load)
             problems += _banks(rack, load)
         problems += _rack_limits(rack)
     problems += _feed_loss(cluster, plans)
@@ -311,6 +313,58 @@ def _feed(rack: RackPlan, load: FeedLoad) -> list[Problem]:
     ]
 
 
+def _phases(rack: RackPlan, load: FeedLoad) -> list[Problem]:
+    """Each pole of a 3-phase PDU within 80% of its rating: with every feed up (an error
+    otherwise, as for a feed), and on failover, where above 80% but within the rating is a
+    warning (the breaker holds; the continuous-load rule is for loads that last, a feed
+    loss lasts until it is repaired) and above the rating an error (the breaker trips and
+    the rack loses its second feed too). A feed over its own limit is reported as that,
+    and a phase that is one bank as that bank (racks.bank-over-limit)."""
+    if not load.phases or load.worst_va > load.limit_va:
+        return []
+    failover = load.failover_va is not None
+    problems = []
+    for phase in load.phases:
+        banks = [bank for bank in load.banks if bank.phase == phase.name]
+        if len(banks) == 1 and banks[0].limit_va <= phase.limit_va:
+            continue  # its one bank carries it all, behind a breaker no larger: _banks judges
+        if phase.normal_va > phase.limit_va:
+            code, worst, when = codes.RACKS_PHASE_OVER_LIMIT, phase.normal_va, "in normal operation"
+            beyond = f"above 80% of it ({kilo(phase.limit_va, 'VA')})"
+            shares = [(f"{o.device} PSU{o.psu}", o.normal_va) for o in load.outlets]
+        elif failover and phase.failover_va > phase.limit_va:
+            worst, when = phase.failover_va, "with the other feed lost"
+            shares = [(f"{o.device} PSU{o.psu}", o.failover_va) for o in load.outlets]
+            if worst > phase.capacity_va:
+                code = codes.RACKS_PHASE_OVER_LIMIT
+                beyond = f"above its full rating ({kilo(phase.capacity_va, 'VA')}): it trips"
+            else:
+                code = codes.RACKS_PHASE_OVER_LIMIT_ON_FAILOVER
+                beyond = (
+                    f"{worst / phase.capacity_va:.0%} of its rating, above the 80% continuous "
+                    f"limit ({kilo(phase.limit_va, 'VA')})"
+                )
+        else:
+            continue
+        on_phase = [
+            share
+            for share, outlet in zip(shares, load.outlets, strict=True)
+            if outlet.phase == phase.name
+        ]
+        amps = worst / (phase.capacity_va / load.pdu.amps)
+        problems.append(
+            Problem(
+                code,
+                ("racks", rack.index, "pdus", load.pdu_index, "amps"),
+                f"phase {phase.name} of PDU '{load.pdu.name}' (rack '{rack.rack.name}', "
+                f"{load.pdu.volts} V 3-phase {load.pdu.amps} A) carries {kilo(worst, 'VA')} "
+                f"{when}: {amps:.1f} A on its {load.pdu.amps} A pole, {beyond}; "
+                f"largest: {largest(on_phase, 'VA')}",
+            )
+        )
+    return problems
+
+
 def _banks(rack: RackPlan, load: FeedLoad) -> list[Problem]:
     problems = []
     pdu = load.pdu
@@ -348,22 +402,25 @@ def _banks(rack: RackPlan, load: FeedLoad) -> list[Problem]:
             )
         )
     if load.phases and load.phase_imbalance > PHASE_IMBALANCE_LIMIT:
-        loads = ", ".join(f"{p.name} {kilo(p.normal_va, 'VA')}" for p in load.phases)
-        heaviest = max(load.phases, key=lambda p: p.normal_va)
-        on_phase = [
-            (f"{o.device} PSU{o.psu}", o.normal_va)
-            for o in load.outlets
-            if o.phase == heaviest.name
-        ]
-        problems.append(
-            Problem(
-                codes.RACKS_PHASE_IMBALANCE,
-                ("racks", rack.index, "pdus", load.pdu_index, "phases"),
-                f"phases of PDU '{pdu.name}' are {load.phase_imbalance:.0%} off their mean "
-                f"({loads}), above {PHASE_IMBALANCE_LIMIT:.0%}; {heaviest.name} carries "
-                f"{largest(on_phase, 'VA')}",
+        off = load.most_unbalanced_phase
+        mean = load.mean_phase_va
+        if abs(off.normal_va - mean) >= PHASE_IMBALANCE_FLOOR * off.limit_va:
+            loads = ", ".join(f"{p.name} {kilo(p.normal_va, 'VA')}" for p in load.phases)
+            on_phase = [
+                (f"{o.device} PSU{o.psu}", o.normal_va) for o in load.outlets if o.phase == off.name
+            ]
+            carries = f"carries {largest(on_phase, 'VA')}" if on_phase else "carries nothing"
+            problems.append(
+                Problem(
+                    codes.RACKS_PHASE_IMBALANCE,
+                    ("racks", rack.index, "pdus", load.pdu_index, "phases"),
+                    f"phases of PDU '{pdu.name}' are {load.phase_imbalance:.0%} off their mean "
+                    f"({loads}), above {PHASE_IMBALANCE_LIMIT:.0%}: {off.name} is "
+                    f"{kilo(abs(off.normal_va - mean), 'VA')} "
+                    f"{'above' if off.normal_va > mean else 'below'} the mean "
+                    f"{kilo(mean, 'VA')} and {carries}",
+                )
             )
-        )
     return problems
 
 

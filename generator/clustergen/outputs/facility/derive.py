@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from clustergen.errors import format_path
+from clustergen.errors import collapse_alike, format_path
 from clustergen.facility import (
     CONTINUOUS_LOAD_LIMIT,
     FEEDS,
@@ -26,6 +26,7 @@ from clustergen.facility import (
     kilo,
 )
 from clustergen.resolve import Cluster
+from clustergen.validate import element_names
 
 # Fills by role: light enough for black text and for printing, distinct in colour, and
 # the role is written in every label too, for a grey-scale print.
@@ -185,10 +186,12 @@ class FeedRow:
     normal: str
     failover: str  # '' on a rack with one feed
     headroom: str
+    phase_headroom: str  # the least of its phases'; '' on a single-phase PDU
     normal_bar: Bar
     failover_bar: Bar | None
-    over: bool
-    worst_share: float  # the worst load (failover on two feeds) over the 80% limit
+    over: bool  # the feed or one of its phases is over its limit
+    worst_share: float  # the worst load (failover on two feeds) over the 80% limit, of the
+    # feed or of its fullest phase, whichever is larger
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -204,6 +207,7 @@ class FeedRow:
             self.normal,
             self.failover,
             self.headroom,
+            self.phase_headroom,
         )
 
 
@@ -248,6 +252,7 @@ FEED_HEADER = (
     "normal_va",
     "failover_va",
     "headroom_va",
+    "phase_headroom_va",
 )
 DEVICE_HEADER = (
     "rack",
@@ -261,7 +266,16 @@ DEVICE_HEADER = (
     "failover_watts_a",
     "failover_watts_b",
 )
-PHASE_HEADER = ("rack", "pdu", "phase", "capacity_va", "normal_va", "failover_va")
+PHASE_HEADER = (
+    "rack",
+    "pdu",
+    "phase",
+    "capacity_va",
+    "limit_va",
+    "normal_va",
+    "failover_va",
+    "headroom_va",
+)
 BANK_HEADER = (
     "rack",
     "pdu",
@@ -569,6 +583,7 @@ def shape(rack: RackPlan, switch_models: dict[str, str | None]) -> Shape:
 
 
 def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
+    phase_headroom = load.phase_headroom_va
     return FeedRow(
         rack=rack.rack.name,
         pdu=load.pdu.name,
@@ -580,14 +595,25 @@ def feed_row(rack: RackPlan, load: FeedLoad) -> FeedRow:
         normal=number(load.normal_va),
         failover="" if load.failover_va is None else number(load.failover_va),
         headroom=number(load.headroom_va),
+        phase_headroom="" if phase_headroom is None else number(phase_headroom),
         normal_bar=bar(0, 0, 200, 12, load.normal_va, load.limit_va),
         failover_bar=(
             None
             if load.failover_va is None
             else bar(0, 0, 200, 12, load.failover_va, load.limit_va)
         ),
-        over=load.headroom_va < 0,
-        worst_share=load.worst_va / load.limit_va if load.limit_va else 0.0,
+        over=load.headroom_va < 0 or (phase_headroom is not None and phase_headroom < 0),
+        worst_share=max(
+            (
+                worst / limit
+                for worst, limit in (
+                    (load.worst_va, load.limit_va),
+                    *((load.phase_worst_va(p), p.limit_va) for p in load.phases),
+                )
+                if limit
+            ),
+            default=0.0,
+        ),
     )
 
 
@@ -709,8 +735,10 @@ def derive_facility(cluster: Cluster) -> Facility | None:
             load.pdu.name,
             phase.name,
             number(phase.capacity_va),
+            number(phase.limit_va),
             number(phase.normal_va),
             "" if load.failover_va is None else number(phase.failover_va),
+            number(phase.limit_va - load.phase_worst_va(phase)),
         )
         for rack in plans
         for load in rack.loads
@@ -754,11 +782,20 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         cooling = spec.facility.cooling_kw * 1000
         site.append(f"site cooling {kilo(cooling, 'W')}: {percent(total, cooling)} used")
     ignored = set(spec.ignore)
+    kept = [p for p in cluster.problems if p.severity == "warning" and p.code.name not in ignored]
+    # Alike warnings once, as validate prints them: the first in the spec's order stands
+    # for the others (racks[5] before racks[10]).
+    kept.sort(
+        key=lambda p: (
+            tuple((0, part, "") if isinstance(part, int) else (1, 0, part) for part in p.path),
+            p.message,
+        )
+    )
+    names = functools.cache(lambda: element_names(spec.model_dump(exclude_none=True)))
     warnings = tuple(
         sorted(
             SpecWarning(format_path(p.path), p.message, str(p.code))
-            for p in cluster.problems
-            if p.severity == "warning" and p.code.name not in ignored
+            for p in collapse_alike(kept, names)
         )
     )
     return Facility(
