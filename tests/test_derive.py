@@ -273,7 +273,10 @@ def test_node_addr_lines_grow_with_address_blocks_not_nodes() -> None:
     assert lines == [("gpu[0001-1000]", addresses), ("gpu[1001-1010]", "10.0.40.[1-10]")]
 
 
-@pytest.mark.parametrize("release", ["22.05.8", "23.11.10", "24.11.5", "25.11.0"])
+@pytest.mark.parametrize(
+    "release",
+    ["22.05.8", "23.02.7", "23.11.10", "24.05.8", "24.11.5", "25.05.1", "25.11.0", "26.05.0"],
+)
 @pytest.mark.parametrize("name", ["ml-training-8node", "edge-roce-2node"])
 def test_every_top_level_key_is_live_in_each_supported_slurm(name: str, release: str) -> None:
     document = reference(name)

@@ -343,6 +343,16 @@ SOFTWARE_FABRIC_MANAGER_WITHOUT_NVSWITCH = Code(
 SOFTWARE_SLURM_TOO_OLD = Code(
     "software.slurm-too-old", "error", "a Slurm release older than clustergen supports"
 )
+SOFTWARE_SLURM_NEWER_THAN_KEY_LISTS = Code(
+    "software.slurm-newer-than-key-lists",
+    "warning",
+    "a Slurm release newer than clustergen's newest slurm.conf key list (checked against it)",
+)
+SOFTWARE_SLURM_END_OF_SUPPORT = Code(
+    "software.slurm-end-of-support",
+    "warning",
+    "a Slurm release SchedMD no longer supports (18 months after its release)",
+)
 SOFTWARE_SLURM_NOT_DISTRIBUTION_VERSION = Code(
     "software.slurm-not-distribution-version",
     "error",

@@ -311,9 +311,21 @@ def _options(spec: Spec) -> list[Problem]:
                     at="key",
                 )
             )
+        elif lowered in accepted and accepted[lowered].removed:
+            problems.append(
+                Problem(
+                    codes.SLURM_OPTION_UNKNOWN,
+                    path,
+                    f"{accepted[lowered].name} was removed from Slurm: slurmctld "
+                    f"{release_name(list_version)} stops with a fatal error on it"
+                    f"{_removed_detail(accepted[lowered].name, accepted[lowered].note)}; "
+                    "remove it",
+                    at="key",
+                )
+            )
         elif lowered not in accepted:
             hint = _FOLKLORE_KEYS.get(lowered)
-            live = (k.name for k in accepted.values() if not k.defunct)
+            live = (k.name for k in accepted.values() if not (k.defunct or k.removed))
             detail = f"; {hint}" if hint else _other_versions(lowered, list_version)
             detail = detail or did_you_mean(key, live)
             problems.append(
@@ -326,6 +338,12 @@ def _options(spec: Spec) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _removed_detail(name: str, note: str) -> str:
+    """' (FastSchedule=1 only logs ...)' from a key list's note 'removed: fatal, but =1 ...'."""
+    _, _, exception = note.partition(", but ")
+    return f" ({name}{exception})" if exception else ""
 
 
 def _slurm_label(spec: Spec, list_version: tuple[int, ...]) -> str:
@@ -341,7 +359,8 @@ def _other_versions(lowered: str, list_version: tuple[int, ...]) -> str:
     live_in = [
         v
         for v in KEY_LIST_VERSIONS
-        if lowered in accepted_keys(v) and not accepted_keys(v)[lowered].defunct
+        if lowered in accepted_keys(v)
+        and not (accepted_keys(v)[lowered].defunct or accepted_keys(v)[lowered].removed)
     ]
     newer = [v for v in live_in if v > list_version]
     older = [v for v in live_in if v < list_version]
