@@ -443,6 +443,12 @@ SLURM_DEF_MEM_CONFLICT = Code(
     "error",
     "def_mem_per_gpu_mib together with DefMemPerCPU or DefMemPerNode",
 )
+SLURM_GPU_DEFAULTS_EXCEED_NODE = Code(
+    "slurm.gpu-defaults-exceed-node",
+    "error",
+    "def_cpu_per_gpu or def_mem_per_gpu_mib times a node's GPUs is more than the node has for "
+    "jobs, so a job asking for all its GPUs is refused",
+)
 SLURM_NODE_IN_NO_PARTITION = Code(
     "slurm.node-in-no-partition", "warning", "a compute node in no partition"
 )
@@ -473,7 +479,14 @@ SLURM_PREEMPT_QOS_WITHOUT_ACCOUNTING = Code(
     "slurm.preempt-qos-without-accounting", "error", "preempt/qos without slurm.accounting"
 )
 SLURM_FAIRSHARE_WITHOUT_ACCOUNTING = Code(
-    "slurm.fairshare-without-accounting", "warning", "a fairshare weight without slurm.accounting"
+    "slurm.fairshare-without-accounting",
+    "warning",
+    "a fairshare weight without slurm.accounting (not written: slurmctld ignores it)",
+)
+SLURM_AGE_WITHOUT_ACCOUNTING = Code(
+    "slurm.age-without-accounting",
+    "warning",
+    "an age weight without slurm.accounting (not written: slurmctld ignores it)",
 )
 SLURM_PREEMPT_QOS_WITHOUT_QOS = Code(
     "slurm.preempt-qos-without-qos",
@@ -504,6 +517,12 @@ SLURM_HA_STATE_NOT_SHARED = Code(
     "slurm.ha-state-not-shared",
     "error",
     "two or more controllers without slurm.state_save.shared",
+)
+SLURM_BACKFILL_WINDOW_SHORT = Code(
+    "slurm.backfill-window-short",
+    "warning",
+    "slurm.options SchedulerParameters sets a bf_window (or leaves Slurm's 1440) shorter than "
+    "the longest MaxTime",
 )
 SLURM_UNKILLABLE_BELOW_MESSAGE_TIMEOUT = Code(
     "slurm.unkillable-below-message-timeout",
