@@ -54,6 +54,13 @@ def test_backfill_window_against_the_longest_max_time(
         assert "bf_window=10080" in message
 
 
+def test_no_backfill_window_without_the_backfill_scheduler() -> None:
+    data = _edge()
+    data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
+    data["slurm"]["options"] = {"SchedulerType": "sched/builtin", "SchedulerParameters": "x"}
+    assert "slurm.backfill-window-short" not in _codes(data)
+
+
 def test_per_gpu_defaults_that_fit_every_node_of_the_partition_pass() -> None:
     data = _edge()  # 32 cores x 2 threads, 496 GiB, 4 GPUs
     data["slurm"]["partitions"][0].update(def_cpu_per_gpu=16, def_mem_per_gpu_mib=126976)

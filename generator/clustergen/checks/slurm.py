@@ -577,8 +577,8 @@ def _timeouts(spec: Spec) -> list[Problem]:
     ]
 
 
-# slurm.conf(5), SchedulerParameters: bf_window defaults to 1440 minutes (one day) and may
-# be at most 43200 (30 days); "A value at least as long as the highest allowed time limit
+# slurm.conf(5), SchedulerParameters (24.11): bf_window defaults to 1440 minutes (one day)
+# and may be at most 43200 (30 days); "A value at least as long as the highest allowed time limit
 # is generally advisable to prevent job starvation."
 BF_WINDOW_DEFAULT_MIN = 1440
 BF_WINDOW_LIMIT_MIN = 43200
@@ -596,8 +596,12 @@ def _backfill_window(spec: Spec) -> list[Problem]:
         ((k, str(v)) for k, v in spec.slurm.options.items() if k.lower() == "schedulerparameters"),
         None,
     )
-    if given is None or not spec.slurm.partitions:
-        return []
+    scheduler = next(
+        (str(v) for k, v in spec.slurm.options.items() if k.lower() == "schedulertype"),
+        "sched/backfill",
+    )
+    if given is None or not spec.slurm.partitions or scheduler != "sched/backfill":
+        return []  # bf_window "applies only to SchedulerType=sched/backfill"
     key, value = given
     window_text = next(
         (

@@ -13,7 +13,7 @@ from clustergen.twin.conf import SkippedLine
 # other line with error, fatal or WARNING that a daemon logs fails the test.
 ENVIRONMENT_NOISE: dict[str, str] = {
     "Configured MailProg is invalid": "no /bin/mail on the test machine",
-    "pmix": "Debian's mpi/pmix plugin is loaded without libpmix installed",
+    "mpi/pmix": "Debian's mpi/pmix plugin is loaded without libpmix installed",
     "Could not open job state file": "a fresh StateSaveLocation",
     "Trying backup state save file": "a fresh StateSaveLocation",
     "Could not open reservation state file": "a fresh StateSaveLocation",
