@@ -124,3 +124,18 @@ def test_plan_takes_an_upgrade_within_the_window(cli, tmp_path: Path) -> None:  
     result = cli("plan", str(spec), "-o", str(tree))
     assert result.code == ExitCode.PLAN_CHANGES, result.err
     assert "slurm-smd-slurmctld 23.11.10-1 -> 25.05.1-1" in result.out
+
+
+def test_the_render_does_not_depend_on_the_date(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End of support depends on the date; validation says it, rendered files (the facility
+    overview lists warnings) leave it out, so `render --check` stays green as time passes."""
+    trees = []
+    for name, epoch in (("2024", "1704067200"), ("2027", "1798761600")):
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+        tree = tmp_path / name
+        assert cli("render", str(ML), "-o", str(tree)).code == 0
+        trees.append({p.relative_to(tree): p.read_bytes() for p in tree.rglob("*") if p.is_file()})
+    assert trees[0] == trees[1]
+    assert "end-of-support" not in (tmp_path / "2027" / "facility" / "overview.html").read_text()

@@ -758,7 +758,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         sorted(
             SpecWarning(format_path(p.path), p.message, str(p.code))
             for p in cluster.problems
-            if p.severity == "warning" and p.code.name not in ignored
+            if p.severity == "warning" and p.code.name not in ignored and not p.code.dated
         )
     )
     return Facility(
