@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from clustergen.cli import main
 
 from support.cli import Result
+
+# The date validation judges Slurm's end of support on (catalog.slurm_releases.today), so
+# the expected warnings stay the same whenever the tests run: 2026-11-25.
+os.environ["SOURCE_DATE_EPOCH"] = "1795564800"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -63,6 +63,7 @@ def _copy_profile(name: str) -> Callable[[Data], None]:
 
 # Codes no invalid case shows, each with the change to the reference spec that produces it.
 PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
+    "software.slurm-newer-than-key-lists": _set("software.slurm", "26.11.0"),
     "shape.missing-key": _delete("slurm"),
     "shape.null-value": _set("cluster.domain", None),
     "shape.wrong-length": _set("nodes", []),
@@ -149,8 +150,10 @@ def test_the_reference_spec_has_only_its_true_warnings() -> None:
     # leaf has 32 or 43 HCA ports and one uplink, 32:1 and 43:1 under the GPU partition's
     # default max_blocking 1 (issue 20). Rack r01's seven PSUs per feed (3 + 3 GPU,
     # 1 switch) put 8520 VA on L1 when a feed is lost: 35.6 A on a 40 A pole, within its
-    # rating but above the 80% continuous limit (issue 20).
+    # rating but above the 80% continuous limit (issue 20). SchedMD's support for Slurm
+    # 23.11 ended in May 2025 (tests run on 2026-11-25: conftest.py).
     assert _codes_for(_reference()) == {
+        "software.slurm-end-of-support",
         "hardware.feed-loss-underpowers",
         "network.leaf-oversubscribed",
         "racks.phase-over-limit-on-failover",

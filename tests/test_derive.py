@@ -191,6 +191,35 @@ def test_gpu_partitions_get_per_gpu_defaults_after_the_system_reserve() -> None:
     assert dict(node.settings)["MemSpecLimit"] == str(64 * 1024)
 
 
+@pytest.mark.parametrize(
+    ("cores", "threads", "gpus", "reserved", "cpus_per_gpu"),
+    [
+        (1, 2, 2, 0, "1"),  # fewer cores than GPUs: the threads shared out (was 2: 4 > 2)
+        (3, 2, 2, 0, "2"),  # one whole core each; the third core is not split
+        (4, 2, 8, 1, None),  # 3 cores left, 6 CPUs, 8 GPUs: not a CPU each, not written
+        (64, 2, 8, 4, "14"),  # 60 cores left: 7 each
+    ],
+)
+def test_a_job_asking_for_every_gpu_fits_the_node_with_the_defaults(
+    cores: int, threads: int, gpus: int, reserved: int, cpus_per_gpu: str | None
+) -> None:
+    document = reference()
+    profile = document["hardware"]["hgx-h100"]
+    profile["cpu"] = {"sockets": 1, "cores_per_socket": cores, "threads_per_core": threads}
+    profile["gpu"]["count"] = gpus
+    profile.pop("system_reserved", None)
+    if reserved:
+        profile["system_reserved"] = {"cores": reserved, "memory_gib": 64}
+    for partition in _partitions(document).values():
+        if cpus_per_gpu is None:
+            assert "DefCpuPerGPU" not in partition
+        else:
+            assert partition["DefCpuPerGPU"] == cpus_per_gpu
+            assert int(partition["DefCpuPerGPU"]) * gpus <= (cores - reserved) * threads
+        real = profile["memory_gib"] - profile["reserved_memory_gib"] - (64 if reserved else 0)
+        assert int(partition["DefMemPerGPU"]) * gpus <= real * 1024
+
+
 def test_spec_values_win_over_derived_partition_defaults() -> None:
     document = reference()
     document["slurm"]["partitions"][1].update(
@@ -273,7 +302,10 @@ def test_node_addr_lines_grow_with_address_blocks_not_nodes() -> None:
     assert lines == [("gpu[0001-1000]", addresses), ("gpu[1001-1010]", "10.0.40.[1-10]")]
 
 
-@pytest.mark.parametrize("release", ["22.05.8", "23.11.10", "24.11.5", "25.11.0"])
+@pytest.mark.parametrize(
+    "release",
+    ["22.05.8", "23.02.7", "23.11.10", "24.05.8", "24.11.5", "25.05.1", "25.11.0", "26.05.0"],
+)
 @pytest.mark.parametrize("name", ["ml-training-8node", "edge-roce-2node"])
 def test_every_top_level_key_is_live_in_each_supported_slurm(name: str, release: str) -> None:
     document = reference(name)

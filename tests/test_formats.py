@@ -46,9 +46,11 @@ def test_json_is_in_the_text_order(cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_valid_spec_is_an_empty_array(cli) -> None:  # type: ignore[no-untyped-def]
-    # Its one warning (no GPU topology table) is ignored: nothing else is left.
+    # Its warnings (no GPU topology table, Slurm 24.11 past its end of support) are
+    # ignored: nothing else is left.
     spec = str(EXAMPLES / "edge-roce-2node.yaml")
-    result = cli("validate", "--format", "json", "--ignore", "hardware.topology-missing", spec)
+    ignored = ["--ignore", "hardware.topology-missing", "--ignore", "software.slurm-end-of-support"]
+    result = cli("validate", "--format", "json", *ignored, spec)
     assert (result.code, json.loads(result.out), result.err) == (0, [], "")
 
 
@@ -56,7 +58,10 @@ def test_render_prints_problems_as_json(cli, tmp_path: Path) -> None:  # type: i
     spec = INVALID / "26-driver-below-cuda-minimum.yaml"
     result = cli("render", "--format", "json", str(spec), "-o", str(tmp_path / "out"))
     assert result.code == 1
-    assert [r["code"] for r in json.loads(result.out)] == ["software.driver-below-cuda-minimum"]
+    assert [r["code"] for r in json.loads(result.out)] == [
+        "software.driver-below-cuda-minimum",
+        "software.slurm-end-of-support",
+    ]
     assert not (tmp_path / "out").exists()
 
 

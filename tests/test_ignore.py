@@ -12,7 +12,8 @@ def test_ignore_leaves_out_that_warning_only(cli) -> None:  # type: ignore[no-un
     assert result.code == 1
     assert "[slurm.dbd-without-accounting]" not in result.err
     assert "[slurm.fairshare-without-accounting]" in result.err
-    assert result.err.endswith(": 1 error(s), 1 warning(s)\n")
+    assert "[software.slurm-end-of-support]" in result.err  # 23.11, on 2026-11-25
+    assert result.err.endswith(": 1 error(s), 2 warning(s)\n")
 
 
 def test_ignore_is_repeatable_and_applies_to_render(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]

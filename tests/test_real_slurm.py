@@ -20,7 +20,7 @@ from clustergen.outputs.slurm.derive import SlurmContext, derive_slurm, gres_typ
 from clustergen.resolve import Cluster
 from clustergen.validate import validate_cluster
 
-from support.paths import REFERENCE_SPECS
+from support.paths import REFERENCE_SPECS, WARNING_CASES
 from support.realslurm.testbed import SlurmTestbed, require_real_slurm
 
 pytestmark = pytest.mark.daemons
@@ -174,3 +174,26 @@ def test_slurmctld_takes_the_derived_gpu_defaults(tmp_path: Path, cli) -> None: 
     assert settings["UnkillableStepTimeout"] == "180 sec"
     assert settings["PrologEpilogTimeout"] == "180"
     assert "bf_window=43200" in settings["SchedulerParameters"]
+
+
+def test_slurmctld_logs_no_error_for_priority_weights_without_accounting(
+    tmp_path: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """Multifactor weights without slurm.accounting: slurmctld logs "error: PriorityWeightAge
+    can only be used with SlurmDBD, ignoring" (and so for Fairshare) for a rendered weight,
+    so neither is rendered (validation says why); the other weights are."""
+    require_real_slurm()
+    spec = WARNING_CASES / "slurm-priority-without-accounting.yaml"
+    _, slurm = rendered(spec, tmp_path / "out", cli)
+    with SlurmTestbed(tmp_path / "out", tmp_path / "bed") as bed:
+        report = bed.start_controller()
+        config = bed.client("scontrol", "show", "config")
+    print(report.summary())
+    assert report.accounting == "none"
+    assert report.config_problems() == []
+    settings = dict(line.split(" = ", 1) for line in config.splitlines() if " = " in line)
+    settings = {key.strip(): value.strip() for key, value in settings.items()}
+    assert settings["PriorityType"] == "priority/multifactor"
+    assert settings["PriorityWeightPartition"] == "1000"
+    rendered_keys = {key for section in slurm.sections for key, _ in section.settings}
+    assert {"PriorityWeightAge", "PriorityWeightFairshare"}.isdisjoint(rendered_keys)

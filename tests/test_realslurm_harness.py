@@ -65,8 +65,9 @@ def test_backslash_continues_a_line() -> None:
 
 
 def test_key_list_is_the_nearest_older_version() -> None:
-    assert "maxbatchrequeue" not in known_keys("23.02.7")  # the 22.05 list
-    assert "maxbatchrequeue" in known_keys("24.11.5")
+    assert "maxbatchrequeue" not in known_keys("22.05.8")
+    assert "maxbatchrequeue" in known_keys("23.02.7")  # new in 23.02
+    assert known_keys("26.11.0") == known_keys("26.05.0")  # past the lists: the newest
     with pytest.raises(DaemonError):
         known_keys("21.08.8")
 

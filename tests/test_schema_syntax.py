@@ -108,6 +108,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "91-slurm-schedmd-apt-too-old": "compares software.slurm with the first release of "
     "SchedMD's Debian packaging, on apt only",
     "63-package-unknown-name": "package names depend on software.os; " + _PINS,
+    "92-gpu-defaults-exceed-node": "multiplies a partition's per-GPU defaults by the GPUs of "
+    "the hardware profiles of its nodes",
     "64-package-version-disagrees": _PINS,
     "lustre-01-duplicate-index": "uniqueness of a field across list items",
     "lustre-02-failover-lacks-role": _CROSS_REFERENCE,
@@ -172,6 +174,7 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "facility-20-rack-cooling-exceeded": _POWER_PLAN,
     "facility-21-site-over-power-budget": _POWER_PLAN,
     "facility-22-site-cooling-exceeded": _POWER_PLAN,
+    "facility-23-phase-over-limit": _POWER_PLAN,
 }
 
 

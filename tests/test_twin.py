@@ -406,3 +406,28 @@ def test_the_pull_requests_spec_passes_the_job_tests_on_its_twin(tmp_path: Path)
     assert {line[1] for line in ran} == partitions, result.stdout
     assert all(line[3] == "0,1,2,3,4,5,6,7" for line in ran), result.stdout
     assert left == []
+
+
+# Small test nodes: 1 core x 2 threads and 2 GPUs, fewer cores than GPUs.
+FEWER_CORES_THAN_GPUS = [
+    (
+        "cpu: {sockets: 1, cores_per_socket: 32, threads_per_core: 2}\n    memory_gib: 512",
+        "cpu: {sockets: 1, cores_per_socket: 1, threads_per_core: 2}\n    memory_gib: 512",
+    ),
+    ("gpu: {model: l40s, count: 4}", "gpu: {model: l40s, count: 2}"),
+]
+
+
+def test_a_job_asking_for_every_gpu_fits_nodes_with_fewer_cores_than_gpus(
+    tmp_path: Path,
+) -> None:
+    """The per-GPU defaults (DefCpuPerGPU, DefMemPerGPU) times a node's GPUs must fit the
+    node, or slurmctld refuses a job that asks for all of them and nothing else: with
+    DefCpuPerGPU=2, 2 GPUs x 2 CPUs is more than the 2 CPUs of the node."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(edited((EXAMPLES / "edge-roce-2node.yaml").read_text(), *FEWER_CORES_THAN_GPUS))
+    script = "set -e\nsrun -N2 --gres=gpu:l40s:2 bash -c 'echo $(hostname) $CUDA_VISIBLE_DEVICES'\n"
+    result, left = run_to_end(tmp_path, spec, script)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == ["lab1 0,1", "lab2 0,1"]
+    assert left == []

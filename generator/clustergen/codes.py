@@ -25,6 +25,9 @@ class Code:
     name: str
     severity: Severity
     summary: str
+    # The answer depends on today's date (catalog.slurm_releases.today): rendered files
+    # leave such a problem out, so a render stays a function of the spec and clustergen.
+    dated: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -348,6 +351,17 @@ SOFTWARE_FABRIC_MANAGER_WITHOUT_NVSWITCH = Code(
 SOFTWARE_SLURM_TOO_OLD = Code(
     "software.slurm-too-old", "error", "a Slurm release older than clustergen supports"
 )
+SOFTWARE_SLURM_NEWER_THAN_KEY_LISTS = Code(
+    "software.slurm-newer-than-key-lists",
+    "warning",
+    "a Slurm release newer than clustergen's newest slurm.conf key list (checked against it)",
+)
+SOFTWARE_SLURM_END_OF_SUPPORT = Code(
+    "software.slurm-end-of-support",
+    "warning",
+    "a Slurm release SchedMD no longer supports (18 months after its release)",
+    dated=True,
+)
 SOFTWARE_SLURM_NOT_DISTRIBUTION_VERSION = Code(
     "software.slurm-not-distribution-version",
     "error",
@@ -438,6 +452,12 @@ SLURM_DEF_MEM_CONFLICT = Code(
     "error",
     "def_mem_per_gpu_mib together with DefMemPerCPU or DefMemPerNode",
 )
+SLURM_GPU_DEFAULTS_EXCEED_NODE = Code(
+    "slurm.gpu-defaults-exceed-node",
+    "error",
+    "def_cpu_per_gpu or def_mem_per_gpu_mib times a node's GPUs is more than the node has for "
+    "jobs, so a job asking for all its GPUs is refused",
+)
 SLURM_NODE_IN_NO_PARTITION = Code(
     "slurm.node-in-no-partition", "warning", "a compute node in no partition"
 )
@@ -468,7 +488,14 @@ SLURM_PREEMPT_QOS_WITHOUT_ACCOUNTING = Code(
     "slurm.preempt-qos-without-accounting", "error", "preempt/qos without slurm.accounting"
 )
 SLURM_FAIRSHARE_WITHOUT_ACCOUNTING = Code(
-    "slurm.fairshare-without-accounting", "warning", "a fairshare weight without slurm.accounting"
+    "slurm.fairshare-without-accounting",
+    "warning",
+    "a fairshare weight without slurm.accounting (not written: slurmctld ignores it)",
+)
+SLURM_AGE_WITHOUT_ACCOUNTING = Code(
+    "slurm.age-without-accounting",
+    "warning",
+    "an age weight without slurm.accounting (not written: slurmctld ignores it)",
 )
 SLURM_PREEMPT_QOS_WITHOUT_QOS = Code(
     "slurm.preempt-qos-without-qos",
@@ -499,6 +526,12 @@ SLURM_HA_STATE_NOT_SHARED = Code(
     "slurm.ha-state-not-shared",
     "error",
     "two or more controllers without slurm.state_save.shared",
+)
+SLURM_BACKFILL_WINDOW_SHORT = Code(
+    "slurm.backfill-window-short",
+    "warning",
+    "slurm.options SchedulerParameters sets a bf_window (or leaves Slurm's 1440) shorter than "
+    "the longest MaxTime",
 )
 SLURM_UNKILLABLE_BELOW_MESSAGE_TIMEOUT = Code(
     "slurm.unkillable-below-message-timeout",

@@ -13,6 +13,7 @@ concern declares what a new version needs. It writes nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,9 @@ import yaml
 
 from clustergen.artifacts import Action, Artifact, Change
 from clustergen.catalog.packages import CONCERNS
-from clustergen.catalog.versions import parse_version
-from clustergen.errors import ExitCode
+from clustergen.catalog.slurm_releases import release_name, upgrade_steps
+from clustergen.catalog.versions import VersionTuple, parse_version
+from clustergen.errors import ClustergenError, ExitCode
 from clustergen.hosts import compress
 from clustergen.resolve import Cluster
 from clustergen.write import MANIFEST, Installed, manifest_entries
@@ -142,6 +144,7 @@ def make_plan(
             )
 
     old_lock = _read_yaml(out_dir / LOCK)
+    _refuse_slurm_upgrade_skipping_releases(old_lock, cluster.spec.software.slurm)
     new_names = {host.name for host in cluster.hosts}
     rollout: list[PackageChange] = []
     rolling_nodes: set[str] = set()
@@ -204,6 +207,54 @@ def make_plan(
         removed=removed,
         node_change=node_change,
         tree_only=tree_only,
+    )
+
+
+class UpgradeRefused(ClustergenError):
+    """An upgrade Slurm cannot make in one step (exit 1)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, ExitCode.INVALID_SPEC)
+
+
+# The Slurm groups of versions.lock, the controller's first (its state is converted).
+_SLURM_GROUPS = ("slurm_controller", "slurm_dbd", "compute", "login")
+
+
+def _running_slurm(lock: Any) -> VersionTuple | None:
+    """The Slurm release the old tree pinned: '23.11' of slurm-smd 23.11.10-1 (or of an
+    epoch:version, or a distribution's 22.05.8-*)."""
+    for group in _SLURM_GROUPS:
+        for name, version in sorted(_lock_packages(lock, group).items()):
+            found = re.match(r"(?:\d+:)?(\d+)\.(\d+)\.", version)
+            if "slurm" in name and found:
+                return int(found[1]), int(found[2])
+    return None
+
+
+def _refuse_slurm_upgrade_skipping_releases(old_lock: Any, pinned: str) -> None:
+    """slurmdbd and slurmctld convert state from the two releases before theirs (three from
+    24.11 on); a wider step fails at startup and loses the running jobs and accounting
+    (SchedMD's Upgrade Guide), so the plan names the releases to go through instead."""
+    old = _running_slurm(old_lock)
+    new = parse_version(pinned)[:2]
+    if old is None or new <= old:
+        return
+    steps = upgrade_steps(old, new)
+    if steps == [new]:
+        return
+    via = (
+        "upgrade through "
+        + " -> ".join(release_name(v) for v in [old, *steps])
+        + ", applying and checking each step before the next"
+        if steps
+        else "no release clustergen knows converts it"
+    )
+    raise UpgradeRefused(
+        f"Slurm {release_name(old)} -> {release_name(new)} skips more releases than "
+        f"slurmdbd and slurmctld {release_name(new)} convert state from, so they would stop at "
+        f"startup and the running jobs and accounting records would be lost: {via} "
+        "(one spec change and plan per step; docs/slurm.md)"
     )
 
 

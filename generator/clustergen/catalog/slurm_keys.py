@@ -1,7 +1,10 @@
 """slurm.conf keys each Slurm version's parser accepts, and the keys clustergen writes itself.
 
-Source of slurm_keys/*.txt: the s_p_options_t tables of src/common/read_config.c
-for each release, as collected in shared/reference/slurm-keys/.
+Source of slurm_keys/*.txt: the slurm_conf_options table (s_p_options_t) of
+src/common/read_config.c at SchedMD's tag slurm-YY-MM-0-1 of each release: a key the
+table marks _defunct_option is "defunct" (the daemon logs "error: The option ... is
+defunct" and ignores it); a key whose value read_config.c answers with fatal("... has
+been removed") is "removed" (slurmctld stops).
 """
 
 from __future__ import annotations
@@ -12,7 +15,16 @@ from importlib import resources
 
 from clustergen.catalog.versions import VersionTuple, parse_version
 
-KEY_LIST_VERSIONS: tuple[VersionTuple, ...] = ((22, 5), (23, 11), (24, 11), (25, 11))
+KEY_LIST_VERSIONS: tuple[VersionTuple, ...] = (
+    (22, 5),
+    (23, 2),
+    (23, 11),
+    (24, 5),
+    (24, 11),
+    (25, 5),
+    (25, 11),
+    (26, 5),
+)
 
 # Keys clustergen derives from the spec, with the spec key that sets them.
 DERIVED_KEYS: dict[str, str] = {
@@ -74,6 +86,8 @@ def key_list_version(slurm_version: str) -> VersionTuple | None:
 class SlurmKey:
     name: str  # as Slurm spells it
     defunct: bool  # parsed, but slurmctld logs an error and ignores it
+    removed: bool = False  # parsed, but slurmctld stops with a fatal error
+    note: str = ""  # the list's note, e.g. "removed: fatal, but FastSchedule=1 ..."
 
 
 @cache
@@ -81,7 +95,8 @@ def accepted_keys(list_version: VersionTuple) -> dict[str, SlurmKey]:
     """Lowercased key -> SlurmKey, for one key list.
 
     A list line is a key, optionally followed by a note in parentheses, e.g.
-    "SchedulerAuth (defunct: error logged, ignored)".
+    "SchedulerAuth (defunct: error logged, ignored)" or
+    "SallocDefaultCommand (removed: fatal)"; lines starting with # are comments.
     """
     name = f"slurm.conf-{release_name(list_version)}.txt"
     text = (resources.files("clustergen.catalog") / "slurm_keys" / name).read_text()
@@ -89,5 +104,11 @@ def accepted_keys(list_version: VersionTuple) -> dict[str, SlurmKey]:
     for line in text.splitlines():
         key, _, note = line.strip().partition(" ")
         if key and not key.startswith("#"):
-            keys[key.lower()] = SlurmKey(key, defunct="defunct" in note)
+            note = note.strip().strip("()")
+            keys[key.lower()] = SlurmKey(
+                key,
+                defunct=note.startswith("defunct"),
+                removed=note.startswith("removed"),
+                note=note,
+            )
     return keys

@@ -19,6 +19,7 @@ from clustergen.errors import Problem
 from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
+from clustergen.model.hardware import HardwareProfile
 from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
 
@@ -50,6 +51,7 @@ def options(cluster: Cluster) -> list[Problem]:
         *_policies(spec),
         *_qos(spec),
         *_timeouts(spec),
+        *_backfill_window(spec),
         *_srun_ports(spec),
     ]
 
@@ -204,6 +206,7 @@ def _partitions(cluster: Cluster) -> list[Problem]:
                     )
                 )
             in_some_partition.add(name)
+        problems += _gpu_defaults_fit(cluster, index)
         if partition.max_time is not None and partition.default_time is not None:
             max_minutes = parse_slurm_time(str(partition.max_time))
             default_minutes = parse_slurm_time(str(partition.default_time))
@@ -251,6 +254,47 @@ def _partitions(cluster: Cluster) -> list[Problem]:
                     f"compute node '{host.name}' is in no partition, so no job can run on it",
                 )
             )
+    return problems
+
+
+def _gpu_defaults_fit(cluster: Cluster, index: int) -> list[Problem]:
+    """A job that asks for every GPU of a node (srun -N2 --gres=gpu:8) and nothing else gets
+    DefCpuPerGPU and DefMemPerGPU times the GPUs; more than the node has for jobs (after
+    CoreSpecCount and MemSpecLimit) and slurmctld refuses it: "Requested node configuration
+    is not available"."""
+    partition = cluster.spec.slurm.partitions[index]
+    wanted = [
+        ("def_cpu_per_gpu", "DefCpuPerGPU", partition.def_cpu_per_gpu, "CPUs"),
+        ("def_mem_per_gpu_mib", "DefMemPerGPU", partition.def_mem_per_gpu_mib, "MiB"),
+    ]
+    if all(value is None for _, _, value, _ in wanted):
+        return []
+    profiles: dict[str, HardwareProfile] = {}
+    for name in cluster.partition_nodes[index]:
+        host = cluster.by_name.get(name)
+        if host is not None and host.is_slurm_compute and host.hardware.gpu is not None:
+            profiles.setdefault(host.hardware_name, host.hardware)
+    problems = []
+    for key, slurm_key, value, unit in wanted:
+        if value is None:
+            continue
+        for name, profile in profiles.items():
+            assert profile.gpu is not None
+            count = profile.gpu.count
+            has = profile.job_cpus() if key == "def_cpu_per_gpu" else profile.job_memory_mib()
+            if value * count > has:
+                problems.append(
+                    Problem(
+                        codes.SLURM_GPU_DEFAULTS_EXCEED_NODE,
+                        ("slurm", "partitions", index, key),
+                        f"{slurm_key}={value} x {count} GPUs of hardware.{name} is "
+                        f"{value * count} {unit}, more than the {has} {unit} its nodes have for "
+                        "jobs (after system_reserved), so a job that asks for all their GPUs "
+                        "and nothing else is refused (Requested node configuration is not "
+                        f"available); at most {has // count}",
+                    )
+                )
+                break
     return problems
 
 
@@ -311,9 +355,21 @@ def _options(spec: Spec) -> list[Problem]:
                     at="key",
                 )
             )
+        elif lowered in accepted and accepted[lowered].removed:
+            problems.append(
+                Problem(
+                    codes.SLURM_OPTION_UNKNOWN,
+                    path,
+                    f"{accepted[lowered].name} was removed from Slurm: slurmctld "
+                    f"{release_name(list_version)} stops with a fatal error on it"
+                    f"{_removed_detail(accepted[lowered].name, accepted[lowered].note)}; "
+                    "remove it",
+                    at="key",
+                )
+            )
         elif lowered not in accepted:
             hint = _FOLKLORE_KEYS.get(lowered)
-            live = (k.name for k in accepted.values() if not k.defunct)
+            live = (k.name for k in accepted.values() if not (k.defunct or k.removed))
             detail = f"; {hint}" if hint else _other_versions(lowered, list_version)
             detail = detail or did_you_mean(key, live)
             problems.append(
@@ -326,6 +382,12 @@ def _options(spec: Spec) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _removed_detail(name: str, note: str) -> str:
+    """' (FastSchedule=1 only logs ...)' from a key list's note 'removed: fatal, but =1 ...'."""
+    _, _, exception = note.partition(", but ")
+    return f" ({name}{exception})" if exception else ""
 
 
 def _slurm_label(spec: Spec, list_version: tuple[int, ...]) -> str:
@@ -341,7 +403,8 @@ def _other_versions(lowered: str, list_version: tuple[int, ...]) -> str:
     live_in = [
         v
         for v in KEY_LIST_VERSIONS
-        if lowered in accepted_keys(v) and not accepted_keys(v)[lowered].defunct
+        if lowered in accepted_keys(v)
+        and not (accepted_keys(v)[lowered].defunct or accepted_keys(v)[lowered].removed)
     ]
     newer = [v for v in live_in if v > list_version]
     older = [v for v in live_in if v < list_version]
@@ -373,19 +436,31 @@ def _policies(spec: Spec) -> list[Problem]:
             )
         )
     priority = spec.slurm.priority
-    if (
-        priority is not None
-        and priority.weights is not None
-        and priority.weights.fairshare
-        and spec.slurm.accounting is None
+    weights = None if priority is None else priority.weights
+    if weights is None or spec.slurm.accounting is not None:
+        return problems
+    # priority/multifactor without slurmdbd: "error: PriorityWeightAge can only be used
+    # with SlurmDBD, ignoring" (and so for Fairshare); both become 0.
+    for code, key, slurm_key, value in (
+        (codes.SLURM_AGE_WITHOUT_ACCOUNTING, "age", "PriorityWeightAge", weights.age),
+        (
+            codes.SLURM_FAIRSHARE_WITHOUT_ACCOUNTING,
+            "fairshare",
+            "PriorityWeightFairshare",
+            weights.fairshare,
+        ),
     ):
-        problems.append(
-            Problem(
-                codes.SLURM_FAIRSHARE_WITHOUT_ACCOUNTING,
-                ("slurm", "priority", "weights", "fairshare"),
-                "a fairshare weight has no effect without slurm.accounting",
+        if value:
+            problems.append(
+                Problem(
+                    code,
+                    ("slurm", "priority", "weights", key),
+                    f"without slurm.accounting slurmctld ignores {slurm_key} (it logs "
+                    f'"{slurm_key} can only be used with SlurmDBD, ignoring"): '
+                    "priority/multifactor weighs age and fairshare only with slurmdbd; "
+                    "clustergen does not write it",
+                )
             )
-        )
     return problems
 
 
@@ -498,6 +573,78 @@ def _timeouts(spec: Spec) -> list[Problem]:
             f"UnkillableStepTimeout={unkillable} is below 5 x MessageTimeout ({message}): "
             "nodes go down with KillTaskFailed while a GPU job is still letting go of its "
             "devices",
+        )
+    ]
+
+
+# slurm.conf(5), SchedulerParameters (24.11): bf_window defaults to 1440 minutes (one day)
+# and may be at most 43200 (30 days); "A value at least as long as the highest allowed time limit
+# is generally advisable to prevent job starvation."
+BF_WINDOW_DEFAULT_MIN = 1440
+BF_WINDOW_LIMIT_MIN = 43200
+
+
+def _days(minutes: int) -> str:
+    days = minutes / 1440
+    return f"{days:g} day{'' if days == 1 else 's'}"
+
+
+def _backfill_window(spec: Spec) -> list[Problem]:
+    """A site's SchedulerParameters replaces clustergen's bf_window (the longest MaxTime);
+    a shorter window never plans a job with a longer limit, so it can starve."""
+    given = next(
+        ((k, str(v)) for k, v in spec.slurm.options.items() if k.lower() == "schedulerparameters"),
+        None,
+    )
+    scheduler = next(
+        (str(v) for k, v in spec.slurm.options.items() if k.lower() == "schedulertype"),
+        "sched/backfill",
+    )
+    if given is None or not spec.slurm.partitions or scheduler != "sched/backfill":
+        return []  # bf_window "applies only to SchedulerType=sched/backfill"
+    key, value = given
+    window_text = next(
+        (
+            p.partition("=")[2]
+            for p in value.split(",")
+            if p.strip().lower().startswith("bf_window=")
+        ),
+        None,
+    )
+    if window_text is not None and not window_text.strip().isdigit():
+        return []
+    window = BF_WINDOW_DEFAULT_MIN if window_text is None else int(window_text)
+    longest, name = 0, ""
+    for partition in spec.slurm.partitions:
+        minutes = parse_slurm_time(str(partition.max_time or "UNLIMITED"))
+        minutes = BF_WINDOW_LIMIT_MIN if minutes is None else minutes
+        if minutes > longest:
+            longest, name = minutes, partition.name
+    wanted = min(longest, BF_WINDOW_LIMIT_MIN)
+    if window >= wanted:
+        return []
+    stated = (
+        f"bf_window={window}"
+        if window_text is not None
+        else f"no bf_window, so Slurm's default {window}"
+    )
+    limit = next(p.max_time or "UNLIMITED" for p in spec.slurm.partitions if p.name == name)
+    finite = parse_slurm_time(str(limit)) is not None
+    advice = (
+        f"bf_window={wanted}"
+        if finite and wanted == longest
+        else f"bf_window={wanted}, the most Slurm accepts"
+    )
+    return [
+        Problem(
+            codes.SLURM_BACKFILL_WINDOW_SHORT,
+            ("slurm", "options", key),
+            f"SchedulerParameters sets {stated} ({_days(window)}), shorter than the longest "
+            f"MaxTime, {limit}{f' ({_days(longest)})' if finite else ''} of partition "
+            f"'{name}': backfill plans only {_days(window)} ahead, so a job with a longer time "
+            "limit is never planned and can starve; slurm.conf(5) advises a window at least "
+            f"as long as the longest time limit: {advice}, or leave SchedulerParameters to "
+            "clustergen",
         )
     ]
 

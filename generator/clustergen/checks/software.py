@@ -12,6 +12,7 @@ from clustergen.catalog.packages import (
     slurm_packaging,
 )
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, key_list_version, release_name
+from clustergen.catalog.slurm_releases import BY_VERSION, RELEASES, month_name, today
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem
 from clustergen.model import Spec
@@ -137,17 +138,57 @@ def _fabric_manager(spec: Spec) -> list[Problem]:
 
 
 def _slurm_version(spec: Spec) -> list[Problem]:
-    if key_list_version(spec.software.slurm) is None:
+    pinned = spec.software.slurm
+    path = ("software", "slurm")
+    list_version = key_list_version(pinned)
+    if list_version is None:
         oldest = release_name(KEY_LIST_VERSIONS[0])
         return [
             Problem(
                 codes.SOFTWARE_SLURM_TOO_OLD,
-                ("software", "slurm"),
-                f"Slurm {spec.software.slurm} is older than {oldest}, the oldest version "
-                "clustergen supports",
+                path,
+                f"Slurm {pinned} is older than {oldest}, the oldest version clustergen supports",
             )
         ]
-    return []
+    problems = []
+    major = parse_version(pinned)[:2]
+    if major > KEY_LIST_VERSIONS[-1]:
+        problems.append(
+            Problem(
+                codes.SOFTWARE_SLURM_NEWER_THAN_KEY_LISTS,
+                path,
+                f"Slurm {pinned} is newer than clustergen's newest slurm.conf key list "
+                f"({release_name(list_version)}): slurm.options are checked against the "
+                f"{release_name(list_version)} keys, so a key {release_name(major)} added, "
+                "removed or made defunct is not known",
+            )
+        )
+    release = BY_VERSION.get(major)
+    now = today()
+    if release is not None and (now.year, now.month) >= release.end_of_support:
+        ended = "ended" if (now.year, now.month) > release.end_of_support else "ends"
+        supported = [
+            release_name(r.version)
+            for r in RELEASES
+            if r.released <= now and r.end_of_support > (now.year, now.month)
+        ]
+        newer = f"; SchedMD supports {', '.join(supported)}" if supported else ""
+        released = (release.released.year, release.released.month)
+        months = (release.end_of_support[0] - released[0]) * 12 + (
+            release.end_of_support[1] - released[1]
+        )
+        problems.append(
+            Problem(
+                codes.SOFTWARE_SLURM_END_OF_SUPPORT,
+                path,
+                f"SchedMD's support for Slurm {release_name(major)} {ended} in "
+                f"{month_name(release.end_of_support)}, {months} months after its release "
+                f"({month_name(released)}): no more "
+                f"bug or security fixes{newer} (`clustergen plan` names the upgrade steps; "
+                "docs/slurm.md)",
+            )
+        )
+    return problems
 
 
 def _slurm_packaging(spec: Spec) -> list[Problem]:

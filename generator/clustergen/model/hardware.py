@@ -181,6 +181,20 @@ class HardwareProfile(StrictModel):
         default=None, gt=0, description="Weight of one node in kg, for the rack weight limit."
     )
 
+    def job_cpus(self) -> int:
+        """The CPUs jobs may be given on a node: its cores less system_reserved.cores
+        (CoreSpecCount), times threads per core."""
+        cpu, reserve = self.cpu, self.system_reserved
+        cores = cpu.sockets * cpu.cores_per_socket - (reserve.cores if reserve else 0)
+        return cores * cpu.threads_per_core
+
+    def job_memory_mib(self) -> int:
+        """The memory jobs may be given on a node: RealMemory (memory_gib less
+        reserved_memory_gib) less system_reserved.memory_gib (MemSpecLimit)."""
+        reserve = self.system_reserved
+        real = self.memory_gib - (self.reserved_memory_gib or 0)
+        return (real - (reserve.memory_gib if reserve else 0)) * 1024
+
     @field_validator("reserved_memory_gib")
     @classmethod
     def _reserve_below_installed(cls, reserved: int | None, info: ValidationInfo) -> int | None:

@@ -782,7 +782,13 @@ def derive_facility(cluster: Cluster) -> Facility | None:
         cooling = spec.facility.cooling_kw * 1000
         site.append(f"site cooling {kilo(cooling, 'W')}: {percent(total, cooling)} used")
     ignored = set(spec.ignore)
-    kept = [p for p in cluster.problems if p.severity == "warning" and p.code.name not in ignored]
+    # The dated warnings (end of support) are left out: the render depends on the spec and
+    # clustergen alone, not on the day it is made.
+    kept = [
+        p
+        for p in cluster.problems
+        if p.severity == "warning" and p.code.name not in ignored and not p.code.dated
+    ]
     # Alike warnings once, as validate prints them: the first in the spec's order stands
     # for the others (racks[5] before racks[10]).
     kept.sort(

@@ -339,9 +339,14 @@ def _priority_settings(spec: Spec) -> list[Setting]:
     settings: list[Setting] = [("PriorityType", f"priority/{priority.type}"), *flag_settings]
     if priority.weights is not None:
         weights = priority.weights
+        if spec.slurm.accounting is not None:
+            # Without slurmdbd slurmctld logs "PriorityWeightAge can only be used with
+            # SlurmDBD, ignoring" (and so for Fairshare) and sets both to 0.
+            settings += [
+                ("PriorityWeightAge", str(weights.age)),
+                ("PriorityWeightFairshare", str(weights.fairshare)),
+            ]
         settings += [
-            ("PriorityWeightAge", str(weights.age)),
-            ("PriorityWeightFairshare", str(weights.fairshare)),
             ("PriorityWeightJobSize", str(weights.job_size)),
             ("PriorityWeightPartition", str(weights.partition)),
             ("PriorityWeightQOS", str(weights.qos)),
@@ -480,7 +485,7 @@ def _default_time(partition: Partition) -> str:
 class GpuShare:
     """What one GPU of a profile gets by default, after the system reserve."""
 
-    cpus: int  # whole cores' worth of CPUs
+    cpus: int  # CPUs per GPU: whole cores' worth, or threads where GPUs outnumber cores
     memory_mib: int
     gpus: int
     node_cpus: int  # CPUs jobs may use on the node
@@ -488,17 +493,22 @@ class GpuShare:
 
 
 def gpu_share(profile: HardwareProfile) -> GpuShare | None:
+    """A GPU's even share of what jobs may use on the node, so that a job asking for every
+    GPU of the node still fits it with the per-GPU defaults: count x share never exceeds
+    the node's CPUs (after CoreSpecCount) or memory (after MemSpecLimit). Whole cores per
+    GPU where there are enough; where GPUs outnumber cores (1 core x 2 threads, 2 GPUs),
+    the CPUs shared out (1 each). cpus is 0 where GPUs outnumber even the CPUs."""
     if profile.gpu is None:
         return None
-    cpu, reserve = profile.cpu, profile.system_reserved
-    cores = cpu.sockets * cpu.cores_per_socket - (reserve.cores if reserve else 0)
-    memory = real_memory_mib(profile) - (reserve.memory_gib * 1024 if reserve else 0)
+    threads = profile.cpu.threads_per_core
+    node_cpus, memory = profile.job_cpus(), profile.job_memory_mib()
     count = profile.gpu.count
+    cores_each = node_cpus // threads // count
     return GpuShare(
-        cpus=max(1, cores // count) * cpu.threads_per_core,
+        cpus=cores_each * threads if cores_each else node_cpus // count,
         memory_mib=memory // count,
         gpus=count,
-        node_cpus=cores * cpu.threads_per_core,
+        node_cpus=node_cpus,
         node_memory_mib=memory,
     )
 
@@ -535,7 +545,7 @@ def _partition_lines(cluster: Cluster) -> list[NodeLine]:
         def_mem: int | None = partition.def_mem_per_gpu_mib
         weights = _explicit_weights(partition)
         if shares:
-            def_cpu = def_cpu or min(s.cpus for s in shares)
+            def_cpu = def_cpu or min(s.cpus for s in shares) or None
             if def_mem is None and not mem_default_elsewhere:
                 def_mem = min(s.memory_mib for s in shares)
             # Without slurmdbd there is no gres/gpu TRES to weigh (slurmctld refuses it),

@@ -1,0 +1,80 @@
+"""Slurm settings a spec may give that the daemons would ignore or that refuse jobs:
+the backfill window against MaxTime, and per-GPU defaults against the nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from clustergen.load import LoadedSpec
+from clustergen.validate import validate
+
+from support.paths import EXAMPLES
+
+Data = dict[str, Any]
+
+
+def _edge() -> Data:
+    loaded: Data = YAML(typ="safe").load((EXAMPLES / "edge-roce-2node.yaml").read_text())
+    return loaded
+
+
+def _codes(data: Data) -> dict[str, str]:
+    problems = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
+    return {p.code.name: p.message for p in problems}
+
+
+@pytest.mark.parametrize(
+    ("max_time", "parameters", "warned"),
+    [
+        ("7-00:00:00", "bf_continue,bf_window=4320", True),
+        ("7-00:00:00", "bf_continue,bf_window=10080", False),
+        ("7-00:00:00", "bf_continue", True),  # Slurm's default window: 1440
+        ("1-00:00:00", "bf_continue", False),
+        ("UNLIMITED", "bf_window=43200", False),
+        ("UNLIMITED", "bf_window=20160", True),
+        ("7-00:00:00", None, False),  # clustergen's own bf_window covers MaxTime
+    ],
+)
+def test_backfill_window_against_the_longest_max_time(
+    max_time: str, parameters: str | None, warned: bool
+) -> None:
+    data = _edge()
+    data["slurm"]["partitions"][0]["max_time"] = max_time
+    if parameters is not None:
+        data["slurm"]["options"] = {"SchedulerParameters": parameters}
+    codes = _codes(data)
+    assert ("slurm.backfill-window-short" in codes) == warned
+    if parameters == "bf_continue,bf_window=4320":
+        message = codes["slurm.backfill-window-short"]
+        assert "bf_window=4320 (3 days)" in message
+        assert "7-00:00:00 (7 days)" in message
+        assert "bf_window=10080" in message
+
+
+def test_no_backfill_window_without_the_backfill_scheduler() -> None:
+    data = _edge()
+    data["slurm"]["partitions"][0]["max_time"] = "7-00:00:00"
+    data["slurm"]["options"] = {"SchedulerType": "sched/builtin", "SchedulerParameters": "x"}
+    assert "slurm.backfill-window-short" not in _codes(data)
+
+
+def test_per_gpu_defaults_that_fit_every_node_of_the_partition_pass() -> None:
+    data = _edge()  # 32 cores x 2 threads, 496 GiB, 4 GPUs
+    data["slurm"]["partitions"][0].update(def_cpu_per_gpu=16, def_mem_per_gpu_mib=126976)
+    assert "slurm.gpu-defaults-exceed-node" not in _codes(data)
+    data["slurm"]["partitions"][0].update(def_cpu_per_gpu=17)
+    message = _codes(data)["slurm.gpu-defaults-exceed-node"]
+    assert message.startswith("DefCpuPerGPU=17 x 4 GPUs of hardware.l40s-4gpu is 68 CPUs")
+    assert message.endswith("at most 16")
+
+
+def test_per_gpu_defaults_are_held_to_what_the_system_reserve_leaves() -> None:
+    data = _edge()
+    data["hardware"]["l40s-4gpu"]["system_reserved"] = {"cores": 4, "memory_gib": 16}
+    data["slurm"]["partitions"][0].update(def_cpu_per_gpu=16)
+    assert "more than the 56 CPUs" in _codes(data)["slurm.gpu-defaults-exceed-node"]
+    data["slurm"]["partitions"][0].update(def_cpu_per_gpu=14, def_mem_per_gpu_mib=126976)
+    assert "more than the 491520 MiB" in _codes(data)["slurm.gpu-defaults-exceed-node"]
