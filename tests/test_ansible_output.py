@@ -4,6 +4,7 @@ host ranges, and the rendered inventory as ansible-inventory itself reads it."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,11 @@ def problems(spec: Spec) -> list[tuple[str, str]]:
 
 def test_reference_pins_apt() -> None:
     pins = resolve(spec_with(), "spec.yaml").pins.by_concern
-    # Every package of the branch, not only the meta package (NVIDIA's version locking).
-    assert set(pins["nvidia_driver"].values()) == {"550.90.07-1"}
+    # Every package of the compute-only set, not only the meta package (NVIDIA's version
+    # locking), at the revision NVIDIA's CUDA repository for Ubuntu serves them with.
+    assert set(pins["nvidia_driver"].values()) == {"550.90.07-0ubuntu1"}
     assert {
-        "cuda-drivers-550",
-        "nvidia-driver-550",
+        "nvidia-headless-550",
         "libnvidia-compute-550",
         "nvidia-kernel-common-550",
         "nvidia-utils-550",
@@ -79,10 +80,8 @@ def test_reference_pins_apt() -> None:
 def test_edge_pins_newer_branches() -> None:
     pins = resolve(spec_with("edge-roce-2node"), "spec.yaml").pins.by_concern
     # From 570 the open kernel modules: the module packages carry -open.
-    assert {"nvidia-open-570", "nvidia-driver-570-open", "nvidia-dkms-570-open"} <= set(
-        pins["nvidia_driver"]
-    )
-    assert "nvidia-driver-570" not in pins["nvidia_driver"]
+    assert {"nvidia-headless-570-open", "nvidia-dkms-570-open"} <= set(pins["nvidia_driver"])
+    assert "nvidia-dkms-570" not in pins["nvidia_driver"]
     assert pins["fabric_manager"] == {}
     assert pins["nccl"]["libnccl2"] == "2.26.2-1+cuda12.8"
     assert pins["dcgm"] == {
@@ -95,12 +94,13 @@ def test_edge_pins_newer_branches() -> None:
 @pytest.mark.parametrize(
     ("family", "branch", "expected"),
     [
-        ("apt", 550, {"cuda-drivers-550", "nvidia-driver-550", "libnvidia-compute-550"}),
-        ("apt", 580, {"nvidia-open-580", "nvidia-driver-580-open", "libnvidia-compute-580"}),
+        ("apt", 550, {"nvidia-headless-550", "nvidia-dkms-550", "libnvidia-compute-550"}),
+        ("apt", 580, {"nvidia-headless-580-open", "nvidia-dkms-580-open", "nvidia-utils-580"}),
         # From 590 the branch suffix leaves the package names.
-        ("apt", 590, {"nvidia-open", "nvidia-driver-open", "libnvidia-compute", "nvidia-utils"}),
+        ("apt", 590, {"nvidia-dkms-open", "libnvidia-compute", "nvidia-utils"}),
+        # Before 560 EL has no compute-only form of the driver.
         ("dnf", 550, {"kmod-nvidia-latest-dkms", "nvidia-driver", "nvidia-persistenced"}),
-        ("dnf", 590, {"kmod-nvidia-open-dkms", "nvidia-driver", "nvidia-modprobe"}),
+        ("dnf", 590, {"kmod-nvidia-open-dkms", "nvidia-driver-cuda", "nvidia-modprobe"}),
     ],
 )
 def test_driver_branch_packages(family: str, branch: int, expected: set[str]) -> None:
@@ -109,6 +109,48 @@ def test_driver_branch_packages(family: str, branch: int, expected: set[str]) ->
     assert len(names) == len(set(names))
     if family == "apt" and branch >= 590:
         assert not any(str(branch) in name for name in names)
+
+
+# The display side of the driver: an X server driver, OpenGL/Vulkan, frame-buffer capture
+# and the video codecs. A cluster's GPU nodes drive no display.
+_DESKTOP_PACKAGE = re.compile(
+    r"^(xserver-xorg-video-nvidia|libnvidia-gl|libnvidia-fbc1|libnvidia-decode|"
+    r"libnvidia-encode|libnvidia-extra|nvidia-driver|nvidia-driver-libs|cuda-drivers|"
+    r"nvidia-open)(-\d+)?(-open)?$"
+)
+
+
+@pytest.mark.parametrize(
+    ("family", "branch"),
+    [
+        ("apt", 535),
+        ("apt", 550),
+        ("apt", 570),
+        ("apt", 580),
+        ("apt", 590),
+        ("dnf", 560),
+        ("dnf", 590),
+    ],
+)
+def test_driver_pins_are_compute_only(family: str, branch: int) -> None:
+    """Headless GPU nodes get the compute-only set where the repository offers one
+    (NVIDIA's driver installation guide, "Compute-only and Desktop Installation")."""
+    names = driver_branch_packages(family, branch)  # type: ignore[arg-type]
+    assert [name for name in names if _DESKTOP_PACKAGE.match(name)] == []
+    assert any(
+        name.startswith("libnvidia-compute") or name == "nvidia-driver-cuda-libs" for name in names
+    )
+    if family == "apt" and branch < 590:
+        suffix = "-open" if branch >= 570 else ""
+        assert names[0] == f"nvidia-headless-{branch}{suffix}"
+
+
+def test_rendered_gpu_group_vars_carry_no_x11_packages() -> None:
+    cluster = resolve(spec_with(), "spec.yaml")
+    driver = cluster.pins.by_concern["nvidia_driver"]
+    assert not {"xserver-xorg-video-nvidia-550", "libnvidia-gl-550", "libnvidia-fbc1-550"} & set(
+        driver
+    )
 
 
 def test_rocky_pins_dnf() -> None:
@@ -224,10 +266,10 @@ def test_every_derived_version_carries_the_spec_version() -> None:
 
 
 def test_override_replaces_the_derived_version() -> None:
-    spec = spec_with(packages={"cuda-drivers-550": "550.90.07-0ubuntu1"})
+    spec = spec_with(packages={"nvidia-headless-550": "550.90.07-0ubuntu2"})
     driver = resolve(spec, "spec.yaml").pins.by_concern["nvidia_driver"]
-    assert driver["cuda-drivers-550"] == "550.90.07-0ubuntu1"
-    assert driver["nvidia-utils-550"] == "550.90.07-1"
+    assert driver["nvidia-headless-550"] == "550.90.07-0ubuntu2"
+    assert driver["nvidia-utils-550"] == "550.90.07-0ubuntu1"
     assert problems(spec) == []
 
 

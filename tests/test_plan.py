@@ -54,7 +54,7 @@ def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ig
     assert result.code == ExitCode.PLAN_CHANGES, result.err
     out = result.out
     assert "### Rolling upgrade with reboots: 8 node(s) in 3 batch(es) of 3" in out
-    assert "- NVIDIA driver: cuda-drivers-550 550.90.07-1 -> 550.127.05-1" in out
+    assert "- NVIDIA driver: libnvidia-cfg1-550 550.90.07-0ubuntu1 -> 550.127.05-0ubuntu1" in out
     assert re.search(r"^1\. gpu\[01-03\]\n2\. gpu\[04-06\]\n3\. gpu\[07-08\]$", out, re.M)
     # The new nodes are brought up, not rolled; running nodes restart what changed for them.
     assert "- **restart `nvidia-fabricmanager`** on gpu[01-08]" in out
