@@ -23,8 +23,9 @@ Sources (as recorded in shared/reference/domain-facts.md):
 - Lustre: Whamcloud's client packages (DKMS module on apt, kmod on EL).
 
 Revision suffixes (`-1`, `-0ubuntu1`, `.el9`) are repository choices that clustergen
-cannot know for certain; `software.packages` overrides any derived version string, and
-versions.lock shows every string before anything is installed.
+cannot know for certain; `software.packages` overrides any derived version string,
+versions.lock shows every string before anything is installed, and `clustergen lock`
+checks each against the repositories' package indexes.
 """
 
 from __future__ import annotations
