@@ -220,7 +220,6 @@ def test_slurm_packages_distribution_on_el_is_epel() -> None:
         # Ubuntu 22.04's 21.08.5 is older than clustergen supports: any 22.05+ differs.
         ("ubuntu-22.04", "22.05.8", None, ["software.slurm-not-distribution-version"]),
         ("ubuntu-22.04", "22.05.8", "schedmd", ["software.slurm-schedmd-apt-too-old"]),
-        # The site's repository is the spec's 'cuda' one here: no warning.
         ("ubuntu-22.04", "23.11.10", "schedmd", []),
         ("rocky-9", "22.05.9", "distribution", ["software.slurm-epel-version-unconfirmed"]),
         # SchedMD's slurm.spec builds every release on EL.
@@ -230,19 +229,61 @@ def test_slurm_packages_distribution_on_el_is_epel() -> None:
 def test_slurm_packaging_checks(
     os: str, slurm: str, packaging: str | None, codes: list[str]
 ) -> None:
-    spec = spec_with(os=os, slurm=slurm, slurm_packages=packaging)
+    # SchedMD's packages come from the site's repository, here the spec's 'cuda' one.
+    source = {"slurm_repository": "cuda"} if packaging == "schedmd" else {}
+    spec = spec_with(os=os, slurm=slurm, slurm_packages=packaging, **source)
     found = software_checks.versions(resolve(spec, "spec.yaml"))
     assert [str(p.code) for p in found] == codes
 
 
-def test_slurm_packages_schedmd_without_any_repository_warns() -> None:
-    spec = spec_with(slurm_packages="schedmd", repositories=[])
-    found = software_checks.versions(resolve(spec, "spec.yaml"))
-    assert [(str(p.code), p.severity) for p in found] == [
-        ("software.slurm-schedmd-without-repository", "warning")
-    ]
-    # Unset, the default stays silent: specs written before the key keep validating as they did.
-    assert software_checks.versions(resolve(spec_with(repositories=[]), "spec.yaml")) == []
+SITE_SLURM = {"name": "site-slurm", "url": "https://repo.example.org/slurm/"}
+
+
+@pytest.mark.parametrize(
+    ("software", "found"),
+    [
+        # Any repository at all used to silence the check: the reference spec's is NVIDIA's.
+        ({"slurm_packages": "schedmd"}, [("software.slurm-repository-missing", "error")]),
+        (
+            {"slurm_packages": "schedmd", "repositories": []},
+            [("software.slurm-repository-missing", "error")],
+        ),
+        (
+            {"os": "rocky-9", "slurm_packages": "schedmd"},
+            [("software.slurm-repository-missing", "error")],
+        ),
+        # The default (slurm_packages unset) keeps the reference specs valid: a warning.
+        ({}, [("software.slurm-schedmd-without-repository", "warning")]),
+        ({"os": "rocky-9"}, [("software.slurm-schedmd-without-repository", "warning")]),
+        # Named, and a repository of the spec: where the packages come from is said.
+        ({"slurm_packages": "schedmd", "slurm_repository": "cuda"}, []),
+        ({"slurm_repository": "cuda"}, []),
+        (
+            {"slurm_repository": "site-slurm", "repositories": [SITE_SLURM]},
+            [],
+        ),
+        (
+            {"slurm_packages": "schedmd", "slurm_repository": "site-slurm"},
+            [("software.slurm-repository-unknown", "error")],
+        ),
+        (
+            {
+                "os": "debian-12",
+                "slurm": "22.05.8",
+                "slurm_packages": "distribution",
+                "slurm_repository": "cuda",
+            },
+            [("software.slurm-repository-not-schedmd", "error")],
+        ),
+        ({"os": "debian-12", "slurm": "22.05.8", "slurm_packages": "distribution"}, []),
+    ],
+)
+def test_the_spec_says_where_its_slurm_packages_come_from(
+    software: dict[str, Any], found: list[tuple[str, str]]
+) -> None:
+    spec = spec_with(**software)
+    problems = software_checks.versions(resolve(spec, "spec.yaml"))
+    assert [(str(p.code), p.severity) for p in problems] == found
 
 
 def test_every_derived_version_carries_the_spec_version() -> None:

@@ -145,12 +145,14 @@ def test_every_code_is_produced_by_a_case_a_change_or_is_listed() -> None:
 def test_the_reference_spec_has_only_its_true_warnings() -> None:
     # HGX H100 with 3 + 3 PSUs of 3000 W cannot run at 10.2 kW on one feed, and ib-leaf02
     # takes 43 HCAs and an uplink, more than the 40 ports of an HDR switch. preempt/qos
-    # names no QOS (issue 7) and the GPU profile has no topology table (issue 9).
+    # names no QOS (issue 7) and the GPU profile has no topology table (issue 9). Its
+    # Slurm is SchedMD's by default and no repository is named that serves it (issue 20).
     assert _codes_for(_reference()) == {
         "hardware.feed-loss-underpowers",
         "network.switch-ports-assumed-exceeded",
         "slurm.preempt-qos-without-qos",
         "hardware.topology-missing",
+        "software.slurm-schedmd-without-repository",
     }
 
 
