@@ -83,6 +83,7 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     ),
     "packages.cudnn8-cuda-suffix": _set("software.cudnn", "8.9.7.29"),
     "packages.group-name-clash": _copy_profile("head_server"),
+    "packages.zfs-version-missing": _set("storage.lustre.osts.0.backend", "zfs"),
     "racks.device-needs-size": _set("racks.0.devices.2", {"u": 42, "name": "ib-leaf01"}),
     "racks.device-node-or-name": _set("racks.0.devices.0", {"u": 3}),
     "racks.node-with-size": _set("racks.0.devices.0.height_u", 6),

@@ -380,6 +380,11 @@ SOFTWARE_SLURM_EPEL_VERSION_UNCONFIRMED = Code(
 )
 
 # packages
+PACKAGES_ZFS_VERSION_MISSING = Code(
+    "packages.zfs-version-missing",
+    "error",
+    "Lustre targets on zfs, and no software.zfs to pin OpenZFS at on their servers",
+)
 PACKAGES_UNKNOWN_NAME = Code(
     "packages.unknown-name", "error", "an override for a package the stack does not install"
 )

@@ -20,7 +20,9 @@ Sources (as recorded in shared/reference/domain-facts.md):
   23.11) and RPM spec (`slurm`, `slurm-slurmctld`, ...), built by the site; or the
   distribution's (`slurmctld`, `slurmd`, `slurmdbd`, `slurm-client`; EPEL's `slurm-*`),
   pinned as `<version>-*` since their revision follows the distribution's point releases.
-- Lustre: Whamcloud's client packages (DKMS module on apt, kmod on EL).
+- Lustre: Whamcloud's client packages (DKMS module on apt, kmod on EL); on servers the
+  common packages, plus the OSD of each backend only on the servers of the targets that
+  use it (`kmod-lustre-osd-ldiskfs`/`-zfs` on EL), and OpenZFS (software.zfs) on zfs ones.
 
 Revision suffixes (`-1`, `-0ubuntu1`, `.el9`) are repository choices that clustergen
 cannot know for certain; `software.packages` overrides any derived version string,
@@ -66,12 +68,17 @@ SLURM_GROUP = "slurm"  # every node with a Slurm role
 LUSTRE_CLIENT_GROUP = "lustre_client"  # nodes of the roles that mount Lustre
 LUSTRE_SERVER_GROUP = "lustre_server"  # nodes with lustre_mgs, lustre_mds or lustre_oss
 LUSTRE_SERVER_ROLES: tuple[str, ...] = ("lustre_mgs", "lustre_mds", "lustre_oss")
+# The service nodes (primary and failover) of the targets of each backend.
+LUSTRE_LDISKFS_GROUP = "lustre_ldiskfs"
+LUSTRE_ZFS_GROUP = "lustre_zfs"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
     SLURM_GROUP,
     LUSTRE_CLIENT_GROUP,
     LUSTRE_SERVER_GROUP,
+    LUSTRE_LDISKFS_GROUP,
+    LUSTRE_ZFS_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -80,6 +87,8 @@ GROUP_TITLES: dict[str, str] = {
     SLURM_GROUP: "Every Slurm node",
     LUSTRE_CLIENT_GROUP: "Lustre clients",
     LUSTRE_SERVER_GROUP: "Lustre servers (MGS, MDS, OSS)",
+    LUSTRE_LDISKFS_GROUP: "Lustre servers of ldiskfs targets (the ldiskfs OSD)",
+    LUSTRE_ZFS_GROUP: "Lustre servers of zfs targets (the zfs OSD and OpenZFS)",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
@@ -349,17 +358,50 @@ def _lustre_client(family: PackageFamily, s: Software) -> Pins:
 
 
 def _lustre_server(family: PackageFamily, s: Software) -> Pins:
-    """Server utilities and modules with the ldiskfs OSD (Whamcloud's el9 server
-    RPMs; on apt, packages built from the Lustre source tree with its debs target)."""
+    """What every Lustre server runs, whatever its targets' backend: Whamcloud's el9 server
+    RPMs `lustre` and `kmod-lustre`; on apt the packages Lustre's source tree builds with its
+    debs target (the OSDs it was configured with are inside them)."""
     if s.lustre is None:
         return {}
     if family == "apt":
         version = f"{s.lustre}-1"
         return {"lustre-server-utils": version, "lustre-server-modules-dkms": version}
     version = f"{s.lustre}-1{_EL_DIST}"
-    return dict.fromkeys(
-        ("lustre", "kmod-lustre", "kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount"), version
-    )
+    return dict.fromkeys(("lustre", "kmod-lustre"), version)
+
+
+# The object storage device (OSD) of each backend, on the servers of the targets that use
+# it [src: lustre-release lustre.spec.in, subpackages osd-ldiskfs, osd-ldiskfs-mount,
+# osd-zfs and osd-zfs-mount of kmod-lustre / lustre; Whamcloud's lustre-ldiskfs-zfs meta
+# package, which requires kmod-lustre-osd-ldiskfs for ldiskfs and zfs for ZFS].
+def _lustre_ldiskfs(family: PackageFamily, s: Software) -> Pins:
+    if s.lustre is None or family == "apt":
+        return {}
+    version = f"{s.lustre}-1{_EL_DIST}"
+    return dict.fromkeys(("kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount"), version)
+
+
+def _lustre_zfs(family: PackageFamily, s: Software) -> Pins:
+    """The zfs OSD and OpenZFS itself, at software.zfs [doc: OpenZFS "Getting Started":
+    RHEL-based distributions install `zfs` with the kABI-tracking `kmod-zfs` from the
+    zfs-release repository; Debian `zfsutils-linux` and `zfs-dkms` (contrib), Ubuntu the
+    same two (universe)]. On apt `zfs-dkms` also carries the ZFS source tree Lustre's DKMS
+    server modules build their zfs OSD against, even where the kernel ships a zfs module
+    (Ubuntu). The distributions' ZFS packages are pinned as their upstream version with any
+    revision, as the distribution's Slurm is."""
+    if s.lustre is None:
+        return {}
+    pins: Pins = {}
+    if family == "dnf":
+        version = f"{s.lustre}-1{_EL_DIST}"
+        pins.update(dict.fromkeys(("kmod-lustre-osd-zfs", "lustre-osd-zfs-mount"), version))
+    if s.zfs is None:
+        return pins  # checks.packages reports the missing version
+    if family == "dnf":
+        pins.update(dict.fromkeys(("kmod-zfs", "zfs"), f"{s.zfs}-1{_EL_DIST}"))
+    else:
+        pins.update(dict.fromkeys(("zfs-dkms", "zfsutils-linux"), distribution_version_pin(s.zfs)))
+    return pins
 
 
 @dataclass(frozen=True)
@@ -377,6 +419,8 @@ class Concern:
     reports: str | None = None
     # What installing a new version on a running node needs (`clustergen plan`).
     change: Change = NO_CHANGE
+    # What the group_vars say where the concern derives no packages.
+    without_packages: str = "not in the spec's software block, nothing installed"
 
 
 # In the order versions.lock lists them.
@@ -442,6 +486,24 @@ CONCERNS: tuple[Concern, ...] = (
         "lustre_server",
         _lustre_server,
         change=Change("reboot"),  # new server modules load once the targets restart
+    ),
+    Concern(
+        "lustre_ldiskfs",
+        "Lustre ldiskfs OSD",
+        LUSTRE_LDISKFS_GROUP,
+        "lustre_server",
+        _lustre_ldiskfs,
+        change=Change("reboot"),
+        without_packages="nothing of its own on apt (the server modules carry the OSDs), "
+        "or no Lustre in the spec's software block",
+    ),
+    Concern(
+        "lustre_zfs",
+        "Lustre zfs OSD and OpenZFS",
+        LUSTRE_ZFS_GROUP,
+        "lustre_server",
+        _lustre_zfs,
+        change=Change("reboot"),
     ),
 )
 

@@ -59,6 +59,7 @@ CHECKS: tuple[Check, ...] = (
     _check(slurm.options, "slurm", "software"),
     _check(topology.check, "network", "hardware", "nodes"),
     _check(packages.pins, "software"),
+    _check(packages.zfs, "software", "storage"),
     _check(packages.groups, "cluster", "hardware"),
     _check(nccl.settings, "nccl", "hardware", "network", "nodes", "slurm"),
     _check(nccl.topology, "nccl", "hardware", "nodes"),

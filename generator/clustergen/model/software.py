@@ -103,6 +103,12 @@ class Software(StrictModel):
         "with slurm_packages: distribution (the distribution's archive serves those).",
     )
     lustre: Version | None = Field(default=None, description="Lustre client/server version.")
+    zfs: Version | None = Field(
+        default=None,
+        description="OpenZFS version on the Lustre servers of zfs targets, e.g. 2.1.11: the "
+        "zfs utilities and kernel module are pinned to it (the version the site's Lustre "
+        "server packages are built against). Required when a Lustre target uses zfs.",
+    )
     repositories: list[Repository] = Field(
         default_factory=list, description="Extra package repositories configured on every node."
     )
