@@ -233,3 +233,14 @@ def test_debian_served_pins_against_debians_index(  # type: ignore[no-untyped-de
     line = reported(result.out)["slurmd"]
     assert line.startswith("slurmd 22.05.8-99 (groups: compute): not in the indexes; nearest ")
     assert "carried: 22.05.8-" in line
+
+
+def test_warnings_go_to_stderr_and_can_be_ignored(cli) -> None:  # type: ignore[no-untyped-def]
+    warning = "[software.slurm-schedmd-without-repository]"
+    indexes = ("--index", str(NVIDIA_UBUNTU), str(SITE_UBUNTU))
+    result = cli("lock", str(ML), *indexes)
+    assert warning in result.err and warning not in result.out
+    ignored = cli(
+        "lock", str(ML), *indexes, "--ignore", "software.slurm-schedmd-without-repository"
+    )
+    assert ignored.code == ExitCode.OK and warning not in ignored.err

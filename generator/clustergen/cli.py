@@ -152,8 +152,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="a package index: apt Packages or dnf primary.xml (repeatable)",
     )
-    _add_report_options(lock)
-    lock.set_defaults(command=cmd_lock)
+    lock.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="do not report warnings with this code (repeatable)",
+    )
+    # The report is text on stdout; the spec's problems go to stderr as text.
+    lock.set_defaults(command=cmd_lock, format="text")
 
     twin = commands.add_parser(
         "twin",
