@@ -94,8 +94,7 @@ def read_index(path: Path) -> PackageIndex:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not a text file (an apt Packages or dnf primary.xml)") from None
-    head = text.lstrip()[:200]
-    if head.startswith("<"):
+    if text.lstrip().startswith("<"):
         return PackageIndex(str(path), "dnf", parse_primary_xml(text, str(path)))
     versions = parse_apt_packages(text)
     if not versions:
