@@ -4,6 +4,7 @@ host ranges, and the rendered inventory as ansible-inventory itself reads it."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,11 @@ def problems(spec: Spec) -> list[tuple[str, str]]:
 
 def test_reference_pins_apt() -> None:
     pins = resolve(spec_with(), "spec.yaml").pins.by_concern
-    # Every package of the branch, not only the meta package (NVIDIA's version locking).
-    assert set(pins["nvidia_driver"].values()) == {"550.90.07-1"}
+    # Every package of the compute-only set, not only the meta package (NVIDIA's version
+    # locking), at the revision NVIDIA's CUDA repository for Ubuntu serves them with.
+    assert set(pins["nvidia_driver"].values()) == {"550.90.07-0ubuntu1"}
     assert {
-        "cuda-drivers-550",
-        "nvidia-driver-550",
+        "nvidia-headless-550",
         "libnvidia-compute-550",
         "nvidia-kernel-common-550",
         "nvidia-utils-550",
@@ -80,10 +81,8 @@ def test_reference_pins_apt() -> None:
 def test_edge_pins_newer_branches() -> None:
     pins = resolve(spec_with("edge-roce-2node"), "spec.yaml").pins.by_concern
     # From 570 the open kernel modules: the module packages carry -open.
-    assert {"nvidia-open-570", "nvidia-driver-570-open", "nvidia-dkms-570-open"} <= set(
-        pins["nvidia_driver"]
-    )
-    assert "nvidia-driver-570" not in pins["nvidia_driver"]
+    assert {"nvidia-headless-570-open", "nvidia-dkms-570-open"} <= set(pins["nvidia_driver"])
+    assert "nvidia-dkms-570" not in pins["nvidia_driver"]
     assert pins["fabric_manager"] == {}
     assert pins["nccl"]["libnccl2"] == "2.26.2-1+cuda12.8"
     assert pins["dcgm"] == {
@@ -96,12 +95,13 @@ def test_edge_pins_newer_branches() -> None:
 @pytest.mark.parametrize(
     ("family", "branch", "expected"),
     [
-        ("apt", 550, {"cuda-drivers-550", "nvidia-driver-550", "libnvidia-compute-550"}),
-        ("apt", 580, {"nvidia-open-580", "nvidia-driver-580-open", "libnvidia-compute-580"}),
+        ("apt", 550, {"nvidia-headless-550", "nvidia-dkms-550", "libnvidia-compute-550"}),
+        ("apt", 580, {"nvidia-headless-580-open", "nvidia-dkms-580-open", "nvidia-utils-580"}),
         # From 590 the branch suffix leaves the package names.
-        ("apt", 590, {"nvidia-open", "nvidia-driver-open", "libnvidia-compute", "nvidia-utils"}),
+        ("apt", 590, {"nvidia-dkms-open", "libnvidia-compute", "nvidia-utils"}),
+        # Before 560 EL has no compute-only form of the driver.
         ("dnf", 550, {"kmod-nvidia-latest-dkms", "nvidia-driver", "nvidia-persistenced"}),
-        ("dnf", 590, {"kmod-nvidia-open-dkms", "nvidia-driver", "nvidia-modprobe"}),
+        ("dnf", 590, {"kmod-nvidia-open-dkms", "nvidia-driver-cuda", "nvidia-modprobe"}),
     ],
 )
 def test_driver_branch_packages(family: str, branch: int, expected: set[str]) -> None:
@@ -110,6 +110,48 @@ def test_driver_branch_packages(family: str, branch: int, expected: set[str]) ->
     assert len(names) == len(set(names))
     if family == "apt" and branch >= 590:
         assert not any(str(branch) in name for name in names)
+
+
+# The display side of the driver: an X server driver, OpenGL/Vulkan, frame-buffer capture
+# and the video codecs. A cluster's GPU nodes drive no display.
+_DESKTOP_PACKAGE = re.compile(
+    r"^(xserver-xorg-video-nvidia|libnvidia-gl|libnvidia-fbc1|libnvidia-decode|"
+    r"libnvidia-encode|libnvidia-extra|nvidia-driver|nvidia-driver-libs|cuda-drivers|"
+    r"nvidia-open)(-\d+)?(-open)?$"
+)
+
+
+@pytest.mark.parametrize(
+    ("family", "branch"),
+    [
+        ("apt", 535),
+        ("apt", 550),
+        ("apt", 570),
+        ("apt", 580),
+        ("apt", 590),
+        ("dnf", 560),
+        ("dnf", 590),
+    ],
+)
+def test_driver_pins_are_compute_only(family: str, branch: int) -> None:
+    """Headless GPU nodes get the compute-only set where the repository offers one
+    (NVIDIA's driver installation guide, "Compute-only and Desktop Installation")."""
+    names = driver_branch_packages(family, branch)  # type: ignore[arg-type]
+    assert [name for name in names if _DESKTOP_PACKAGE.match(name)] == []
+    assert any(
+        name.startswith("libnvidia-compute") or name == "nvidia-driver-cuda-libs" for name in names
+    )
+    if family == "apt" and branch < 590:
+        suffix = "-open" if branch >= 570 else ""
+        assert names[0] == f"nvidia-headless-{branch}{suffix}"
+
+
+def test_rendered_gpu_group_vars_carry_no_x11_packages() -> None:
+    cluster = resolve(spec_with(), "spec.yaml")
+    driver = cluster.pins.by_concern["nvidia_driver"]
+    assert not {"xserver-xorg-video-nvidia-550", "libnvidia-gl-550", "libnvidia-fbc1-550"} & set(
+        driver
+    )
 
 
 def test_rocky_pins_dnf() -> None:
@@ -179,7 +221,6 @@ def test_slurm_packages_distribution_on_el_is_epel() -> None:
         # Ubuntu 22.04's 21.08.5 is older than clustergen supports: any 22.05+ differs.
         ("ubuntu-22.04", "22.05.8", None, ["software.slurm-not-distribution-version"]),
         ("ubuntu-22.04", "22.05.8", "schedmd", ["software.slurm-schedmd-apt-too-old"]),
-        # The site's repository is the spec's 'cuda' one here: no warning.
         ("ubuntu-22.04", "23.11.10", "schedmd", []),
         ("rocky-9", "22.05.9", "distribution", ["software.slurm-epel-version-unconfirmed"]),
         # SchedMD's slurm.spec builds every release on EL.
@@ -189,7 +230,9 @@ def test_slurm_packages_distribution_on_el_is_epel() -> None:
 def test_slurm_packaging_checks(
     os: str, slurm: str, packaging: str | None, codes: list[str]
 ) -> None:
-    spec = spec_with(os=os, slurm=slurm, slurm_packages=packaging)
+    # SchedMD's packages come from the site's repository, here the spec's 'cuda' one.
+    source = {"slurm_repository": "cuda"} if packaging == "schedmd" else {}
+    spec = spec_with(os=os, slurm=slurm, slurm_packages=packaging, **source)
     assert [str(p.code) for p in _packaging_problems(spec)] == codes
 
 
@@ -200,13 +243,53 @@ def _packaging_problems(spec: Spec) -> list[Problem]:
     return [p for p in found if str(p.code) != "software.slurm-end-of-support"]
 
 
-def test_slurm_packages_schedmd_without_any_repository_warns() -> None:
-    spec = spec_with(slurm_packages="schedmd", repositories=[])
-    assert [(str(p.code), p.severity) for p in _packaging_problems(spec)] == [
-        ("software.slurm-schedmd-without-repository", "warning")
-    ]
-    # Unset, the default stays silent: specs written before the key keep validating as they did.
-    assert _packaging_problems(spec_with(repositories=[])) == []
+SITE_SLURM = {"name": "site-slurm", "url": "https://repo.example.org/slurm/"}
+
+
+@pytest.mark.parametrize(
+    ("software", "found"),
+    [
+        # Any repository at all used to silence the check: the reference spec's is NVIDIA's.
+        ({"slurm_packages": "schedmd"}, [("software.slurm-repository-missing", "error")]),
+        (
+            {"slurm_packages": "schedmd", "repositories": []},
+            [("software.slurm-repository-missing", "error")],
+        ),
+        (
+            {"os": "rocky-9", "slurm_packages": "schedmd"},
+            [("software.slurm-repository-missing", "error")],
+        ),
+        # The default (slurm_packages unset) keeps the reference specs valid: a warning.
+        ({}, [("software.slurm-schedmd-without-repository", "warning")]),
+        ({"os": "rocky-9"}, [("software.slurm-schedmd-without-repository", "warning")]),
+        # Named, and a repository of the spec: where the packages come from is said.
+        ({"slurm_packages": "schedmd", "slurm_repository": "cuda"}, []),
+        ({"slurm_repository": "cuda"}, []),
+        (
+            {"slurm_repository": "site-slurm", "repositories": [SITE_SLURM]},
+            [],
+        ),
+        (
+            {"slurm_packages": "schedmd", "slurm_repository": "site-slurm"},
+            [("software.slurm-repository-unknown", "error")],
+        ),
+        (
+            {
+                "os": "debian-12",
+                "slurm": "22.05.8",
+                "slurm_packages": "distribution",
+                "slurm_repository": "cuda",
+            },
+            [("software.slurm-repository-not-schedmd", "error")],
+        ),
+        ({"os": "debian-12", "slurm": "22.05.8", "slurm_packages": "distribution"}, []),
+    ],
+)
+def test_the_spec_says_where_its_slurm_packages_come_from(
+    software: dict[str, Any], found: list[tuple[str, str]]
+) -> None:
+    spec = spec_with(**software)
+    assert [(str(p.code), p.severity) for p in _packaging_problems(spec)] == found
 
 
 def test_every_derived_version_carries_the_spec_version() -> None:
@@ -230,10 +313,10 @@ def test_every_derived_version_carries_the_spec_version() -> None:
 
 
 def test_override_replaces_the_derived_version() -> None:
-    spec = spec_with(packages={"cuda-drivers-550": "550.90.07-0ubuntu1"})
+    spec = spec_with(packages={"nvidia-headless-550": "550.90.07-0ubuntu2"})
     driver = resolve(spec, "spec.yaml").pins.by_concern["nvidia_driver"]
-    assert driver["cuda-drivers-550"] == "550.90.07-0ubuntu1"
-    assert driver["nvidia-utils-550"] == "550.90.07-1"
+    assert driver["nvidia-headless-550"] == "550.90.07-0ubuntu2"
+    assert driver["nvidia-utils-550"] == "550.90.07-0ubuntu1"
     assert problems(spec) == []
 
 

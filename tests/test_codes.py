@@ -84,6 +84,7 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     ),
     "packages.cudnn8-cuda-suffix": _set("software.cudnn", "8.9.7.29"),
     "packages.group-name-clash": _copy_profile("head_server"),
+    "packages.zfs-version-missing": _set("storage.lustre.osts.0.backend", "zfs"),
     "racks.device-needs-size": _set("racks.0.devices.2", {"u": 42, "name": "ib-leaf01"}),
     "racks.device-node-or-name": _set("racks.0.devices.0", {"u": 3}),
     "racks.node-with-size": _set("racks.0.devices.0.height_u", 6),
@@ -151,9 +152,11 @@ def test_the_reference_spec_has_only_its_true_warnings() -> None:
     # default max_blocking 1 (issue 20). Rack r01's seven PSUs per feed (3 + 3 GPU,
     # 1 switch) put 8520 VA on L1 when a feed is lost: 35.6 A on a 40 A pole, within its
     # rating but above the 80% continuous limit (issue 20). SchedMD's support for Slurm
-    # 23.11 ended in May 2025 (tests run on 2026-11-25: conftest.py).
+    # 23.11 ended in May 2025 (tests run on 2026-11-25: conftest.py). Its Slurm is
+    # SchedMD's by default and no repository is named that serves it (issue 20).
     assert _codes_for(_reference()) == {
         "software.slurm-end-of-support",
+        "software.slurm-schedmd-without-repository",
         "hardware.feed-loss-underpowers",
         "network.leaf-oversubscribed",
         "racks.phase-over-limit-on-failover",

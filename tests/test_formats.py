@@ -46,10 +46,14 @@ def test_json_is_in_the_text_order(cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_valid_spec_is_an_empty_array(cli) -> None:  # type: ignore[no-untyped-def]
-    # Its warnings (no GPU topology table, Slurm 24.11 past its end of support) are
-    # ignored: nothing else is left.
+    # Its warnings (no GPU topology table, Slurm 24.11 past its end of support, SchedMD's
+    # packages from no named repository) are ignored: nothing else is left.
     spec = str(EXAMPLES / "edge-roce-2node.yaml")
-    ignored = ["--ignore", "hardware.topology-missing", "--ignore", "software.slurm-end-of-support"]
+    ignored = [
+        *("--ignore", "hardware.topology-missing"),
+        *("--ignore", "software.slurm-end-of-support"),
+        *("--ignore", "software.slurm-schedmd-without-repository"),
+    ]
     result = cli("validate", "--format", "json", *ignored, spec)
     assert (result.code, json.loads(result.out), result.err) == (0, [], "")
 
@@ -61,6 +65,7 @@ def test_render_prints_problems_as_json(cli, tmp_path: Path) -> None:  # type: i
     assert [r["code"] for r in json.loads(result.out)] == [
         "software.driver-below-cuda-minimum",
         "software.slurm-end-of-support",
+        "software.slurm-schedmd-without-repository",
     ]
     assert not (tmp_path / "out").exists()
 

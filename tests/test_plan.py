@@ -47,6 +47,22 @@ def test_nothing_to_do_exits_0(cli, tmp_path: Path) -> None:  # type: ignore[no-
     assert "Nothing to do on the nodes." in result.out
 
 
+def test_render_and_plan_say_where_slurm_comes_from_is_unknown(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The reference spec pins SchedMD's Slurm by default and names no repository that
+    serves it: a warning that render and plan both print; naming one silences it."""
+    warning = "[software.slurm-schedmd-without-repository]"
+    spec = tmp_path / "pr" / ML.name
+    spec.parent.mkdir()
+    spec.write_text(ML.read_text(encoding="utf-8"), encoding="utf-8")
+    tree = tmp_path / "tree"
+    rendered = cli("render", str(spec), "-o", str(tree))
+    assert rendered.code == ExitCode.OK and warning in rendered.err
+    planned = cli("plan", str(spec), "-o", str(tree))
+    assert planned.code == ExitCode.OK and warning in planned.err
+    edit(spec, ("  slurm: 23.11.10\n", "  slurm: 23.11.10\n  slurm_repository: cuda\n"))
+    assert warning not in cli("plan", str(spec), "-o", str(tree)).err
+
+
 def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spec, tree = applied(cli, ML.read_text(), tmp_path)
     edit(spec, *BUMP_DRIVER, *ADD_TWO_NODES)
@@ -54,7 +70,7 @@ def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ig
     assert result.code == ExitCode.PLAN_CHANGES, result.err
     out = result.out
     assert "### Rolling upgrade with reboots: 8 node(s) in 3 batch(es) of 3" in out
-    assert "- NVIDIA driver: cuda-drivers-550 550.90.07-1 -> 550.127.05-1" in out
+    assert "- NVIDIA driver: libnvidia-cfg1-550 550.90.07-0ubuntu1 -> 550.127.05-0ubuntu1" in out
     assert re.search(r"^1\. gpu\[01-03\]\n2\. gpu\[04-06\]\n3\. gpu\[07-08\]$", out, re.M)
     # The new nodes are brought up, not rolled; running nodes restart what changed for them.
     assert "- **restart `nvidia-fabricmanager`** on gpu[01-08]" in out

@@ -107,6 +107,12 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "ships (catalog/packages.py)",
     "91-slurm-schedmd-apt-too-old": "compares software.slurm with the first release of "
     "SchedMD's Debian packaging, on apt only",
+    "95-slurm-repository-missing": "slurm_packages: schedmd needs slurm_repository; a "
+    "conditional requirement the schema leaves to clustergen, as the default packaging "
+    "depends on software.os and software.slurm",
+    "96-slurm-repository-unknown": _CROSS_REFERENCE,
+    "97-slurm-repository-not-schedmd": "the default packaging depends on software.os and "
+    "software.slurm (catalog/packages.py)",
     "63-package-unknown-name": "package names depend on software.os; " + _PINS,
     "92-gpu-defaults-exceed-node": "multiplies a partition's per-GPU defaults by the GPUs of "
     "the hardware profiles of its nodes",

@@ -134,6 +134,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan.set_defaults(command=cmd_plan)
 
+    lock = commands.add_parser(
+        "lock",
+        help="check every package pin against the repositories' package indexes",
+        description="Read the package indexes of SPEC's repositories (apt Packages or dnf "
+        "primary.xml files, downloaded by you; plain, .gz, .xz or .bz2) and report every "
+        "pinned package version that none of them carries, with the versions of it they "
+        "carry nearest to the pin. Changes nothing. Exit 0: every pin found; 1: pins "
+        "missing (or an invalid spec); 2: unusable invocation or unreadable index.",
+    )
+    lock.add_argument("spec", metavar="SPEC")
+    lock.add_argument(
+        "--index",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="FILE",
+        help="a package index: apt Packages or dnf primary.xml (repeatable)",
+    )
+    lock.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="do not report warnings with this code (repeatable)",
+    )
+    # The report is text on stdout; the spec's problems go to stderr as text.
+    lock.set_defaults(command=cmd_lock, format="text")
+
     twin = commands.add_parser(
         "twin",
         help="run the rendered Slurm configuration on local daemons (root)",
@@ -350,6 +378,31 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = make_plan(cluster, files, out_dir, args.driver_batch_size)
     sys.stdout.write(markdown(plan) if args.plan_format == "markdown" else json_text(plan))
     return int(plan.exit_code)
+
+
+def cmd_lock(args: argparse.Namespace) -> int:
+    from clustergen.lock import check_families, missing_pins, read_index
+    from clustergen.outputs.ansible import lock_groups
+
+    indexes = [read_index(Path(path)) for path in args.index]
+    cluster = _load_valid(args.spec, args)
+    check_families(cluster.pins.family, cluster.spec.software.os, indexes)
+    # What versions.lock pins: the groups that have nodes.
+    pins = {group.name: group.packages for group in lock_groups(cluster)}
+    missing = missing_pins(pins, indexes)
+    pinned = len({(name, v) for packages in pins.values() for name, v in packages.items()})
+    for pin in missing:
+        print(pin.describe())
+    files = ", ".join(args.index)
+    if missing:
+        print(
+            f"{args.spec}: {len(missing)} of {pinned} pinned package version(s) not in {files}; "
+            "set the version the repository serves in software.packages, or the spec's version",
+            file=sys.stderr,
+        )
+        return int(ExitCode.INVALID_SPEC)
+    print(f"{args.spec}: all {pinned} pinned package version(s) are in {files}")
+    return int(ExitCode.OK)
 
 
 class _Stopped(Exception):

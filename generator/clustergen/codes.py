@@ -375,7 +375,22 @@ SOFTWARE_SLURM_SCHEDMD_APT_TOO_OLD = Code(
 SOFTWARE_SLURM_SCHEDMD_WITHOUT_REPOSITORY = Code(
     "software.slurm-schedmd-without-repository",
     "warning",
-    "SchedMD's Slurm packages chosen but no repository to install them from",
+    "SchedMD's Slurm packages by default, and no repository named that serves them",
+)
+SOFTWARE_SLURM_REPOSITORY_MISSING = Code(
+    "software.slurm-repository-missing",
+    "error",
+    "slurm_packages: schedmd without slurm_repository, the repository that serves them",
+)
+SOFTWARE_SLURM_REPOSITORY_UNKNOWN = Code(
+    "software.slurm-repository-unknown",
+    "error",
+    "slurm_repository names no repository of software.repositories",
+)
+SOFTWARE_SLURM_REPOSITORY_NOT_SCHEDMD = Code(
+    "software.slurm-repository-not-schedmd",
+    "error",
+    "slurm_repository set while the Slurm packages are the distribution's",
 )
 SOFTWARE_SLURM_EPEL_VERSION_UNCONFIRMED = Code(
     "software.slurm-epel-version-unconfirmed",
@@ -384,6 +399,11 @@ SOFTWARE_SLURM_EPEL_VERSION_UNCONFIRMED = Code(
 )
 
 # packages
+PACKAGES_ZFS_VERSION_MISSING = Code(
+    "packages.zfs-version-missing",
+    "error",
+    "Lustre targets on zfs, and no software.zfs to pin OpenZFS at on their servers",
+)
 PACKAGES_UNKNOWN_NAME = Code(
     "packages.unknown-name", "error", "an override for a package the stack does not install"
 )

@@ -20,8 +20,10 @@ from functools import cached_property
 from clustergen.catalog.packages import (
     GPU_GROUP,
     LUSTRE_CLIENT_GROUP,
+    LUSTRE_LDISKFS_GROUP,
     LUSTRE_SERVER_GROUP,
     LUSTRE_SERVER_ROLES,
+    LUSTRE_ZFS_GROUP,
     NVSWITCH_GROUP,
     SLURM_GROUP,
     SLURM_ROLES,
@@ -207,4 +209,17 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
             LUSTRE_SERVER_GROUP, {role_group(r) for r in LUSTRE_SERVER_ROLES} if lustre else set()
         ),
     ]
+    # Each backend's OSD on the service nodes of the targets that use it, in host order.
+    for group, backend in ((LUSTRE_LDISKFS_GROUP, "ldiskfs"), (LUSTRE_ZFS_GROUP, "zfs")):
+        serving = (
+            {
+                name
+                for target in lustre.targets()
+                if lustre.backend_of(target) == backend
+                for name in (target.node, *target.failover)
+            }
+            if lustre
+            else set()
+        )
+        groups.append(InventoryGroup(group, tuple(h.name for h in hosts if h.name in serving), ()))
     return tuple(sorted(groups, key=lambda g: g.name))

@@ -8,9 +8,10 @@ Sources (as recorded in shared/reference/domain-facts.md):
 - NCCL [src: NCCL packaging]: `libnccl2`/`libnccl-dev` (apt), `libnccl`/`libnccl-devel`
   (dnf) at `<nccl>-1+cuda<major>.<minor>` of the CUDA build, which is the pinned CUDA.
 - CUDA toolkit: `cuda-toolkit-<major>-<minor>` at `<cuda>-1`.
-- Drivers [2nd]: `cuda-drivers-<branch>` from NVIDIA's CUDA repository; from branch 570
-  that repository ships `nvidia-open-<branch>`. Every package of the branch is pinned
-  (driver_branch_packages); EL driver RPMs carry Epoch 3. Fabric manager [2nd]:
+- Drivers [doc, 2nd]: the compute-only (headless) set of the branch from NVIDIA's CUDA
+  repository (`nvidia-headless-<branch>` and its libraries on apt, at `<driver>-0ubuntu1`
+  on Ubuntu; `nvidia-driver-cuda` and its libraries on EL from 560). Every package of the
+  set is pinned (driver_branch_packages); EL driver RPMs carry Epoch 3. Fabric manager [2nd]:
   `nvidia-fabricmanager-<branch>` (apt) / `nvidia-fabric-manager` (dnf), version equal
   to the driver.
 - DCGM: `datacenter-gpu-manager` for 3.x, `datacenter-gpu-manager-4-*` for 4.x; the
@@ -19,11 +20,14 @@ Sources (as recorded in shared/reference/domain-facts.md):
   23.11) and RPM spec (`slurm`, `slurm-slurmctld`, ...), built by the site; or the
   distribution's (`slurmctld`, `slurmd`, `slurmdbd`, `slurm-client`; EPEL's `slurm-*`),
   pinned as `<version>-*` since their revision follows the distribution's point releases.
-- Lustre: Whamcloud's client packages (DKMS module on apt, kmod on EL).
+- Lustre: Whamcloud's client packages (DKMS module on apt, kmod on EL); on servers the
+  common packages, plus the OSD of each backend only on the servers of the targets that
+  use it (`kmod-lustre-osd-ldiskfs`/`-zfs` on EL), and OpenZFS (software.zfs) on zfs ones.
 
 Revision suffixes (`-1`, `-0ubuntu1`, `.el9`) are repository choices that clustergen
-cannot know for certain; `software.packages` overrides any derived version string, and
-versions.lock shows every string before anything is installed.
+cannot know for certain; `software.packages` overrides any derived version string,
+versions.lock shows every string before anything is installed, and `clustergen lock`
+checks each against the repositories' package indexes.
 """
 
 from __future__ import annotations
@@ -64,12 +68,17 @@ SLURM_GROUP = "slurm"  # every node with a Slurm role
 LUSTRE_CLIENT_GROUP = "lustre_client"  # nodes of the roles that mount Lustre
 LUSTRE_SERVER_GROUP = "lustre_server"  # nodes with lustre_mgs, lustre_mds or lustre_oss
 LUSTRE_SERVER_ROLES: tuple[str, ...] = ("lustre_mgs", "lustre_mds", "lustre_oss")
+# The service nodes (primary and failover) of the targets of each backend.
+LUSTRE_LDISKFS_GROUP = "lustre_ldiskfs"
+LUSTRE_ZFS_GROUP = "lustre_zfs"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
     SLURM_GROUP,
     LUSTRE_CLIENT_GROUP,
     LUSTRE_SERVER_GROUP,
+    LUSTRE_LDISKFS_GROUP,
+    LUSTRE_ZFS_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -78,6 +87,8 @@ GROUP_TITLES: dict[str, str] = {
     SLURM_GROUP: "Every Slurm node",
     LUSTRE_CLIENT_GROUP: "Lustre clients",
     LUSTRE_SERVER_GROUP: "Lustre servers (MGS, MDS, OSS)",
+    LUSTRE_LDISKFS_GROUP: "Lustre servers of ldiskfs targets (the ldiskfs OSD)",
+    LUSTRE_ZFS_GROUP: "Lustre servers of zfs targets (the zfs OSD and OpenZFS)",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
@@ -128,68 +139,89 @@ def _branch(driver: str) -> int:
     return parse_version(driver)[0]
 
 
-# Every package of a driver branch, per family [2nd: NVIDIA's driver installation guide,
-# "Version locking" (lock every package of the branch, not only the meta package), and
-# NVIDIA's ubuntu-packaging-nvidia-driver / yum-packaging templates]. `{b}` is the branch
-# and `{open}` is `-open` where the branch installs the open kernel modules (570 on).
-# From branch 590 the branch suffix leaves the apt package names (`{b}` is then empty).
-_APT_DRIVER_BRANCH: tuple[str, ...] = (
+# The compute-only ("headless") set of a driver branch, per family: a GPU node of a cluster
+# drives no display, so no X server driver, no OpenGL/Vulkan, no frame-buffer capture and
+# no video codec libraries. Every package of the set is pinned [2nd: NVIDIA's driver
+# installation guide, "Version locking" (lock every package of the branch, not only the
+# meta package)].
+# apt [doc: NVIDIA Driver Installation Guide, "Compute-only and Desktop Installation"
+# (docs.nvidia.com/datacenter/tesla/driver-installation-guide/compute-only-and-desktop-
+# installation.html); the nvidia-graphics-drivers-<branch> source package's binaries as
+# listed on packages.ubuntu.com]: the meta package `nvidia-headless-<branch>` (`-open` for
+# the open kernel modules) depends on libnvidia-cfg1, libnvidia-compute, nvidia-compute-utils,
+# nvidia-kernel-common, nvidia-kernel-source and nvidia-dkms of its branch; nvidia-utils
+# carries nvidia-smi. Left out: nvidia-driver-<branch>/cuda-drivers-<branch>/nvidia-open-<branch>
+# (desktop metas), xserver-xorg-video-nvidia, libnvidia-gl, libnvidia-fbc1, libnvidia-decode,
+# libnvidia-encode, libnvidia-extra. `{b}` is the branch, `{open}` is `-open` where the
+# branch installs the open kernel modules (570 on). From branch 590 the branch suffix leaves
+# the apt package names (`{b}` is then empty) and the set is pinned without a meta package.
+_APT_DRIVER_COMPUTE_ONLY: tuple[str, ...] = (
     "libnvidia-cfg1{b}",
-    "libnvidia-common{b}",
     "libnvidia-compute{b}",
-    "libnvidia-decode{b}",
-    "libnvidia-encode{b}",
-    "libnvidia-extra{b}",
-    "libnvidia-fbc1{b}",
-    "libnvidia-gl{b}",
     "nvidia-compute-utils{b}",  # ships nvidia-persistenced
     "nvidia-dkms{b}{open}",
-    "nvidia-driver{b}{open}",
     "nvidia-kernel-common{b}",
     "nvidia-kernel-source{b}{open}",
-    "nvidia-utils{b}",
-    "xserver-xorg-video-nvidia{b}",
+    "nvidia-utils{b}",  # ships nvidia-smi
 )
-_DNF_DRIVER_BRANCH: tuple[str, ...] = (
+# EL [doc: the same page]: from branch 560 a compute-only system installs nvidia-driver-cuda
+# and the kernel module, without nvidia-driver (the X driver) and nvidia-driver-libs
+# (OpenGL/Vulkan/EGL). Before 560 there is no compute-only form: the whole branch.
+_DNF_DRIVER_COMPUTE_ONLY: tuple[str, ...] = (
     "libnvidia-cfg",
     "libnvidia-ml",
-    "nvidia-driver",
     "nvidia-driver-cuda",
     "nvidia-driver-cuda-libs",
-    "nvidia-driver-libs",
     "nvidia-kmod-common",
     "nvidia-modprobe",
     "nvidia-persistenced",
 )
+_DNF_DRIVER_DESKTOP: tuple[str, ...] = ("nvidia-driver", "nvidia-driver-libs")
 # The branch that first drops the branch suffix from apt package names.
 _UNSUFFIXED_BRANCH = 590
 _OPEN_MODULES_BRANCH = 570
+# The first branch with a compute-only installation on EL, and with kmod-nvidia-open-dkms.
+_EL_COMPUTE_ONLY_BRANCH = 560
+
+# The packaging revision of the per-branch driver packages in NVIDIA's CUDA repository for
+# Ubuntu: `nvidia-utils-550_550.90.07-0ubuntu1_amd64.deb`, `libnvidia-compute-550=
+# 550.90.07-0ubuntu1`, while cuda-drivers-<branch> and the fabric manager carry `-1`
+# [shared/reference/domain-facts.md, "NVIDIA's CUDA apt repository for Ubuntu 22.04"].
+# `clustergen lock` checks every pin against the repository's index.
+_UBUNTU_DRIVER_REVISION = "0ubuntu1"
+_NVIDIA_REVISION = "1"
 
 
 def driver_branch_packages(family: PackageFamily, branch: int) -> tuple[str, ...]:
-    """Every package name of one driver branch, the meta package first."""
+    """The compute-only packages of one driver branch, the meta package first (if any)."""
     open_suffix = "-open" if branch >= _OPEN_MODULES_BRANCH else ""
     if family == "apt":
         if branch >= _UNSUFFIXED_BRANCH:
-            meta, suffix = "nvidia-open", ""
-        else:
-            meta = (
-                f"nvidia-open-{branch}"
-                if branch >= _OPEN_MODULES_BRANCH
-                else f"cuda-drivers-{branch}"
-            )
-            suffix = f"-{branch}"
-        return (meta, *(n.format(b=suffix, open=open_suffix) for n in _APT_DRIVER_BRANCH))
+            return tuple(n.format(b="", open=open_suffix) for n in _APT_DRIVER_COMPUTE_ONLY)
+        suffix = f"-{branch}"
+        return (
+            f"nvidia-headless-{branch}{open_suffix}",
+            *(n.format(b=suffix, open=open_suffix) for n in _APT_DRIVER_COMPUTE_ONLY),
+        )
     # EL: the user space and its kernel module, pinned directly (module streams cannot
     # pin an exact driver).
-    module = "kmod-nvidia-open-dkms" if branch >= 560 else "kmod-nvidia-latest-dkms"
-    return (module, *_DNF_DRIVER_BRANCH)
+    if branch >= _EL_COMPUTE_ONLY_BRANCH:
+        return ("kmod-nvidia-open-dkms", *_DNF_DRIVER_COMPUTE_ONLY)
+    return (
+        "kmod-nvidia-latest-dkms",
+        *sorted((*_DNF_DRIVER_COMPUTE_ONLY, *_DNF_DRIVER_DESKTOP)),
+    )
 
 
 def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
     driver = s.nvidia_driver
     names = driver_branch_packages(family, _branch(driver))
-    version = f"{driver}-1" if family == "apt" else f"{_NVIDIA_RPM_EPOCH}:{driver}-1{_EL_DIST}"
+    if family == "dnf":
+        version = f"{_NVIDIA_RPM_EPOCH}:{driver}-1{_EL_DIST}"
+    elif s.os.startswith("ubuntu-"):
+        version = f"{driver}-{_UBUNTU_DRIVER_REVISION}"
+    else:
+        version = f"{driver}-{_NVIDIA_REVISION}"
     return dict.fromkeys(names, version)
 
 
@@ -326,17 +358,50 @@ def _lustre_client(family: PackageFamily, s: Software) -> Pins:
 
 
 def _lustre_server(family: PackageFamily, s: Software) -> Pins:
-    """Server utilities and modules with the ldiskfs OSD (Whamcloud's el9 server
-    RPMs; on apt, packages built from the Lustre source tree with its debs target)."""
+    """What every Lustre server runs, whatever its targets' backend: Whamcloud's el9 server
+    RPMs `lustre` and `kmod-lustre`; on apt the packages Lustre's source tree builds with its
+    debs target (the OSDs it was configured with are inside them)."""
     if s.lustre is None:
         return {}
     if family == "apt":
         version = f"{s.lustre}-1"
         return {"lustre-server-utils": version, "lustre-server-modules-dkms": version}
     version = f"{s.lustre}-1{_EL_DIST}"
-    return dict.fromkeys(
-        ("lustre", "kmod-lustre", "kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount"), version
-    )
+    return dict.fromkeys(("lustre", "kmod-lustre"), version)
+
+
+# The object storage device (OSD) of each backend, on the servers of the targets that use
+# it [src: lustre-release lustre.spec.in, subpackages osd-ldiskfs, osd-ldiskfs-mount,
+# osd-zfs and osd-zfs-mount of kmod-lustre / lustre; Whamcloud's lustre-ldiskfs-zfs meta
+# package, which requires kmod-lustre-osd-ldiskfs for ldiskfs and zfs for ZFS].
+def _lustre_ldiskfs(family: PackageFamily, s: Software) -> Pins:
+    if s.lustre is None or family == "apt":
+        return {}
+    version = f"{s.lustre}-1{_EL_DIST}"
+    return dict.fromkeys(("kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount"), version)
+
+
+def _lustre_zfs(family: PackageFamily, s: Software) -> Pins:
+    """The zfs OSD and OpenZFS itself, at software.zfs [doc: OpenZFS "Getting Started":
+    RHEL-based distributions install `zfs` with the kABI-tracking `kmod-zfs` from the
+    zfs-release repository; Debian `zfsutils-linux` and `zfs-dkms` (contrib), Ubuntu the
+    same two (universe)]. On apt `zfs-dkms` also carries the ZFS source tree Lustre's DKMS
+    server modules build their zfs OSD against, even where the kernel ships a zfs module
+    (Ubuntu). The distributions' ZFS packages are pinned as their upstream version with any
+    revision, as the distribution's Slurm is."""
+    if s.lustre is None:
+        return {}
+    pins: Pins = {}
+    if family == "dnf":
+        version = f"{s.lustre}-1{_EL_DIST}"
+        pins.update(dict.fromkeys(("kmod-lustre-osd-zfs", "lustre-osd-zfs-mount"), version))
+    if s.zfs is None:
+        return pins  # checks.packages reports the missing version
+    if family == "dnf":
+        pins.update(dict.fromkeys(("kmod-zfs", "zfs"), f"{s.zfs}-1{_EL_DIST}"))
+    else:
+        pins.update(dict.fromkeys(("zfs-dkms", "zfsutils-linux"), distribution_version_pin(s.zfs)))
+    return pins
 
 
 @dataclass(frozen=True)
@@ -354,6 +419,8 @@ class Concern:
     reports: str | None = None
     # What installing a new version on a running node needs (`clustergen plan`).
     change: Change = NO_CHANGE
+    # What the group_vars say where the concern derives no packages.
+    without_packages: str = "not in the spec's software block, nothing installed"
 
 
 # In the order versions.lock lists them.
@@ -419,6 +486,24 @@ CONCERNS: tuple[Concern, ...] = (
         "lustre_server",
         _lustre_server,
         change=Change("reboot"),  # new server modules load once the targets restart
+    ),
+    Concern(
+        "lustre_ldiskfs",
+        "Lustre ldiskfs OSD",
+        LUSTRE_LDISKFS_GROUP,
+        "lustre_server",
+        _lustre_ldiskfs,
+        change=Change("reboot"),
+        without_packages="nothing of its own on apt (the server modules carry the OSDs), "
+        "or no Lustre in the spec's software block",
+    ),
+    Concern(
+        "lustre_zfs",
+        "Lustre zfs OSD and OpenZFS",
+        LUSTRE_ZFS_GROUP,
+        "lustre_server",
+        _lustre_zfs,
+        change=Change("reboot"),
     ),
 )
 

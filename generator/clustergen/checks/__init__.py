@@ -60,6 +60,7 @@ CHECKS: tuple[Check, ...] = (
     _check(topology.check, "network", "hardware", "nodes"),
     _check(topology.oversubscription, "network", "hardware", "nodes", "slurm"),
     _check(packages.pins, "software"),
+    _check(packages.zfs, "software", "storage"),
     _check(packages.groups, "cluster", "hardware"),
     _check(nccl.settings, "nccl", "hardware", "network", "nodes", "slurm"),
     _check(nccl.topology, "nccl", "hardware", "nodes"),

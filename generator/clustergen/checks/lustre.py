@@ -118,7 +118,8 @@ def _device(lustre: Lustre, path: SpecPath, target: ServerTarget) -> list[Proble
     device: str = target.device
     at = (*path, "device")
     problems = []
-    if lustre.backend == "ldiskfs":
+    backend = lustre.backend_of(target)
+    if backend == "ldiskfs":
         if not device.startswith("/"):
             problems.append(
                 Problem(

@@ -42,6 +42,28 @@ def groups(cluster: Cluster) -> list[Problem]:
     return _group_names(spec)
 
 
+def zfs(cluster: Cluster) -> list[Problem]:
+    """The servers of zfs targets get OpenZFS, pinned at software.zfs."""
+    spec = cluster.spec
+    lustre = spec.storage.lustre if spec.storage else None
+    if lustre is None or spec.software.lustre is None or spec.software.zfs is not None:
+        return []
+    on_zfs = [t for t in lustre.targets() if lustre.backend_of(t) == "zfs"]
+    if not on_zfs:
+        return []
+    servers = sorted({name for t in on_zfs for name in (t.node, *t.failover)})
+    return [
+        Problem(
+            codes.PACKAGES_ZFS_VERSION_MISSING,
+            ("software",),
+            f"zfs is required: {len(on_zfs)} Lustre target(s) use the zfs backend, so their "
+            f"servers ({', '.join(servers)}) get OpenZFS; set it to the version the Lustre "
+            "server packages are built against, e.g. zfs: 2.1.11",
+            at="key",
+        )
+    ]
+
+
 def _overrides(spec: Spec, derived: StackPins) -> list[Problem]:
     software = spec.software
     expected = pinned_upstream(derived)

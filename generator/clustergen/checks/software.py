@@ -16,7 +16,9 @@ from clustergen.catalog.slurm_releases import BY_VERSION, RELEASES, month_name, 
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem
 from clustergen.model import Spec
+from clustergen.model.software import Software
 from clustergen.resolve import Cluster
+from clustergen.suggest import did_you_mean
 
 
 def _dotted(version: tuple[int, ...]) -> str:
@@ -198,6 +200,17 @@ def _slurm_packaging(spec: Spec) -> list[Problem]:
     family = OS_PACKAGE_FAMILY[software.os]
     # Said on the key when the spec states it, on the version when it is the default.
     path = ("software", "slurm_packages" if software.slurm_packages else "slurm")
+    if packaging == "distribution" and software.slurm_repository is not None:
+        return [
+            Problem(
+                codes.SOFTWARE_SLURM_REPOSITORY_NOT_SCHEDMD,
+                ("software", "slurm_repository"),
+                f"slurm_repository names where SchedMD-built packages come from, but the Slurm "
+                f"packages are the distribution's (slurm_packages: distribution"
+                f"{'' if software.slurm_packages else ', the default before 23.11 on apt'}); "
+                "remove it, or set slurm_packages: schedmd",
+            )
+        ]
     if packaging == "distribution" and family == "dnf":
         return [
             Problem(
@@ -241,16 +254,46 @@ def _slurm_packaging(spec: Spec) -> list[Problem]:
                 "with slurm_packages: distribution",
             )
         )
-    # Only a stated choice is held to its repository: the default keeps the specs written
-    # before the key valid as they were (their site repository may be configured outside).
-    if software.slurm_packages == "schedmd" and not software.repositories:
-        problems.append(
+    return [*problems, *_slurm_source(software)]
+
+
+def _slurm_source(software: Software) -> list[Problem]:
+    """SchedMD publishes no package repository: the spec names the one that serves the
+    site's builds. Only the stated choice must: the default keeps the specs written before
+    the key valid (the reference specs among them), with a warning."""
+    names = [repository.name for repository in software.repositories]
+    named = software.slurm_repository
+    if named is not None and named not in names:
+        offered = f"; it has {', '.join(names)}" if names else ", which lists none"
+        return [
             Problem(
-                codes.SOFTWARE_SLURM_SCHEDMD_WITHOUT_REPOSITORY,
-                ("software", "slurm_packages"),
-                "SchedMD publishes no package repository: the site builds its Slurm packages "
-                "and serves them from its own, and software.repositories names none, so "
-                "nothing on the nodes offers them",
+                codes.SOFTWARE_SLURM_REPOSITORY_UNKNOWN,
+                ("software", "slurm_repository"),
+                f"'{named}' is not a repository of software.repositories"
+                f"{did_you_mean(named, names)}{offered}",
             )
+        ]
+    if named is not None:
+        return []
+    built = "slurm-smd-*" if OS_PACKAGE_FAMILY[software.os] == "apt" else "slurm-*"
+    if software.slurm_packages == "schedmd":
+        return [
+            Problem(
+                codes.SOFTWARE_SLURM_REPOSITORY_MISSING,
+                ("software", "slurm_packages"),
+                f"SchedMD publishes no package repository: the site builds its {built} "
+                "packages and serves them from its own; name it in software.slurm_repository "
+                "(a repository of software.repositories), or use the distribution's packages "
+                "(slurm_packages: distribution)",
+            )
+        ]
+    return [
+        Problem(
+            codes.SOFTWARE_SLURM_SCHEDMD_WITHOUT_REPOSITORY,
+            ("software", "slurm"),
+            f"Slurm {software.slurm} on {software.os} is pinned as SchedMD's {built} packages "
+            "(the default), and no repository is named that serves them (SchedMD publishes "
+            "none): name the site's repository in software.slurm_repository, or use the "
+            "distribution's packages (slurm_packages: distribution)",
         )
-    return problems
+    ]

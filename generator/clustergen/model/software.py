@@ -90,11 +90,25 @@ class Software(StrictModel):
         "(slurmctld, slurmd, slurmdbd, slurm-client on apt; EPEL's slurm-* on EL), pinned to "
         "the version with any packaging revision (22.05.8-*); software.slurm must be the "
         "version the OS ships. schedmd: packages the site builds from SchedMD's packaging "
-        "(slurm-smd-* on apt, from 23.11; slurm, slurm-slurmctld, ... on EL), served from a "
-        "repository in software.repositories. Default: schedmd, except on apt before 23.11 "
+        "(slurm-smd-* on apt, from 23.11; slurm, slurm-slurmctld, ... on EL), served from the "
+        "repository slurm_repository names. Default: schedmd, except on apt before 23.11 "
         "(distribution).",
     )
+    slurm_repository: Identifier | None = Field(
+        default=None,
+        description="The repository (its name in software.repositories) that serves the "
+        "site's SchedMD-built Slurm packages. SchedMD publishes sources, not a repository, so "
+        "with slurm_packages: schedmd this says where the packages come from: required when "
+        "slurm_packages says schedmd, a warning when schedmd is only the default. Not set "
+        "with slurm_packages: distribution (the distribution's archive serves those).",
+    )
     lustre: Version | None = Field(default=None, description="Lustre client/server version.")
+    zfs: Version | None = Field(
+        default=None,
+        description="OpenZFS version on the Lustre servers of zfs targets, e.g. 2.1.11: the "
+        "zfs utilities and kernel module are pinned to it (the version the site's Lustre "
+        "server packages are built against). Required when a Lustre target uses zfs.",
+    )
     repositories: list[Repository] = Field(
         default_factory=list, description="Extra package repositories configured on every node."
     )

@@ -77,6 +77,13 @@ class ServerTarget(StrictModel):
     mount_options: list[Option] = Field(
         default_factory=list, description="Server mount options of the target."
     )
+    backend: Literal["ldiskfs", "zfs"] | None = Field(
+        default=None,
+        description="Backing file system of this target, where it differs from the file "
+        "system's backend (a file system may mix them: e.g. ldiskfs MDTs, zfs OSTs). Its "
+        "servers get that backend's OSD packages (and ZFS for zfs). Default: storage.lustre."
+        "backend.",
+    )
     zpool: ZfsPool | None = Field(
         default=None, description="zfs: the pool to create (omit when it exists)."
     )
@@ -211,7 +218,8 @@ class Lustre(StrictModel):
         description="LNet network of the servers' NIDs (fabric_ip@lnet), e.g. o2ib0.",
     )
     backend: Literal["ldiskfs", "zfs"] = Field(
-        default="ldiskfs", description="Backing file system."
+        default="ldiskfs",
+        description="Backing file system of every target that sets no backend of its own.",
     )
     mgs: LustreMgs = Field(description="Management server target.")
     mdts: list[LustreTarget] = Field(min_length=1, description="Metadata targets.")
@@ -244,6 +252,14 @@ class Lustre(StrictModel):
     quotas: list[Quota] = Field(
         default_factory=list, description="User, group and project (per directory) quotas."
     )
+
+    def targets(self) -> tuple[ServerTarget, ...]:
+        """The MGS, every MDT and every OST."""
+        return (self.mgs, *self.mdts, *self.osts)
+
+    def backend_of(self, target: ServerTarget) -> Literal["ldiskfs", "zfs"]:
+        """The target's own backend, else the file system's."""
+        return target.backend or self.backend
 
 
 class Storage(StrictModel):

@@ -238,7 +238,7 @@ def all_group_vars(
         comment = (
             f"{concern.title}: exact versions; role {concern.role} installs and holds them"
             if pins
-            else f"{concern.title}: not in the spec's software block, nothing installed"
+            else f"{concern.title}: {concern.without_packages}"
         )
         variables.setdefault(concern.group, []).append(
             Variable(f"{concern.name}_packages", comment, pins)

@@ -205,13 +205,14 @@ def _target(
         argv += [f"--mgsnode={n}" for n in mgs_nids]
     if spec.failover:
         argv += [f"--servicenode={nid(hosts[n], lustre.lnet)}" for n in nodes]
-    argv.append(f"--backfstype={lustre.backend}")
+    backend = lustre.backend_of(spec)
+    argv.append(f"--backfstype={backend}")
     if spec.dataset is not None:
         props = [f"-o {k}={v}" for k, v in spec.dataset.model_dump().items() if v is not None]
         if props:
             argv.append("--mkfsoptions=" + " ".join(props))
     argv += spec.mkfs_options
-    zfs = lustre.backend == "zfs"
+    zfs = backend == "zfs"
     pool = spec.zpool
     return Target(
         kind=kind,
@@ -219,7 +220,7 @@ def _target(
         slug=slug,
         nodes=nodes,
         device=spec.device,
-        backend=lustre.backend,
+        backend=backend,
         pool=spec.device.split("/", 1)[0] if zfs else None,
         vdev_type=pool.vdev_type if pool else None,
         vdevs=tuple(pool.devices) if pool else (),

@@ -1,0 +1,213 @@
+"""`clustergen lock`: every package pin of a spec against its repositories' package indexes.
+
+A pin clustergen derives carries a packaging revision (`-1`, `-0ubuntu1`, `.el9`) that
+only the repository knows. This reads the indexes the site downloaded (apt's `Packages`,
+dnf's `primary.xml`, plain or compressed with gzip, xz or bzip2; clustergen itself never
+touches the network) and reports every pin that no index carries, with the versions of
+that package the indexes do carry nearest to it. It changes no pin: the fix is the
+spec's version, or an exact string in `software.packages`.
+
+Formats: apt's Packages file is a series of deb822 stanzas with `Package:` and `Version:`
+fields [Debian Policy 5.3, the `Packages` index]; dnf's primary.xml holds one `<package
+type="rpm">` per build with `<name>` and `<version epoch= ver= rel=>` [createrepo_c, the
+repodata primary format]. An RPM version string is `epoch:version-release`, written
+without the epoch when it is 0.
+"""
+
+from __future__ import annotations
+
+import bz2
+import fnmatch
+import gzip
+import lzma
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from clustergen.catalog.packages import PackageFamily, upstream_version
+from clustergen.errors import UsageError
+
+# How many of a package's versions a report names.
+NEAREST = 3
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"BZh", "bzip2"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+_RPM_NAMESPACE = "{http://linux.duke.edu/metadata/common}"
+
+
+@dataclass(frozen=True)
+class PackageIndex:
+    """One index file: the versions it carries of each package name."""
+
+    path: str
+    family: PackageFamily
+    versions: Mapping[str, frozenset[str]]
+
+
+@dataclass(frozen=True)
+class MissingPin:
+    """A pinned package version no index carries."""
+
+    name: str
+    version: str
+    groups: tuple[str, ...]  # the inventory groups whose nodes install it
+    nearest: tuple[str, ...]  # the versions the indexes carry, nearest first; none: no package
+
+    def describe(self) -> str:
+        what = f"{self.name} {self.version} (groups: {', '.join(self.groups)})"
+        if not self.nearest:
+            return f"{what}: no index carries a package of that name"
+        return f"{what}: not in the indexes; nearest carried: {', '.join(self.nearest)}"
+
+
+def _decompressed(path: Path, raw: bytes) -> bytes:
+    for magic, kind in _MAGIC:
+        if raw.startswith(magic):
+            try:
+                if kind == "gzip":
+                    return gzip.decompress(raw)
+                if kind == "xz":
+                    return lzma.decompress(raw)
+                if kind == "bzip2":
+                    return bz2.decompress(raw)
+            except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+                raise UsageError(f"{path}: cannot decompress it ({kind}): {exc}") from None
+            raise UsageError(f"{path}: {kind}-compressed; decompress it first (unzstd)")
+    return raw
+
+
+def read_index(path: Path) -> PackageIndex:
+    """Read one index file; an unreadable or unrecognised file is a UsageError (exit 2)."""
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory, not a package index") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    data = _decompressed(path, raw)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a text file (an apt Packages or dnf primary.xml)") from None
+    if text.lstrip().startswith("<"):
+        return PackageIndex(str(path), "dnf", parse_primary_xml(text, str(path)))
+    versions = parse_apt_packages(text)
+    if not versions:
+        raise UsageError(
+            f"{path}: neither an apt Packages index (Package:/Version: stanzas) nor a dnf "
+            "primary.xml"
+        )
+    return PackageIndex(str(path), "apt", versions)
+
+
+def parse_apt_packages(text: str) -> dict[str, frozenset[str]]:
+    """apt's Packages index: package name -> the versions its stanzas carry."""
+    found: dict[str, set[str]] = {}
+    name: str | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            name = None
+        elif line.startswith("Package:"):
+            name = line.split(":", 1)[1].strip()
+        elif line.startswith("Version:") and name:
+            found.setdefault(name, set()).add(line.split(":", 1)[1].strip())
+    return {name: frozenset(versions) for name, versions in found.items()}
+
+
+def rpm_version(epoch: str | None, ver: str, rel: str | None) -> str:
+    """`epoch:version-release`, without the epoch when it is 0 (as dnf and the lock write it)."""
+    text = f"{ver}-{rel}" if rel else ver
+    return f"{epoch}:{text}" if epoch and epoch != "0" else text
+
+
+def parse_primary_xml(text: str, origin: str = "primary.xml") -> dict[str, frozenset[str]]:
+    """dnf's primary.xml: package name -> its builds' `epoch:version-release`."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise UsageError(f"{origin}: not a readable primary.xml ({exc})") from None
+    if root.tag not in (f"{_RPM_NAMESPACE}metadata", "metadata"):
+        raise UsageError(f"{origin}: an XML file, but not a dnf primary.xml (<metadata>)")
+    found: dict[str, set[str]] = {}
+    for package in root:
+        name = package.findtext(f"{_RPM_NAMESPACE}name") or package.findtext("name")
+        version = package.find(f"{_RPM_NAMESPACE}version")
+        if version is None:
+            version = package.find("version")
+        if not name or version is None or not version.get("ver"):
+            continue
+        found.setdefault(name.strip(), set()).add(
+            rpm_version(version.get("epoch"), version.get("ver", ""), version.get("rel"))
+        )
+    return {name: frozenset(versions) for name, versions in found.items()}
+
+
+def _normal(version: str) -> str:
+    return version[2:] if version.startswith("0:") else version
+
+
+def carries(pin: str, versions: Iterable[str]) -> bool:
+    """Whether an index version satisfies the pin: equal (an epoch 0 written or not), or
+    matched by the pin's glob (a distribution's `22.05.8-*`)."""
+    wanted = _normal(pin)
+    glob = "*" in wanted
+    return any(
+        fnmatch.fnmatchcase(_normal(v), wanted) if glob else _normal(v) == wanted for v in versions
+    )
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """How many leading characters two version strings share."""
+    shared = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
+
+
+def nearest(pin: str, versions: Iterable[str], count: int = NEAREST) -> tuple[str, ...]:
+    """The carried versions nearest the pin: same upstream version first (a revision the
+    catalog guessed wrong), then by the length of the prefix they share with it."""
+    upstream = upstream_version(pin.replace("*", ""))
+
+    def rank(version: str) -> tuple[int, int, str]:
+        same = upstream_version(version) == upstream
+        return (0 if same else 1, -_shared_prefix(_normal(version), _normal(pin)), version)
+
+    return tuple(sorted(versions, key=rank)[:count])
+
+
+def missing_pins(
+    group_pins: Mapping[str, Mapping[str, str]], indexes: Iterable[PackageIndex]
+) -> list[MissingPin]:
+    """Every pinned package version the indexes do not carry, by package name; the pins
+    are versions.lock's (inventory group -> package -> version)."""
+    carried: dict[str, set[str]] = {}
+    for index in indexes:
+        for name, versions in index.versions.items():
+            carried.setdefault(name, set()).update(versions)
+    by_pin: dict[tuple[str, str], list[str]] = {}
+    for group, packages in sorted(group_pins.items()):
+        for name, version in packages.items():
+            by_pin.setdefault((name, version), []).append(group)
+    missing = []
+    for (name, version), groups in sorted(by_pin.items()):
+        offered = carried.get(name, set())
+        if carries(version, offered):
+            continue
+        missing.append(MissingPin(name, version, tuple(groups), nearest(version, offered)))
+    return missing
+
+
+def check_families(family: PackageFamily, os_name: str, indexes: Iterable[PackageIndex]) -> None:
+    """An index of the other package manager is a wrong invocation, not a missing pin."""
+    for index in indexes:
+        if index.family != family:
+            kind = "an apt Packages index" if index.family == "apt" else "a dnf primary.xml"
+            raise UsageError(f"{index.path}: {kind}, but {os_name} installs with {family}")
