@@ -152,6 +152,7 @@ def _every_string_spec() -> dict[str, Any]:
             "components": ["main"],
         }
     )
+    document["software"]["slurm_repository"] = "site"  # it serves SchedMD's builds
     profile = document["hardware"]["hgx-h100"]
     profile["gpu"]["gres_type"] = "h100"
     profile["nccl"] = {"env": {"NCCL_ALGO": "Ring"}}
