@@ -47,6 +47,22 @@ def test_nothing_to_do_exits_0(cli, tmp_path: Path) -> None:  # type: ignore[no-
     assert "Nothing to do on the nodes." in result.out
 
 
+def test_a_renamed_spec_renders_the_same_tree_and_plans_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """No rendered file names the spec's file: the same spec under another name renders
+    the same bytes, so the plan has nothing to do (it once reformatted every target)."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    renamed = tmp_path / "prod-cluster.yaml"
+    renamed.write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
+    again = tmp_path / "again"
+    assert cli("render", str(renamed), "-o", str(again)).code == 0
+    files = sorted(p.relative_to(tree) for p in tree.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+    assert [f for f in files if (tree / f).read_bytes() != (again / f).read_bytes()] == []
+    result = cli("plan", str(renamed), "-o", str(tree))
+    assert result.code == ExitCode.OK, result.out
+    assert "DESTRUCTIVE" not in result.out
+
+
 def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spec, tree = applied(cli, ML.read_text(), tmp_path)
     edit(spec, *BUMP_DRIVER, *ADD_TWO_NODES)
