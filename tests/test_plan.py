@@ -20,7 +20,7 @@ from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 from clustergen.write import with_manifest
 
-from support.paths import EXAMPLES
+from support.paths import DATA, EXAMPLES
 from support.pull_request import ADD_TWO_NODES, BUMP_DRIVER, NEW_OST_DEVICE, edited
 
 ML = EXAMPLES / "ml-training-8node.yaml"
@@ -164,6 +164,71 @@ def test_a_new_ost_device_reformats_that_target_on_its_own_node(cli, tmp_path: P
     assert result.code == ExitCode.PLAN_DESTRUCTIVE, result.err
     assert "- **reformat `training-OST0003`** on oss02" in result.out, result.out
     assert "- **remount `lustre`** on oss02\n" in result.out, result.out
+
+
+def test_a_format_script_whose_comments_change_reformats_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Only a target's format identity decides a reformat: a new script that formats the
+    same way (a comment, a header, the dry-run wording) is installed as is."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    cluster, _ = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None
+    files = render_all(cluster)
+    script = "lustre/format/training-ost0003.sh"
+    old = files[script]
+    files[script] = Artifact(old.path, old.text + "# a comment\n", old.mode, old.install)
+    plan = make_plan(cluster, with_manifest(files), tree)
+    assert plan.exit_code == ExitCode.OK
+    assert plan.steps == []
+    assert plan.tree_only == [
+        f"{script} (changed, installed at /usr/local/sbin/lustre-format-training-ost0003 as is)"
+    ]
+
+
+ZFS = DATA / "lustre-zfs.yaml"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "target", "node"),
+    [
+        ("ashift: 12", "ashift: 13", "scratch-OST0000", "oss1"),
+        ("recordsize: 1M", "recordsize: 4M", "scratch-OST0000", "oss1"),
+        ("quota_type=ug]", "quota_type=ugp]", "scratch-OST0000", "oss1"),
+        ("scsi-ost0-d]", "scsi-ost0-e]", "scratch-OST0000", "oss1"),
+        (
+            "vdev_type: mirror, devices: [/dev/disk/by-id/nvme-mdt0-a",
+            "vdev_type: stripe, devices: [/dev/disk/by-id/nvme-mdt0-a",
+            "scratch-MDT0000",
+            "mds1",
+        ),
+        ("device: ost1pool/ost1", "device: ost1pool/ost1b", "scratch-OST0001", "oss2"),
+        ("- index: 1\n", "- index: 2\n", "scratch-OST0002", "oss2"),
+    ],
+)
+def test_what_decides_a_format_plans_a_reformat(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, old: str, new: str, target: str, node: str
+) -> None:
+    spec, tree = applied(cli, ZFS.read_text(), tmp_path)
+    edit(spec, (old, new))
+    result = cli("plan", str(spec), "-o", str(tree), "--format", "json")
+    assert result.code == ExitCode.PLAN_DESTRUCTIVE, result.out
+    reformats = {
+        s["service"]: s["nodes"]
+        for s in json.loads(result.out)["steps"]
+        if s["action"] == "reformat"
+    }
+    # Only the target whose format changes (and, for a new index, the one it replaces).
+    assert target in reformats and node in reformats[target]
+    assert len(reformats) == (2 if "index" in old else 1), reformats
+
+
+def test_failover_nids_are_not_a_reformat(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The MGS and service NIDs go into the format script, but tunefs.lustre changes them
+    on a formatted target: the scripts change, nothing is reformatted."""
+    spec, tree = applied(cli, ZFS.read_text(), tmp_path)
+    edit(spec, ("failover: [oss1]", "failover: []"))
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert "DESTRUCTIVE" not in result.out
+    assert "lustre/format/scratch-ost0001.sh (changed, installed at" in result.out
 
 
 def test_a_file_no_longer_rendered_uses_the_old_manifest(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

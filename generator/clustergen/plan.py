@@ -117,6 +117,11 @@ def make_plan(
             installed = old_manifest.get(change.path)
             if installed is None:
                 tree_only.append(f"{change.path} (removed)")
+            elif _parse_change(installed).action == "nothing":
+                tree_only.append(
+                    f"{change.path} (removed; the copy installed at {installed.dest} stays "
+                    "until removed by hand)"
+                )
             else:
                 step(
                     _parse_change(installed),
