@@ -146,7 +146,7 @@ def test_a_reformat_is_destructive_and_comes_first(cli, tmp_path: Path) -> None:
         0o755,
         Install("/usr/local/sbin/format-ost0003", "lustre_oss", Change("reformat", "OST0003")),
     )
-    plan = make_plan(cluster, with_manifest(files), tree)
+    plan = make_plan(cluster, with_manifest(files, cluster.spec.cluster.name), tree)
     assert plan.exit_code == ExitCode.PLAN_DESTRUCTIVE
     text = markdown(plan)
     assert text.index("**DESTRUCTIVE") < text.index("### DESTRUCTIVE: reformat")
@@ -176,7 +176,7 @@ def test_a_format_script_whose_comments_change_reformats_nothing(cli, tmp_path: 
     script = "lustre/format/training-ost0003.sh"
     old = files[script]
     files[script] = Artifact(old.path, old.text + "# a comment\n", old.mode, old.install)
-    plan = make_plan(cluster, with_manifest(files), tree)
+    plan = make_plan(cluster, with_manifest(files, cluster.spec.cluster.name), tree)
     assert plan.exit_code == ExitCode.OK
     assert plan.steps == []
     assert plan.tree_only == [
@@ -237,7 +237,7 @@ def test_a_file_no_longer_rendered_uses_the_old_manifest(cli, tmp_path: Path) ->
     assert cluster is not None
     files = render_all(cluster)
     del files["slurm/gres.conf"]
-    plan = make_plan(cluster, with_manifest(files), tree)
+    plan = make_plan(cluster, with_manifest(files, cluster.spec.cluster.name), tree)
     (step,) = plan.steps
     assert (step.action, step.service) == ("restart", "slurmd")
     assert step.reasons == [
