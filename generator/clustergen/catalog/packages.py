@@ -354,6 +354,9 @@ class Concern:
     reports: str | None = None
     # What installing a new version on a running node needs (`clustergen plan`).
     change: Change = NO_CHANGE
+    # Installed in each batch of the driver roll-out too (site.yml's roll-out play runs
+    # its role), before the batch reboots: its nodes in the batches need nothing more.
+    with_driver: bool = False
 
 
 # In the order versions.lock lists them.
@@ -374,6 +377,7 @@ CONCERNS: tuple[Concern, ...] = (
         "fabric_manager",
         _fabric_manager,
         change=Change("restart", "nvidia-fabricmanager"),
+        with_driver=True,
     ),
     Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),
     Concern("nccl", "NCCL runtime and headers", GPU_GROUP, "nccl", _nccl),
