@@ -200,8 +200,9 @@ def test_the_pull_request_plan(site: Path) -> None:
     plan = run.logs["plan"]
     assert "### Rolling upgrade with reboots: 8 node(s) in 8 batch(es) of 1" in plan
     assert "- NVIDIA driver: libnvidia-cfg1-550 550.90.07-0ubuntu1 -> 550.127.05-0ubuntu1" in plan
-    assert "- **restart `nvidia-fabricmanager`** on gpu[01-08]" in plan
-    assert "- **reconfigure `slurmctld`** on gpu[01-08],slurm-head" in plan
+    assert "- NVIDIA fabric manager: nvidia-fabricmanager-550 550.90.07-1 -> 550.127.05-1" in plan
+    assert "- **restart `slurmctld`** on slurm-head" in plan
+    assert "- **restart `slurmd`** on gpu[01-08]" in plan
     assert "- added: gpu[09-10]; bring them up first" in plan
     assert run.outputs["plan"]["status"] in ("4", "5")
     assert run.outcomes["destructive"] == (

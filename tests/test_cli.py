@@ -107,7 +107,7 @@ def test_rerender_removes_only_what_clustergen_wrote(cli, tmp_path: Path) -> Non
     edge_out = tmp_path / "edge"
     assert cli("render", str(EDGE), "-o", str(edge_out)).code == 0
     only_ml = ml_files - set(files_under(edge_out))
-    result = cli("render", str(EDGE), "-o", str(out))
+    result = cli("render", str(EDGE), "-o", str(out), "--replace-cluster")
     assert result.code == 0
     assert f"{len(only_ml)} removed" in result.out
     assert not only_ml & set(files_under(out))
@@ -135,7 +135,7 @@ def test_blocked_target_fails_before_writing_anything(cli, tmp_path: Path) -> No
     (out / "slurm" / "topology.conf").unlink()
     (out / "slurm" / "topology.conf").mkdir()  # something in the way of one output file
     del before["slurm/topology.conf"]
-    result = cli("render", str(ML), "-o", str(out))
+    result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 2
     assert "is not a regular file" in result.err
     assert files_under(out) == before, "no file may change when the render cannot complete"
@@ -154,7 +154,7 @@ def test_a_file_where_a_folder_goes_fails_before_writing_anything(  # type: igno
     (out / blocker).parent.mkdir(parents=True, exist_ok=True)
     (out / blocker).write_text("in the way\n")
     before = files_under(out)
-    result = cli("render", str(ML), "-o", str(out))
+    result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 2, result.err
     assert f"cannot write into {out / blocker}: it is not a directory" in result.err
     assert files_under(out) == before
@@ -284,7 +284,7 @@ def test_a_render_failing_while_it_writes_leaves_the_tree_byte_identical(
     assert cli("render", str(EDGE), "-o", str(out)).code == 0
     before = tree_state(out)
     staged = _disk_full_after(40, monkeypatch)
-    result = cli("render", str(ML), "-o", str(out))
+    result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 2, result.err
     assert "No space left on device" in result.err
     assert {p.relative_to(out).parts[0] for p in staged} - set(before), "no new directory tried"
@@ -328,7 +328,7 @@ def test_the_staged_files_reach_the_disk_with_syncfs_or_one_fsync_each(
     assert staging / "slurm" in synced, "the folders' entries too"
     assert tmp_path in synced, "and the entry of the new tree itself"
     synced.clear()
-    assert cli("render", str(EDGE), "-o", str(new)).code == 0
+    assert cli("render", str(EDGE), "-o", str(new), "--replace-cluster").code == 0
     changed = sum(kind == "file" for kind, _, _ in tree_state(new).values())
     temporaries = [p for p in synced if p.name.endswith(write.TEMPORARY)]
     assert temporaries and len(temporaries) <= changed
@@ -347,7 +347,7 @@ def test_a_link_planted_where_a_file_is_staged_is_never_followed(
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
     (out / "slurm" / f".slurm.conf{write.TEMPORARY}").symlink_to(victim)
-    result = cli("render", str(ML), "-o", str(out))
+    result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 2, result.err
     assert victim.read_text() == "precious\n"
     assert not [p for p in out.rglob(f"*{write.TEMPORARY}") if not p.is_symlink()]
@@ -368,7 +368,7 @@ def test_a_sync_that_fails_leaves_the_tree_as_it_was(
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     monkeypatch.setattr(write, "_syncfs", failing_sync)
-    result = cli("render", str(ML), "-o", str(out))
+    result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 2, result.err
     assert "Input/output error" in result.err
     assert tree_state(out) == before
@@ -400,3 +400,73 @@ def test_a_failing_file_write_leaves_nothing(
         assert "No space left on device" in result.err
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["old.txt"]
     assert existing.read_text() == "as it was\n"
+
+
+def test_another_cluster_is_not_rendered_over_a_tree(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The manifest names the cluster: rendering another one into its tree would replace
+    and remove its files, and is refused unless --replace-cluster says so."""
+    tree = tmp_path / "tree"
+    assert cli("render", str(ML), "-o", str(tree)).code == 0
+    assert "# cluster: ml-training\n" in (tree / ".clustergen-manifest").read_text()
+    before = tree_state(tree)
+    for argv in ([], ["--diff"]):
+        refused = cli("render", str(EDGE), "-o", str(tree), *argv)
+        assert refused.code == 2, refused.err
+        assert (
+            f"{tree} holds the rendered tree of cluster 'ml-training', not 'edge-lab'"
+            in refused.err
+        )
+        assert "--replace-cluster" in refused.err
+        assert tree_state(tree) == before
+    # --check writes nothing: another cluster's tree is only stale to it.
+    assert cli("render", str(EDGE), "-o", str(tree), "--check").code == 1
+    replaced = cli("render", str(EDGE), "-o", str(tree), "--replace-cluster")
+    assert replaced.code == 0, replaced.err
+    assert "# cluster: edge-lab\n" in (tree / ".clustergen-manifest").read_text()
+    assert cli("render", str(EDGE), "-o", str(tree), "--check").code == 0
+
+
+def render_here(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """clustergen run in cwd (a test never changes its own directory)."""
+    return subprocess.run(
+        [sys.executable, "-m", "clustergen", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO / "generator")},
+    )
+
+
+def test_render_without_o_needs_an_empty_directory_or_a_tree(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("mine\n")
+    refused = render_here(elsewhere, "render", str(ML))
+    assert refused.returncode == 2, refused.stderr
+    assert "is not empty and holds no clustergen tree" in refused.stderr
+    assert "-o DIR" in refused.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["notes.txt"]
+    # Named with -o, the same directory is rendered into (its own file left alone).
+    assert render_here(elsewhere, "render", str(ML), "-o", ".").returncode == 0
+    assert (elsewhere / "notes.txt").read_text() == "mine\n"
+    # Now a clustergen tree: rendering there again needs no -o; nor does an empty one.
+    assert render_here(elsewhere, "render", str(ML)).returncode == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert render_here(empty, "render", str(ML)).returncode == 0
+    assert (empty / "slurm" / "slurm.conf").is_file()
+
+
+def test_diff_with_json_is_refused_without_a_report(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = cli("render", str(ML), "-o", str(tmp_path / "t"), "--diff", "--format", "json")
+    assert result.code == 2
+    assert result.out == ""
+    assert "--diff writes to standard output" in result.err
+
+
+def test_schema_without_o_writes_standard_output_and_creates_nothing(tmp_path: Path) -> None:
+    result = render_here(tmp_path, "schema")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == SCHEMA.read_text(encoding="utf-8")
+    assert list(tmp_path.iterdir()) == []

@@ -31,7 +31,10 @@ def rendered_tree(spec_path: Path) -> dict[str, str]:
     loaded = load_spec(str(spec_path))
     cluster, problems = validate_cluster(loaded)
     assert cluster is not None, [p.format() for p in problems]
-    return {path: f.text for path, f in with_manifest(render_all(cluster)).items()}
+    return {
+        path: f.text
+        for path, f in with_manifest(render_all(cluster), cluster.spec.cluster.name).items()
+    }
 
 
 @pytest.mark.parametrize("spec_path", GOLDEN_SPECS, ids=lambda p: p.stem)

@@ -84,7 +84,7 @@ def interrupted_render(out: Path, after_swap_start_s: float | None, delay_s: flo
 def slowed_render(script: str, out: Path) -> subprocess.Popen[str]:
     """Render NEW into out with script (a slowed clustergen), its first line readable."""
     return subprocess.Popen(
-        [sys.executable, "-c", script, "render", str(NEW), "-o", str(out)],
+        [sys.executable, "-c", script, "render", str(NEW), "-o", str(out), "--replace-cluster"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

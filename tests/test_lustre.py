@@ -292,7 +292,7 @@ def test_without_confirmation_nothing_destructive_runs_in_any_script(
     device.symlink_to(blockdev)
     for tree in (ML, ZFS):
         for name, text in tree.items():
-            if not name.startswith("lustre/format/"):
+            if not (name.startswith("lustre/format/") and name.endswith(".sh")):
                 continue
             replace = {"DEVICE": f"'{device}'"} if "backfstype=ldiskfs" in text else {}
             stubs.env["STUB_HOST"] = re.search(r"SERVICE_NODES=\('([^']+)'", text)[1]  # type: ignore[index]

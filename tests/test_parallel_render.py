@@ -76,7 +76,8 @@ def test_two_processes_write_the_serial_tree(
     the command prints are the serial render's, byte for byte."""
     spec = large if spec == "large" else spec
     other = EDGE if spec != EDGE else ML
-    steps = [[str(spec)], [str(other)], [str(other)]]
+    # The other cluster replaces the first one's tree (--replace-cluster).
+    steps = [[str(spec)], [str(other), "--replace-cluster"], [str(other)]]
     for step in steps:
         serial, two = render_both(
             cli, monkeypatch, lambda out, step=step: ["render", *step, "-o", str(out)], tmp_path
@@ -138,7 +139,7 @@ def test_a_full_disk_on_either_side_leaves_the_tree_as_it_was(
         side, monkeypatch, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), after_staging=True
     )
     for target in (out, tmp_path / "new" / "site"):
-        result = cli("render", str(ML), "-o", str(target))
+        result = cli("render", str(ML), "-o", str(target), "--replace-cluster")
         assert result.code == 2, result.err
         assert f"cannot write {target}: No space left on device" in result.err
     assert tree_state(out) == before
@@ -183,7 +184,7 @@ def test_a_bug_in_the_child_is_an_internal_error_and_writes_nothing(
         raise TypeError("a facility bug")
 
     monkeypatch.setitem(FAMILIES, "facility", broken)
-    result = cli("render", str(ML), "-o", str(out))
+    result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 3, result.err
     assert (
         "internal error (RuntimeError: in the process rendering the uninstalled families: "
@@ -211,7 +212,7 @@ def test_a_child_killed_after_staging_leaves_no_temporary(
         return staged
 
     monkeypatch.setattr(parallel, "stage", stage_then_die)
-    result = cli("render", str(ML), "-o", str(out))
+    result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 3, result.err
     assert "it ended with signal 9 before it reported" in result.err
     assert tree_state(out) == before
@@ -226,7 +227,7 @@ def test_ctrl_c_on_either_side_writes_nothing(
     assert cli("render", str(EDGE), "-o", str(out)).code == 0
     before = tree_state(out)
     _fail_on(side, monkeypatch, KeyboardInterrupt(), after_staging=True)
-    result = cli("render", str(ML), "-o", str(out))
+    result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 2, result.err
     assert "clustergen: interrupted" in result.err
     assert tree_state(out) == before
@@ -274,7 +275,7 @@ def test_no_second_process_renders_in_one(
 
     monkeypatch.setattr(parallel.os, failing, refuse)
     out = tmp_path / "new" / "site"
-    result = cli("render", str(ML), "-o", str(out))
+    result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 0, result.err
     assert refused == [failing]
     assert tree_state(out) == tree_state(serial)

@@ -11,8 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clustergen.artifacts import Artifact, Change, Install
+from clustergen.catalog.packages import CONCERNS
 from clustergen.errors import ExitCode
 from clustergen.load import load_spec
 from clustergen.plan import make_plan, markdown
@@ -20,10 +22,11 @@ from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 from clustergen.write import with_manifest
 
-from support.paths import EXAMPLES
+from support.paths import DATA, EXAMPLES, REPO
 from support.pull_request import ADD_TWO_NODES, BUMP_DRIVER, NEW_OST_DEVICE, edited
 
 ML = EXAMPLES / "ml-training-8node.yaml"
+ROLES = REPO / "roles"
 
 
 def applied(cli, spec_text: str, tmp_path: Path) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
@@ -63,6 +66,22 @@ def test_render_and_plan_say_where_slurm_comes_from_is_unknown(cli, tmp_path: Pa
     assert warning not in cli("plan", str(spec), "-o", str(tree)).err
 
 
+def test_a_renamed_spec_renders_the_same_tree_and_plans_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """No rendered file names the spec's file: the same spec under another name renders
+    the same bytes, so the plan has nothing to do (it once reformatted every target)."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    renamed = tmp_path / "prod-cluster.yaml"
+    renamed.write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
+    again = tmp_path / "again"
+    assert cli("render", str(renamed), "-o", str(again)).code == 0
+    files = sorted(p.relative_to(tree) for p in tree.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+    assert [f for f in files if (tree / f).read_bytes() != (again / f).read_bytes()] == []
+    result = cli("plan", str(renamed), "-o", str(tree))
+    assert result.code == ExitCode.OK, result.out
+    assert "DESTRUCTIVE" not in result.out
+
+
 def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spec, tree = applied(cli, ML.read_text(), tmp_path)
     edit(spec, *BUMP_DRIVER, *ADD_TWO_NODES)
@@ -71,45 +90,88 @@ def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ig
     out = result.out
     assert "### Rolling upgrade with reboots: 8 node(s) in 3 batch(es) of 3" in out
     assert "- NVIDIA driver: libnvidia-cfg1-550 550.90.07-0ubuntu1 -> 550.127.05-0ubuntu1" in out
+    # The roll-out's batches install the fabric manager too, before their reboot: it is
+    # listed with them, never as a restart beside them.
+    assert (
+        "\n- NVIDIA fabric manager: nvidia-fabricmanager-550 550.90.07-1 -> 550.127.05-1\n" in out
+    )
+    assert "nvidia-fabricmanager`**" not in out
     assert re.search(r"^1\. gpu\[01-03\]\n2\. gpu\[04-06\]\n3\. gpu\[07-08\]$", out, re.M)
-    # The new nodes are brought up, not rolled; running nodes restart what changed for them.
-    assert "- **restart `nvidia-fabricmanager`** on gpu[01-08]" in out
-    assert "- **restart `slurmd`** on gpu[01-08],slurm-head" in out
-    assert "- **reconfigure `slurmctld`** on gpu[01-08],slurm-head" in out
-    assert "compute node(s) gpu[09-10] added: Slurm 23.11" in out
+    # The new nodes are brought up, not rolled. The NodeName lines change, so the role
+    # restarts slurmctld on the controller and slurmd on the compute nodes, and skips
+    # the reconfigure (the restarted slurmctld reads slurm.conf).
+    assert "- **restart `slurmctld`** on slurm-head\n" in out
+    assert "- **restart `slurmd`** on gpu[01-08]\n" in out
+    assert "reconfigure" not in out
     assert "- added: gpu[09-10]; bring them up first" in out
+    # No concern's title twice in a row ("NVIDIA fabric manager: NVIDIA fabric manager").
+    for concern in CONCERNS:
+        assert f"{concern.title}: {concern.title}" not in out
     # Most severe first.
-    order = [
-        out.index(h) for h in ("Rolling upgrade", "### Restart", "### Reconfigure", "### Nodes")
-    ]
+    order = [out.index(h) for h in ("Rolling upgrade", "### Restart", "### Nodes")]
     assert order == sorted(order)
 
     document = json.loads(cli("plan", str(spec), "-o", str(tree), "--format", "json").out)
     assert document["exit_code"] == ExitCode.PLAN_CHANGES
     assert document["destructive"] is False
     assert document["driver_rollout"]["batches"] == [[f"gpu0{n}"] for n in range(1, 9)]
-    assert document["nodes"] == {
-        "added": ["gpu09", "gpu10"],
-        "removed": [],
-        "slurm": ("reconfigure slurmctld"),
-    }
+    assert "NVIDIA fabric manager" in {p["concern"] for p in document["driver_rollout"]["packages"]}
+    assert document["nodes"] == {"added": ["gpu09", "gpu10"], "removed": []}
     restarts = {s["service"]: s["nodes"] for s in document["steps"] if s["action"] == "restart"}
-    assert restarts["nvidia-fabricmanager"] == [f"gpu0{n}" for n in range(1, 9)]
+    assert restarts == {"slurmctld": ["slurm-head"], "slurmd": [f"gpu0{n}" for n in range(1, 9)]}
 
 
-def test_slurm_before_23_11_restarts_for_new_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # Debian 12's own Slurm: the one packaging of a release before 23.11 (domain facts).
-    older = ML.read_text().replace("slurm: 23.11.10", "slurm: 22.05.8")
-    spec, tree = applied(cli, older.replace("os: ubuntu-22.04", "os: debian-12"), tmp_path)
+@pytest.mark.parametrize(
+    ("slurm", "os"), [("23.11.10", "ubuntu-22.04"), ("22.05.8", "debian-12")], ids=str
+)
+def test_new_nodes_restart_what_the_slurm_role_restarts(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, slurm: str, os: str
+) -> None:
+    """Plan and role read one source: the NodeName lines each daemon last started with
+    are rendered files whose install metadata names the restart, on the nodes that run
+    the daemon. The role installs them with the handlers that metadata names and has no
+    hand-written notify of its own; the plan names the same restarts on the same nodes."""
+    text = ML.read_text().replace("slurm: 23.11.10", f"slurm: {slurm}")
+    spec, tree = applied(cli, text.replace("os: ubuntu-22.04", f"os: {os}"), tmp_path)
     edit(spec, *ADD_TWO_NODES)
-    result = cli("plan", str(spec), "-o", str(tree), "--format", "json")
-    document = json.loads(result.out)
-    assert document["nodes"]["slurm"] == "restart slurmctld"
+    document = json.loads(cli("plan", str(spec), "-o", str(tree), "--format", "json").out)
     steps = {(s["action"], s["service"]): s for s in document["steps"]}
+    assert set(steps) == {("restart", "slurmctld"), ("restart", "slurmd")}
     assert steps[("restart", "slurmctld")]["nodes"] == ["slurm-head"]
-    # Every running compute node restarts (gres.conf also restarts slurmd where it goes).
-    assert {f"gpu0{n}" for n in range(1, 9)} <= set(steps[("restart", "slurmd")]["nodes"])
-    assert any("before 23.11" in r for r in steps[("restart", "slurmd")]["reasons"])
+    assert steps[("restart", "slurmd")]["nodes"] == [f"gpu0{n}" for n in range(1, 9)]
+    assert (
+        "slurm/clustergen-nodes.slurmd changed (installed at /etc/slurm/clustergen-nodes.slurmd)"
+        in steps[("restart", "slurmd")]["reasons"]
+    )
+
+    # The rendered group_vars say the same: each record notifies its daemon's restart, on
+    # the group whose nodes run it, and the slurm role's handlers of those names act there.
+    def entries(group: str) -> list[dict[str, str]]:
+        rendered = yaml.safe_load((tree / "inventory" / "group_vars" / f"{group}.yml").read_text())
+        return [e for e in rendered[f"clustergen_files_{group}"] if "clustergen-nodes" in e["dest"]]
+
+    assert [(e["dest"], e["notify"]) for e in entries("slurm_controller")] == [
+        ("/etc/slurm/clustergen-nodes.slurmctld", "Restart slurmctld")
+    ]
+    assert [(e["dest"], e["notify"]) for e in entries("compute")] == [
+        ("/etc/slurm/clustergen-nodes.slurmd", "Restart slurmd")
+    ]
+    handlers = {
+        h["name"]: h for h in yaml.safe_load((ROLES / "slurm/handlers/main.yml").read_text())
+    }
+    assert "slurm_is_controller" in handlers["Restart slurmctld"]["when"]
+    assert "slurm_is_compute" in handlers["Restart slurmd"]["when"]
+    for tasks in (ROLES / "slurm/tasks").glob("*.yml"):
+        assert all("notify" not in task for task in yaml.safe_load(tasks.read_text()) or []), tasks
+
+
+def test_the_roll_out_installs_what_the_plan_rolls() -> None:
+    """The concerns the plan lists in the roll-out's batches are the roles site.yml's
+    roll-out play runs: the driver's (a reboot) and those installed with it."""
+    plays = yaml.safe_load((REPO / "site.yml").read_text())
+    (roll_out,) = [p for p in plays if p.get("vars", {}).get("nvidia_driver_rolling")]
+    roles = {entry["role"] for entry in roll_out["roles"]}
+    assert roles == {c.role for c in CONCERNS if c.name == "nvidia_driver" or c.with_driver}
 
 
 def without_racks(text: str) -> str:
@@ -128,7 +190,8 @@ def test_removed_nodes_are_named(cli, tmp_path: Path) -> None:  # type: ignore[n
     result = cli("plan", str(spec), "-o", str(tree))
     assert result.code == ExitCode.PLAN_CHANGES, result.err
     assert "- removed: gpu[07-08]; drain them before applying" in result.out
-    assert "compute node(s) gpu[07-08] removed: Slurm 23.11" in result.out
+    assert "- **restart `slurmctld`** on slurm-head\n" in result.out
+    assert "- **restart `slurmd`** on gpu[01-06]\n" in result.out
 
 
 def test_a_reformat_is_destructive_and_comes_first(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -146,7 +209,7 @@ def test_a_reformat_is_destructive_and_comes_first(cli, tmp_path: Path) -> None:
         0o755,
         Install("/usr/local/sbin/format-ost0003", "lustre_oss", Change("reformat", "OST0003")),
     )
-    plan = make_plan(cluster, with_manifest(files), tree)
+    plan = make_plan(cluster, with_manifest(files, cluster.spec.cluster.name), tree)
     assert plan.exit_code == ExitCode.PLAN_DESTRUCTIVE
     text = markdown(plan)
     assert text.index("**DESTRUCTIVE") < text.index("### DESTRUCTIVE: reformat")
@@ -166,13 +229,78 @@ def test_a_new_ost_device_reformats_that_target_on_its_own_node(cli, tmp_path: P
     assert "- **remount `lustre`** on oss02\n" in result.out, result.out
 
 
+def test_a_format_script_whose_comments_change_reformats_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Only a target's format identity decides a reformat: a new script that formats the
+    same way (a comment, a header, the dry-run wording) is installed as is."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    cluster, _ = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None
+    files = render_all(cluster)
+    script = "lustre/format/training-ost0003.sh"
+    old = files[script]
+    files[script] = Artifact(old.path, old.text + "# a comment\n", old.mode, old.install)
+    plan = make_plan(cluster, with_manifest(files, cluster.spec.cluster.name), tree)
+    assert plan.exit_code == ExitCode.OK
+    assert plan.steps == []
+    assert plan.tree_only == [
+        f"{script} (changed, installed at /usr/local/sbin/lustre-format-training-ost0003 as is)"
+    ]
+
+
+ZFS = DATA / "lustre-zfs.yaml"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "target", "node"),
+    [
+        ("ashift: 12", "ashift: 13", "scratch-OST0000", "oss1"),
+        ("recordsize: 1M", "recordsize: 4M", "scratch-OST0000", "oss1"),
+        ("quota_type=ug]", "quota_type=ugp]", "scratch-OST0000", "oss1"),
+        ("scsi-ost0-d]", "scsi-ost0-e]", "scratch-OST0000", "oss1"),
+        (
+            "vdev_type: mirror, devices: [/dev/disk/by-id/nvme-mdt0-a",
+            "vdev_type: stripe, devices: [/dev/disk/by-id/nvme-mdt0-a",
+            "scratch-MDT0000",
+            "mds1",
+        ),
+        ("device: ost1pool/ost1", "device: ost1pool/ost1b", "scratch-OST0001", "oss2"),
+        ("- index: 1\n", "- index: 2\n", "scratch-OST0002", "oss2"),
+    ],
+)
+def test_what_decides_a_format_plans_a_reformat(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, old: str, new: str, target: str, node: str
+) -> None:
+    spec, tree = applied(cli, ZFS.read_text(), tmp_path)
+    edit(spec, (old, new))
+    result = cli("plan", str(spec), "-o", str(tree), "--format", "json")
+    assert result.code == ExitCode.PLAN_DESTRUCTIVE, result.out
+    reformats = {
+        s["service"]: s["nodes"]
+        for s in json.loads(result.out)["steps"]
+        if s["action"] == "reformat"
+    }
+    # Only the target whose format changes (and, for a new index, the one it replaces).
+    assert target in reformats and node in reformats[target]
+    assert len(reformats) == (2 if "index" in old else 1), reformats
+
+
+def test_failover_nids_are_not_a_reformat(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The MGS and service NIDs go into the format script, but tunefs.lustre changes them
+    on a formatted target: the scripts change, nothing is reformatted."""
+    spec, tree = applied(cli, ZFS.read_text(), tmp_path)
+    edit(spec, ("failover: [oss1]", "failover: []"))
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert "DESTRUCTIVE" not in result.out
+    assert "lustre/format/scratch-ost0001.sh (changed, installed at" in result.out
+
+
 def test_a_file_no_longer_rendered_uses_the_old_manifest(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spec, tree = applied(cli, ML.read_text(), tmp_path)
     cluster, _ = validate_cluster(load_spec(str(spec)))
     assert cluster is not None
     files = render_all(cluster)
     del files["slurm/gres.conf"]
-    plan = make_plan(cluster, with_manifest(files), tree)
+    plan = make_plan(cluster, with_manifest(files, cluster.spec.cluster.name), tree)
     (step,) = plan.steps
     assert (step.action, step.service) == ("restart", "slurmd")
     assert step.reasons == [

@@ -42,7 +42,10 @@ def site(tmp_path: Path, home: Path) -> Path:
     repository = tmp_path / "site"
     repository.mkdir()
     shutil.copy(EXAMPLES / "ml-training-8node.yaml", repository / "spec.yaml")
-    assert run(repository, BIN / "clustergen", "render", "spec.yaml", home=home).returncode == 0
+    assert (
+        run(repository, BIN / "clustergen", "render", "spec.yaml", "-o", ".", home=home).returncode
+        == 0
+    )
     for argv in (["init", "-q"], ["add", "-A"]):
         assert run(repository, "git", *argv, home=home).returncode == 0
     return repository

@@ -15,7 +15,8 @@ from support.paths import REFERENCE_SPECS, SCHEMA
 
 def test_committed_schema_matches_models() -> None:
     assert SCHEMA.read_text(encoding="utf-8") == schema_text(), (
-        "schemas/clustergen.schema.json is out of date; run `clustergen schema` and commit it"
+        "schemas/clustergen.schema.json is out of date; run "
+        "`clustergen schema -o schemas/clustergen.schema.json` and commit it"
     )
 
 

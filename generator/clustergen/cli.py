@@ -32,8 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.command(args)
         return code
     except ClustergenError as exc:
-        _report(exc.problems, getattr(args, "format", "text"), complete=True)
-        if not exc.problems:
+        # Problems in the format asked for; a refusal is a message, never an empty report.
+        if exc.problems:
+            _report(exc.problems, getattr(args, "format", "text"), complete=True)
+        else:
             print(f"clustergen: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
@@ -76,9 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument(
         "-o",
         "--output",
-        default=".",
         metavar="DIR",
-        help="output directory (default: the current directory)",
+        help="output directory (default: the current directory, when it is empty or holds "
+        "a clustergen tree)",
     )
     render.add_argument(
         "--check",
@@ -90,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
         "--adopt",
         action="store_true",
         help="replace files in DIR that clustergen did not write (refused by default)",
+    )
+    render.add_argument(
+        "--replace-cluster",
+        action="store_true",
+        help="replace the tree of another cluster in DIR (its manifest names the cluster; "
+        "refused by default)",
     )
     _add_report_options(render)
     render.set_defaults(command=cmd_render)
@@ -204,12 +212,14 @@ def _parser() -> argparse.ArgumentParser:
     expand.set_defaults(command=cmd_expand)
 
     schema = commands.add_parser("schema", help="write the JSON Schema of the spec language")
+    # Standard output by default, as expand: run anywhere, it creates nothing.
     schema.add_argument(
         "-o",
         "--output",
-        default="schemas/clustergen.schema.json",
+        default="-",
         metavar="FILE",
-        help="where to write it; '-' for standard output (default: schemas/clustergen.schema.json)",
+        help="where to write it (default: standard output; the repository's copy is "
+        "schemas/clustergen.schema.json)",
     )
     schema.set_defaults(command=cmd_schema)
     return parser
@@ -309,22 +319,35 @@ def cmd_render(args: argparse.Namespace) -> int:
     # Only render needs jinja2 and the writer; validate starts faster without them.
     from clustergen.parallel import render_into
     from clustergen.render import render_all
-    from clustergen.write import plan, recover, unified_diff, with_manifest, write
+    from clustergen.write import (
+        plan,
+        recover,
+        refuse_other_cluster,
+        refuse_unknown_directory,
+        unified_diff,
+        with_manifest,
+        write,
+    )
 
-    out_dir = Path(args.output)
+    out_dir = Path(args.output or ".")
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir}: exists and is not a directory")
+    if args.output is None:  # the current directory, wherever the command is run
+        refuse_unknown_directory(out_dir)
     # An interrupted render is completed or undone before anything else, even --check.
     repaired = recover(out_dir)
     if repaired:
         print(repaired, file=sys.stderr)
     cluster = _load_valid(args.spec, args)
+    # --check writes nothing, so another cluster's tree is only stale to it.
+    if not (args.check or args.replace_cluster):
+        refuse_other_cluster(out_dir, cluster.spec.cluster.name)
     # Standard output carries the problems in the machine formats; the summary moves aside.
     say = sys.stdout if args.format == "text" else sys.stderr
     if not (args.diff or args.check):
         _summary(out_dir, render_into(out_dir, cluster, adopt=args.adopt), say)
         return int(ExitCode.OK)
-    files: dict[str, Artifact] = with_manifest(render_all(cluster))
+    files: dict[str, Artifact] = with_manifest(render_all(cluster), cluster.spec.cluster.name)
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
     changes = plan(out_dir, files, adopt=args.adopt or args.check)
     pending = [c for c in changes if c.action != "unchanged"]
@@ -374,7 +397,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if cluster is None:
         raise SpecInvalid(problems)
     _report(problems, "text")
-    files = with_manifest(render_all(cluster))
+    files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
     plan = make_plan(cluster, files, out_dir, args.driver_batch_size)
     sys.stdout.write(markdown(plan) if args.plan_format == "markdown" else json_text(plan))
     return int(plan.exit_code)

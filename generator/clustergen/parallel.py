@@ -67,7 +67,7 @@ def render_into(out_dir: Path, cluster: Cluster, *, adopt: bool = False) -> list
         changes = _render_in_two(out_dir, cluster, adopt=adopt)
         if changes is not None:
             return changes
-    files = with_manifest(render_all(cluster))
+    files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
     changes = plan(out_dir, files, adopt=adopt)
     write(out_dir, files, changes)
     return changes
@@ -149,7 +149,7 @@ def _render_in_two(out_dir: Path, cluster: Cluster, *, adopt: bool) -> list[Chan
                 raise AssertionError(f"two output families render {path}")
         installs = {path: artifact.install for path, artifact in files.items()}
         installs.update(dict.fromkeys(done.paths))
-        listed = {MANIFEST: manifest(installs)}
+        listed = {MANIFEST: manifest(installs, cluster.spec.cluster.name)}
         listed_changes, _ = compare(out_dir, listed, previous)
         parts.append(stage(target, listed, listed_changes))
         changes = sorted([*changes, *done.changes, *listed_changes], key=lambda c: c.path)

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import hostlist
 import yaml
 
 from clustergen.artifacts import Action, Artifact, Change
-from clustergen.catalog.packages import CONCERNS
+from clustergen.catalog.packages import CONCERNS, Concern
 from clustergen.catalog.slurm_releases import release_name, upgrade_steps
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.errors import ClustergenError, ExitCode
@@ -41,9 +40,6 @@ SEVERITY: tuple[Action, ...] = (
     "set_param",
     "reconfigure",
 )
-# From Slurm 23.11, `scontrol reconfigure` takes node additions and removals;
-# before, slurmctld and every slurmd must restart to see them.
-NODES_BY_RECONFIGURE = (23, 11)
 LOCK = "versions.lock"
 HOSTS = "inventory/hosts.yml"
 
@@ -74,7 +70,6 @@ class Plan:
     batches: list[list[str]]
     added: list[str]
     removed: list[str]
-    node_change: Change | None  # what Slurm needs for the added and removed nodes
     tree_only: list[str]  # files that change in the tree but need nothing on nodes
 
     @property
@@ -95,20 +90,25 @@ def make_plan(
 ) -> Plan:
     order = {host.name: index for index, host in enumerate(cluster.hosts)}
     steps: dict[tuple[str, str | None, str | None], Step] = {}
-
-    def step(change: Change, target: str | None, nodes: Iterable[str], reason: str) -> None:
-        key_target = target if change.action == "reformat" else None
-        key = (change.action, change.service, key_target)
-        entry = steps.setdefault(key, Step(change.action, change.service, key_target))
-        entry.nodes.update(nodes)
-        entry.reasons.append(reason)
-
     old_hosts = _old_hosts(out_dir)
 
     def members(group: str) -> frozenset[str]:
         """The group's nodes that run now: new nodes get everything at their bring-up."""
         nodes = cluster.members.get(group, frozenset())
         return nodes & old_hosts if old_hosts else nodes
+
+    # A service's restart or reconfigure acts on the nodes that run it, as the roles'
+    # handlers do: slurmd on the compute nodes, slurmctld on the controllers, however
+    # many other nodes receive the file that changed.
+    runs_on = {c.change.service: c.group for c in CONCERNS if c.change.action == "restart"}
+
+    def step(change: Change, target: str | None, nodes: Iterable[str], reason: str) -> None:
+        key_target = target if change.action == "reformat" else None
+        key = (change.action, change.service, key_target)
+        entry = steps.setdefault(key, Step(change.action, change.service, key_target))
+        group = runs_on.get(change.service) if change.action in ("restart", "reconfigure") else None
+        entry.nodes.update(nodes if group is None else members(group).intersection(nodes))
+        entry.reasons.append(reason)
 
     old_manifest = manifest_entries(out_dir)
     tree_only = []
@@ -119,6 +119,11 @@ def make_plan(
             installed = old_manifest.get(change.path)
             if installed is None:
                 tree_only.append(f"{change.path} (removed)")
+            elif _parse_change(installed).action == "nothing":
+                tree_only.append(
+                    f"{change.path} (removed; the copy installed at {installed.dest} stays "
+                    "until removed by hand)"
+                )
             else:
                 step(
                     _parse_change(installed),
@@ -148,6 +153,7 @@ def make_plan(
     new_names = {host.name for host in cluster.hosts}
     rollout: list[PackageChange] = []
     rolling_nodes: set[str] = set()
+    others: list[tuple[Concern, list[PackageChange]]] = []
     for concern in CONCERNS:
         old_packages = _lock_packages(old_lock, concern.group)
         new_packages = cluster.pins.by_concern[concern.name]
@@ -158,40 +164,37 @@ def make_plan(
         ]
         if not changed:
             continue
-        nodes = members(concern.group)
         if concern.change.action == "reboot":
             rollout += changed
-            rolling_nodes |= nodes
-        elif concern.change.action != "nothing" and nodes:
-            described = ", ".join(_described(p) for p in changed)
-            step(concern.change, None, nodes, f"{concern.title}: {described}")
+            rolling_nodes |= members(concern.group)
         else:
-            tree_only.append(f"{concern.title}: " + ", ".join(_described(p) for p in changed))
+            others.append((concern, changed))
+    for concern, changed in others:
+        running = set(members(concern.group))
+        described = ", ".join(_described(p) for p in changed)  # each names its concern
+        # Installed in the roll-out's batches, before their reboot: nothing more there.
+        rolled = running & rolling_nodes if concern.with_driver else set()
+        if rolled:
+            rollout += changed
+            running -= rolled
+        if concern.change.action != "nothing" and running:
+            step(concern.change, None, running, described)
+        elif not rolled:
+            tree_only.append(described)
+
+    # The role skips a daemon's reconfigure once it restarted: it read the new files then.
+    for key, entry in list(steps.items()):
+        restart = steps.get(("restart", entry.service, None))
+        if entry.action == "reconfigure" and restart is not None:
+            restart.nodes |= entry.nodes
+            restart.reasons += [f"{r}: read as {entry.service} restarts" for r in entry.reasons]
+            del steps[key]
 
     rolling = sorted(rolling_nodes, key=order.__getitem__)
     batches = [rolling[i : i + batch_size] for i in range(0, len(rolling), batch_size)]
 
     added = sorted(new_names - old_hosts, key=order.__getitem__) if old_hosts else []
     removed = sorted(old_hosts - new_names) if old_hosts else []
-    old_compute = _lock_nodes(old_lock, "compute")
-    new_compute = {host.name for host in cluster.compute}
-    node_change = None
-    if old_hosts and (new_compute - old_compute or old_compute - new_compute):
-        slurm = parse_version(cluster.spec.software.slurm)[:2]
-        summary = _node_summary(new_compute - old_compute, old_compute - new_compute)
-        if slurm >= NODES_BY_RECONFIGURE:
-            node_change = Change("reconfigure", "slurmctld")
-            step(node_change, None, cluster.controllers, f"{summary}: Slurm {slurm[0]}.{slurm[1]}")
-        else:
-            node_change = Change("restart", "slurmctld")
-            version = f"Slurm {slurm[0]}.{slurm[1]} (before 23.11)"
-            step(node_change, None, cluster.controllers, f"{summary}: {version} restarts for it")
-            step(
-                Change("restart", "slurmd"),
-                None,
-                new_compute & old_hosts,
-                f"{summary}: {version} restarts every slurmd for it",
-            )
 
     ordered = sorted(
         steps.values(),
@@ -205,7 +208,6 @@ def make_plan(
         batches=batches,
         added=added,
         removed=removed,
-        node_change=node_change,
         tree_only=tree_only,
     )
 
@@ -274,15 +276,6 @@ def _described(change: PackageChange) -> str:
     return f"{change.title}: {change.package} {change.old} -> {change.new}"
 
 
-def _node_summary(added: set[str], removed: set[str]) -> str:
-    parts = []
-    if added:
-        parts.append(f"compute node(s) {compress(sorted(added))} added")
-    if removed:
-        parts.append(f"compute node(s) {compress(sorted(removed))} removed")
-    return " and ".join(parts)
-
-
 def _read_yaml(path: Path) -> Any:
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -296,14 +289,6 @@ def _lock_packages(lock: Any, group: str) -> dict[str, str]:
     except (KeyError, TypeError):
         return {}
     return {str(k): str(v) for k, v in packages.items()} if isinstance(packages, dict) else {}
-
-
-def _lock_nodes(lock: Any, group: str) -> set[str]:
-    try:
-        nodes = str(lock["groups"][group]["nodes"])
-        return set(hostlist.expand_hostlist(nodes))
-    except (KeyError, TypeError, hostlist.BadHostlist):
-        return set()
 
 
 def _old_hosts(out_dir: Path) -> set[str]:
@@ -366,8 +351,6 @@ def markdown(plan: Plan) -> str:
             )
         if plan.removed:
             lines.append(f"- removed: {compress(plan.removed)}; drain them before applying")
-        if plan.node_change is not None:
-            lines.append(f"- Slurm: {plan.node_change.describe()} for them (see above)")
         lines.append("")
     if plan.tree_only:
         lines += ["### No action on the nodes", ""]
@@ -432,7 +415,6 @@ def json_text(plan: Plan) -> str:
         "nodes": {
             "added": plan.added,
             "removed": plan.removed,
-            "slurm": plan.node_change.describe() if plan.node_change else None,
         },
         "tree_only": plan.tree_only,
     }

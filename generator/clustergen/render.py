@@ -129,6 +129,7 @@ def by_path(artifacts: Iterable[Artifact]) -> dict[str, Artifact]:
 
 
 def render_template(env: jinja2.Environment, name: str, cluster: Cluster, **values: object) -> str:
-    """Render one template with the header every file carries."""
+    """Render one template with the spec. The spec's file name is not handed over: a
+    rendered file depends on what the spec says, never on what its file is called."""
     template = env.get_template(name)
-    return template.render(spec=cluster.spec, spec_name=cluster.spec_name, **values)
+    return template.render(spec=cluster.spec, **values)

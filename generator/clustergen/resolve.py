@@ -59,7 +59,7 @@ def _expand(expression: str | None) -> Members:
 class Cluster:
     def __init__(self, spec: Spec, spec_name: str) -> None:
         self.spec = spec
-        self.spec_name = spec_name  # the spec file's base name, for rendered files' headers
+        self.spec_name = spec_name  # the spec file's base name, for messages (never rendered)
 
     # --- nodes and hardware ----------------------------------------------------------
 

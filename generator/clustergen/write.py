@@ -44,6 +44,10 @@ _MANIFEST_HEADER = (
     "# change to it needs, and its destination (clustergen plan reads them).\n"
 )
 
+# The manifest's line naming the rendered cluster: a comment, which older manifests
+# lack and older readers skip.
+_CLUSTER_LINE = "# cluster: "
+
 Action = Literal["create", "change", "unchanged", "remove"]
 
 
@@ -55,16 +59,17 @@ class Change:
     new: str | None
 
 
-def with_manifest(files: dict[str, Artifact]) -> dict[str, Artifact]:
-    """Add the manifest (see `manifest`) to a rendered tree."""
-    return {**files, MANIFEST: manifest({path: a.install for path, a in files.items()})}
+def with_manifest(files: dict[str, Artifact], cluster: str) -> dict[str, Artifact]:
+    """Add the manifest (see `manifest`) of cluster's rendered tree."""
+    return {**files, MANIFEST: manifest({path: a.install for path, a in files.items()}, cluster)}
 
 
-def manifest(installs: Mapping[str, Install | None]) -> Artifact:
-    """The manifest: every rendered path, and for a file installed on nodes its inventory
-    group, what a change to it needs, and its destination (tab-separated), so
-    `clustergen plan` knows what removing it means once it is no longer rendered."""
-    lines = []
+def manifest(installs: Mapping[str, Install | None], cluster: str) -> Artifact:
+    """The manifest: the cluster's name, every rendered path, and for a file installed on
+    nodes its inventory group, what a change to it needs, and its destination
+    (tab-separated), so `clustergen plan` knows what removing it means once it is no
+    longer rendered, and a render of another cluster is not taken for a change."""
+    lines = [f"{_CLUSTER_LINE}{cluster}\n"]
     for path in sorted(installs):
         install = installs[path]
         if install is None:
@@ -96,6 +101,43 @@ def manifest_entries(out_dir: Path) -> dict[str, Installed | None]:
             continue
         entries[path] = Installed(*fields) if len(fields) == 3 else None
     return entries
+
+
+def manifest_cluster(out_dir: Path) -> str | None:
+    """The cluster whose render out_dir holds, as its manifest names it; None without a
+    manifest, or for one written before the cluster was recorded."""
+    for line in (_read(out_dir / MANIFEST) or "").splitlines():
+        if line.startswith(_CLUSTER_LINE):
+            return line.removeprefix(_CLUSTER_LINE).strip()
+    return None
+
+
+def refuse_other_cluster(out_dir: Path, cluster: str) -> None:
+    """Refuse to render cluster over the tree of another: every file of that one would
+    be replaced or removed, which is never a change to review as one."""
+    recorded = manifest_cluster(out_dir)
+    if recorded is not None and recorded != cluster:
+        raise UsageError(
+            f"{out_dir} holds the rendered tree of cluster {recorded!r}, not {cluster!r}; "
+            "rendering over it would replace and remove that cluster's files: render into "
+            "another directory, or pass --replace-cluster to replace it"
+        )
+
+
+def refuse_unknown_directory(out_dir: Path) -> None:
+    """Refuse to render into a directory that holds other things and no clustergen tree
+    (the current directory, when no -o names it)."""
+    if not out_dir.is_dir() or (out_dir / MANIFEST).exists():
+        return
+    try:
+        empty = next(os.scandir(out_dir), None) is None
+    except OSError as exc:
+        raise UsageError(f"cannot read {out_dir}: {exc.strerror or exc}") from None
+    if not empty:
+        raise UsageError(
+            f"{os.path.abspath(out_dir)} is not empty and holds no clustergen tree (no "
+            f"{MANIFEST}); name the output directory with -o DIR (-o . to render here)"
+        )
 
 
 def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> list[Change]:

@@ -421,6 +421,9 @@ class Concern:
     change: Change = NO_CHANGE
     # What the group_vars say where the concern derives no packages.
     without_packages: str = "not in the spec's software block, nothing installed"
+    # Installed in each batch of the driver roll-out too (site.yml's roll-out play runs
+    # its role), before the batch reboots: its nodes in the batches need nothing more.
+    with_driver: bool = False
 
 
 # In the order versions.lock lists them.
@@ -441,6 +444,7 @@ CONCERNS: tuple[Concern, ...] = (
         "fabric_manager",
         _fabric_manager,
         change=Change("restart", "nvidia-fabricmanager"),
+        with_driver=True,
     ),
     Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),
     Concern("nccl", "NCCL runtime and headers", GPU_GROUP, "nccl", _nccl),

@@ -103,9 +103,9 @@ def rack_svgs(facility: Facility, cluster: Cluster, env: jinja2.Environment) -> 
 
 def _split(env: jinja2.Environment, cluster: Cluster, shape: Shape) -> list[str] | None:
     """The shape's SVG split at its placeholders (text, index, text, ... text), or None
-    when it is not to be trusted: the spec's name holds a PLACEHOLDER, or the shape
+    when it is not to be trusted: the cluster's name holds a PLACEHOLDER, or the shape
     filled in with this rack's names is not this rack's SVG."""
-    if PLACEHOLDER in cluster.spec_name or not _plain(shape.names):
+    if PLACEHOLDER in cluster.spec.cluster.name or not _plain(shape.names):
         return None
     parts = PLACEHOLDERS.split(render_template(env, RACK_SVG, cluster, rack=shape.elevation))
     whole = render_template(env, RACK_SVG, cluster, rack=shape.named())

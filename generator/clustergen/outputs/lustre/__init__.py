@@ -1,7 +1,8 @@
 """Lustre: format scripts, server and client mounts, LNet, tuning and layouts.
 
-Per server target a guarded format script (a dry run unless --yes) and a mount
-unit; per hardware profile that serves or mounts Lustre the LNet configuration
+Per server target a guarded format script (a dry run unless --yes), its format
+identity (what decides the format: a change to it alone means a reformat) and a
+mount unit; per hardware profile that serves or mounts Lustre the LNet configuration
 (lnetctl import) and, with LND tunables, the modprobe options; for clients the
 mount (systemd unit or fstab line), the local settings unit and the layout
 script; on the MGS the persistent settings (set_param -P) and OST pools.
@@ -13,7 +14,7 @@ from collections.abc import Callable
 
 import jinja2
 
-from clustergen.artifacts import Artifact, Change, Install
+from clustergen.artifacts import NO_CHANGE, Artifact, Change, Install
 from clustergen.catalog.packages import LUSTRE_CLIENT_GROUP
 from clustergen.outputs.lustre.derive import SBIN, UNITS, LustreContext, derive_lustre, shq
 from clustergen.render import render_template
@@ -38,13 +39,22 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
 
     artifacts = []
     for t in lustre.targets:
+        # A new script is installed as is: only what decides the format (its identity,
+        # beside it) means a reformat, never a comment or a header.
         artifacts.append(
             Artifact(
                 f"lustre/format/{t.slug}.sh",
                 text("format.sh.j2", t=t),
                 mode=0o755,
+                install=Install(t.script, t.group, NO_CHANGE, mode=0o755, hosts=t.nodes),
+            )
+        )
+        artifacts.append(
+            Artifact(
+                f"lustre/format/{t.slug}.format",
+                text("format-identity.j2", t=t),
                 install=Install(
-                    t.script, t.group, Change("reformat", t.label), mode=0o755, hosts=t.nodes
+                    t.identity_file, t.group, Change("reformat", t.label), hosts=t.nodes
                 ),
             )
         )

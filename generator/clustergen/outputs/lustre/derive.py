@@ -16,6 +16,7 @@ from clustergen.systemd import unit_name, unit_word
 
 SBIN = "/usr/local/sbin"
 UNITS = "/etc/systemd/system"
+IDENTITIES = "/etc/clustergen/lustre-targets"  # each target's format identity
 SERVER_MOUNTS = "/lustre"  # server targets mount at /lustre/<fsname>/<target>
 KIND_ROLE = {"mgs": "lustre_mgs", "mdt": "lustre_mds", "ost": "lustre_oss"}
 ANY = "*"  # a layout field the spec leaves to the file system's default
@@ -39,6 +40,8 @@ class Target:
     vdevs: tuple[str, ...]
     ashift: int | None
     mkfs: tuple[str, ...]  # the mkfs.lustre argv without --reformat and the device
+    # What decides the format, as `key=value` lines (see format_identity).
+    identity: tuple[tuple[str, str], ...]
     mount_point: str
     mount_options: tuple[str, ...]
 
@@ -49,6 +52,11 @@ class Target:
     @property
     def script(self) -> str:
         return f"{SBIN}/lustre-format-{self.slug}"
+
+    @property
+    def identity_file(self) -> str:
+        """Where a service node keeps the target's format identity."""
+        return f"{IDENTITIES}/{self.slug}.format"
 
     @property
     def mount_unit(self) -> str:
@@ -207,6 +215,7 @@ def _target(
         argv += [f"--servicenode={nid(hosts[n], lustre.lnet)}" for n in nodes]
     backend = lustre.backend_of(spec)
     argv.append(f"--backfstype={backend}")
+    props = []
     if spec.dataset is not None:
         props = [f"-o {k}={v}" for k, v in spec.dataset.model_dump().items() if v is not None]
         if props:
@@ -214,6 +223,7 @@ def _target(
     argv += spec.mkfs_options
     zfs = backend == "zfs"
     pool = spec.zpool
+    identity = format_identity(lustre, kind, index, label, spec, props)
     return Target(
         kind=kind,
         label=label,
@@ -226,9 +236,42 @@ def _target(
         vdevs=tuple(pool.devices) if pool else (),
         ashift=pool.ashift if pool else None,
         mkfs=tuple(argv),
+        identity=identity,
         mount_point=f"{SERVER_MOUNTS}/{lustre.fsname}/{slug.removeprefix(lustre.fsname + '-')}",
         mount_options=tuple(spec.mount_options),
     )
+
+
+def format_identity(
+    lustre: Lustre,
+    kind: str,
+    index: int | None,
+    label: str,
+    spec: ServerTarget,
+    dataset_properties: list[str],
+) -> tuple[tuple[str, str], ...]:
+    """What decides how a target is formatted, and nothing else: the target (kind, file
+    system, index), its device, the backend, the mkfs options and the ZFS pool and
+    dataset settings the format script creates. A change to any of them means the
+    target is formatted anew; the script's comments and header never do, and neither
+    do the MGS and failover NIDs the script passes (tunefs.lustre changes those on a
+    formatted target, Lustre Operations Manual, "Changing a Server NID")."""
+    pairs = [("target", label), ("kind", kind)]
+    if index is not None:
+        pairs += [("fsname", lustre.fsname), ("index", str(index))]
+    backend = lustre.backend_of(spec)
+    pairs += [("device", spec.device), ("backend", backend)]
+    pairs.append(("mkfs_options", " ".join(spec.mkfs_options)))
+    if backend == "zfs":
+        pairs.append(("dataset", " ".join(dataset_properties)))
+        pool = spec.zpool
+        if pool is not None:
+            pairs += [
+                ("zpool_vdev_type", pool.vdev_type),
+                ("zpool_devices", " ".join(pool.devices)),
+                ("zpool_ashift", str(pool.ashift)),
+            ]
+    return tuple(pairs)
 
 
 def _lnet(cluster: Cluster, lustre: Lustre) -> tuple[LnetProfile, ...]:

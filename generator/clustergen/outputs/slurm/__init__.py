@@ -3,7 +3,9 @@
 Files land in slurm/ under the output directory, named as they are installed in
 /etc/slurm. slurm.conf and topology.conf take effect with `scontrol reconfigure`;
 slurmd reads gres.conf and cgroup.conf only when it starts; slurmdbd.conf needs a
-slurmdbd restart; the Epilog is read afresh after every job. With slurm.qos, a
+slurmdbd restart; the NodeName lines, recorded per daemon (clustergen-nodes.slurmctld
+on the controllers, clustergen-nodes.slurmd on the compute nodes), restart slurmctld
+and every slurmd when they change; the Epilog is read afresh after every job. With slurm.qos, a
 sacctmgr script for the controllers creates the QOS in slurmdbd (role slurm_accounting).
 """
 
@@ -25,6 +27,15 @@ from clustergen.resolve import Cluster
 
 RECONFIGURE = Change("reconfigure", "slurmctld")
 RESTART_SLURMD = Change("restart", "slurmd")
+# A reconfigure does not apply a change to the NodeName lines (Slurm 22.05 keeps a
+# node's old GRES through it, and slurmctld must see nodes added or removed): each
+# daemon keeps the lines it last started with beside slurm.conf, and restarts when
+# they change. The daemon, the group of the nodes that run it, and the change.
+NODE_RECORDS = (
+    ("slurmctld", "slurm_controller", Change("restart", "slurmctld")),
+    ("slurmd", "compute", RESTART_SLURMD),
+)
+NODE_RECORD = "clustergen-nodes"  # /etc/slurm/clustergen-nodes.<daemon>
 
 
 def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
@@ -36,7 +47,17 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
             f"slurm/{name}", text, install=Install(f"{SLURM_ETC}/{name}", SLURM_GROUP, change)
         )
 
-    artifacts = [conf("slurm.conf", RECONFIGURE), conf("cgroup.conf", RESTART_SLURMD)]
+    slurm_conf = conf("slurm.conf", RECONFIGURE)
+    artifacts = [slurm_conf, conf("cgroup.conf", RESTART_SLURMD)]
+    # The lines as slurmctld reads them from the rendered file.
+    node_lines = [line for line in slurm_conf.text.splitlines() if line.startswith("NodeName=")]
+    for daemon, group, change in NODE_RECORDS:
+        name = f"{NODE_RECORD}.{daemon}"
+        text = render_template(
+            env, "slurm/node-record.j2", cluster, daemon=daemon, lines=node_lines
+        )
+        install = Install(f"{SLURM_ETC}/{name}", group, change)
+        artifacts.append(Artifact(f"slurm/{name}", text, install=install))
     if slurm.gres:
         artifacts.append(conf("gres.conf", RESTART_SLURMD))
     if slurm.topology:
