@@ -247,6 +247,59 @@ def test_a_format_script_whose_comments_change_reformats_nothing(cli, tmp_path: 
     ]
 
 
+def _as_rendered_before_format_identities(tree: Path) -> None:
+    """The tree as a clustergen before the format identity files rendered it: no
+    `.format` files, and each format script stood for its target's reformat."""
+    manifest = tree / ".clustergen-manifest"
+    lines = []
+    for line in manifest.read_text(encoding="utf-8").splitlines(keepends=True):
+        path, *fields = line.rstrip("\n").split("\t")
+        if path.startswith("lustre/format/") and path.endswith(".format"):
+            (tree / path).unlink()
+            continue
+        if path.startswith("lustre/format/") and path.endswith(".sh"):
+            group, _nothing, dest = fields
+            script = tree / path
+            line = "\t".join([path, group, f"reformat {_label_of(script)}", dest]) + "\n"
+            # The header as the older release wrote it.
+            text = script.read_text(encoding="utf-8").splitlines(keepends=True)
+            text[2] = "# Rendered by clustergen from ml-training-8node.yaml. Do not edit.\n"
+            script.write_text("".join(text), encoding="utf-8")
+        lines.append(line)
+    manifest.write_text("".join(lines), encoding="utf-8")
+
+
+def _label_of(script: Path) -> str:
+    stem = script.stem  # mgs, training-ost0003
+    if stem == "mgs":
+        return "MGS"
+    fsname, target = stem.rsplit("-", 1)
+    return f"{fsname}-{target[:3].upper()}{target[3:]}"
+
+
+def test_a_tree_from_before_format_identities_plans_no_reformat(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The first plan after upgrading clustergen: the tree has no identity files yet, its
+    format scripts stood for the targets' reformats. Scripts that format the same way
+    (headers aside) plan no reformat; the identity files are recorded as they install."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    _as_rendered_before_format_identities(tree)
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert "DESTRUCTIVE" not in result.out, result.out
+    assert result.code == ExitCode.OK, result.out
+    assert "training-ost0003.format (new, installed at" in result.out
+
+
+def test_a_tree_from_before_format_identities_still_plans_a_real_reformat(
+    cli, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    _as_rendered_before_format_identities(tree)
+    edit(spec, ("dm-name-ost3}", "dm-name-ost3-new}"))
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.PLAN_DESTRUCTIVE, result.out
+    assert "DESTRUCTIVE" in result.out
+
+
 ZFS = DATA / "lustre-zfs.yaml"
 
 

@@ -112,6 +112,13 @@ def make_plan(
 
     old_manifest = manifest_entries(out_dir)
     tree_only = []
+    # Where an old manifest had a file stand for a target's reformat (a tree rendered
+    # before the target had an identity file of its own, when its format script did).
+    stood_for = {
+        installed.change: path
+        for path, installed in old_manifest.items()
+        if installed is not None and installed.change.startswith("reformat ")
+    }
     for change in file_changes(out_dir, files, adopt=True):
         if change.action == "unchanged" or change.path == MANIFEST:
             continue
@@ -135,6 +142,18 @@ def make_plan(
             continue
         install = files[change.path].install
         state = "new" if change.action == "create" else "changed"
+        if (
+            install is not None
+            and change.action == "create"
+            and _recorded_for_an_unchanged_target(
+                out_dir, files, stood_for.get(install.change.describe())
+            )
+        ):
+            tree_only.append(
+                f"{change.path} (new, installed at {install.dest}: what decides the format "
+                "of a target that is formatted already, and whose format is unchanged)"
+            )
+            continue
         if install is None:
             tree_only.append(f"{change.path} ({state})")
         elif install.change.action == "nothing":
@@ -258,6 +277,26 @@ def _refuse_slurm_upgrade_skipping_releases(old_lock: Any, pinned: str) -> None:
         f"startup and the running jobs and accounting records would be lost: {via} "
         "(one spec change and plan per step; docs/slurm.md)"
     )
+
+
+def _recorded_for_an_unchanged_target(
+    out_dir: Path, files: dict[str, Artifact], stood_for: str | None
+) -> bool:
+    """Whether the file that stood for a target's reformat in the old tree (its format
+    script, before the target had an identity file) is rendered again with the same
+    commands: comments and headers aside, nothing that decides the format changed, so
+    the new identity file records the target's format and plans no reformat."""
+    if stood_for is None or stood_for not in files:
+        return False
+    try:
+        old = (out_dir / stood_for).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _commands(old) == _commands(files[stood_for].text)
+
+
+def _commands(script: str) -> list[str]:
+    return [line for line in script.splitlines() if line.strip() and not line.startswith("#")]
 
 
 def _parse_change(installed: Installed) -> Change:
