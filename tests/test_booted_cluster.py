@@ -502,16 +502,31 @@ def _sacct_state(cluster: BootedCluster, job: str) -> str:
 MEMLOCK_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-memlock.conf"
 
 
+def _locked_memory(limits: str) -> tuple[str, str]:
+    """(soft, hard) of /proc/PID/limits' "Max locked memory" line, in bytes or unlimited."""
+    (line,) = [line for line in limits.splitlines() if line.startswith("Max locked memory")]
+    soft, hard = line.split()[3:5]
+    return soft, hard
+
+
 def _assert_jobs_lock_unlimited_memory(cluster: BootedCluster, compute: Sequence[str]) -> None:
-    """RDMA needs unlimited locked memory in jobs: slurmd runs with it (the slurm role's
-    drop-in), and a job submitted from a shell with a low limit (a login node's 64 KiB)
-    gets slurmd's, not the shell's (PropagateResourceLimitsExcept=MEMLOCK)."""
+    """RDMA needs unlimited locked memory in jobs: slurmd runs with LimitMEMLOCK=infinity
+    (the slurm role's drop-in), and a job submitted from a shell with a low limit (a
+    login node's 64 KiB) gets slurmd's, not the shell's (PropagateResourceLimitsExcept=
+    MEMLOCK). Where root may not raise the hard limit (a machine without
+    CAP_SYS_RESOURCE, as some CI containers are), systemd sets the closest it can: the
+    node's hard limit; a real node has no such cap and slurmd runs unlimited."""
+    expected_kib = []
     for name in compute:
         node = cluster.nodes[name]
+        assert node.sh("systemctl show -P LimitMEMLOCK slurmd").stdout.strip() == "infinity"
         assert MEMLOCK_DROPIN in node.sh("systemctl show -P DropInPaths slurmd").stdout
-        limits = node.sh("cat /proc/$(systemctl show -P MainPID slurmd)/limits").stdout
-        (locked,) = [line for line in limits.splitlines() if line.startswith("Max locked memory")]
-        assert locked.split()[3:5] == ["unlimited", "unlimited"], locked
+        raisable = node.sh("ulimit -H -l unlimited 2>/dev/null", check=False).returncode == 0
+        node_hard = _locked_memory(node.sh("cat /proc/1/limits").stdout)[1]
+        allowed = "unlimited" if raisable else node_hard
+        slurmd = node.sh("cat /proc/$(systemctl show -P MainPID slurmd)/limits").stdout
+        assert _locked_memory(slurmd) == (allowed, allowed), (name, slurmd)
+        expected_kib.append(allowed if allowed == "unlimited" else str(int(allowed) // 1024))
     nodes = ",".join(compute)
     out = _on_head(
         cluster,
@@ -519,7 +534,9 @@ def _assert_jobs_lock_unlimited_memory(cluster: BootedCluster, compute: Sequence
         "bash -c 'echo $(hostname) $(ulimit -S -l)'",
     )
     lines = sorted(line.strip() for line in out.splitlines() if line.strip())
-    assert lines == [f"{name} unlimited" for name in compute], out
+    expected = sorted(f"{name} {kib}" for name, kib in zip(compute, expected_kib, strict=True))
+    assert lines == expected, out
+    assert all(kib != "64" for kib in expected_kib)
 
 
 def test_site_builds_a_working_slurm_cluster(
