@@ -125,6 +125,10 @@ def _assert_slurm_files(nodes: dict[str, Node], rendered: Path) -> None:
     )
     epilog = compute.root / "etc/slurm/health-epilog.sh"
     assert stat.S_IMODE(epilog.stat().st_mode) == 0o755
+    # Job steps keep slurmd's locked-memory limit (PropagateResourceLimitsExcept=MEMLOCK).
+    memlock = "etc/systemd/system/slurmd.service.d/clustergen-memlock.conf"
+    assert "\n[Service]\nLimitMEMLOCK=infinity\n" in (compute.root / memlock).read_text()
+    assert not (head.root / memlock).exists(), "slurmd runs on compute nodes only"
 
 
 def test_site_pins_holds_and_reports_drift(

@@ -16,7 +16,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,7 +129,9 @@ def _site_spec(debs: Path) -> str:
     return SPEC.read_text()
 
 
-def _render(tmp_path: Path, spec_text: str) -> Rendered:
+def _render(
+    tmp_path: Path, spec_text: str, slurm_packages: tuple[str, ...] = SLURM_PACKAGES
+) -> Rendered:
     out = tmp_path / "out"
     spec_path = tmp_path / SPEC.name
     spec_path.write_text(spec_text)
@@ -155,9 +157,9 @@ def _render(tmp_path: Path, spec_text: str) -> Rendered:
     # The local repository offers both stacks, as a site's mirror would.
     pins = (_pins(out), _pins(tmp_path / "upgraded" / "out"))
     # Debian's own Slurm, at any Debian revision of the spec's version.
-    assert {name: pins[0][name] for name in SLURM_PACKAGES} == dict.fromkeys(
-        SLURM_PACKAGES, SLURM_VERSION + "-*"
-    )
+    assert {name: pins[0].get(name) for name in SLURM_PACKAGES} == {
+        name: SLURM_VERSION + "-*" if name in slurm_packages else None for name in SLURM_PACKAGES
+    }
     return Rendered(
         out,
         addresses,
@@ -224,6 +226,122 @@ def ansible(
         (rendered.out / "inventory", connection),
         limit="all",
     )
+
+
+# --- every optional component absent -----------------------------------------------------
+
+# The spec's own cluster less everything optional: no DCGM, accounting (slurmdbd) or
+# QOS; no fabric manager, Lustre or cuDNN (the test spec pins none of them either). On
+# its own subnet with one GPU node, so it never waits for the module's cluster.
+BARE_SUBNET = "10.213.8"
+BARE_GPU_NODE = "gpu1"
+OPTIONAL_SOFTWARE = ("dcgm", "cudnn", "fabric_manager")
+
+
+def _without_optional_components(spec_text: str) -> str:
+    spec = yaml.safe_load(spec_text)
+    for key in OPTIONAL_SOFTWARE:
+        spec["software"].pop(key, None)
+    spec.pop("lustre", None)
+    slurm = spec["slurm"]
+    for key in ("accounting", "qos", "preemption"):
+        slurm.pop(key, None)
+    spec["network"]["management"] = {
+        "cidr": f"{BARE_SUBNET}.0/24",
+        "gateway": f"{BARE_SUBNET}.1",
+    }
+    gpu, head = spec["nodes"]
+    gpu.update(names=BARE_GPU_NODE, management_ip=f"{BARE_SUBNET}.11")
+    head.update(roles=["slurm_controller", "login"], management_ip=f"{BARE_SUBNET}.2")
+    slurm["partitions"][0]["nodes"] = BARE_GPU_NODE
+    devices = spec["racks"][0]["devices"]
+    spec["racks"][0]["devices"] = [d for d in devices if d["node"] in (BARE_GPU_NODE, HEAD)]
+    return yaml.safe_dump(spec, sort_keys=False)
+
+
+def test_site_converges_with_every_optional_component_absent(
+    node_tree: Path,
+    testbed_scratch: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """site.yml on bare nodes of a spec without DCGM, fabric manager, Lustre,
+    accounting, QOS and cuDNN: the first run converges, a second changes nothing, and
+    a forced run (every play on every node again) changes nothing either. Defined
+    before the module's cluster tests, so its nodes are gone before those boot."""
+    spec_text = _without_optional_components(
+        _site_spec(daemon_packages(node_tree, testbed_scratch))
+    )
+    (tmp_path / "render").mkdir()
+    rendered = _render(tmp_path / "render", spec_text, ("slurm-client", "slurmctld", "slurmd"))
+    # Nothing optional is in the rendered tree.
+    lock_groups = yaml.safe_load((rendered.out / "versions.lock").read_text())["groups"]
+    assert not any(
+        name.startswith(("datacenter-gpu-manager", "libcudnn", "nvidia-fabricmanager", "lustre"))
+        for name in rendered.pins[0]
+    ), rendered.pins[0]
+    assert not any(group.startswith(("lustre", "nvswitch")) for group in lock_groups)
+    slurm_conf = (rendered.out / "slurm" / "slurm.conf").read_text()
+    assert "AccountingStorageType" not in slurm_conf
+    assert not (rendered.out / "slurm" / "slurmdbd.conf").exists()
+    assert not (rendered.out / "slurm" / "clustergen-qos.sh").exists()
+    assert not (rendered.out / "lustre").exists()
+    gpu_vars = yaml.safe_load((rendered.out / "inventory/group_vars/nvidia_gpu.yml").read_text())
+    assert (gpu_vars["dcgm_packages"], gpu_vars["cudnn_packages"]) == ({}, {})
+
+    repo = local_repository(rendered.pins, node_tree, testbed_scratch)
+    refuse_outside(rendered.addresses, rendered.subnet)
+    plans = [
+        NodePlan(host, address, rendered.gpus.get(host, 0))
+        for host, address in rendered.addresses.items()
+    ]
+    assert sorted(rendered.addresses) == sorted((BARE_GPU_NODE, HEAD))
+    work = tmp_path / "booted"
+    with booted_cluster(plans, rendered.subnet, rendered.gateway, node_tree, repo, work) as cluster:
+        vault, password = encrypt_vault(
+            {"vault_munge_key": base64.b64encode(MUNGE_KEY).decode()}, tmp_path
+        )
+        ansible = Ansible(
+            rendered.out,
+            (rendered.out / "inventory", cluster.connection_inventory(tmp_path / "conn.yml")),
+            limit="all",
+            extra_args=("-e", f"@{vault}", "--vault-password-file", str(password)),
+        )
+        first = ansible.playbook("site.yml")
+        _succeeded(first, "first site.yml run without optional components")
+        head, gpu = cluster.nodes[HEAD], cluster.nodes[BARE_GPU_NODE]
+        states = {
+            (node.name, unit): _active(node, unit)
+            for node, units in ((head, ("munge", "slurmctld")), (gpu, ("munge", "slurmd")))
+            for unit in units
+        }
+        assert set(states.values()) == {"active"}, states
+        for node in (head, gpu):
+            for unit in ("nvidia-dcgm", "slurmdbd", "mariadb", "nvidia-fabricmanager", "lnet"):
+                loaded = node.sh(f"systemctl show -P LoadState {unit}").stdout.strip()
+                assert loaded == "not-found", (node.name, unit, loaded)
+        _wait_for(
+            f"{BARE_GPU_NODE} idle",
+            lambda: _node_states(cluster).get(BARE_GPU_NODE, ("", ""))[0] == "idle",
+        )
+        _assert_jobs_lock_unlimited_memory(cluster, (BARE_GPU_NODE,))
+
+        second = ansible.playbook("site.yml")
+        _succeeded(second, "second site.yml run without optional components")
+        assert not any(second.changed().values()), second.output
+        _assert_fast_path(second, set(cluster.nodes))
+        forced = ansible.playbook("site.yml", "-e", "clustergen_converge_all=true")
+        _succeeded(forced, "forced site.yml run without optional components")
+        assert "TASK [dcgm : " in forced.output, forced.output
+        assert not any(forced.changed().values()), (
+            f"the forced run changed: {forced.changed()}\n{forced.output}"
+        )
+        _succeeded(ansible.playbook("verify.yml"), "verify.yml without optional components")
+    with capsys.disabled():
+        print(
+            f"\nbooted, every optional component absent: first site.yml {first.seconds:.1f}s, "
+            f"no-op {second.seconds:.1f}s, forced {forced.seconds:.1f}s"
+        )
 
 
 def test_nodes_answer_over_ssh_with_become(
@@ -381,6 +499,46 @@ def _sacct_state(cluster: BootedCluster, job: str) -> str:
     return _on_head(cluster, f"sacct -n -X -P -j {job} -o State,NodeList").strip()
 
 
+MEMLOCK_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-memlock.conf"
+
+
+def _locked_memory(limits: str) -> tuple[str, str]:
+    """(soft, hard) of /proc/PID/limits' "Max locked memory" line, in bytes or unlimited."""
+    (line,) = [line for line in limits.splitlines() if line.startswith("Max locked memory")]
+    soft, hard = line.split()[3:5]
+    return soft, hard
+
+
+def _assert_jobs_lock_unlimited_memory(cluster: BootedCluster, compute: Sequence[str]) -> None:
+    """RDMA needs unlimited locked memory in jobs: slurmd runs with LimitMEMLOCK=infinity
+    (the slurm role's drop-in), and a job submitted from a shell with a low limit (a
+    login node's 64 KiB) gets slurmd's, not the shell's (PropagateResourceLimitsExcept=
+    MEMLOCK). Where root may not raise the hard limit (a machine without
+    CAP_SYS_RESOURCE, as some CI containers are), systemd sets the closest it can: the
+    node's hard limit; a real node has no such cap and slurmd runs unlimited."""
+    expected_kib = []
+    for name in compute:
+        node = cluster.nodes[name]
+        assert node.sh("systemctl show -P LimitMEMLOCK slurmd").stdout.strip() == "infinity"
+        assert MEMLOCK_DROPIN in node.sh("systemctl show -P DropInPaths slurmd").stdout
+        raisable = node.sh("ulimit -H -l unlimited 2>/dev/null", check=False).returncode == 0
+        node_hard = _locked_memory(node.sh("cat /proc/1/limits").stdout)[1]
+        allowed = "unlimited" if raisable else node_hard
+        slurmd = node.sh("cat /proc/$(systemctl show -P MainPID slurmd)/limits").stdout
+        assert _locked_memory(slurmd) == (allowed, allowed), (name, slurmd)
+        expected_kib.append(allowed if allowed == "unlimited" else str(int(allowed) // 1024))
+    nodes = ",".join(compute)
+    out = _on_head(
+        cluster,
+        f"ulimit -S -l 64 && srun -N{len(compute)} -w {nodes} -c 1 -t 2 "
+        "bash -c 'echo $(hostname) $(ulimit -S -l)'",
+    )
+    lines = sorted(line.strip() for line in out.splitlines() if line.strip())
+    expected = sorted(f"{name} {kib}" for name, kib in zip(compute, expected_kib, strict=True))
+    assert lines == expected, out
+    assert all(kib != "64" for kib in expected_kib)
+
+
 def test_site_builds_a_working_slurm_cluster(
     rendered: Rendered,
     cluster: BootedCluster,
@@ -427,6 +585,7 @@ def test_site_builds_a_working_slurm_cluster(
         f"sacct to record job {job}", lambda: _sacct_state(cluster, job).startswith("COMPLETED")
     )
     assert _sacct_state(cluster, job) == "COMPLETED|gpu[1-2]"
+    _assert_jobs_lock_unlimited_memory(cluster, GPU_NODES)
 
     # 4. A second run changes nothing; the no-op run against a ping round.
     second = ansible.playbook("site.yml")

@@ -73,6 +73,17 @@ def test_controller_address_and_options_override_defaults() -> None:
     assert sections["Site options"]["SlurmctldPort"] == "7817"
 
 
+def test_jobs_keep_slurmds_locked_memory_limit_unless_the_site_says_otherwise() -> None:
+    document = reference()
+    defaults = [s for s in slurm_of(document).sections if s.title.startswith("Daemons")]
+    assert dict(defaults[0].settings)["PropagateResourceLimitsExcept"] == "MEMLOCK"
+    # Any case, as Slurm reads keys.
+    document["slurm"]["options"]["propagateresourcelimitsexcept"] = "MEMLOCK,STACK"
+    sections = {s.title.split(" (")[0]: dict(s.settings) for s in slurm_of(document).sections}
+    assert "PropagateResourceLimitsExcept" not in sections["Daemons, paths and defaults"]
+    assert sections["Site options"]["propagateresourcelimitsexcept"] == "MEMLOCK,STACK"
+
+
 def test_sixteen_thousand_nodes_need_one_node_line() -> None:
     document = copy.deepcopy(reference())
     document["nodes"][0] = {

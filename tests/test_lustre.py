@@ -445,6 +445,81 @@ def test_client_mounts_wait_for_lnet() -> None:
     )
 
 
+def _unit_words(unit: str, key: str) -> list[str]:
+    """The words of every `key=` line of a unit (systemd joins repeated lines)."""
+    return [
+        w
+        for line in unit.splitlines()
+        if line.startswith(f"{key}=")
+        for w in line[len(key) + 1 :].split()
+    ]
+
+
+def _server_units(tree: dict[str, str]) -> dict[str, str]:
+    return {
+        path.removeprefix("lustre/server/"): text
+        for path, text in tree.items()
+        if path.startswith("lustre/server/")
+    }
+
+
+def test_server_mounts_start_after_their_pools_and_the_mgs_of_their_node() -> None:
+    zfs = _server_units(ZFS)
+    assert sorted(zfs) == [
+        "lustre-scratch-mdt0000.mount",  # on mds1, with the MGS
+        "lustre-scratch-mgs.mount",
+        "lustre-scratch-ost0000.mount",
+        "lustre-scratch-ost0001.mount",
+    ]
+    for name, unit in zfs.items():
+        for key in ("Requires", "After"):
+            assert _unit_words(unit, key)[:2] == ["lnet.service", "zfs-import.target"], name
+    mgs = "lustre-scratch-mgs.mount"
+    for key in ("Requires", "After"):
+        assert mgs in _unit_words(zfs["lustre-scratch-mdt0000.mount"], key)
+    # The OSTs are on other nodes (oss1, oss2) than the MGS: systemd cannot order them.
+    for name in ("lustre-scratch-ost0000.mount", "lustre-scratch-ost0001.mount"):
+        assert mgs not in _unit_words(zfs[name], "Requires") + _unit_words(zfs[name], "After")
+    # ldiskfs targets wait for no ZFS import; the MDT on mds01 waits for its MGS.
+    ml = _server_units(ML)
+    assert not any("zfs-import" in unit for unit in ml.values())
+    mdt = ml["lustre-training-mdt0000.mount"]
+    assert _unit_words(mdt, "Requires") == ["lnet.service", "lustre-training-mgs.mount"]
+    assert _unit_words(mdt, "After") == [
+        "lnet.service",
+        "network-online.target",
+        "lustre-training-mgs.mount",
+    ]
+
+
+def test_server_mounts_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    """systemd checks each unit's settings, that Where= matches its name, and that every
+    unit it requires exists: lnet.service (Lustre's packages) and zfs-import.target
+    (ZFS on Linux's) are stand-ins here, the MGS mount is the rendered one."""
+    analyze = tool("systemd-analyze")
+    if analyze is None:
+        skip_or_fail("needs systemd-analyze")
+    for tree, label in ((ZFS, "zfs"), (ML, "ldiskfs")):
+        units = tmp_path / label
+        units.mkdir()
+        (units / "lnet.service").write_text(
+            "[Unit]\nDescription=stand-in\n[Service]\nType=oneshot\nExecStart=/bin/true\n"
+        )
+        (units / "zfs-import.target").write_text("[Unit]\nDescription=stand-in\n")
+        names = []
+        for name, text in _server_units(tree).items():
+            (units / name).write_text(text)
+            names.append(str(units / name))
+        result = subprocess.run(
+            [str(analyze), "verify", "--man=no", *sorted(names)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout + result.stderr == "", result.stdout + result.stderr
+
+
 def test_quotas_are_set_once_and_project_ids_only_where_they_differ(
     stubs: Stubs, tmp_path: Path
 ) -> None:

@@ -173,6 +173,7 @@ def test_slurmctld_takes_the_derived_gpu_defaults(tmp_path: Path, cli) -> None: 
     assert settings["AccountingStorageEnforce"] == "associations,limits,qos"
     assert settings["UnkillableStepTimeout"] == "180 sec"
     assert settings["PrologEpilogTimeout"] == "180"
+    assert settings["PropagateResourceLimitsExcept"] == "MEMLOCK"
     assert "bf_window=43200" in settings["SchedulerParameters"]
 
 

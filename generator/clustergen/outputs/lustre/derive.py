@@ -4,7 +4,8 @@ client mount, tuning and layouts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from clustergen.catalog.lustre import networks
 from clustergen.catalog.packages import hardware_group, role_group
@@ -19,6 +20,14 @@ UNITS = "/etc/systemd/system"
 IDENTITIES = "/etc/clustergen/lustre-targets"  # each target's format identity
 SERVER_MOUNTS = "/lustre"  # server targets mount at /lustre/<fsname>/<target>
 KIND_ROLE = {"mgs": "lustre_mgs", "mdt": "lustre_mds", "ost": "lustre_oss"}
+# The order targets start in (Lustre manual, "Starting Lustre"): the MGS, then the MDTs,
+# then the OSTs.
+KIND_ORDER = {"mgs": 0, "mdt": 1, "ost": 2}
+LNET_UNIT = "lnet.service"
+# ZFS on Linux imports pools (zfs-import-cache or -scan) before this target. A dataset
+# is no device path, so systemd orders its mount after nothing (systemd.mount(5) adds
+# device dependencies only for block devices).
+ZFS_IMPORT_UNIT = "zfs-import.target"
 ANY = "*"  # a layout field the spec leaves to the file system's default
 
 
@@ -44,6 +53,9 @@ class Target:
     identity: tuple[tuple[str, str], ...]
     mount_point: str
     mount_options: tuple[str, ...]
+    # The mount unit's Requires= and After= (set by derive_lustre, which sees every target).
+    requires: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
@@ -140,6 +152,7 @@ def derive_lustre(cluster: Cluster) -> LustreContext | None:
     targets = [_target(lustre, "mgs", None, lustre.mgs, mgs_nids, hosts)]
     targets += [_target(lustre, "mdt", t.index, t, mgs_nids, hosts) for t in lustre.mdts]
     targets += [_target(lustre, "ost", t.index, t, mgs_nids, hosts) for t in lustre.osts]
+    targets = [_ordered(t, targets) for t in targets]
     fileset = lustre.mount.fileset or ""
     client_params = [(k, str(v)) for k, v in lustre.client_tuning.items()]
     persistent = [(k, str(v)) for k, v in lustre.persistent_tuning.items()]
@@ -272,6 +285,29 @@ def format_identity(
                 ("zpool_ashift", str(pool.ashift)),
             ]
     return tuple(pairs)
+
+
+def _ordered(target: Target, targets: Sequence[Target]) -> Target:
+    """The target's mount unit after LNet, after the ZFS pools are imported, and after the
+    targets that start before it on its primary node (the MGS and the MDTs of a combined
+    MGS/MDS node). It requires the MGS there: a target registers with the MGS when it
+    mounts. Targets on other nodes cannot be ordered by systemd; they wait for the MGS."""
+    requires = [LNET_UNIT]
+    after = [LNET_UNIT]
+    if target.backend == "zfs":
+        requires.append(ZFS_IMPORT_UNIT)
+        after.append(ZFS_IMPORT_UNIT)
+    if target.kind != "mgs":
+        after.append("network-online.target")  # it reaches the MGS over the network
+    for earlier in targets:
+        if (
+            earlier.nodes[0] == target.nodes[0]
+            and KIND_ORDER[earlier.kind] < KIND_ORDER[target.kind]
+        ):
+            after.append(earlier.mount_unit)
+            if earlier.kind == "mgs":
+                requires.append(earlier.mount_unit)
+    return replace(target, requires=tuple(requires), after=tuple(after))
 
 
 def _lnet(cluster: Cluster, lustre: Lustre) -> tuple[LnetProfile, ...]:

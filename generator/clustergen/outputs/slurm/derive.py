@@ -41,6 +41,11 @@ SLURM_DEFAULTS: tuple[tuple[str, str], ...] = (
     ("SchedulerType", "sched/backfill"),
     ("SelectTypeParameters", "CR_Core_Memory"),
     ("MpiDefault", "none"),
+    # RDMA (InfiniBand, RoCE) pins the buffers it registers: jobs need unlimited locked
+    # memory. Slurm gives a job the limits of the shell it was submitted from, often a
+    # login node's 64 KiB; without MEMLOCK propagated, tasks keep slurmd's own limit,
+    # which the slurm role sets to infinity (Slurm FAQ "memlock", slurm.conf(5)).
+    ("PropagateResourceLimitsExcept", "MEMLOCK"),
     ("ReturnToService", "2"),
     # Alloc runs the Prolog when a job is allocated; Contain adds the extern step that
     # pam_slurm_adopt puts SSH sessions into, so they stay in the job's cgroup.

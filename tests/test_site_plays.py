@@ -1,0 +1,154 @@
+"""The site repository's playbooks and roles, read as Ansible reads them.
+
+site.yml's header promises that every play becomes root itself, so the documented
+admin user (SSH keys, sudo) needs no -b; the booted test (tests/test_booted_cluster.py)
+runs site.yml that way, but only on the plays its spec has nodes for.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from support.ci import skip_or_fail, tool
+from support.paths import REPO
+
+PLAYBOOKS = ("site.yml", "verify.yml")
+# What makes a play run something on its hosts.
+PLAY_WORK = ("roles", "tasks", "pre_tasks", "post_tasks", "handlers")
+
+
+def _plays(playbook: str) -> list[dict[str, Any]]:
+    plays = yaml.safe_load((REPO / playbook).read_text(encoding="utf-8"))
+    assert isinstance(plays, list) and plays, playbook
+    return plays
+
+
+def _become_false(node: object, where: str) -> list[str]:
+    """Every place below `node` that turns become off."""
+    found = []
+    if isinstance(node, dict):
+        if node.get("become") is False or str(node.get("become")).lower() in ("false", "no"):
+            found.append(f"{where}: {node.get('name', node.get('role', '?'))}")
+        for key, value in node.items():
+            found += _become_false(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            found += _become_false(item, f"{where}[{index}]")
+    return found
+
+
+@pytest.mark.parametrize("playbook", PLAYBOOKS)
+def test_every_play_that_works_on_nodes_becomes_root(playbook: str) -> None:
+    plays = [play for play in _plays(playbook) if any(key in play for key in PLAY_WORK)]
+    assert plays
+    without = [play["name"] for play in plays if play.get("become") is not True]
+    assert without == [], f"{playbook}: plays that do not become root: {without}"
+    assert _become_false(plays, playbook) == []
+
+
+def test_no_role_turns_become_off() -> None:
+    found = []
+    for path in sorted((REPO / "roles").rglob("*.yml")):
+        found += _become_false(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
+    assert found == []
+
+
+# --- the MUNGE key check -------------------------------------------------------------
+
+MUNGE_TASKS = REPO / "roles" / "munge" / "tasks" / "main.yml"
+MUNGE_KEY = bytes(range(256)) * 4  # what mungekey writes by default: 1 KiB
+
+
+def _munge_key_check(value: object, tmp_path: Path) -> tuple[int, str]:
+    """The munge role's first task on this machine, with the vault variable set to value."""
+    ansible_playbook = tool("ansible-playbook")
+    if ansible_playbook is None:
+        skip_or_fail("needs ansible-playbook")
+    first = yaml.safe_load(MUNGE_TASKS.read_text(encoding="utf-8"))[0]
+    play = [
+        {
+            "name": "MUNGE key check",
+            "hosts": "localhost",
+            "connection": "local",
+            "gather_facts": False,
+            "vars": {
+                "ansible_python_interpreter": sys.executable,
+                "munge_key_variable": "vault_site_munge_key",
+                "vault_site_munge_key": value,
+            },
+            "tasks": [first],
+        }
+    ]
+    playbook = tmp_path / "check.yml"
+    playbook.write_text(json.dumps(play), encoding="utf-8")
+    env = {
+        **os.environ,
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+    }
+    result = subprocess.run(
+        [ansible_playbook, "-i", "localhost,", str(playbook)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_munge_key_check_is_the_roles_first_task() -> None:
+    tasks = yaml.safe_load(MUNGE_TASKS.read_text(encoding="utf-8"))
+    assert "ansible.builtin.assert" in tasks[0]
+    decoding = [i for i, task in enumerate(tasks) if "b64decode" in json.dumps(task)]
+    assert decoding and min(decoding) > 0
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        base64.b64encode(MUNGE_KEY).decode(),
+        base64.b64encode(b"k" * 32).decode(),
+        # base64 without -w0 wraps at 76 characters; b64decode skips the line breaks.
+        base64.encodebytes(MUNGE_KEY).decode(),
+    ],
+    ids=["1024-bytes", "32-bytes", "wrapped"],
+)
+def test_munge_key_check_passes_a_key_munge_accepts(key: str, tmp_path: Path) -> None:
+    code, output = _munge_key_check(key, tmp_path)
+    assert code == 0, output
+    assert key not in output
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("", "it is not set or empty"),
+        ("not base64: a passphrase!", "it is not base64"),
+        # Right alphabet, wrong length: b64decode fails on the padding.
+        (base64.b64encode(MUNGE_KEY).decode()[:-1], "it is not base64"),
+        (base64.b64encode(b"k" * 31).decode(), "it decodes to 31 bytes"),
+        (base64.b64encode(b"k" * 1025).decode(), "it decodes to 1025 bytes"),
+    ],
+    ids=["empty", "not-base64", "truncated", "too-short", "too-long"],
+)
+def test_munge_key_check_names_the_variable_and_what_is_wrong(
+    key: str, why: str, tmp_path: Path
+) -> None:
+    code, output = _munge_key_check(key, tmp_path)
+    assert code != 0, output
+    assert "TASK [Check that the cluster's MUNGE key" in output, output
+    assert "The vault variable vault_site_munge_key must hold" in output, output
+    assert why in output, output
+    if len(key) > 8:
+        assert key not in output, "the check must not print the key"
