@@ -36,6 +36,8 @@ NODE_RECORDS = (
     ("slurmd", "compute", RESTART_SLURMD),
 )
 NODE_RECORD = "clustergen-nodes"  # /etc/slurm/clustergen-nodes.<daemon>
+# A drop-in of slurmd's unit; the Restart slurmd handler reloads systemd first.
+MEMLOCK_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-memlock.conf"
 
 
 def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
@@ -58,6 +60,10 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
         )
         install = Install(f"{SLURM_ETC}/{name}", group, change)
         artifacts.append(Artifact(f"slurm/{name}", text, install=install))
+    # slurmd's locked-memory limit, which job steps keep (PropagateResourceLimitsExcept).
+    text = render_template(env, "slurm/slurmd-memlock.conf.j2", cluster)
+    install = Install(MEMLOCK_DROPIN, "compute", RESTART_SLURMD)
+    artifacts.append(Artifact("slurm/slurmd-memlock.conf", text, install=install))
     if slurm.gres:
         artifacts.append(conf("gres.conf", RESTART_SLURMD))
     if slurm.topology:
