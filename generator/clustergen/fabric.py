@@ -35,17 +35,15 @@ def ratio(factor: float) -> str:
 
 def blocking(cluster: Cluster) -> tuple[Blocking, ...]:
     """Every switch with a parent, in spec order; a top switch carries nothing up."""
-    return tuple(
-        Blocking(
-            switch.index,
-            switch.name,
-            sum(n for _, n in switch.hcas),
-            sum(n for _, n in switch.hcas) + sum(n for _, n in switch.down),
-            sum(n for _, n in switch.up),
-        )
-        for switch in cluster.switch_ports
-        if switch.up
-    )
+    rows = []
+    for switch in cluster.switch_ports:
+        if switch.up:
+            hca_ports = sum(n for _, n in switch.hcas)
+            down = hca_ports + sum(n for _, n in switch.down)
+            rows.append(
+                Blocking(switch.index, switch.name, hca_ports, down, sum(n for _, n in switch.up))
+            )
+    return tuple(rows)
 
 
 @dataclass(frozen=True)
