@@ -1,10 +1,11 @@
-"""A render killed anywhere leaves a tree the next command makes whole.
+"""A render killed anywhere leaves a tree the next write makes whole.
 
 Each render here is a separate process whose renames are slowed, so that kills
-land inside the swap as well as before it. After each kill, the next clustergen
-command on the directory (`render --check`) completes or undoes the render; the
-tree is then byte for byte the old render or the new one, with no temporary file
-and no journal left.
+land inside the swap as well as before it. After each kill, `render --check`
+reports the interrupted render and changes nothing (it writes nothing, and a journal
+may have been planted); the recovery every write makes first completes or undoes
+the render, and the tree is then byte for byte the old render or the new one, with
+no temporary file and no journal left.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.write import JOURNAL, TEMPORARY
+from clustergen.write import JOURNAL, TEMPORARY, recover
 
 from support.paths import EXAMPLES
 
@@ -32,12 +33,12 @@ SLOW_RENDER = f"""
 import os, sys, time
 real_replace = os.replace
 started = []
-def slow_replace(source, target):
+def slow_replace(source, target, **options):
     if not started:
         started.append(True)
         print("swap", flush=True)
     time.sleep({RENAME_DELAY_S})
-    real_replace(source, target)
+    real_replace(source, target, **options)
 os.replace = slow_replace
 from clustergen.entry import main
 sys.exit(main(sys.argv[1:]))
@@ -124,26 +125,35 @@ def test_next_command_leaves_the_old_or_the_new_render_whole(
     out = tmp_path / "tree"
     assert clustergen("render", str(OLD), "-o", str(out)).returncode == 0
     killed = interrupted_render(out, after_swap_start_s, delay_s)
+    left = tree(out)
 
     check = clustergen("render", str(NEW), "-o", str(out), "--check")
+    assert tree(out) == left, "--check applied or removed something"
+    if JOURNAL in left:
+        assert check.returncode == 1, check.stderr
+        assert "a render was interrupted there" in check.stderr
 
+    # What a write does first.
+    repaired = recover(out) or ""
     after = tree(out)
     leftovers = [p for p in after if p.endswith(TEMPORARY) or p == JOURNAL]
     assert leftovers == []
     assert after in (old, new), (
         f"a mix: {len(after.keys() & old.keys())} paths of the old render, "
-        f"{len(after.keys() & new.keys())} of the new; --check said {check.stderr}"
+        f"{len(after.keys() & new.keys())} of the new; recovery said {repaired}"
     )
+    check = clustergen("render", str(NEW), "-o", str(out), "--check")
     assert check.returncode == (0 if after == new else 1), check.stderr
-    if killed and after_swap_start_s is not None and after == new:
-        assert "completed a render that was interrupted" in check.stderr
+    if killed and JOURNAL in left:
+        assert "completed a render that was interrupted" in repaired
 
 
 def test_an_interrupted_swap_mixes_the_trees_until_the_next_command(
     renders: tuple[dict[str, bytes], dict[str, bytes]], tmp_path: Path
 ) -> None:
     """The case the journal exists for: killed mid-swap, the tree on disk is a mix
-    (which is why recovery must run first); the next command completes it."""
+    (which is why recovery must run first); --check says so and changes nothing, and
+    the next write completes it."""
     old, new = renders
     out = tmp_path / "tree"
     assert clustergen("render", str(OLD), "-o", str(out)).returncode == 0
@@ -155,8 +165,12 @@ def test_an_interrupted_swap_mixes_the_trees_until_the_next_command(
         new,
     )
     check = clustergen("render", str(NEW), "-o", str(out), "--check")
-    assert check.returncode == 0, check.stderr
-    assert "completed a render that was interrupted" in check.stderr
+    assert check.returncode == 1, check.stderr
+    assert "a render was interrupted there" in check.stderr
+    assert tree(out) == mixed
+    written = clustergen("render", str(NEW), "-o", str(out))
+    assert written.returncode == 0, written.stderr
+    assert "completed a render that was interrupted" in written.stderr
     assert tree(out) == new
 
 
@@ -166,7 +180,7 @@ def test_a_journal_that_leaves_the_tree_is_refused(tmp_path: Path, line: str) ->
     assert clustergen("render", str(OLD), "-o", str(out)).returncode == 0
     before = tree(out)
     (out / JOURNAL).write_text(f"{line}\n", encoding="utf-8")
-    result = clustergen("render", str(OLD), "-o", str(out), "--check")
+    result = clustergen("render", str(OLD), "-o", str(out))
     assert result.returncode == 2
     assert "unreadable clustergen journal line" in result.stderr
     assert "Traceback" not in result.stderr

@@ -320,6 +320,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     from clustergen.parallel import render_into
     from clustergen.render import render_all
     from clustergen.write import (
+        kept_message,
+        pending,
         plan,
         recover,
         refuse_other_cluster,
@@ -334,8 +336,12 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise UsageError(f"{out_dir}: exists and is not a directory")
     if args.output is None:  # the current directory, wherever the command is run
         refuse_unknown_directory(out_dir)
-    # An interrupted render is completed or undone before anything else, even --check.
-    repaired = recover(out_dir)
+    # An interrupted render is completed or undone before a write; --check writes
+    # nothing, so it applies no journal (which may have been planted) and says so.
+    left = pending(out_dir) if args.check else None
+    if left:
+        print(left, file=sys.stderr)
+    repaired = None if args.check else recover(out_dir)
     if repaired:
         print(repaired, file=sys.stderr)
     cluster = _load_valid(args.spec, args)
@@ -345,27 +351,37 @@ def cmd_render(args: argparse.Namespace) -> int:
     # Standard output carries the problems in the machine formats; the summary moves aside.
     say = sys.stdout if args.format == "text" else sys.stderr
     if not (args.diff or args.check):
-        _summary(out_dir, render_into(out_dir, cluster, adopt=args.adopt), say)
+        changes = render_into(out_dir, cluster, adopt=args.adopt)
+        for change in changes:
+            if change.action == "keep":
+                print(kept_message(out_dir, change), file=sys.stderr)
+        _summary(out_dir, changes, say)
         return int(ExitCode.OK)
     files: dict[str, Artifact] = with_manifest(render_all(cluster), cluster.spec.cluster.name)
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
     changes = plan(out_dir, files, adopt=args.adopt or args.check)
-    pending = [c for c in changes if c.action != "unchanged"]
+    stale = [c for c in changes if c.action not in ("unchanged", "keep")]
     if args.diff:
-        sys.stdout.write("".join(unified_diff(c) for c in pending))
+        sys.stdout.write("".join(unified_diff(c) for c in stale))
+    kept = [c for c in changes if c.action == "keep"]
     if args.check:
-        for change in pending:
+        for change in stale:
             print(f"stale: {change.action} {out_dir / change.path}", file=sys.stderr)
-        if pending:
+        for change in kept:
+            print(kept_message(out_dir, change), file=sys.stderr)
+        if stale or left:
             print(
-                f"{out_dir}: {len(pending)} file(s) differ from what {args.spec} renders; "
-                f"run `clustergen render {args.spec} -o {out_dir}`",
+                f"{out_dir}: {len(stale)} file(s) differ from what {args.spec} renders"
+                + (" and an interrupted render is pending" if left else "")
+                + f"; run `clustergen render {args.spec} -o {out_dir}`",
                 file=sys.stderr,
             )
             return int(ExitCode.INVALID_SPEC)
         print(f"{out_dir}: up to date with {args.spec}", file=say)
         return int(ExitCode.OK)
     write(out_dir, files, changes)
+    for change in kept:
+        print(kept_message(out_dir, change), file=sys.stderr)
     _summary(out_dir, changes, say)
     return int(ExitCode.OK)
 
@@ -373,11 +389,12 @@ def cmd_render(args: argparse.Namespace) -> int:
 def _summary(out_dir: Path, changes: list[Change], say: TextIO) -> None:
     counts = {
         action: sum(c.action == action for c in changes)
-        for action in ("create", "change", "remove", "unchanged")
+        for action in ("create", "change", "remove", "unchanged", "keep")
     }
+    kept = f", {counts['keep']} left alone" if counts["keep"] else ""
     print(
         f"{out_dir}: {counts['create']} created, {counts['change']} changed, "
-        f"{counts['remove']} removed, {counts['unchanged']} unchanged",
+        f"{counts['remove']} removed{kept}, {counts['unchanged']} unchanged",
         file=say,
     )
 
@@ -385,14 +402,16 @@ def _summary(out_dir: Path, changes: list[Change], say: TextIO) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from clustergen.plan import json_text, make_plan, markdown
     from clustergen.render import render_all
-    from clustergen.write import recover, with_manifest
+    from clustergen.write import pending, with_manifest
 
     out_dir = Path(args.output)
     if not out_dir.is_dir():
         raise UsageError(f"{out_dir}: no rendered tree there to plan against")
-    repaired = recover(out_dir)
-    if repaired:
-        print(repaired, file=sys.stderr)
+    # plan writes nothing: it applies no journal (which may have been planted) and
+    # compares against the files as they are.
+    left = pending(out_dir, staging_too=False)
+    if left:
+        print(left, file=sys.stderr)
     cluster, problems = validate_cluster(load_spec(args.spec), _ignored(args))
     if cluster is None:
         raise SpecInvalid(problems)

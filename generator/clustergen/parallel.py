@@ -34,6 +34,7 @@ import jinja2
 from clustergen.errors import UsageError
 from clustergen.render import by_path, environment, render_all, render_families, render_rest
 from clustergen.resolve import Cluster
+from clustergen.tree import digest
 from clustergen.write import (
     MANIFEST,
     Change,
@@ -92,18 +93,20 @@ class _Job:
     target: Destination
     cluster: Cluster
     env: jinja2.Environment
-    previous: set[str]
+    previous: dict[str, str | None]
     adopt: bool
     names: list[str]
 
 
 @dataclass(frozen=True)
 class _Done:
-    """The child's report of its part: its paths, its changes (without their texts,
-    which only --diff prints, and --diff renders in one process), the files clustergen
-    did not write that it would replace, and what it staged."""
+    """The child's report of its part: its paths and their digests (for the
+    manifest), its changes (without their texts, which only --diff prints, and --diff
+    renders in one process), the files clustergen did not write that it would replace,
+    and what it staged."""
 
     paths: list[str]
+    digests: dict[str, str]
     changes: list[Change]
     foreign: list[str]
     staged: Staged
@@ -119,18 +122,33 @@ class _Failed:
 def _render_in_two(out_dir: Path, cluster: Cluster, *, adopt: bool) -> list[Change] | None:
     """The render in two processes; None when the second cannot be started (no
     process or pipe left: EAGAIN, ENOMEM, EMFILE), and the render is to be serial."""
-    from clustergen.outputs import FAMILIES, UNINSTALLED
-
     env = environment()
     previous = previous_outputs(out_dir)
     # Made before the fork, so the two sides never race to make it.
-    target, base = destination(out_dir)
+    target = destination(out_dir)
+    try:
+        return _render_with_child(target, cluster, env, previous, adopt=adopt)
+    finally:
+        target.tree.close()
+
+
+def _render_with_child(
+    target: Destination,
+    cluster: Cluster,
+    env: jinja2.Environment,
+    previous: dict[str, str | None],
+    *,
+    adopt: bool,
+) -> list[Change] | None:
+    from clustergen.outputs import FAMILIES, UNINSTALLED
+
+    out_dir = target.out_dir
     try:
         child = _Child.start(_Job(target, cluster, env, previous, adopt, sorted(UNINSTALLED)))
     except OSError:
-        abandon(target, [base])
+        abandon(target, [])
         return None
-    parts = [base]
+    parts: list[Staged] = []
     try:
         files = render_rest(
             cluster,
@@ -149,7 +167,9 @@ def _render_in_two(out_dir: Path, cluster: Cluster, *, adopt: bool) -> list[Chan
                 raise AssertionError(f"two output families render {path}")
         installs = {path: artifact.install for path, artifact in files.items()}
         installs.update(dict.fromkeys(done.paths))
-        listed = {MANIFEST: manifest(installs, cluster.spec.cluster.name)}
+        digests = {path: digest(artifact.text.encode("utf-8")) for path, artifact in files.items()}
+        digests.update(done.digests)
+        listed = {MANIFEST: manifest(installs, digests, cluster.spec.cluster.name)}
         listed_changes, _ = compare(out_dir, listed, previous)
         parts.append(stage(target, listed, listed_changes))
         changes = sorted([*changes, *done.changes, *listed_changes], key=lambda c: c.path)
@@ -206,7 +226,7 @@ class _Child:
         if isinstance(report, _Done):
             return report
         if failed:
-            return _Done([], [], [], Staged())
+            return _Done([], {}, [], [], Staged())
         if report.interrupted:
             raise KeyboardInterrupt
         if report.usage is not None:
@@ -232,10 +252,10 @@ class _Child:
         # Killed before it reported: its temporaries are found by name, and the folders
         # it made (told before it staged anything) are removed once empty. (A new tree's
         # staging folder goes whole.)
-        remove_temporaries(self.target.out_dir)
+        remove_temporaries(self.target.tree)
         for message in messages:
             if isinstance(message, _Made):
-                take_back(Staged(made=message.folders))
+                take_back(self.target.tree, Staged(made=message.folders))
         code = os.waitstatus_to_exitcode(status)
         how = f"signal {-code}" if code < 0 else f"exit status {code}"
         return _Failed(internal=f"it ended with {how} before it reported")
@@ -246,7 +266,7 @@ class _Made:
     """The folders the child made for its files, sent before it stages any, so that a
     child killed while staging leaves none behind."""
 
-    folders: list[Path]
+    folders: list[str]
 
 
 def _send(writer: int, message: _Made | _Done | _Failed) -> None:
@@ -279,7 +299,7 @@ def _child_main(writer: int, job: _Job) -> None:
         _send(writer, report)
     except BaseException:  # the parent is gone: nobody will commit what was staged
         if isinstance(report, _Done):
-            take_back(report.staged)
+            take_back(job.target.tree, report.staged)
         status = 1
     finally:
         os._exit(status)
@@ -297,7 +317,8 @@ def _child_part(writer: int, job: _Job) -> _Done:
         )
     return _Done(
         paths=sorted(files),
-        changes=[Change(c.path, c.action, None, None) for c in changes],
+        digests={path: digest(artifact.text.encode("utf-8")) for path, artifact in files.items()},
+        changes=[Change(c.path, c.action, None, None, c.old_digest, c.new_digest) for c in changes],
         foreign=foreign,
         staged=staged,
     )

@@ -28,6 +28,7 @@ from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.errors import ClustergenError, ExitCode
 from clustergen.hosts import compress
 from clustergen.resolve import Cluster
+from clustergen.tree import Tree
 from clustergen.write import MANIFEST, Installed, manifest_entries
 from clustergen.write import plan as file_changes
 
@@ -122,6 +123,12 @@ def make_plan(
     for change in file_changes(out_dir, files, adopt=True):
         if change.action == "unchanged" or change.path == MANIFEST:
             continue
+        if change.action == "keep":
+            tree_only.append(
+                f"{change.path} (no longer rendered; left alone, as it is not what clustergen "
+                "wrote there)"
+            )
+            continue
         if change.action == "remove":
             installed = old_manifest.get(change.path)
             if installed is None:
@@ -167,7 +174,7 @@ def make_plan(
                 f"{change.path} {state} (installed at {install.dest})",
             )
 
-    old_lock = _read_yaml(out_dir / LOCK)
+    old_lock = _read_yaml(out_dir, LOCK)
     _refuse_slurm_upgrade_skipping_releases(old_lock, cluster.spec.software.slurm)
     new_names = {host.name for host in cluster.hosts}
     rollout: list[PackageChange] = []
@@ -288,9 +295,13 @@ def _recorded_for_an_unchanged_target(
     the new identity file records the target's format and plans no reformat."""
     if stood_for is None or stood_for not in files:
         return False
+    with Tree(out_dir) as tree:
+        found = tree.read(stood_for)  # a link there is refused, never followed
+    if found is None:
+        return False
     try:
-        old = (out_dir / stood_for).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        old = found[0].decode("utf-8")
+    except UnicodeDecodeError:
         return False
     return _commands(old) == _commands(files[stood_for].text)
 
@@ -315,10 +326,16 @@ def _described(change: PackageChange) -> str:
     return f"{change.title}: {change.package} {change.old} -> {change.new}"
 
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(out_dir: Path, path: str) -> Any:
+    """A YAML file of the old tree (a link there is refused, never followed); None where
+    it is missing or unreadable."""
+    with Tree(out_dir) as tree:
+        found = tree.read(path)
+    if found is None:
+        return None
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return yaml.safe_load(found[0].decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError):
         return None
 
 
@@ -331,7 +348,7 @@ def _lock_packages(lock: Any, group: str) -> dict[str, str]:
 
 
 def _old_hosts(out_dir: Path) -> set[str]:
-    inventory = _read_yaml(out_dir / HOSTS)
+    inventory = _read_yaml(out_dir, HOSTS)
     try:
         hosts = inventory["all"]["hosts"]
     except (KeyError, TypeError):

@@ -1,20 +1,26 @@
 """Compare a rendered tree with what is on disk, and write it as one transaction.
 
-Only files clustergen wrote (listed in the manifest) are ever replaced or
-removed; everything else in the output directory is left alone.
+The tree is untrusted input (it is committed and reviewed as pull requests): every
+path in it is opened through clustergen.tree, which follows no link. Only files
+clustergen wrote (listed in the manifest) are ever replaced, and a file it no
+longer renders is removed only while it is what clustergen wrote there (the digest
+the manifest records); everything else in the output directory is left alone.
 
 A write into an existing tree stages every new file as a temporary beside its
-target, then commits a journal naming every rename and removal, then applies them,
-then deletes the journal. A render killed at any point leaves either no journal
-(the tree is the old render plus temporaries, which the next command deletes) or a
-complete journal (the next command applies the rest of it).
+target, then commits a journal naming every rename and removal (with the digests
+of what each acts on), then applies them, then deletes the journal. A render killed
+at any point leaves either no journal (the tree is the old render plus temporaries,
+which the next write deletes) or a complete journal (the next write checks that
+every entry is clustergen's own, and applies the rest of it).
 
 A write into a directory that does not exist yet builds the whole tree in a staging
-folder beside it (.<name>.clustergen-tmp) and renames the folder into place: killed
-before that, there is no tree at all, and the next command deletes the folder.
+folder beside it (.<name>.clustergen-tmp, made with mkdir: one already there is
+refused) and renames the folder into place: killed before that, there is no tree
+at all, and the next write deletes the folder.
 
-`recover` does all of that, and every command that reads or writes an output
-directory calls it first.
+`recover` does all of that, and every command that writes an output directory
+calls it first. The commands that write nothing (`plan`, `render --check`) apply
+no journal and remove nothing: `pending` says what an interrupted render left.
 """
 
 from __future__ import annotations
@@ -33,13 +39,15 @@ from typing import Literal
 
 from clustergen.artifacts import Artifact, Install
 from clustergen.errors import UsageError
+from clustergen.tree import Tree, digest, inside
 
 MANIFEST = ".clustergen-manifest"
 JOURNAL = ".clustergen-journal"
 TEMPORARY = ".clustergen-tmp"  # the suffix of staged files: .<name>.clustergen-tmp
 _JOURNAL_HEADER = "# clustergen: renames and removals of one render, applied in order\n"
 _MANIFEST_HEADER = (
-    "# Files rendered by clustergen; it removes these when a spec no longer renders them.\n"
+    "# Files rendered by clustergen; it removes these when a spec no longer renders them,\n"
+    "# each only while it is what clustergen wrote (the sha256 digest ending its line).\n"
     "# A file installed on nodes also has, tab-separated: its inventory group, what a\n"
     "# change to it needs, and its destination (clustergen plan reads them).\n"
 )
@@ -48,34 +56,48 @@ _MANIFEST_HEADER = (
 # lack and older readers skip.
 _CLUSTER_LINE = "# cluster: "
 
-Action = Literal["create", "change", "unchanged", "remove"]
+Action = Literal["create", "change", "unchanged", "remove", "keep"]
 
 
 @dataclass(frozen=True)
 class Change:
+    """What a write does to one path. `keep`: a file the last render listed and this
+    one no longer renders, left alone because it is not what clustergen wrote there
+    (changed since, or never clustergen's). The digests (tree.digest) are of the file
+    on disk (old) and of the rendered file (new), for the journal."""
+
     path: str
     action: Action
     old: str | None
     new: str | None
+    old_digest: str | None = None
+    new_digest: str | None = None
 
 
 def with_manifest(files: dict[str, Artifact], cluster: str) -> dict[str, Artifact]:
     """Add the manifest (see `manifest`) of cluster's rendered tree."""
-    return {**files, MANIFEST: manifest({path: a.install for path, a in files.items()}, cluster)}
+    installs = {path: a.install for path, a in files.items()}
+    digests = {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
+    return {**files, MANIFEST: manifest(installs, digests, cluster)}
 
 
-def manifest(installs: Mapping[str, Install | None], cluster: str) -> Artifact:
+def manifest(
+    installs: Mapping[str, Install | None], digests: Mapping[str, str], cluster: str
+) -> Artifact:
     """The manifest: the cluster's name, every rendered path, and for a file installed on
     nodes its inventory group, what a change to it needs, and its destination
     (tab-separated), so `clustergen plan` knows what removing it means once it is no
-    longer rendered, and a render of another cluster is not taken for a change."""
+    longer rendered, and a render of another cluster is not taken for a change. Each
+    line ends with the digest of what clustergen wrote there: a file that no longer
+    matches it is never removed."""
     lines = [f"{_CLUSTER_LINE}{cluster}\n"]
     for path in sorted(installs):
         install = installs[path]
         if install is None:
-            lines.append(f"{path}\n")
+            lines.append(f"{path}\t{digests[path]}\n")
         else:
-            lines.append(f"{path}\t{install.group}\t{install.change.describe()}\t{install.dest}\n")
+            fields = [path, install.group, install.change.describe(), install.dest, digests[path]]
+            lines.append("\t".join(fields) + "\n")
     return Artifact(MANIFEST, _MANIFEST_HEADER + "".join(lines))
 
 
@@ -88,25 +110,44 @@ class Installed:
     dest: str
 
 
-def manifest_entries(out_dir: Path) -> dict[str, Installed | None]:
-    """The paths the last render wrote into out_dir, with their install metadata (None
-    for files not installed on nodes, and for manifests written before it was kept)."""
-    text = _read(out_dir / MANIFEST)
-    entries: dict[str, Installed | None] = {}
+@dataclass(frozen=True)
+class Listed:
+    """One path of a manifest: its install metadata (None for files not installed on
+    nodes, and in manifests written before it was kept) and the digest of what
+    clustergen wrote there (None in manifests written before digests were kept)."""
+
+    installed: Installed | None
+    digest: str | None
+
+
+def listed(out_dir: Path) -> dict[str, Listed]:
+    """The paths the last render wrote into out_dir, as its manifest lists them."""
+    with Tree(out_dir) as tree:
+        text = tree.read_text(MANIFEST)
+    entries: dict[str, Listed] = {}
     for line in (text or "").splitlines():
         path, *fields = line.strip("\n").split("\t")
         path = path.strip()
         # Never follow a manifest outside the output directory.
-        if not path or path.startswith("#") or not _inside(path):
+        if not path or path.startswith("#") or not inside(path):
             continue
-        entries[path] = Installed(*fields) if len(fields) == 3 else None
+        recorded = fields.pop() if fields and fields[-1].startswith("sha256:") else None
+        entries[path] = Listed(Installed(*fields) if len(fields) == 3 else None, recorded)
     return entries
+
+
+def manifest_entries(out_dir: Path) -> dict[str, Installed | None]:
+    """The paths the last render wrote into out_dir, with their install metadata (None
+    for files not installed on nodes, and for manifests written before it was kept)."""
+    return {path: entry.installed for path, entry in listed(out_dir).items()}
 
 
 def manifest_cluster(out_dir: Path) -> str | None:
     """The cluster whose render out_dir holds, as its manifest names it; None without a
     manifest, or for one written before the cluster was recorded."""
-    for line in (_read(out_dir / MANIFEST) or "").splitlines():
+    with Tree(out_dir) as tree:
+        text = tree.read_text(MANIFEST)
+    for line in (text or "").splitlines():
         if line.startswith(_CLUSTER_LINE):
             return line.removeprefix(_CLUSTER_LINE).strip()
     return None
@@ -127,7 +168,7 @@ def refuse_other_cluster(out_dir: Path, cluster: str) -> None:
 def refuse_unknown_directory(out_dir: Path) -> None:
     """Refuse to render into a directory that holds other things and no clustergen tree
     (the current directory, when no -o names it)."""
-    if not out_dir.is_dir() or (out_dir / MANIFEST).exists():
+    if not out_dir.is_dir() or os.path.lexists(out_dir / MANIFEST):
         return
     try:
         empty = next(os.scandir(out_dir), None) is None
@@ -154,21 +195,34 @@ def compare(
     out_dir: Path, files: Mapping[str, Artifact], previous: Collection[str]
 ) -> tuple[list[Change], list[str]]:
     """Each rendered file against what is on disk, in path order, and the paths of files
-    clustergen did not write (absent from the previous manifest) that it would change."""
-    folders = _Folders(out_dir)
+    clustergen did not write (absent from the previous manifest) that it would change.
+    Every path is read without following a link (a link is refused)."""
     changes = []
     foreign = []
-    for path, rendered in sorted(files.items()):
-        old, mode = folders.existing(path)
-        changed = old is not None and (old != rendered.text or mode != rendered.mode)
-        # A file clustergen did not write is in the way only if rendering would change it.
-        if changed and path not in previous and path != MANIFEST:
-            foreign.append(path)
-        if old is None:
-            changes.append(Change(path, "create", None, rendered.text))
-        else:
-            changes.append(Change(path, "change" if changed else "unchanged", old, rendered.text))
+    with Tree(out_dir) as tree:
+        for path, rendered in sorted(files.items()):
+            data = rendered.text.encode("utf-8")
+            new_digest = digest(data)
+            found = tree.read(path)
+            if found is None:
+                changes.append(Change(path, "create", None, rendered.text, None, new_digest))
+                continue
+            old, mode = found
+            changed = old != data or mode != rendered.mode
+            # A file clustergen did not write is in the way only if rendering would change it.
+            if changed and path not in previous and path != MANIFEST:
+                foreign.append(path)
+            action: Action = "change" if changed else "unchanged"
+            text = _decoded(tree, path, old)
+            changes.append(Change(path, action, text, rendered.text, digest(old), new_digest))
     return changes, foreign
+
+
+def _decoded(tree: Tree, path: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read {tree.path(path)}: {exc}") from None
 
 
 def refuse_foreign(out_dir: Path, foreign: list[str]) -> None:
@@ -182,57 +236,39 @@ def refuse_foreign(out_dir: Path, foreign: list[str]) -> None:
     )
 
 
-def removals(out_dir: Path, previous: Collection[str], rendered: Collection[str]) -> list[Change]:
-    """The files the last render wrote that this one no longer renders, in path order."""
-    return [
-        Change(path, "remove", _read(out_dir / path), None)
-        for path in sorted(set(previous) - set(rendered))
-    ]
-
-
-class _Folders:
-    """What is on disk at each rendered path, with each folder on the way looked at once:
-    a tree of thousands of files in a few folders costs a stat per folder, and nothing
-    at all under a folder that does not exist yet."""
-
-    def __init__(self, out_dir: Path) -> None:
-        self.out_dir = out_dir
-        self.present: dict[str, bool] = {"": out_dir.is_dir()}
-
-    def _folder(self, relative: str) -> bool:
-        """Whether the folder exists; refuses one in the way that is not a folder."""
-        known = self.present.get(relative)
-        if known is not None:
-            return known
-        parent, _, _ = relative.rpartition("/")
-        present = False
-        if self._folder(parent):
-            folder = os.path.join(self.out_dir, relative)
-            try:
-                present = stat.S_ISDIR(os.stat(folder).st_mode)
-            except FileNotFoundError:
-                present = False
+def removals(
+    out_dir: Path, previous: Mapping[str, str | None], rendered: Collection[str]
+) -> list[Change]:
+    """The files the last render wrote that this one no longer renders, in path order:
+    each removed if it is still what clustergen wrote there (its digest in the
+    manifest), else kept (left alone, and named). A manifest line without a digest (a
+    tree rendered before digests were kept, or a line added by hand) cannot say what
+    clustergen wrote, so its file is kept too."""
+    changes = []
+    with Tree(out_dir) as tree:
+        for path in sorted(set(previous) - set(rendered)):
+            found = tree.read(path)
+            if found is None:
+                changes.append(Change(path, "remove", None, None))
+                continue
+            data = found[0]
+            text = data.decode("utf-8", errors="replace")
+            recorded = previous[path]
+            if recorded is not None and digest(data) == recorded:
+                changes.append(Change(path, "remove", text, None, recorded))
             else:
-                if not present:
-                    raise UsageError(f"cannot write into {folder}: it is not a directory")
-        self.present[relative] = present
-        return present
+                changes.append(Change(path, "keep", text, None, digest(data)))
+    return changes
 
-    def existing(self, path: str) -> tuple[str | None, int | None]:
-        """The text and mode of the regular file at path, or (None, None) when there is
-        none; anything else there (a folder, a link, a device) is refused."""
-        if not self._folder(path.rpartition("/")[0]):
-            return None, None
-        target = self.out_dir / path
-        try:
-            info = os.lstat(target)
-        except FileNotFoundError:
-            return None, None
-        except OSError as exc:
-            raise UsageError(f"cannot read {target}: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(info.st_mode):
-            raise UsageError(f"cannot write {target}: it exists and is not a regular file")
-        return _read(target), stat.S_IMODE(info.st_mode)
+
+def kept_message(out_dir: Path, change: Change) -> str:
+    """What the user is told of a kept file (see `removals`)."""
+    return (
+        f"{out_dir}: left {change.path} alone: clustergen no longer renders it, and it is "
+        "not what clustergen wrote there (changed since, never clustergen's, or listed "
+        "without a digest by an older release); it leaves the manifest, so remove it "
+        "yourself if nothing needs it"
+    )
 
 
 def unified_diff(change: Change) -> str:
@@ -248,11 +284,12 @@ def unified_diff(change: Change) -> str:
 class Staged:
     """What staging wrote: the staged files (temporaries, or a new tree's files in its
     staging folder), the folders they are in, and the folders made for them (outermost
-    first), so that all of it can be synced or taken back."""
+    first), so that all of it can be synced or taken back. Paths are relative to the
+    destination's tree (they cross from the second process of a parallel render)."""
 
-    temporaries: list[Path] = field(default_factory=list)
-    folders: list[Path] = field(default_factory=list)
-    made: list[Path] = field(default_factory=list)
+    temporaries: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+    made: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -261,31 +298,42 @@ class Destination:
     staged beside its target as a temporary and renamed over it through the journal.
     A directory that does not exist yet is built whole in a staging folder beside it,
     every file under its own name, and the folder is renamed into place in one step:
-    no journal and no rename per file, and until that step there is no tree at all."""
+    no journal and no rename per file, and until that step there is no tree at all.
+    `tree` is the folder staged into (the output folder, or the staging folder), and
+    `parents_made` the folders made above a new tree, to take back on failure."""
 
     out_dir: Path
+    tree: Tree
     staging: Path | None = None
+    parents_made: tuple[Path, ...] = ()
 
-    def staged(self, path: str) -> Path:
-        """Where the file rendered at path is staged."""
+    def staged(self, path: str) -> str:
+        """Where the file rendered at path is staged, in `tree`."""
         if self.staging is not None:
-            return self.staging / path
-        return _temporary(self.out_dir / path)
+            return path
+        return _temporary_name(path)
 
 
-def destination(out_dir: Path) -> tuple[Destination, Staged]:
-    """The destination for a write into out_dir, with the folders made for it (a new
-    tree's staging folder and the parents it needs), to take back on failure."""
+def destination(out_dir: Path) -> Destination:
+    """The destination for a write into out_dir. A new tree's staging folder is made
+    with mkdir, never taken over: one already there (planted, or a link) is refused."""
     if os.path.lexists(out_dir):
-        return Destination(out_dir), Staged()
+        return Destination(out_dir, Tree(out_dir))
     made: list[Path] = []
     staging = staging_folder(out_dir)
     try:
-        make_directories(staging, made)
+        make_directories(staging.parent, made)  # the user's own path, as named
+        os.mkdir(staging, 0o777)
+    except FileExistsError:
+        _remove_folders(made)
+        raise UsageError(
+            f"refusing {staging}: it exists, and clustergen builds a new tree only in a "
+            "staging folder it makes itself; remove it and render again"
+        ) from None
     except OSError as exc:
-        take_back(Staged(made=made))
+        _remove_folders(made)
         raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
-    return Destination(out_dir, staging), Staged(made=made)
+    return Destination(out_dir, Tree(staging, own=True), staging, tuple(made))
 
 
 def staging_folder(out_dir: Path) -> Path:
@@ -297,15 +345,18 @@ def staging_folder(out_dir: Path) -> Path:
 def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> None:
     """Write every created or changed file and remove the files no longer rendered,
     as one transaction (see the module's docstring)."""
-    if all(change.action == "unchanged" for change in changes):
+    if all(change.action in ("unchanged", "keep") for change in changes):
         return
-    target, base = destination(out_dir)
+    target = destination(out_dir)
     try:
-        part = stage(target, files, changes)
-    except BaseException:
-        abandon(target, [base])
-        raise
-    commit(target, changes, [base, part])
+        try:
+            part = stage(target, files, changes)
+        except BaseException:
+            abandon(target, [])
+            raise
+        commit(target, changes, [part])
+    finally:
+        target.tree.close()
 
 
 def stage(
@@ -313,27 +364,31 @@ def stage(
     files: Mapping[str, Artifact],
     changes: list[Change],
     *,
-    folders_made: Callable[[list[Path]], None] | None = None,
+    folders_made: Callable[[list[str]], None] | None = None,
 ) -> Staged:
     """Stage every created or changed file of changes (whose texts are in files), once
     the folders they need are made (and told to folders_made). On failure what was
     staged is taken back, and UsageError says why."""
     staged = Staged()
+    tree = target.tree
     pending = [(c.path, target.staged(c.path)) for c in changes if c.action in ("create", "change")]
-    staged.folders = sorted({path.parent for _, path in pending})
+    staged.folders = sorted({path.rpartition("/")[0] for _, path in pending})
     try:
         for folder in staged.folders:
-            make_directories(folder, staged.made)
+            tree.folder(folder, made=staged.made)
         if folders_made is not None:
             folders_made(staged.made)
         for rendered, path in pending:
             staged.temporaries.append(path)
-            _stage(path, files[rendered], sync=False)
+            descriptor, _ = tree.parent(path)
+            if descriptor is None:  # made above; gone since
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+            _stage(tree.path(path), files[rendered], sync=False, dir_fd=descriptor)
     except OSError as exc:
-        take_back(staged)
+        take_back(tree, staged)
         raise UsageError(f"cannot write {target.out_dir}: {exc.strerror or exc}") from None
     except BaseException:  # e.g. Ctrl-C: nothing of this write stays behind
-        take_back(staged)
+        take_back(tree, staged)
         raise
     return staged
 
@@ -349,12 +404,17 @@ def commit(target: Destination, changes: list[Change], parts: Sequence[Staged]) 
     """
     out_dir = target.out_dir
     steps = [
-        *(("replace", c.path) for c in changes if c.action in ("create", "change")),
-        *(("remove", c.path) for c in changes if c.action == "remove"),
+        *(
+            _Step("replace", c.path, c.new_digest, c.old_digest)
+            for c in changes
+            if c.action in ("create", "change")
+        ),
+        *(_Step("remove", c.path, None, c.old_digest) for c in changes if c.action == "remove"),
     ]
     try:
         # Every staged file and its folder's entries on disk before the journal is.
         _sync_all(
+            target.tree,
             [temporary for part in parts for temporary in part.temporaries],
             sorted({folder for part in parts for folder in part.folders}),
         )
@@ -362,57 +422,68 @@ def commit(target: Destination, changes: list[Change], parts: Sequence[Staged]) 
             os.rename(target.staging, out_dir)
             _fsync(out_dir.parent)
             return
-        _commit_journal(out_dir, steps)
+        _commit_journal(target.tree, steps)
     except OSError as exc:
         # Nothing was replaced yet: the tree is as it was, byte for byte.
         abandon(target, parts)
         raise UsageError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
     try:
-        _apply(out_dir, steps)
-        (out_dir / JOURNAL).unlink()
+        _apply(target.tree, steps)
+        target.tree.unlink(JOURNAL)
     except OSError as exc:
         raise UsageError(
-            f"cannot write {out_dir}: {exc.strerror or exc}; the next clustergen command "
-            "on it completes this render"
+            f"cannot write {out_dir}: {exc.strerror or exc}; the next clustergen render "
+            "into it completes this render"
         ) from None
 
 
 def abandon(target: Destination, parts: Sequence[Staged]) -> None:
-    """Take back every staged part, last first (the first holds the folders made for
-    the destination), and a new tree's staging folder with whatever is in it."""
+    """Take back every staged part, last first, and a new tree's staging folder with
+    whatever is in it (clustergen made it) and the folders made above it."""
     if target.staging is not None:
         shutil.rmtree(target.staging, ignore_errors=True)
     for part in reversed(parts):
-        take_back(part)
+        take_back(target.tree, part)
+    _remove_folders(list(target.parents_made))
+
+
+def _remove_folders(made: list[Path]) -> None:
+    for directory in reversed(made):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 def write_file(target: Path, text: str) -> None:
     """Write one file (the schema, a spec's long form) whole or not at all: staged beside
     the target and renamed over it; on failure the temporary and the directories made
-    for it go, and the target is as it was."""
+    for it go, and the target is as it was. The target is the user's own path, named
+    on the command line, outside any rendered tree."""
     made: list[Path] = []
     try:
         make_directories(target.parent, made)
         _stage(_temporary(target), Artifact(target.name, text, 0o644))
         os.replace(_temporary(target), target)
     except OSError as exc:
-        take_back(Staged([_temporary(target)], made=made))
+        with contextlib.suppress(OSError):
+            _temporary(target).unlink(missing_ok=True)
+        _remove_folders(made)
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
 
 
-def take_back(staged: Staged) -> None:
-    """Remove staged temporaries and the directories made for them (innermost first)."""
+def take_back(tree: Tree, staged: Staged) -> None:
+    """Remove staged temporaries and the folders made for them (innermost first)."""
     for temporary in staged.temporaries:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
-    for directory in reversed(staged.made):
-        with contextlib.suppress(OSError):
-            directory.rmdir()
+        with contextlib.suppress(OSError, UsageError):
+            tree.unlink(temporary)
+    for folder in reversed(staged.made):
+        with contextlib.suppress(OSError, UsageError):
+            tree.rmdir(folder)
 
 
 def make_directories(directory: Path, made: list[Path]) -> None:
     """Make `directory` and its parents that do not exist yet, outermost first, adding
-    each to `made` as it is made (so a failure part way takes back only those)."""
+    each to `made` as it is made (so a failure part way takes back only those). Only
+    for paths the user named (an output file, the folders above a new tree)."""
     missing = []
     while not directory.exists() and directory != directory.parent:
         missing.append(directory)
@@ -423,23 +494,25 @@ def make_directories(directory: Path, made: list[Path]) -> None:
 
 
 def recover(out_dir: Path) -> str | None:
-    """Complete a render that was interrupted after its journal was committed, or undo
-    one interrupted before (its temporaries go; the old files were never touched), and
-    remove the staging folder of a new tree whose render was interrupted.
+    """Before a write: complete a render that was interrupted after its journal was
+    committed (once every entry of the journal is checked to be clustergen's own), or
+    undo one interrupted before (its temporaries go; the old files were never
+    touched), and remove the staging folder of a new tree whose render was interrupted.
+    Only a write calls it: `plan` and `render --check` say what `pending` finds.
 
     Returns what was done, for the user, or None when there was nothing to do.
     """
     done = []
     staging = staging_folder(out_dir)
     try:
-        if staging.is_dir() and not staging.is_symlink():
-            shutil.rmtree(staging)
+        if _sweep_staging(staging):
             done.append(
                 f"{out_dir}: removed {staging}, where a render that was interrupted was "
                 "building the new tree"
             )
         if out_dir.is_dir():
-            done += _recover_tree(out_dir)
+            with Tree(out_dir) as tree:
+                done += _recover_tree(tree)
     except OSError as exc:
         raise UsageError(
             f"cannot repair the interrupted render in {out_dir}: {exc.strerror or exc}"
@@ -447,86 +520,221 @@ def recover(out_dir: Path) -> str | None:
     return "\n".join(done) or None
 
 
-def _recover_tree(out_dir: Path) -> list[str]:
-    journal = _read(out_dir / JOURNAL)
+def _sweep_staging(staging: Path) -> bool:
+    """Remove a staging folder a killed render left; whether there was one. Only a
+    folder holding nothing but folders and regular files (what a render stages) is
+    removed, without following anything in it; a link, or anything else, is refused."""
+    try:
+        info = os.lstat(staging)
+    except FileNotFoundError:
+        return False
+    refused = UsageError(
+        f"refusing {staging}: it is where clustergen builds a new tree, and it is not a "
+        "staging folder a render left (a link, or something other than folders and "
+        "files); remove it yourself"
+    )
+    if not stat.S_ISDIR(info.st_mode):
+        raise refused
+    for _top, folders, files, descriptor in os.fwalk(staging, follow_symlinks=False):
+        for name in [*folders, *files]:
+            kind = os.stat(name, dir_fd=descriptor, follow_symlinks=False).st_mode
+            if not (stat.S_ISDIR(kind) or stat.S_ISREG(kind)):
+                raise refused
+    shutil.rmtree(staging)  # removes links inside without following them, on any system
+    return True
+
+
+def pending(out_dir: Path, staging_too: bool = True) -> str | None:
+    """What an interrupted render left in (or beside) out_dir, for the commands that
+    write nothing (`plan`, `render --check`): they apply no journal and remove nothing,
+    and compare against the files as they are. None when nothing is left."""
+    found = []
+    staging = staging_folder(out_dir)
+    if staging_too and os.path.lexists(staging):
+        found.append(f"the staging folder {staging} of a new tree")
+    if out_dir.is_dir():
+        with Tree(out_dir) as tree:
+            if tree.entry(JOURNAL) is not None:
+                found.append(f"its journal {out_dir / JOURNAL} (its renames and removals)")
+            temporaries = len(tree.files(TEMPORARY))
+            if temporaries:
+                found.append(f"{temporaries} temporary file(s)")
+    if not found:
+        return None
+    return (
+        f"{out_dir}: a render was interrupted there and left {'; '.join(found)}. "
+        "Nothing of it was applied or removed now: this command compares against the files "
+        "as they are. `clustergen render SPEC -o DIR` completes or undoes it first, once it "
+        "has checked that every entry of the journal is clustergen's own"
+    )
+
+
+def _recover_tree(tree: Tree) -> list[str]:
+    journal = tree.read_text(JOURNAL)
     if journal is not None:
         steps = _journal_steps(journal)
-        _apply(out_dir, steps)
-        (out_dir / JOURNAL).unlink()
-        remove_temporaries(out_dir)
+        _refuse_foreign_journal(tree, steps)
+        _apply(tree, steps)
+        tree.unlink(JOURNAL)
+        remove_temporaries(tree)
         return [
-            f"{out_dir}: completed a render that was interrupted "
+            f"{tree.root}: completed a render that was interrupted "
             f"({len(steps)} file operation(s) from its journal)"
         ]
-    removed = remove_temporaries(out_dir)
+    removed = remove_temporaries(tree)
     if removed:
         return [
-            f"{out_dir}: removed {removed} temporary file(s) of a render that was interrupted "
+            f"{tree.root}: removed {removed} temporary file(s) of a render that was interrupted "
             "before it changed anything; the tree is the render before it"
         ]
     return []
 
 
-def _commit_journal(out_dir: Path, steps: list[tuple[str, str]]) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    text = _JOURNAL_HEADER + "".join(f"{op} {path}\n" for op, path in steps)
-    _stage(_temporary(out_dir / JOURNAL), Artifact(JOURNAL, text))
-    os.replace(_temporary(out_dir / JOURNAL), out_dir / JOURNAL)
-    _fsync(out_dir)
+@dataclass(frozen=True)
+class _Step:
+    """One line of the journal: replace a path with its staged temporary (new: the
+    temporary's digest; old: the digest of the file it replaces, None where there was
+    none), or remove a path (old: the digest of the file removed)."""
+
+    op: Literal["replace", "remove"]
+    path: str
+    new: str | None
+    old: str | None
+
+    def line(self) -> str:
+        if self.op == "replace":
+            return f"replace {self.new} {self.old or '-'} {self.path}\n"
+        return f"remove {self.old or '-'} {self.path}\n"
 
 
-def _journal_steps(text: str) -> list[tuple[str, str]]:
+def _commit_journal(tree: Tree, steps: list[_Step]) -> None:
+    text = _JOURNAL_HEADER + "".join(step.line() for step in steps)
+    temporary = _temporary_name(JOURNAL)
+    _stage(tree.path(temporary), Artifact(JOURNAL, text), dir_fd=tree.folder("", made=[]))
+    tree.replace(temporary, JOURNAL)
+    _fsync(tree.root)
+
+
+def _journal_steps(text: str) -> list[_Step]:
     steps = []
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
-        op, _, path = line.partition(" ")
-        if op not in ("replace", "remove") or not _inside(path):
+        op, *fields = line.split(" ", 3 if line.startswith("replace ") else 2)
+        digests = fields[:-1]
+        path = fields[-1] if fields else ""
+        if (
+            (op, len(fields)) not in (("replace", 3), ("remove", 2))
+            or not inside(path)
+            or not all(d == "-" or _is_digest(d) for d in digests)
+            or (op == "replace" and not _is_digest(digests[0]))
+        ):
             raise UsageError(f"unreadable clustergen journal line: {line!r}")
-        steps.append((op, path))
+        old = None if digests[-1] == "-" else digests[-1]
+        if op == "replace":
+            steps.append(_Step("replace", path, digests[0], old))
+        else:
+            steps.append(_Step("remove", path, None, old))
     return steps
 
 
-def _apply(out_dir: Path, steps: list[tuple[str, str]]) -> None:
-    """Apply journal steps; each is skipped if already done, so this may run again."""
-    for op, path in steps:
-        target = out_dir / path
-        if op == "replace":
-            with contextlib.suppress(FileNotFoundError):  # replaced by an earlier run
-                os.replace(_temporary(target), target)
+def _is_digest(text: str) -> bool:
+    hexdigest = text.removeprefix("sha256:")
+    return (
+        text.startswith("sha256:")
+        and len(hexdigest) == 64
+        and all(c in "0123456789abcdef" for c in hexdigest)
+    )
+
+
+def _refuse_foreign_journal(tree: Tree, steps: list[_Step]) -> None:
+    """Refuse a journal that is not clustergen's own, before any of it is applied: each
+    step must act only on what that render found and staged. A replace's temporary
+    (named as clustergen names them, a regular file) holds what it staged, and its
+    target is still the file the render saw (or already the new one); a remove's file
+    is still what clustergen wrote there (or gone). Paths in the tree and links are
+    checked as the journal is read (Tree refuses them)."""
+    for step in steps:
+        current = tree.read(step.path)
+        now = digest(current[0]) if current is not None else None
+        if step.op == "replace":
+            staged = tree.read(_temporary_name(step.path))
+            if staged is not None:
+                ok = digest(staged[0]) == step.new and now in (step.old, step.new)
+            else:  # replaced already by the interrupted render
+                ok = now == step.new
         else:
-            target.unlink(missing_ok=True)
-            _prune_empty_parents(out_dir, target)
-    _fsync(out_dir)
+            ok = now is None or now == step.old
+        if not ok:
+            raise UsageError(
+                f"refusing the clustergen journal {tree.path(JOURNAL)}: its step "
+                f"'{step.op} {step.path}' does not act on what clustergen staged or wrote "
+                f"there ({tree.path(step.path)} is not the file the journal records); nothing "
+                "of it was applied. If no render of yours was interrupted there, remove the "
+                f"journal and the {TEMPORARY} files yourself"
+            )
 
 
-def remove_temporaries(out_dir: Path) -> int:
+def _apply(tree: Tree, steps: list[_Step]) -> None:
+    """Apply journal steps; each is skipped if already done, so this may run again."""
+    for step in steps:
+        if step.op == "replace":
+            with contextlib.suppress(FileNotFoundError):  # replaced by an earlier run
+                tree.replace(_temporary_name(step.path), step.path)
+        else:
+            tree.unlink(step.path)
+            _prune_empty_parents(tree, step.path)
+    _fsync(tree.root)
+
+
+def remove_temporaries(tree: Tree) -> int:
+    """Remove the temporaries a killed render left (regular files named as clustergen
+    names them; a link so named is left, and refused where a render stages a file)."""
     removed = 0
-    for temporary in sorted(out_dir.rglob(f".*{TEMPORARY}")):
-        if temporary.is_file() and not temporary.is_symlink():
-            temporary.unlink()
-            removed += 1
+    for temporary in tree.files(TEMPORARY):
+        if temporary.rpartition("/")[2].startswith("."):
+            removed += tree.unlink(temporary)
     return removed
+
+
+def _temporary_name(path: str) -> str:
+    folder, _, name = path.rpartition("/")
+    return f"{folder}/.{name}{TEMPORARY}" if folder else f".{name}{TEMPORARY}"
 
 
 def _temporary(target: Path) -> Path:
     return target.with_name(f".{target.name}{TEMPORARY}")
 
 
-def _fsync(path: Path) -> None:
-    """fsync a file or a folder (its entries)."""
-    descriptor = os.open(path, os.O_RDONLY)
+def _fsync(path: Path, *, dir_fd: int | None = None) -> None:
+    """fsync a file or a folder (its entries); with dir_fd, path's name in that folder,
+    opened without following a link."""
+    if dir_fd is None:
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    else:
+        flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        descriptor = os.open(path.name, flags, dir_fd=dir_fd)
     try:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
 
 
-def _stage(path: Path, rendered: Artifact, *, sync: bool = True) -> Path:
+def _stage(path: Path, rendered: Artifact, *, sync: bool = True, dir_fd: int | None = None) -> Path:
     """Write rendered at path (a temporary, or a file in a new tree's staging folder),
-    with its mode; the folder exists (the writers make the folders first)."""
+    with its mode; the folder exists (the writers make the folders first). With dir_fd,
+    the file is path's name in that folder (a folder of the tree, opened safely)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
-    descriptor = os.open(path, flags, 0o600)  # never through a link planted there
+    name = path.name if dir_fd is not None else path
+    try:
+        descriptor = os.open(name, flags, 0o600, dir_fd=dir_fd)  # never through a link
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(
+                f"refusing {path}: it is a symbolic link where clustergen stages a file, and "
+                "clustergen follows no link inside the output folder (docs/security.md)"
+            ) from None
+        raise
     try:
         _write_all(descriptor, rendered.text.encode("utf-8"))
         os.fchmod(descriptor, rendered.mode)
@@ -543,26 +751,35 @@ def _write_all(descriptor: int, data: bytes) -> None:
         view = view[os.write(descriptor, view) :]
 
 
-def _sync_all(files: list[Path], folders: list[Path]) -> None:
+def _sync_all(tree: Tree, files: list[str], folders: list[str]) -> None:
     """Make the staged files and their folders durable. On Linux one syncfs(2) per file
     system the folders are on does it for all of them; elsewhere each file and folder is
     fsynced, all in flight at once (fsync releases the GIL), so the file system commits
     them together where one after another costs a journal commit each."""
-    by_device: dict[int, Path] = {}
-    for folder in folders:  # a folder may be a link to another file system
-        by_device.setdefault(os.stat(folder).st_dev, folder)
-    if all(_syncfs(folder) for folder in by_device.values()):
+    by_device: dict[int, int] = {}
+    for folder in folders:
+        descriptor = tree.folder(folder)
+        if descriptor is not None:
+            by_device.setdefault(os.fstat(descriptor).st_dev, descriptor)
+    if all(_syncfs(descriptor) for descriptor in by_device.values()):
         return
-    paths = [*files, *folders]
+    entries = []
+    for path in [*files, *folders]:
+        if path:
+            parent, _ = tree.parent(path)
+            entries.append((tree.path(path), parent))
+        else:
+            entries.append((tree.root, None))
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=max(1, min(32, len(paths)))) as pool:
-        for _ in pool.map(_fsync, paths):
+    with ThreadPoolExecutor(max_workers=max(1, min(32, len(entries)))) as pool:
+        for _ in pool.map(lambda entry: _fsync(entry[0], dir_fd=entry[1]), entries):
             pass
 
 
-def _syncfs(path: Path) -> bool:
-    """syncfs(2) the file system holding path; False where the call is not available."""
+def _syncfs(path: Path | int) -> bool:
+    """syncfs(2) the file system holding path (or an open descriptor); False where the
+    call is not available."""
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
@@ -572,7 +789,7 @@ def _syncfs(path: Path) -> bool:
         syncfs = ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):
         return False
-    descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    descriptor = path if isinstance(path, int) else os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         if syncfs(descriptor) != 0:
             error = ctypes.get_errno()
@@ -580,33 +797,21 @@ def _syncfs(path: Path) -> bool:
                 return False  # a kernel or file system without it: fsync each
             raise OSError(error, os.strerror(error))  # e.g. EIO: the data did not reach disk
     finally:
-        os.close(descriptor)
+        if not isinstance(path, int):
+            os.close(descriptor)
     return True
 
 
-def _prune_empty_parents(root: Path, path: Path) -> None:
-    parent = path.parent
-    while parent != root and parent.is_relative_to(root):
+def _prune_empty_parents(tree: Tree, path: str) -> None:
+    folder = path.rpartition("/")[0]
+    while folder:
         try:
-            parent.rmdir()
+            tree.rmdir(folder)
         except OSError:
             return
-        parent = parent.parent
+        folder = folder.rpartition("/")[0]
 
 
-def previous_outputs(out_dir: Path) -> set[str]:
-    return set(manifest_entries(out_dir))
-
-
-def _inside(path: str) -> bool:
-    """A relative path that stays inside the output directory."""
-    return bool(path) and ".." not in Path(path).parts and not path.startswith("/")
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+def previous_outputs(out_dir: Path) -> dict[str, str | None]:
+    """The paths the last render wrote, each with the digest of what it wrote there."""
+    return {path: entry.digest for path, entry in listed(out_dir).items()}
