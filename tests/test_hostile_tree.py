@@ -1,0 +1,312 @@
+"""The output tree is untrusted input (issue 21, 1): a site's CI runs `render --check`
+and `plan` on a contributor's branch, so anything committed in the tree may be an
+attack. Each test plants one, beside a victim folder outside the tree, and checks
+that nothing outside the tree changed (every entry and byte of the victim folder)
+and what clustergen answered: exit 2 naming the path, or the file left alone.
+
+The writes run both serially and in two processes (clustergen.parallel), whose
+families split the tree between them (the child writes facility/, the parent slurm/).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clustergen import parallel, write
+from clustergen.errors import UsageError
+from clustergen.write import JOURNAL, MANIFEST, TEMPORARY
+
+from support.paths import EXAMPLES
+
+ML = EXAMPLES / "ml-training-8node.yaml"
+EDGE = EXAMPLES / "edge-roce-2node.yaml"
+SECRET = "vault_munge_key: the operator's own\n"
+VICTIM_GRES = "# the victim's own gres.conf\n"
+
+
+@pytest.fixture(params=["serial", "two"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A write in one process, or in two (forced on the small reference specs)."""
+    if request.param == "serial":
+        monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
+    else:
+        monkeypatch.delenv("CLUSTERGEN_SERIAL", raising=False)
+        monkeypatch.setattr(parallel, "MIN_HOSTS", 0)
+        monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
+    return str(request.param)
+
+
+def listing(root: Path) -> dict[str, tuple[str, bytes | str, int]]:
+    """Every entry under root, links not followed: its kind, its bytes (a file) or where
+    it points (a link), and its mode."""
+    entries: dict[str, tuple[str, bytes | str, int]] = {}
+    for top, folders, files in os.walk(root):
+        for name in [*folders, *files]:
+            path = Path(top, name)
+            info = path.lstat()
+            relative = str(path.relative_to(root))
+            if path.is_symlink():
+                entries[relative] = ("link", os.readlink(path), info.st_mode)
+            elif path.is_dir():
+                entries[relative] = ("folder", b"", info.st_mode)
+            else:
+                entries[relative] = ("file", path.read_bytes(), info.st_mode)
+    return entries
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """A folder beside the tree, with files an attacker would overwrite or remove."""
+    folder = tmp_path / "victim"
+    folder.mkdir()
+    (folder / "slurm.conf").write_text("# the victim's own slurm.conf\n")
+    (folder / "gres.conf").write_text(VICTIM_GRES)
+    (folder / "secret.txt").write_text("precious secret\n")
+    return folder
+
+
+def rendered(cli, tmp_path: Path, spec: Path = ML) -> Path:  # type: ignore[no-untyped-def]
+    out = tmp_path / "tree"
+    result = cli("render", str(spec), "-o", str(out))
+    assert result.code == 0, result.err
+    return out
+
+
+def sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("folder", ["slurm", "facility"])
+def test_a_symlinked_folder_is_refused_and_nothing_is_written_through_it(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    victim: Path,
+    mode: str,
+    folder: str,
+) -> None:
+    """tree/slurm -> ../victim: the old render wrote slurm.conf, gres.conf and
+    cgroup.conf into victim/. Every command refuses it (exit 2), naming the link."""
+    out = rendered(cli, tmp_path)
+    before = listing(victim)
+    shutil.rmtree(out / folder)
+    (out / folder).symlink_to("../victim")
+    for argv in (
+        ["render", str(ML), "-o", str(out)],
+        ["render", str(EDGE), "-o", str(out), "--replace-cluster"],
+        ["render", str(ML), "-o", str(out), "--check"],
+        ["render", str(ML), "-o", str(out), "--diff"],
+        ["plan", str(ML), "-o", str(out)],
+    ):
+        result = cli(*argv)
+        assert result.code == 2, (argv, result.err)
+        assert f"refusing {out / folder}: it is a symbolic link" in result.err, argv
+        assert "Traceback" not in result.err
+        assert listing(victim) == before, argv
+    assert (out / folder).is_symlink()
+
+
+def test_a_symlinked_file_is_never_read_through(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    victim: Path,
+) -> None:
+    """A manifest line naming a link to a file outside the tree: the old render --diff
+    printed the file it points at (as a removal) and removed the link. It is refused
+    and nothing of the victim's file is read or printed."""
+    out = rendered(cli, tmp_path)
+    before = listing(victim)
+    (out / "notes.txt").symlink_to("../victim/secret.txt")
+    with (out / MANIFEST).open("a") as manifest:
+        manifest.write("notes.txt\n")
+    for argv in (
+        ["render", str(ML), "-o", str(out), "--check", "--diff"],
+        ["render", str(ML), "-o", str(out), "--diff"],
+        ["render", str(ML), "-o", str(out)],
+        ["plan", str(ML), "-o", str(out)],
+    ):
+        result = cli(*argv)
+        assert result.code == 2, (argv, result.err)
+        assert f"refusing {out / 'notes.txt'}: it is a symbolic link" in result.err
+        assert "precious secret" not in result.out + result.err
+        assert listing(victim) == before
+        assert (out / "notes.txt").is_symlink()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "secrets.yml",  # as the previous release wrote lines: no digest
+        "secrets.yml\t" + sha256(b"what clustergen would have written\n"),
+    ],
+    ids=["without-digest", "other-digest"],
+)
+def test_a_manifest_line_naming_the_operators_file_does_not_remove_it(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    mode: str,
+    line: str,
+) -> None:
+    """secrets.yml added to the manifest: the old render removed the operator's vault
+    file ("1 removed"). It is left alone, named, and no longer listed."""
+    out = rendered(cli, tmp_path)
+    (out / "secrets.yml").write_text(SECRET)
+    with (out / MANIFEST).open("a") as manifest:
+        manifest.write(line + "\n")
+    check = cli("render", str(ML), "-o", str(out), "--check")
+    assert check.code == 1, check.err
+    assert "left secrets.yml alone" in check.err
+    planned = cli("plan", str(ML), "-o", str(out))
+    assert "secrets.yml (no longer rendered; left alone" in planned.out
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 0, result.err
+    assert "left secrets.yml alone" in result.err
+    assert "0 removed, 1 left alone" in result.out
+    assert (out / "secrets.yml").read_text() == SECRET
+    assert "secrets.yml" not in (out / MANIFEST).read_text()
+    assert cli("render", str(ML), "-o", str(out), "--check").code == 0
+
+
+def test_a_file_clustergen_wrote_and_no_longer_renders_is_removed_unless_edited(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    mode: str,
+) -> None:
+    """The other side of the digests: a file no longer rendered is removed while it is
+    what clustergen wrote, and left alone (named) once someone edited it."""
+    out = rendered(cli, tmp_path)
+    edited = out / "acceptance" / "debug" / "dcgm-diag.sbatch"  # ML renders it, EDGE not
+    untouched = out / "acceptance" / "debug" / "ib-rails.sbatch"
+    assert edited.is_file() and untouched.is_file()
+    edited.write_text(edited.read_text() + "# a hand edit\n")
+    result = cli("render", str(EDGE), "-o", str(out), "--replace-cluster")
+    assert result.code == 0, result.err
+    assert "left acceptance/debug/dcgm-diag.sbatch alone" in result.err
+    assert edited.read_text().endswith("# a hand edit\n")
+    assert not untouched.exists()
+
+
+@pytest.mark.parametrize("command", ["plan", "check"])
+def test_a_committed_journal_is_never_applied_by_plan_or_check(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    command: str,
+) -> None:
+    """A committed .clustergen-journal with a remove line: the old `plan`, which writes
+    nothing, applied it and deleted the file. plan and --check apply nothing, say an
+    interrupted render is pending, and the tree is byte for byte as it was."""
+    out = rendered(cli, tmp_path)
+    (out / "secrets.yml").write_text(SECRET)
+    digest = sha256(SECRET.encode())
+    (out / JOURNAL).write_text(f"remove secrets.yml\nremove {digest} secrets.yml\n")
+    (out / f".slurm.conf{TEMPORARY}").write_text("staged?\n")
+    before = listing(out)
+    if command == "plan":
+        result = cli("plan", str(ML), "-o", str(out))
+        assert result.code == 0, result.err
+    else:
+        result = cli("render", str(ML), "-o", str(out), "--check")
+        assert result.code == 1, result.err
+    assert "a render was interrupted there" in result.err
+    assert "Nothing of it was applied" in result.err
+    assert listing(out) == before
+
+
+@pytest.mark.parametrize(
+    "journal",
+    [
+        "remove slurm/gres.conf\n",  # as the previous release wrote it
+        f"remove {sha256(VICTIM_GRES.encode())} slurm/gres.conf\n",
+        "remove sha256:{secrets} ../tree/../victim/secret.txt\n",
+    ],
+    ids=["old-format", "through-a-link", "outside"],
+)
+def test_a_journal_acting_outside_the_tree_is_refused_by_a_write(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    victim: Path,
+    mode: str,
+    journal: str,
+) -> None:
+    """A write applies a journal only once every entry is checked to be clustergen's:
+    a line through a symlinked folder, or out of the tree, is refused (exit 2) with
+    nothing of the journal applied."""
+    out = rendered(cli, tmp_path)
+    before = listing(victim)
+    (out / "slurm" / "gres.conf").unlink()
+    (out / "slurm" / "gres.conf").symlink_to("../../victim/gres.conf")
+    for name in ("slurm.conf", "cgroup.conf"):
+        (out / "slurm" / name).unlink()
+    os.replace(out / "slurm", out / "slurm-was")
+    (out / "slurm").symlink_to("../victim")
+    secret = sha256((victim / "secret.txt").read_bytes()).removeprefix("sha256:")
+    (out / JOURNAL).write_text(journal.replace("{secrets}", secret))
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert "Traceback" not in result.err
+    assert listing(victim) == before
+
+
+@pytest.mark.parametrize("staged", [True, False], ids=["temporary-planted", "no-temporary"])
+def test_a_journal_replacing_the_operators_file_is_refused(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    mode: str,
+    staged: bool,
+) -> None:
+    """A journal whose replace line names the operator's file, with a planted
+    temporary: what it records is not what is there, so a write refuses it and the
+    file is as it was."""
+    out = rendered(cli, tmp_path)
+    (out / "secrets.yml").write_text(SECRET)
+    planted = b"vault_munge_key: the attacker's\n"
+    if staged:
+        (out / f".secrets.yml{TEMPORARY}").write_bytes(planted)
+    (out / JOURNAL).write_text(f"replace {sha256(planted)} - secrets.yml\nreplace secrets.yml\n")
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert (out / "secrets.yml").read_text() == SECRET
+    (out / JOURNAL).write_text(f"replace {sha256(planted)} - secrets.yml\n")
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert "refusing the clustergen journal" in result.err
+    assert (out / "secrets.yml").read_text() == SECRET
+
+
+@pytest.mark.parametrize("planted", ["link", "folder-with-a-link"])
+def test_a_planted_staging_folder_is_refused_for_a_new_tree(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    victim: Path,
+    mode: str,
+    planted: str,
+) -> None:
+    """.<name>.clustergen-tmp planted beside a tree to be made: as a link, the old
+    render sent the whole tree into its target and the output folder became a link.
+    Refused (exit 2), the victim untouched, and no output folder made."""
+    staging = tmp_path / f".tree{TEMPORARY}"
+    if planted == "link":
+        staging.symlink_to("victim")
+    else:
+        staging.mkdir()
+        (staging / "slurm").symlink_to("../victim")
+    before = listing(victim)
+    result = cli("render", str(ML), "-o", str(tmp_path / "tree"))
+    assert result.code == 2, result.err
+    assert f"refusing {staging}" in result.err
+    assert listing(victim) == before
+    assert not os.path.lexists(tmp_path / "tree")
+    assert staging.is_symlink() or (staging / "slurm").is_symlink()
+
+
+def test_the_staging_folder_is_made_never_taken_over(tmp_path: Path) -> None:
+    """Made with mkdir: one that appears after the sweep (a race, or a planted folder)
+    is refused, not written into."""
+    out = tmp_path / "tree"
+    write.staging_folder(out).mkdir()
+    with pytest.raises(UsageError, match=r"refusing .*clustergen-tmp: it exists"):
+        write.destination(out)
