@@ -1,4 +1,5 @@
-"""Ansible: inventory/hosts.yml, inventory/group_vars/*.yml and versions.lock.
+"""Ansible: inventory/hosts.yml, inventory/group_vars/*.yml, versions.lock, and the
+site repository's .gitignore.
 
 site.yml and the roles consume these. Every node gets the packages of each
 inventory group it is in, and the files of every family that declare an install
@@ -29,6 +30,9 @@ from clustergen.hosts import compress
 from clustergen.render import render_template
 from clustergen.resolve import Cluster, InventoryGroup
 
+# Keeps the vault file, an interrupted render's journal and temporaries, and the
+# tools' local state out of the site repository (issue 21; docs/security.md).
+GITIGNORE = ".gitignore"
 # Rendered files are found from the inventory, wherever the output tree is copied.
 _FROM_INVENTORY = "{{ inventory_dir }}/.."
 
@@ -118,6 +122,8 @@ def render(
             f"inventory/group_vars/{all_vars.group}.yml",
             render_template(env, "ansible/group_vars.yml.j2", cluster, vars=all_vars),
         ),
+        # The repository's, not the nodes': outside the release stamp, it converges nothing.
+        Artifact(GITIGNORE, render_template(env, "ansible/gitignore.j2", cluster)),
     ]
 
 
