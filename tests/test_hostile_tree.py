@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -310,3 +311,31 @@ def test_the_staging_folder_is_made_never_taken_over(tmp_path: Path) -> None:
     write.staging_folder(out).mkdir()
     with pytest.raises(UsageError, match=r"refusing .*clustergen-tmp: it exists"):
         write.destination(out)
+
+
+@pytest.mark.parametrize("spec", [ML, EDGE], ids=lambda p: p.stem)
+def test_the_rendered_gitignore_keeps_secrets_and_leftovers_out_and_every_rendered_file_in(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    spec: Path,
+) -> None:
+    """git itself reads the rendered .gitignore: the vault file, a journal and
+    temporaries are ignored, and no file clustergen renders is."""
+    out = rendered(cli, tmp_path, spec)
+    rendered_paths = sorted(
+        str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() or p.is_symlink()
+    )
+    leftovers = ["secrets.yml", JOURNAL, f".x{TEMPORARY}", f"slurm/.slurm.conf{TEMPORARY}"]
+    for path in leftovers:
+        (out / path).write_text("not for the repository\n")
+    git = ["git", "-C", str(out), "-c", "core.excludesFile=/dev/null"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    ignored = subprocess.run(
+        [*git, "check-ignore", "--no-index", "--stdin"],
+        input="\n".join([*leftovers, *rendered_paths]) + "\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ignored.returncode in (0, 1), ignored.stderr
+    assert sorted(ignored.stdout.split()) == sorted(leftovers)
