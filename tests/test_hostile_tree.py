@@ -339,3 +339,20 @@ def test_the_rendered_gitignore_keeps_secrets_and_leftovers_out_and_every_render
     )
     assert ignored.returncode in (0, 1), ignored.stderr
     assert sorted(ignored.stdout.split()) == sorted(leftovers)
+
+
+def test_the_output_folder_itself_may_be_a_link_the_user_named(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    mode: str,
+) -> None:
+    """Only what is inside the tree is untrusted: the folder named with -o is the
+    user's choice, a link to the real folder included."""
+    real = rendered(cli, tmp_path)
+    named = tmp_path / "named"
+    named.symlink_to(real)
+    assert cli("render", str(ML), "-o", str(named), "--check").code == 0
+    result = cli("render", str(EDGE), "-o", str(named), "--replace-cluster")
+    assert result.code == 0, result.err
+    assert "edge-lab" in (real / MANIFEST).read_text()
+    assert cli("plan", str(EDGE), "-o", str(named)).code == 0
