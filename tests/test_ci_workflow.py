@@ -176,8 +176,9 @@ def test_a_stale_tree_fails_the_check(site: Path) -> None:
     run = run_workflow(site)
     assert run.outcomes["validate"] == "success"
     assert run.outcomes["check"] == "failure"
-    # The driver's group_vars and versions.lock, and all.yml's release digest with them.
-    assert "cluster: 4 file(s) differ from what spec.yaml renders" in run.logs["check"]
+    # The driver's group_vars and versions.lock, and all.yml's release digest with them,
+    # and the manifest, which records the digest of each.
+    assert "cluster: 5 file(s) differ from what spec.yaml renders" in run.logs["check"]
     assert '+nvidia_driver_version: "550.127.05"' in run.logs["check"]
     # The plan still tells the reviewer what the change means.
     assert run.outcomes["plan"] == "success"
