@@ -509,3 +509,42 @@ def test_every_installed_file_notifies_a_handler_its_family_role_defines(spec_pa
         assert handler is None or handler in handlers.get(role, set()), (
             f"{artifact.path} notifies {handler!r}, which role {role} does not define"
         )
+
+
+# --- repositories and their keys (issue 21) ---------------------------------------------
+
+
+def _repositories_in_group_vars(spec: Spec) -> list[dict[str, Any]]:
+    files = render_all(resolve(spec, "spec.yaml"))
+    variables = yaml.safe_load(files["inventory/group_vars/all.yml"].text)
+    entries: list[dict[str, Any]] = variables["repositories_list"]
+    return entries
+
+
+def test_repositories_reach_the_role_with_their_checked_key_or_trusted() -> None:
+    """The fingerprint reaches the role as 40 uppercase digits whatever the spec's
+    spacing; only a trusted repository without a key is passed as trusted."""
+    spaced = "eb69 3b30 35cd 5710 e231  e123 a4b4 6996 3bf8 63cc"
+    spec = spec_with(
+        repositories=[
+            {
+                "name": "site",
+                "url": "https://repo.example.org/site/",
+                "key_url": "https://repo.example.org/site/key.asc",
+                "key_fingerprint": spaced,
+                "suite": "jammy",
+                "components": ["main"],
+            },
+            {"name": "local", "url": "file:///srv/repo", "suite": "./", "trusted": True},
+        ]
+    )
+    site, local = _repositories_in_group_vars(spec)
+    assert site["key_fingerprint"] == spaced.replace(" ", "").upper()
+    assert "trusted" not in site
+    assert local == {
+        "name": "local",
+        "url": "file:///srv/repo",
+        "suite": "./",
+        "components": [],
+        "trusted": True,
+    }

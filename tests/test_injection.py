@@ -148,6 +148,7 @@ def _every_string_spec() -> dict[str, Any]:
             "name": "site",
             "url": "https://repo.example.org/debian/",
             "key_url": "https://repo.example.org/debian/key.asc",
+            "key_fingerprint": "0123 4567 89AB CDEF 0123  4567 89AB CDEF 0123 4567",
             "suite": "jammy",
             "components": ["main"],
         }

@@ -66,6 +66,32 @@ def test_render_and_plan_say_where_slurm_comes_from_is_unknown(cli, tmp_path: Pa
     assert warning not in cli("plan", str(spec), "-o", str(tree)).err
 
 
+def test_every_plan_repeats_the_trusted_repositories(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A repository marked trusted: true is a warning on every plan, and the plan itself
+    (the pull-request comment, which carries no warnings) names it even when nothing else
+    changes and the warning is ignored; a signed repository is not named."""
+    local = (
+        "  repositories:\n",
+        "  repositories:\n    - name: local\n      url: http://mirror.hpc.example.org/local/\n"
+        "      trusted: true\n",
+    )
+    spec, tree = applied(cli, edited(ML.read_text(encoding="utf-8"), local), tmp_path)
+    warning = "[software.repository-trusted]"
+    heading = "### Trusted repositories: packages installed as root without a full check"
+    line = "- `local` (http://mirror.hpc.example.org/local/): no signature check, plain http://"
+    for _ in range(2):  # every time, not once
+        planned = cli("plan", str(spec), "-o", str(tree))
+        assert planned.code == ExitCode.OK, planned.err
+        assert warning in planned.err
+        assert "Nothing to do on the nodes." in planned.out
+        assert heading in planned.out and line in planned.out
+        assert "`cuda`" not in planned.out
+    ignored = cli("plan", str(spec), "-o", str(tree), "--ignore", "software.repository-trusted")
+    assert warning not in ignored.err and line in ignored.out
+    document = json.loads(cli("plan", str(spec), "-o", str(tree), "--format", "json").out)
+    assert document["trusted_repositories"] == [line.removeprefix("- ")]
+
+
 def test_a_renamed_spec_renders_the_same_tree_and_plans_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """No rendered file names the spec's file: the same spec under another name renders
     the same bytes, so the plan has nothing to do (it once reformatted every target)."""

@@ -89,6 +89,11 @@ SYNTAX_SIZE = Code("syntax.size", "error", "not a size with a binary unit")
 SYNTAX_CONF_VALUE = Code(
     "syntax.conf-value", "error", "a configuration value with a line break or a '#'"
 )
+SYNTAX_KEY_FINGERPRINT = Code(
+    "syntax.key-fingerprint",
+    "error",
+    "not a full OpenPGP v4 key fingerprint (40 hex digits; a short key id is not one)",
+)
 SYNTAX_CONF_BOOLEAN = Code(
     "syntax.conf-boolean", "error", "a YAML boolean where Slurm expects a word such as YES or NO"
 )
@@ -317,6 +322,27 @@ SOFTWARE_FLAT_REPOSITORY_COMPONENTS = Code(
     "software.repository-suite",
     "error",
     "an apt repository with components on a flat path, or a named suite without components",
+)
+SOFTWARE_REPOSITORY_FINGERPRINT_WITHOUT_KEY = Code(
+    "software.repository-fingerprint-without-key",
+    "error",
+    "a repository's key_fingerprint without the key_url it is the fingerprint of",
+)
+SOFTWARE_REPOSITORY_UNSIGNED = Code(
+    "software.repository-unsigned",
+    "error",
+    "a repository without a signing key (key_url) that the spec does not mark trusted",
+)
+SOFTWARE_REPOSITORY_HTTP = Code(
+    "software.repository-http",
+    "error",
+    "a repository or unfingerprinted key fetched over plain http:// and not marked trusted",
+)
+SOFTWARE_REPOSITORY_TRUSTED = Code(
+    "software.repository-trusted",
+    "warning",
+    "a repository marked trusted: its packages are installed as root without a signature "
+    "check, or fetched over plain http://",
 )
 SOFTWARE_NO_CUDA_12_7 = Code("software.no-cuda-12-7", "error", "CUDA 12.7 was never released")
 SOFTWARE_CUDA_NOT_IN_DRIVER_TABLE = Code(

@@ -72,6 +72,9 @@ class Plan:
     added: list[str]
     removed: list[str]
     tree_only: list[str]  # files that change in the tree but need nothing on nodes
+    # Repositories the spec marks trusted: true (no signature check, or plain http://),
+    # said on every plan, whatever it changes and whatever warnings are ignored.
+    trusted: list[str] = field(default_factory=list)
 
     @property
     def destructive(self) -> bool:
@@ -235,7 +238,32 @@ def make_plan(
         added=added,
         removed=removed,
         tree_only=tree_only,
+        trusted=_trusted_repositories(cluster),
     )
+
+
+def _trusted_repositories(cluster: Cluster) -> list[str]:
+    """One line per trusted repository: what the nodes accept from it unchecked."""
+    lines = []
+    for repository in cluster.spec.software.repositories:
+        if not repository.trusted:
+            continue
+        waived = []
+        if repository.key_url is None:
+            waived.append("no signature check")
+        if repository.url.startswith("http://"):
+            waived.append("plain http://")
+        if (
+            repository.key_url is not None
+            and repository.key_url.startswith("http://")
+            and repository.key_fingerprint is None
+        ):
+            waived.append("its key over plain http:// without a fingerprint")
+        what = (
+            ", ".join(waived) if waived else "signed and fetched securely; trusted waives nothing"
+        )
+        lines.append(f"`{repository.name}` ({repository.url}): {what}")
+    return lines
 
 
 class UpgradeRefused(ClustergenError):
@@ -380,6 +408,16 @@ def markdown(plan: Plan) -> str:
             "lost.** It needs an explicit approval.",
             "",
         ]
+    if plan.trusted:
+        lines += [
+            "### Trusted repositories: packages installed as root without a full check",
+            "",
+            *(f"- {line}" for line in plan.trusted),
+            "",
+            "Whoever can change what the nodes download from these can run code as root on "
+            "them (docs/security.md).",
+            "",
+        ]
     lines += _section("reformat", [s for s in plan.steps if s.action == "reformat"])
     lines += _section("reboot", [s for s in plan.steps if s.action == "reboot"])
     if plan.batches:
@@ -473,5 +511,6 @@ def json_text(plan: Plan) -> str:
             "removed": plan.removed,
         },
         "tree_only": plan.tree_only,
+        "trusted_repositories": plan.trusted,
     }
     return json.dumps(document, indent=2) + "\n"

@@ -54,6 +54,7 @@ CHECKS: tuple[Check, ...] = (
     _check(addresses.check, "network", "hardware", "nodes"),
     _check(hardware.check, "hardware", "nodes"),
     _check(software.versions, "software"),
+    _check(software.repositories, "software"),
     _check(software.gpus, "software", "hardware"),
     _check(slurm.nodes, "slurm", "cluster", "hardware", "nodes"),
     _check(slurm.options, "slurm", "software"),

@@ -14,7 +14,7 @@ from clustergen.catalog.packages import (
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, key_list_version, release_name
 from clustergen.catalog.slurm_releases import BY_VERSION, RELEASES, month_name, today
 from clustergen.catalog.versions import parse_version
-from clustergen.errors import Problem
+from clustergen.errors import Problem, SpecPath
 from clustergen.model import Spec
 from clustergen.model.software import Software
 from clustergen.resolve import Cluster
@@ -28,6 +28,81 @@ def _dotted(version: tuple[int, ...]) -> str:
 def versions(cluster: Cluster) -> list[Problem]:
     spec = cluster.spec
     return [*_cuda_and_driver(spec), *_slurm_version(spec), *_slurm_packaging(spec)]
+
+
+def repositories(cluster: Cluster) -> list[Problem]:
+    """Every repository signed by a key fetched so that it can be trusted, or marked
+    trusted by the spec, with a warning each time (docs/security.md)."""
+    problems = []
+    for index, repository in enumerate(cluster.spec.software.repositories):
+        path = ("software", "repositories", index)
+        name = repository.name
+        waived: list[tuple[str, SpecPath, str]] = []
+        if repository.key_url is None:
+            waived.append(
+                (
+                    "no signing key",
+                    path,
+                    f"repository '{name}' has no signing key: apt would write Trusted: yes and "
+                    "dnf gpgcheck=0, so whoever can change what the nodes download from it "
+                    "installs packages as root on every node; name its key in key_url (with "
+                    "key_fingerprint), or mark it trusted: true (a local test repository)",
+                )
+            )
+        if repository.url.startswith("http://"):
+            waived.append(
+                (
+                    "a plain http:// url",
+                    (*path, "url"),
+                    f"repository '{name}' is fetched over plain http://: anyone on the network "
+                    "path sees what the nodes install and can hold back or replay its index "
+                    "(dnf does not check a repository's metadata); use https://, or mark it "
+                    "trusted: true",
+                )
+            )
+        if (
+            repository.key_url is not None
+            and repository.key_url.startswith("http://")
+            and repository.key_fingerprint is None
+        ):
+            waived.append(
+                (
+                    "a signing key fetched over plain http:// without key_fingerprint",
+                    (*path, "key_url"),
+                    f"repository '{name}' has its signing key fetched over plain http:// with "
+                    "no key_fingerprint: anyone on the network path can hand the nodes their "
+                    "own key; use https://, give key_fingerprint, or mark it trusted: true",
+                )
+            )
+        if not repository.trusted:
+            problems += [
+                Problem(codes.SOFTWARE_REPOSITORY_UNSIGNED, where, message)
+                if what == "no signing key"
+                else Problem(codes.SOFTWARE_REPOSITORY_HTTP, where, message)
+                for what, where, message in waived
+            ]
+        elif waived:
+            problems.append(
+                Problem(
+                    codes.SOFTWARE_REPOSITORY_TRUSTED,
+                    (*path, "trusted"),
+                    f"repository '{name}' is trusted: true with "
+                    f"{' and '.join(what for what, _, _ in waived)}: whoever can change what "
+                    "the nodes download from it can install packages as root on every node "
+                    "(docs/security.md); sign it and name its key (key_url over https://, "
+                    "key_fingerprint) to drop trusted",
+                )
+            )
+        else:
+            problems.append(
+                Problem(
+                    codes.SOFTWARE_REPOSITORY_TRUSTED,
+                    (*path, "trusted"),
+                    f"repository '{name}' is trusted: true, but it is signed and fetched over "
+                    "https:// or file://, so trusted waives nothing; remove it",
+                )
+            )
+    return problems
 
 
 def gpus(cluster: Cluster) -> list[Problem]:

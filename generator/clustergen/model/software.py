@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self
 
 from clustergen import codes
 from clustergen.codes import invalid
 from clustergen.model.common import Identifier, StrictModel, Version
-from clustergen.model.syntax import AptComponent, AptSuite, PackageVersion, Url
+from clustergen.model.syntax import AptComponent, AptSuite, KeyFingerprint, PackageVersion, Url
 
 OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "rocky-9", "rhel-9"]
 SlurmPackaging = Literal["distribution", "schedmd"]
 
 
+# The rules of checks/software.py:repositories and the model's own, for editors: a key
+# unless trusted, no plain http:// unless trusted (a key over http:// with its fingerprint).
+_REPOSITORY_RULES: dict[str, Any] = {
+    "dependentRequired": {"key_fingerprint": ["key_url"]},
+    "if": {"required": ["trusted"], "properties": {"trusted": {"const": True}}},
+    "else": {
+        "required": ["key_url"],
+        "properties": {"url": {"not": {"pattern": "^http://"}}},
+        "if": {"required": ["key_url"], "properties": {"key_url": {"pattern": "^http://"}}},
+        "then": {"required": ["key_fingerprint"]},
+    },
+}
+
+
 class Repository(StrictModel):
     """A package repository."""
+
+    model_config = ConfigDict(json_schema_extra=_REPOSITORY_RULES)
 
     name: Identifier = Field(
         description="Short name of the package repository, used in file names."
@@ -28,8 +44,23 @@ class Repository(StrictModel):
     )
     key_url: Url | None = Field(
         default=None,
-        description="URL of the repository's signing key (armoured), written as url is; omit "
-        "for a trusted local repository.",
+        description="URL of the repository's signing key (armoured), written as url is: "
+        "https:// or file:// (http:// only with key_fingerprint, or trusted). apt and dnf "
+        "accept only packages this key signed. Required unless trusted.",
+    )
+    key_fingerprint: KeyFingerprint | None = Field(
+        default=None,
+        description="Full OpenPGP v4 fingerprint of the key at key_url (40 hex digits; "
+        "spaces allowed, as gpg prints it). The node downloads the key, checks that it is "
+        "this one key and installs it only then; a different key fails the play. Without it "
+        "the key is taken as downloaded (trusted on first use over https).",
+    )
+    trusted: bool = Field(
+        default=False,
+        description="Accept this repository without a signing key, or over http://: apt "
+        "writes Trusted: yes (dnf gpgcheck=0) when it has no key. Anyone who can change what "
+        "the nodes download can then install packages as root on every node, so every "
+        "validate and plan repeats a warning for it; for a local test repository only.",
     )
     suite: AptSuite = Field(
         default="/",
@@ -42,6 +73,16 @@ class Repository(StrictModel):
         description="apt: the components of a suite, e.g. [main, contrib]; none for a flat "
         "repository.",
     )
+
+    @model_validator(mode="after")
+    def _fingerprint_needs_a_key(self) -> Self:
+        if self.key_fingerprint is not None and self.key_url is None:
+            raise invalid(
+                codes.SOFTWARE_REPOSITORY_FINGERPRINT_WITHOUT_KEY,
+                f"repository '{self.name}' has a key_fingerprint but no key_url: name the URL "
+                "of the key the fingerprint is of",
+            )
+        return self
 
     @model_validator(mode="after")
     def _components_need_a_suite(self) -> Self:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Final
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import AfterValidator, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
@@ -140,6 +140,43 @@ URL = Syntax(
     "an http://, https:// or file:// URL of letters, digits and ._~:/?@&+,=%[]- "
     "(percent-encode anything else)",
 )
+_FINGERPRINT_DIGITS = 40
+
+
+def _key_fingerprint(value: str) -> None:
+    digits = value.replace(" ", "")
+    if digits[:2] in ("0x", "0X"):
+        raise invalid(
+            codes.SYNTAX_KEY_FINGERPRINT,
+            f"'{value}' starts with '0x'; write the fingerprint's 40 hex digits alone",
+        )
+    if not re.fullmatch(r"[0-9A-Fa-f]*", digits):
+        raise invalid(
+            codes.SYNTAX_KEY_FINGERPRINT,
+            f"'{value}' is not a key fingerprint: only hex digits 0-9 A-F and spaces",
+        )
+    if len(digits) in (8, 16):
+        raise invalid(
+            codes.SYNTAX_KEY_FINGERPRINT,
+            f"'{value}' is a key id ({len(digits)} hex digits), which another key can share: "
+            f"write the full fingerprint ({_FINGERPRINT_DIGITS} hex digits, gpg --show-keys "
+            "prints it)",
+        )
+    if len(digits) != _FINGERPRINT_DIGITS:
+        raise invalid(
+            codes.SYNTAX_KEY_FINGERPRINT,
+            f"'{value}' has {len(digits)} hex digits; an OpenPGP v4 fingerprint has "
+            f"{_FINGERPRINT_DIGITS} (gpg --show-keys prints it)",
+        )
+
+
+# An OpenPGP v4 fingerprint (RFC 4880, 12.2: SHA-1, 160 bits), as gpg prints it or run
+# together; KeyFingerprint normalises it to 40 uppercase digits.
+KEY_FINGERPRINT = Syntax(
+    r"^[0-9A-Fa-f](?: *[0-9A-Fa-f]){39}$",
+    "a full OpenPGP v4 key fingerprint: 40 hex digits, spaces allowed",
+    _key_fingerprint,
+)
 APT_SUITE = Syntax(
     r"^(?:[A-Za-z0-9][A-Za-z0-9._~+-]*|\.?/|[A-Za-z0-9][A-Za-z0-9._~+/-]*/)$",
     "an apt suite (bookworm, jammy-updates), or an exact path ending in '/' for a flat "
@@ -183,6 +220,9 @@ DnsDomain = Annotated[str, DNS_DOMAIN]
 TimeServer = Annotated[str, TIME_SERVER]
 DatabaseWord = Annotated[str, DATABASE_WORD]
 Url = Annotated[str, URL]
+KeyFingerprint = Annotated[
+    str, KEY_FINGERPRINT, AfterValidator(lambda value: value.replace(" ", "").upper())
+]
 AptSuite = Annotated[str, APT_SUITE]
 DeviceModel = Annotated[str, DEVICE_MODEL]
 AptComponent = Annotated[str, APT_COMPONENT]

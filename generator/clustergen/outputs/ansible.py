@@ -340,7 +340,10 @@ def _all_vars(cluster: Cluster) -> GroupVars:
             entry["components"] = list(repository.components)
         if repository.key_url is not None:
             entry["key_url"] = repository.key_url
+            if repository.key_fingerprint is not None:
+                entry["key_fingerprint"] = repository.key_fingerprint
         else:
+            # Only the spec's trusted: true gets here (software.repository-unsigned).
             entry["trusted"] = True
         repositories.append(entry)
     return GroupVars(
