@@ -89,6 +89,11 @@ SYNTAX_SIZE = Code("syntax.size", "error", "not a size with a binary unit")
 SYNTAX_CONF_VALUE = Code(
     "syntax.conf-value", "error", "a configuration value with a line break or a '#'"
 )
+SYNTAX_PATH_SEGMENT = Code(
+    "syntax.path-segment",
+    "error",
+    "an absolute path with a '.', '..' or empty segment (it leads elsewhere than it reads)",
+)
 SYNTAX_CONF_BOOLEAN = Code(
     "syntax.conf-boolean", "error", "a YAML boolean where Slurm expects a word such as YES or NO"
 )
@@ -541,6 +546,12 @@ SLURM_BILLING_WITHOUT_ACCOUNTING = Code(
     "slurm.billing-without-accounting",
     "error",
     "billing_weights without slurm.accounting (slurmctld refuses the gres/gpu weight)",
+)
+SLURM_SYSTEM_FOLDER = Code(
+    "slurm.system-folder",
+    "error",
+    "a folder the slurm role creates and gives to a daemon (StateSaveLocation, SlurmdSpoolDir, "
+    "a log file's folder) is a system folder such as /etc or /var/log",
 )
 SLURM_HA_STATE_NOT_SHARED = Code(
     "slurm.ha-state-not-shared",
