@@ -155,21 +155,17 @@ GRES_TYPE = Syntax(r"^[a-z0-9][a-z0-9_]*$", "lowercase letters, digits and '_'")
 INTERFACE = Syntax(
     r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
 )
-BLOCK_DEVICE = Syntax(
-    rf"^/dev/{_PATH_CHAR}+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$",
-    "a device path under /dev (best /dev/disk/by-id/...) of letters, digits and _.+@,:=~/-, "
-    "or a zfs pool/dataset",
-)
 # One path segment: not '.' or '..', which make a path lead elsewhere than it reads (root
 # runs the layout script and the roles on these paths), and not empty ('//').
 _PATH_SEGMENT = r"(?!\.\.?(?:/|$))[A-Za-z0-9_.+@,:=~-]+"
 ABSOLUTE_PATH_PATTERN: Final = rf"^/(?:{_PATH_SEGMENT}(?:/|$))*$"
 
 
-def _check_absolute_path(value: str) -> None:
-    """A path of the allowed characters that has a '.', '..' or empty segment gets its own
-    code and words; anything else falls through to the pattern's message."""
-    if re.fullmatch(rf"/{_PATH_CHAR}*", value):
+def _check_absolute_path(value: str, under: str = "") -> None:
+    """A path (under `under`) of the allowed characters that has a '.', '..' or empty
+    segment gets its own code and words; anything else falls through to the pattern's
+    message."""
+    if re.fullmatch(rf"{under}/{_PATH_CHAR}*", value):
         raise invalid(
             codes.SYNTAX_PATH_SEGMENT,
             f"'{value}' has a '.', '..' or empty segment; write the path as it is, without "
@@ -177,6 +173,12 @@ def _check_absolute_path(value: str) -> None:
         )
 
 
+BLOCK_DEVICE = Syntax(
+    rf"^/dev(?:/{_PATH_SEGMENT})+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$",
+    "a device path under /dev (best /dev/disk/by-id/...) of letters, digits and _.+@,:=~/- "
+    "with no '.', '..' or empty segments, or a zfs pool/dataset",
+    lambda value: _check_absolute_path(value, "/dev"),
+)
 ABSOLUTE_PATH = Syntax(
     ABSOLUTE_PATH_PATTERN,
     "an absolute path of letters, digits and _.+@,:=~/- with no '.', '..' or empty segments "
