@@ -13,8 +13,11 @@ quotes, `%`, `{{`, a space, `#`), the piece is appended to the field's value, ev
 the spec holds that value (so a renamed profile or host is renamed where it is referred
 to too). The mutant is either invalid, with an error at a place holding the value or
 naming it, or it renders, and then each output is compared with the render of the
-unmutated spec, per format:
+unmutated spec, per format, once it is known where it leads:
 
+- an accepted absolute path leads where it reads: no '.', '..' or empty segment moves it
+  (the layout script and the roles act on it as root, so a quoted '/../..' that climbs out
+  of the Lustre mount or into /etc is not inert however it is quoted);
 - every path stays inside the tree, and the set of files changes only in name;
 - YAML files parse to what the original does with the value replaced, and hold no Jinja
   delimiters from it (Ansible templates every string it reads);
@@ -32,6 +35,7 @@ import copy
 import functools
 import html
 import importlib.util
+import posixpath
 import re
 import shlex
 import types
@@ -438,6 +442,12 @@ def _check_inert(
                     )
 
 
+def _leads_where_it_reads(path: str) -> bool:
+    """Resolving '.', '..' and repeated '/' as the kernel does changes nothing but a
+    trailing '/'."""
+    return posixpath.normpath(path) == (path.rstrip("/") or "/")
+
+
 # Digests of rendered files (group_vars' sha256 and the release) change with any value.
 DIGEST_KEYS = ("sha256", "clustergen_release")
 
@@ -480,6 +490,9 @@ def test_hostile_values_are_refused_or_inert(field: SchemaPath) -> None:
             assert any(
                 hostile in p.message or any(p.path[: len(h)] == h for h in holding) for p in errors
             ), f"{hostile!r} refused, but no error is about it: {[p.format() for p in errors]}"
+            continue
+        if original.startswith("/") and not _leads_where_it_reads(hostile):
+            unsafe.append(f"{hostile!r} accepted: it leads to {posixpath.normpath(hostile)}")
             continue
         if any("(pattern)" in part for part in field) and "{" in original:
             # A template: expanded before validation, so each element it makes is checked

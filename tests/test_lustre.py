@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
-from clustergen.load import load_spec
+from clustergen.load import load_spec, parse_spec
 from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 
@@ -335,13 +336,13 @@ def test_ml_layouts_are_set_as_the_spec_says(stubs: Stubs, tmp_path: Path) -> No
     assert stubs.run(path).returncode == 0
     root = tmp_path / "mnt"
     assert [c for c in stubs.calls() if c[1] == "setstripe"] == [
-        ["lfs", "setstripe", "-c", "8", "-S", "1048576", f"{root}/training-data"],
+        ["lfs", "setstripe", "-c", "8", "-S", "1048576", f"{root}/training-data/."],
         [
             "lfs", "setstripe",
             "-E", "67108864", "-c", "1",
             "-E", "4294967296", "-c", "4",
             "-E", "-1", "-c", "-1", "-S", "4194304",
-            f"{root}/checkpoints",
+            f"{root}/checkpoints/.",
         ],
     ]  # fmt: skip
 
@@ -528,7 +529,7 @@ def test_quotas_are_set_once_and_project_ids_only_where_they_differ(
     root = tmp_path / "mnt"
     quota_calls = [c for c in stubs.calls() if c[1] in ("project", "setquota") and c[2] != "-d"]
     assert quota_calls == [
-        ["lfs", "project", "-p", "1001", "-r", "-s", f"{root}/projects/small"],
+        ["lfs", "project", "-p", "1001", "-r", "-s", f"{root}/projects/small/."],
         ["lfs", "setquota", "-p", "1001", "-b", "0", "-B", str(10 << 30),
          "-i", "0", "-I", "1000000", str(root)],
         ["lfs", "setquota", "-u", "alice", "-b", str(900 << 20), "-B", str(1 << 30),
@@ -536,3 +537,125 @@ def test_quotas_are_set_once_and_project_ids_only_where_they_differ(
     ]  # fmt: skip
     second = stubs.run(path)
     assert second.stdout.strip().endswith("0 change(s)"), second.stdout
+
+
+# Root runs the layout script where users write: it follows none of their links
+# (issue 21). The victim is a folder outside the mount that a user points a layout's
+# path at; after the run, nothing in it or about it has changed.
+
+
+def _with_team_layout() -> dict[str, str]:
+    """tests/data/lustre-zfs.yaml with the review's layout: /scratch/team-a, 2770, root's."""
+    document = yaml.safe_load(ZFS_SPEC.read_text(encoding="utf-8"))
+    document["storage"]["lustre"]["layouts"].append(
+        {"path": "/scratch/team-a", "owner": "root", "group": "root", "mode": "2770"}
+    )
+    text = yaml.safe_dump(document, sort_keys=False)
+    cluster, problems = validate_cluster(parse_spec(text, "team-a", "team-a"))
+    assert cluster is not None, [p.format() for p in problems]
+    return {path: a.text for path, a in render_all(cluster).items()}
+
+
+TEAM = _with_team_layout()
+
+
+def _victim(tmp_path: Path) -> Path:
+    """A folder outside the mount, 0755 with a file in it, owned by nobody where the
+    tests run as root (so a chown to root shows)."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("victim's own\n")
+    victim.chmod(0o755)
+    if os.geteuid() == 0:
+        for path in (victim, victim / "keep"):
+            os.chown(path, 65534, 65534)
+    return victim
+
+
+def _snapshot(top: Path) -> dict[str, tuple[int, int, int, bytes | None]]:
+    """Mode, owner, group and content of `top` and of everything below it, links unfollowed."""
+    found = {}
+    for path in (top, *sorted(top.rglob("*"))):
+        info = path.lstat()
+        content = path.read_bytes() if stat.S_ISREG(info.st_mode) else None
+        found[str(path.relative_to(top))] = (info.st_mode, info.st_uid, info.st_gid, content)
+    return found
+
+
+def _touching(calls: list[list[str]], victim: Path) -> list[list[str]]:
+    changing = [c for c in calls if c[1] in ("setstripe", "project") and c[2] != "-d"]
+    return [c for c in changing if any(str(victim) in a or "/../" in a for a in c)]
+
+
+@pytest.mark.parametrize(
+    ("planted", "refused"),
+    [
+        ("team-a", "team-a is a symbolic link"),  # the review's attack: the last level
+        ("projects", "projects is a symbolic link"),  # a level on the way
+    ],
+)
+def test_a_users_link_below_the_mount_is_refused_and_nothing_outside_changes(
+    stubs: Stubs, tmp_path: Path, planted: str, refused: str
+) -> None:
+    path = layouts(tmp_path, TEAM, "/scratch")
+    root = tmp_path / "mnt"
+    victim = _victim(tmp_path)
+    (root / planted).symlink_to(victim)
+    before = _snapshot(victim)
+    result = stubs.run(path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"REFUSED {root}/{planted}" in result.stderr
+    assert refused in result.stderr
+    assert _snapshot(victim) == before
+    assert (root / planted).is_symlink()
+    assert _touching(stubs.calls(), victim) == []
+    assert not any(str(root / planted) in " ".join(c) for c in stubs.calls()), stubs.calls()
+    # The other entries are still applied, and the run says what it did.
+    other = "projects/small" if planted == "team-a" else "team-a"
+    assert (root / other).is_dir() and not (root / other).is_symlink()
+    assert "change(s)" in result.stdout and "refused" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["../victim", "projects/../../victim", ".//projects", "projects//small"],
+)
+def test_a_path_that_climbs_is_refused_when_the_script_runs(
+    stubs: Stubs, tmp_path: Path, written: str
+) -> None:
+    """Validation refuses such paths (syntax.path-segment); the script refuses them too,
+    should one reach it (an older or hand-edited script)."""
+    path = layouts(tmp_path, ZFS, "/scratch")
+    root = tmp_path / "mnt"
+    victim = _victim(tmp_path)
+    text = path.read_text().replace(f"'{root}/projects/small'", f"'{root}/{written}'")
+    assert f"'{root}/{written}'" in text
+    path.write_text(text)
+    before = _snapshot(victim)
+    result = stubs.run(path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"REFUSED {root}/{written}: a '.', '..' or empty segment" in result.stderr
+    assert _snapshot(victim) == before
+    assert _touching(stubs.calls(), victim) == []
+
+
+def test_a_file_where_a_directory_belongs_is_refused(stubs: Stubs, tmp_path: Path) -> None:
+    path = layouts(tmp_path, ZFS, "/scratch")
+    root = tmp_path / "mnt"
+    (root / "projects").write_text("a user's file\n")
+    result = stubs.run(path)
+    assert result.returncode == 1
+    assert f"REFUSED {root}/projects/small: {root}/projects is not a directory" in result.stderr
+    assert (root / "projects").read_text() == "a user's file\n"
+
+
+def test_a_mount_point_reached_through_roots_link_is_used(stubs: Stubs, tmp_path: Path) -> None:
+    """Links above the mount are root's: a mount point path through one still works, and
+    the levels below it are checked against where the kernel puts the mount."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "mnt").symlink_to(real)
+    path = layouts(tmp_path, ZFS, "/scratch")
+    result = stubs.run(path)
+    assert result.returncode == 0, result.stderr
+    assert (real / "projects" / "small").is_dir()

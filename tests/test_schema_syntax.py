@@ -45,6 +45,10 @@ _TOPOLOGY = "a property of the whole switch graph"
 _LUSTRE_BACKEND = (
     "depends on storage.lustre.backend, checked in checks/lustre.py with a clearer message"
 )
+_SYSTEM_FOLDER = (
+    "which folder the slurm role chowns depends on the slurm.conf key (a log file's folder) "
+    "and on slurm.options, an open mapping; judged with '..' resolved (catalog/folders.py)"
+)
 _POWER_PLAN = "sums over the rack's devices, PSUs and feeds (clustergen/facility.py)"
 _LUSTRE_TUNING = "the parameter table (catalog/lustre.py) with ranges and places per key"
 _PINS = "package overrides are compared with the versions clustergen derives"
@@ -113,6 +117,9 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "96-slurm-repository-unknown": _CROSS_REFERENCE,
     "97-slurm-repository-not-schedmd": "the default packaging depends on software.os and "
     "software.slurm (catalog/packages.py)",
+    "105-state-save-system-folder": _SYSTEM_FOLDER,
+    "106-log-file-in-system-folder": _SYSTEM_FOLDER,
+    "107-spool-dir-system-folder": _SYSTEM_FOLDER,
     "63-package-unknown-name": "package names depend on software.os; " + _PINS,
     "92-gpu-defaults-exceed-node": "multiplies a partition's per-GPU defaults by the GPUs of "
     "the hardware profiles of its nodes",

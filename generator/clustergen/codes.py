@@ -94,6 +94,11 @@ SYNTAX_KEY_FINGERPRINT = Code(
     "error",
     "not a full OpenPGP v4 key fingerprint (40 hex digits; a short key id is not one)",
 )
+SYNTAX_PATH_SEGMENT = Code(
+    "syntax.path-segment",
+    "error",
+    "an absolute path with a '.', '..' or empty segment (it leads elsewhere than it reads)",
+)
 SYNTAX_CONF_BOOLEAN = Code(
     "syntax.conf-boolean", "error", "a YAML boolean where Slurm expects a word such as YES or NO"
 )
@@ -567,6 +572,12 @@ SLURM_BILLING_WITHOUT_ACCOUNTING = Code(
     "slurm.billing-without-accounting",
     "error",
     "billing_weights without slurm.accounting (slurmctld refuses the gres/gpu weight)",
+)
+SLURM_SYSTEM_FOLDER = Code(
+    "slurm.system-folder",
+    "error",
+    "a folder the slurm role creates and gives to a daemon (StateSaveLocation, SlurmdSpoolDir, "
+    "a log file's folder) is a system folder such as /etc or /var/log",
 )
 SLURM_HA_STATE_NOT_SHARED = Code(
     "slurm.ha-state-not-shared",

@@ -7,10 +7,78 @@
 # `lfs getstripe -d -y` and run `lfs setstripe` only where it differs; then owner,
 # group and mode, only where they differ. Says what it changed; a second run
 # changes nothing. Fields the spec leaves out (*) keep the file system default.
+#
+# Users can write below the mount, and this runs as root: it follows no link there.
+# Each directory is entered one level at a time from the mount (mkdir for a missing
+# level, never -p); a level that is a symbolic link, not a directory, '.', '..' or
+# empty, or that the kernel places elsewhere (pwd -P), is refused with its reason,
+# and nothing is changed for that entry. Every change is made on `.`, the directory
+# entered and checked, never through its path again. A refusal fails the run (exit
+# 1) after the other entries are done. docs/security.md says what this closes.
 set -euo pipefail
+unset CDPATH
 
 readonly MOUNT='/mnt/lustre'
 changed=0
+refused=0
+
+# The mount point as the kernel resolves it: links above it are root's own.
+if ! ROOT=$(cd -P -- "$MOUNT" && pwd -P); then
+    echo "REFUSED: the mount point $MOUNT is not a directory" >&2
+    exit 1
+fi
+readonly ROOT
+
+refuse() {
+    echo "REFUSED $1: $2; nothing changed for it" >&2
+    refused=$((refused + 1))
+}
+
+# Enter DIR (cd), creating missing levels, without following a link below the mount.
+enter() {
+    local dir=$1 rel part here=$ROOT shown=${MOUNT%/}
+    local -a parts=()
+    rel=${dir#"${MOUNT%/}"}
+    if [[ $rel == "$dir" || ( -n $rel && $rel != /* ) ]]; then
+        refuse "$dir" "not under $MOUNT"
+        return 1
+    fi
+    [[ -z ${rel#/} ]] || IFS=/ read -r -a parts <<<"${rel#/}"
+    if ! cd -P -- "$ROOT" || [[ $(pwd -P) != "$ROOT" ]]; then
+        refuse "$dir" "cannot enter $MOUNT"
+        return 1
+    fi
+    for part in "${parts[@]}"; do
+        case $part in
+            "" | . | ..)
+                refuse "$dir" "a '.', '..' or empty segment"
+                return 1
+                ;;
+        esac
+        here=$here/$part
+        shown=$shown/$part
+        if [[ -L ./$part ]]; then
+            refuse "$dir" "$shown is a symbolic link"
+            return 1
+        fi
+        if [[ ! -e ./$part ]]; then
+            if ! mkdir -- "./$part"; then
+                refuse "$dir" "cannot create $shown"
+                return 1
+            fi
+            echo "created $shown"
+            changed=$((changed + 1))
+        fi
+        if [[ -L ./$part || ! -d ./$part ]]; then
+            refuse "$dir" "$shown is not a directory"
+            return 1
+        fi
+        if ! cd -P -- "./$part" || [[ $(pwd -P) != "$here" ]]; then
+            refuse "$dir" "$shown leads to $(pwd -P), not $here"
+            return 1
+        fi
+    done
+}
 
 # "end count size pattern pool" per component of DIR's default layout.
 current_layout() {
@@ -45,47 +113,44 @@ matches() {
     done
 }
 
+# Owner, group and mode of the directory entered (.), named DIR in what it says.
 ensure_dir() {
     local dir=$1 owner=$2 group=$3 mode=$4
-    shift 4
-    if [[ ! -d $dir ]]; then
-        mkdir -p -- "$dir"
-        echo "created $dir"
-        changed=$((changed + 1))
-    fi
-    if [[ -n $owner && $(stat -c %U -- "$dir") != "$owner" ]]; then
-        chown -- "$owner" "$dir"
+    if [[ -n $owner && $(stat -c %U .) != "$owner" ]]; then
+        chown -h -- "$owner" .
         echo "$dir: owner $owner"
         changed=$((changed + 1))
     fi
-    if [[ -n $group && $(stat -c %G -- "$dir") != "$group" ]]; then
-        chgrp -- "$group" "$dir"
+    if [[ -n $group && $(stat -c %G .) != "$group" ]]; then
+        chgrp -h -- "$group" .
         echo "$dir: group $group"
         changed=$((changed + 1))
     fi
-    if [[ -n $mode ]] && ((8#$(stat -c %a -- "$dir") != 8#$mode)); then
-        chmod -- "$mode" "$dir"
+    if [[ -n $mode ]] && ((8#$(stat -c %a .) != 8#$mode)); then
+        chmod -- "$mode" .
         echo "$dir: mode $mode"
         changed=$((changed + 1))
     fi
 }
 
+# The default layout of the directory entered (.).
 ensure_layout() {
     local dir=$1 count=$2
     shift 2
     local -a want=("${@:1:count}") args=("${@:count+1}")
-    if ! current_layout "$dir" | matches "${want[@]}"; then
-        lfs setstripe "${args[@]}" "$dir"
+    if ! current_layout . | matches "${want[@]}"; then
+        lfs setstripe "${args[@]}" .
         echo "$dir: lfs setstripe ${args[*]}"
         changed=$((changed + 1))
     fi
 }
 
-# A project ID on a directory tree (`lfs project -d` prints "ID P DIR").
+# A project ID on the tree of the directory entered (.); `lfs project -d` prints
+# "ID P DIR".
 ensure_project() {
     local dir=$1 id=$2
-    if [[ $(lfs project -d "$dir" | awk '{print $1; exit}') != "$id" ]]; then
-        lfs project -p "$id" -r -s "$dir"
+    if [[ $(lfs project -d . | awk '{print $1; exit}') != "$id" ]]; then
+        lfs project -p "$id" -r -s .
         echo "$dir: project $id"
         changed=$((changed + 1))
     fi
@@ -104,8 +169,17 @@ ensure_quota() {
     fi
 }
 
-ensure_dir '/mnt/lustre/training-data' '' '' ''
-ensure_layout '/mnt/lustre/training-data' 1 '* 8 1048576 * -' '-c' '8' '-S' '1048576'
-ensure_dir '/mnt/lustre/checkpoints' '' '' ''
-ensure_layout '/mnt/lustre/checkpoints' 3 '67108864 1 * * -' '4294967296 4 * * -' 'EOF -1 4194304 * -' '-E' '67108864' '-c' '1' '-E' '4294967296' '-c' '4' '-E' '-1' '-c' '-1' '-S' '4194304'
+if enter '/mnt/lustre/training-data'; then
+    ensure_dir '/mnt/lustre/training-data' '' '' ''
+    ensure_layout '/mnt/lustre/training-data' 1 '* 8 1048576 * -' '-c' '8' '-S' '1048576'
+fi
+if enter '/mnt/lustre/checkpoints'; then
+    ensure_dir '/mnt/lustre/checkpoints' '' '' ''
+    ensure_layout '/mnt/lustre/checkpoints' 3 '67108864 1 * * -' '4294967296 4 * * -' 'EOF -1 4194304 * -' '-E' '67108864' '-c' '1' '-E' '4294967296' '-c' '4' '-E' '-1' '-c' '-1' '-S' '4194304'
+fi
+cd /
 echo "training layouts: $changed change(s)"
+if ((refused > 0)); then
+    echo "training layouts: $refused path(s) refused (REFUSED above)" >&2
+    exit 1
+fi

@@ -6,7 +6,9 @@ Every call appends its argv as one JSON line to $STUB_LOG. What a tool prints an
 returns comes from $STUB_DIR/<tool>[-<first arg>].out and .rc (default: nothing,
 0; blkid: 2, "nothing found"). `hostname` prints $STUB_HOST. `lfs` keeps the
 default layout of each directory and `lctl` the OST pools in $STUB_DIR, so the
-layout and pool scripts can be run twice.
+layout and pool scripts can be run twice. A `.` argument (the layout script works
+on the directory it entered) is logged as `<working directory>/.`, and its state is
+kept under the directory it names.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def canned() -> int:
 
 
 def layout_file(directory: str) -> Path:
-    return STATE / "lfs" / directory.strip("/").replace("/", "__")
+    return STATE / "lfs" / os.path.realpath(directory).strip("/").replace("/", "__")
 
 
 def lfs() -> int:
@@ -51,9 +53,9 @@ def lfs() -> int:
         projects = STATE / "projects.json"
         state = json.loads(projects.read_text()) if projects.exists() else {}
         if ARGS[1] == "-d":
-            print(f" {state.get(ARGS[2], 0)} - {ARGS[2]}")
+            print(f" {state.get(os.path.realpath(ARGS[2]), 0)} - {ARGS[2]}")
         else:  # project -p ID -r -s DIR
-            state[ARGS[-1]] = int(ARGS[2])
+            state[os.path.realpath(ARGS[-1])] = int(ARGS[2])
             projects.write_text(json.dumps(state))
         return 0
     if ARGS[0] in ("quota", "setquota"):
@@ -129,7 +131,8 @@ def lctl() -> int:
 
 def main() -> int:
     with open(os.environ["STUB_LOG"], "a", encoding="utf-8") as log:
-        log.write(json.dumps([TOOL, *ARGS]) + "\n")
+        here = os.getcwd()
+        log.write(json.dumps([TOOL, *(f"{here}/." if a == "." else a for a in ARGS)]) + "\n")
     if TOOL == "hostname":
         print(os.environ["STUB_HOST"])
         return 0

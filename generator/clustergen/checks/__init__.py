@@ -58,6 +58,7 @@ CHECKS: tuple[Check, ...] = (
     _check(software.gpus, "software", "hardware"),
     _check(slurm.nodes, "slurm", "cluster", "hardware", "nodes"),
     _check(slurm.options, "slurm", "software"),
+    _check(slurm.folders, "slurm"),
     _check(topology.check, "network", "hardware", "nodes"),
     _check(topology.oversubscription, "network", "hardware", "nodes", "slurm"),
     _check(packages.pins, "software"),

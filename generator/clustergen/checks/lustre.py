@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 from clustergen import codes
 from clustergen.catalog.lustre import (
@@ -222,7 +223,6 @@ def layouts(cluster: Cluster) -> list[Problem]:
     ]
     for i, layout in enumerate(lustre.layouts):
         problems += _layout(lustre, (*BASE, "layouts", i), layout, len(lustre.osts), pools)
-    mount = lustre.mount.path.rstrip("/")
     for i, quota in enumerate(lustre.quotas):
         at = (*BASE, "quotas", i)
         if quota.type != "project":
@@ -239,7 +239,7 @@ def layouts(cluster: Cluster) -> list[Problem]:
             problems.append(
                 Problem(codes.STORAGE_QUOTA_PROJECT, (*at, "id"), "a project id is a number")
             )
-        elif quota.path is None or not (quota.path + "/").startswith(mount + "/"):
+        elif quota.path is None or not under(quota.path, lustre.mount.path):
             problems.append(
                 Problem(
                     codes.STORAGE_QUOTA_PROJECT,
@@ -250,12 +250,19 @@ def layouts(cluster: Cluster) -> list[Problem]:
     return problems
 
 
+def under(path: str, mount: str) -> bool:
+    """Is `path` the mount point or a directory below it, segment by segment (so
+    /mnt/lustre2 is not under /mnt/lustre)? The paths have no '.', '..' or empty
+    segments (model.syntax.ABSOLUTE_PATH), so their segments are where they lead."""
+    parts, top = PurePosixPath(path).parts, PurePosixPath(mount).parts
+    return parts[: len(top)] == top
+
+
 def _layout(
     lustre: Lustre, path: SpecPath, layout: LustreLayout, osts: int, pools: dict[str, int]
 ) -> list[Problem]:
     problems = []
-    mount = lustre.mount.path.rstrip("/")
-    if not layout.path.startswith(mount + "/") and layout.path != mount:
+    if not under(layout.path, lustre.mount.path):
         problems.append(
             Problem(
                 codes.STORAGE_LAYOUT_OUTSIDE_MOUNT,

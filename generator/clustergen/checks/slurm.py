@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 
 from clustergen import codes
+from clustergen.catalog.folders import system_folder
 from clustergen.catalog.packages import OS_PACKAGE_FAMILY
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
@@ -667,3 +669,51 @@ def _srun_ports(spec: Spec) -> list[Problem]:
             at="key",
         )
     ]
+
+
+# The folders the slurm role creates and gives to a daemon (roles/slurm/defaults/main.yml
+# slurm_directories): slurm.conf key, whether the key names the folder (or a file in
+# it), the owner (None: SlurmUser) and mode the role sets, and clustergen's default.
+# StateSaveLocation comes from slurm.state_save.path.
+_CHOWNED_FOLDERS: tuple[tuple[str, bool, str | None, str, str], ...] = (
+    ("SlurmdSpoolDir", True, "root", "0755", "/var/spool/slurmd"),
+    ("SlurmctldLogFile", False, None, "0755", "/var/log/slurm/slurmctld.log"),
+    ("SlurmdLogFile", False, None, "0755", "/var/log/slurm/slurmd.log"),
+)
+
+
+def folders(cluster: Cluster) -> list[Problem]:
+    """No folder the slurm role chowns is a system folder (catalog/folders.py)."""
+    slurm = cluster.spec.slurm
+    options = {key.lower(): (key, value) for key, value in slurm.options.items()}
+    user = str(options.get("slurmuser", ("", "slurm"))[1])
+    state = slurm.state_save.path
+    # (where, path as written, the folder the role chowns, owner, mode, the default)
+    chowned = [
+        (("slurm", "state_save", "path"), state, state, user, "0750", "/var/spool/slurmctld")
+    ]
+    for name, is_folder, owner, mode, default in _CHOWNED_FOLDERS:
+        key, value = options.get(name.lower(), (name, None))
+        path = str(value)
+        if value is None or not path.startswith("/"):
+            continue
+        folder = path if is_folder else posixpath.dirname(posixpath.normpath(path))
+        chowned.append((("slurm", "options", key), path, folder, owner or user, mode, default))
+    problems = []
+    for at, path, folder, owner, mode, default in chowned:
+        system = system_folder(folder)
+        if system is None:
+            continue
+        folder = posixpath.normpath(folder)
+        which = folder if folder == posixpath.normpath(path) else f"its folder {folder}"
+        why = "a system folder" if system == folder else f"under {system}, which is the system's"
+        problems.append(
+            Problem(
+                codes.SLURM_SYSTEM_FOLDER,
+                at,
+                f"'{path}': the slurm role would give {which} to {owner} (chown "
+                f"{owner}:{owner}, chmod {mode}), and {folder} is {why}; use a path of "
+                f"Slurm's own, such as {default}",
+            )
+        )
+    return problems

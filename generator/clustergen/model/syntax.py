@@ -192,15 +192,36 @@ GRES_TYPE = Syntax(r"^[a-z0-9][a-z0-9_]*$", "lowercase letters, digits and '_'")
 INTERFACE = Syntax(
     r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
 )
+# One path segment: not '.' or '..', which make a path lead elsewhere than it reads (root
+# runs the layout script and the roles on these paths), and not empty ('//').
+_PATH_SEGMENT = r"(?!\.\.?(?:/|$))[A-Za-z0-9_.+@,:=~-]+"
+ABSOLUTE_PATH_PATTERN: Final = rf"^/(?:{_PATH_SEGMENT}(?:/|$))*$"
+
+
+def _check_absolute_path(value: str, under: str = "") -> None:
+    """A path (under `under`) of the allowed characters that has a '.', '..' or empty
+    segment gets its own code and words; anything else falls through to the pattern's
+    message."""
+    if re.fullmatch(rf"{under}/{_PATH_CHAR}*", value):
+        raise invalid(
+            codes.SYNTAX_PATH_SEGMENT,
+            f"'{value}' has a '.', '..' or empty segment; write the path as it is, without "
+            "them (a path that climbs or repeats '/' leads elsewhere than it reads)",
+        )
+
+
 BLOCK_DEVICE = Syntax(
-    rf"^/dev/{_PATH_CHAR}+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$",
-    "a device path under /dev (best /dev/disk/by-id/...) of letters, digits and _.+@,:=~/-, "
-    "or a zfs pool/dataset",
+    rf"^/dev(?:/{_PATH_SEGMENT})+$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$",
+    "a device path under /dev (best /dev/disk/by-id/...) of letters, digits and _.+@,:=~/- "
+    "with no '.', '..' or empty segments, or a zfs pool/dataset",
+    lambda value: _check_absolute_path(value, "/dev"),
 )
 ABSOLUTE_PATH = Syntax(
-    rf"^/{_PATH_CHAR}*$",
-    "an absolute path of letters, digits and _.+@,:=~/- (no spaces, quotes, '$', ';', '#' or "
-    "'%': the path is written into shell scripts, config files and systemd units)",
+    ABSOLUTE_PATH_PATTERN,
+    "an absolute path of letters, digits and _.+@,:=~/- with no '.', '..' or empty segments "
+    "(no spaces, quotes, '$', ';', '#' or '%': the path is written into shell scripts, config "
+    "files and systemd units)",
+    _check_absolute_path,
 )
 LUSTRE_FSNAME = Syntax(r"^[A-Za-z0-9_-]{1,8}$", "1-8 letters, digits, '_' or '-'")
 LNET_NETWORK = Syntax(r"^(?:o2ib|tcp)[0-9]*$", "an LNet network such as o2ib0 or tcp0")
