@@ -14,13 +14,8 @@ import pytest
 
 from clustergen.facility import CONTINUOUS_LOAD_LIMIT
 from clustergen.load import load_spec
-from clustergen.outputs.facility.derive import (
-    CHAR_PX,
-    ROLE_FILLS,
-    UNIT_PX,
-    derive_facility,
-    detail,
-)
+from clustergen.outputs.facility.derive import derive_facility
+from clustergen.outputs.facility.elevation import CHAR_PX, ROLE_FILLS, UNIT_PX, detail
 from clustergen.render import render_all
 from clustergen.resolve import Cluster
 from clustergen.validate import validate_cluster

@@ -16,15 +16,12 @@ import yaml
 import clustergen.outputs.facility as facility_outputs
 from clustergen.load import load_spec
 from clustergen.outputs.facility import RACK_SVG, rack_svgs
-from clustergen.outputs.facility.derive import (
-    PLACEHOLDER,
-    Facility,
-    Shape,
+from clustergen.outputs.facility.derive import Facility, derive_facility
+from clustergen.outputs.facility.elevation import PLACEHOLDER, Shape, elevation
+from clustergen.outputs.facility.sheets import (
     csv_text,
-    derive_facility,
     device_cells,
     device_sheet,
-    elevation,
     number,
     outlet_sheet,
 )

@@ -10,22 +10,18 @@ import re
 import jinja2
 
 from clustergen.artifacts import Artifact
-from clustergen.outputs.facility.derive import (
+from clustergen.outputs.facility.derive import Facility, derive_facility
+from clustergen.outputs.facility.elevation import PLACEHOLDER, PLACEHOLDERS, Elevation, Shape
+from clustergen.outputs.facility.sheets import (
     BANK_HEADER,
     CABLE_HEADER,
     DEVICE_HEADER,
     FEED_HEADER,
     OUTLET_HEADER,
     PHASE_HEADER,
-    PLACEHOLDER,
-    PLACEHOLDERS,
     RACK_HEADER,
     RACK_HEADER_W,
-    Elevation,
-    Facility,
-    Shape,
     csv_text,
-    derive_facility,
 )
 from clustergen.render import render_template
 from clustergen.resolve import Cluster
