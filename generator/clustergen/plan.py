@@ -93,27 +93,75 @@ def make_plan(
     cluster: Cluster, files: dict[str, Artifact], out_dir: Path, batch_size: int = 1
 ) -> Plan:
     order = {host.name: index for index, host in enumerate(cluster.hosts)}
-    steps: dict[tuple[str, str | None, str | None], Step] = {}
     old_hosts = _old_hosts(out_dir)
+    steps = _Steps(cluster, old_hosts)
+    tree_only = _file_changes(steps, files, out_dir)
+    rollout, rolling_nodes = _package_changes(steps, cluster, out_dir, tree_only)
+    rolling = sorted(rolling_nodes, key=order.__getitem__)
+    batches = [rolling[i : i + batch_size] for i in range(0, len(rolling), batch_size)]
+    added, removed = _membership_changes(cluster, old_hosts, order)
+    return Plan(
+        spec=cluster.spec_name,
+        tree=str(out_dir),
+        steps=steps.ordered(),
+        rollout=rollout,
+        batches=batches,
+        added=added,
+        removed=removed,
+        tree_only=tree_only,
+        trusted=_trusted_repositories(cluster),
+    )
 
-    def members(group: str) -> frozenset[str]:
+
+class _Steps:
+    """The plan's steps as the changes call for them: one per action and service (and
+    target, for a reformat), with the nodes it acts on and each change's reason."""
+
+    def __init__(self, cluster: Cluster, old_hosts: set[str]) -> None:
+        self.cluster = cluster
+        self.old_hosts = old_hosts
+        self.by_key: dict[tuple[str, str | None, str | None], Step] = {}
+        # A service's restart or reconfigure acts on the nodes that run it, as the roles'
+        # handlers do: slurmd on the compute nodes, slurmctld on the controllers, however
+        # many other nodes receive the file that changed.
+        self.runs_on = {c.change.service: c.group for c in CONCERNS if c.change.action == "restart"}
+
+    def members(self, group: str) -> frozenset[str]:
         """The group's nodes that run now: new nodes get everything at their bring-up."""
-        nodes = cluster.members.get(group, frozenset())
-        return nodes & old_hosts if old_hosts else nodes
+        nodes = self.cluster.members.get(group, frozenset())
+        return nodes & self.old_hosts if self.old_hosts else nodes
 
-    # A service's restart or reconfigure acts on the nodes that run it, as the roles'
-    # handlers do: slurmd on the compute nodes, slurmctld on the controllers, however
-    # many other nodes receive the file that changed.
-    runs_on = {c.change.service: c.group for c in CONCERNS if c.change.action == "restart"}
-
-    def step(change: Change, target: str | None, nodes: Iterable[str], reason: str) -> None:
+    def add(self, change: Change, target: str | None, nodes: Iterable[str], reason: str) -> None:
         key_target = target if change.action == "reformat" else None
         key = (change.action, change.service, key_target)
-        entry = steps.setdefault(key, Step(change.action, change.service, key_target))
-        group = runs_on.get(change.service) if change.action in ("restart", "reconfigure") else None
-        entry.nodes.update(nodes if group is None else members(group).intersection(nodes))
+        entry = self.by_key.setdefault(key, Step(change.action, change.service, key_target))
+        group = (
+            self.runs_on.get(change.service)
+            if change.action in ("restart", "reconfigure")
+            else None
+        )
+        entry.nodes.update(nodes if group is None else self.members(group).intersection(nodes))
         entry.reasons.append(reason)
 
+    def ordered(self) -> list[Step]:
+        """The steps, most severe first."""
+        steps = self.by_key
+        # The role skips a daemon's reconfigure once it restarted: it read the new files then.
+        for key, entry in list(steps.items()):
+            restart = steps.get(("restart", entry.service, None))
+            if entry.action == "reconfigure" and restart is not None:
+                restart.nodes |= entry.nodes
+                restart.reasons += [f"{r}: read as {entry.service} restarts" for r in entry.reasons]
+                del steps[key]
+        return sorted(
+            steps.values(),
+            key=lambda s: (SEVERITY.index(s.action), s.service or "", s.target or ""),
+        )
+
+
+def _file_changes(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> list[str]:
+    """Adds the steps the tree's changed, new and removed files need; returns the lines of
+    the files that need nothing on the nodes."""
     old_manifest = manifest_entries(out_dir)
     tree_only = []
     # Where an old manifest had a file stand for a target's reformat (a tree rendered
@@ -131,55 +179,78 @@ def make_plan(
                 f"{change.path} (no longer rendered; left alone, as it is not what clustergen "
                 "wrote there)"
             )
-            continue
-        if change.action == "remove":
-            installed = old_manifest.get(change.path)
-            if installed is None:
-                tree_only.append(f"{change.path} (removed)")
-            elif _parse_change(installed).action == "nothing":
-                tree_only.append(
-                    f"{change.path} (removed; the copy installed at {installed.dest} stays "
-                    "until removed by hand)"
-                )
-            else:
-                step(
-                    _parse_change(installed),
-                    installed.dest,
-                    members(installed.group),
-                    f"{change.path} is no longer rendered; the copy installed at "
-                    f"{installed.dest} stays until removed by hand",
-                )
-            continue
-        install = files[change.path].install
-        state = "new" if change.action == "create" else "changed"
-        if (
-            install is not None
-            and change.action == "create"
-            and _recorded_for_an_unchanged_target(
-                out_dir, files, stood_for.get(install.change.describe())
-            )
-        ):
-            tree_only.append(
-                f"{change.path} (new, installed at {install.dest}: what decides the format "
-                "of a target that is formatted already, and whose format is unchanged)"
-            )
-            continue
-        if install is None:
-            tree_only.append(f"{change.path} ({state})")
-        elif install.change.action == "nothing":
-            tree_only.append(f"{change.path} ({state}, installed at {install.dest} as is)")
+        elif change.action == "remove":
+            _removed_file(steps, change.path, old_manifest.get(change.path), tree_only)
         else:
-            nodes = members(install.group)
-            step(
-                install.change,
-                install.dest,
-                nodes if install.hosts is None else nodes & set(install.hosts),
-                f"{change.path} {state} (installed at {install.dest})",
-            )
+            created = change.action == "create"
+            _rendered_file(steps, files, out_dir, change.path, created, stood_for, tree_only)
+    return tree_only
 
+
+def _removed_file(
+    steps: _Steps, path: str, installed: Installed | None, tree_only: list[str]
+) -> None:
+    """A file no longer rendered: its installed copy stays, and what it needed is said."""
+    if installed is None:
+        tree_only.append(f"{path} (removed)")
+    elif _parse_change(installed).action == "nothing":
+        tree_only.append(
+            f"{path} (removed; the copy installed at {installed.dest} stays until removed by hand)"
+        )
+    else:
+        steps.add(
+            _parse_change(installed),
+            installed.dest,
+            steps.members(installed.group),
+            f"{path} is no longer rendered; the copy installed at "
+            f"{installed.dest} stays until removed by hand",
+        )
+
+
+def _rendered_file(
+    steps: _Steps,
+    files: dict[str, Artifact],
+    out_dir: Path,
+    path: str,
+    created: bool,
+    stood_for: dict[str, str],
+    tree_only: list[str],
+) -> None:
+    """A new or changed file: the step its install declares, or a line where none."""
+    install = files[path].install
+    state = "new" if created else "changed"
+    if (
+        install is not None
+        and created
+        and _recorded_for_an_unchanged_target(
+            out_dir, files, stood_for.get(install.change.describe())
+        )
+    ):
+        tree_only.append(
+            f"{path} (new, installed at {install.dest}: what decides the format "
+            "of a target that is formatted already, and whose format is unchanged)"
+        )
+    elif install is None:
+        tree_only.append(f"{path} ({state})")
+    elif install.change.action == "nothing":
+        tree_only.append(f"{path} ({state}, installed at {install.dest} as is)")
+    else:
+        nodes = steps.members(install.group)
+        steps.add(
+            install.change,
+            install.dest,
+            nodes if install.hosts is None else nodes & set(install.hosts),
+            f"{path} {state} (installed at {install.dest})",
+        )
+
+
+def _package_changes(
+    steps: _Steps, cluster: Cluster, out_dir: Path, tree_only: list[str]
+) -> tuple[list[PackageChange], set[str]]:
+    """Adds the steps the pinned packages' new versions need, and the lines of those that
+    need nothing to tree_only; returns the roll-out's packages and its nodes."""
     old_lock = _read_yaml(out_dir, LOCK)
     _refuse_slurm_upgrade_skipping_releases(old_lock, cluster.spec.software.slurm)
-    new_names = {host.name for host in cluster.hosts}
     rollout: list[PackageChange] = []
     rolling_nodes: set[str] = set()
     others: list[tuple[Concern, list[PackageChange]]] = []
@@ -195,11 +266,11 @@ def make_plan(
             continue
         if concern.change.action == "reboot":
             rollout += changed
-            rolling_nodes |= members(concern.group)
+            rolling_nodes |= steps.members(concern.group)
         else:
             others.append((concern, changed))
     for concern, changed in others:
-        running = set(members(concern.group))
+        running = set(steps.members(concern.group))
         described = ", ".join(_described(p) for p in changed)  # each names its concern
         # Installed in the roll-out's batches, before their reboot: nothing more there.
         rolled = running & rolling_nodes if concern.with_driver else set()
@@ -207,39 +278,21 @@ def make_plan(
             rollout += changed
             running -= rolled
         if concern.change.action != "nothing" and running:
-            step(concern.change, None, running, described)
+            steps.add(concern.change, None, running, described)
         elif not rolled:
             tree_only.append(described)
+    return rollout, rolling_nodes
 
-    # The role skips a daemon's reconfigure once it restarted: it read the new files then.
-    for key, entry in list(steps.items()):
-        restart = steps.get(("restart", entry.service, None))
-        if entry.action == "reconfigure" and restart is not None:
-            restart.nodes |= entry.nodes
-            restart.reasons += [f"{r}: read as {entry.service} restarts" for r in entry.reasons]
-            del steps[key]
 
-    rolling = sorted(rolling_nodes, key=order.__getitem__)
-    batches = [rolling[i : i + batch_size] for i in range(0, len(rolling), batch_size)]
-
-    added = sorted(new_names - old_hosts, key=order.__getitem__) if old_hosts else []
-    removed = sorted(old_hosts - new_names) if old_hosts else []
-
-    ordered = sorted(
-        steps.values(),
-        key=lambda s: (SEVERITY.index(s.action), s.service or "", s.target or ""),
-    )
-    return Plan(
-        spec=cluster.spec_name,
-        tree=str(out_dir),
-        steps=ordered,
-        rollout=rollout,
-        batches=batches,
-        added=added,
-        removed=removed,
-        tree_only=tree_only,
-        trusted=_trusted_repositories(cluster),
-    )
+def _membership_changes(
+    cluster: Cluster, old_hosts: set[str], order: dict[str, int]
+) -> tuple[list[str], list[str]]:
+    """The nodes the spec adds (in its order) and removes, against the old inventory
+    (none either way where the tree has none)."""
+    if not old_hosts:
+        return [], []
+    new_names = {host.name for host in cluster.hosts}
+    return sorted(new_names - old_hosts, key=order.__getitem__), sorted(old_hosts - new_names)
 
 
 def _trusted_repositories(cluster: Cluster) -> list[str]:
