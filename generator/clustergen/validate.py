@@ -303,12 +303,7 @@ def _problem(
     value = error.get("input")
     ctx = error.get("ctx") or {}
     if kind == "extra_forbidden":
-        key = str(path[-1])
-        allowed = allowed_keys(loc[:-1])
-        hint = did_you_mean(key, allowed)
-        if not hint and allowed:
-            hint = "; expected one of " + ", ".join(allowed)
-        return Problem(codes.SHAPE_UNKNOWN_KEY, path, f"unknown key '{key}'{hint}", at="key")
+        return _unknown_key(path, loc)
     if kind == "missing":
         return Problem(
             codes.SHAPE_MISSING_KEY, path, f"missing required key '{path[-1]}'", at="key"
@@ -320,25 +315,53 @@ def _problem(
             "the value is empty (YAML null); give a value or remove the key",
         )
     if kind == "literal_error":
-        expected = ctx.get("expected", "")
-        choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ",").split(",")]
-        if isinstance(value, str) and value in choices:
-            # e.g. version: '1' where the number 1 is meant
-            return Problem(
-                codes.SHAPE_NOT_ALLOWED,
-                path,
-                f"{_show(value)} is a string here; write {value} without quotes",
-            )
-        hint = did_you_mean(str(value), choices) if isinstance(value, str) else ""
-        subject = _show(value) if isinstance(value, str) else _got(value)
-        return Problem(
-            codes.SHAPE_NOT_ALLOWED, path, f"{subject} is not allowed; expected {expected}{hint}"
-        )
+        return _not_allowed(path, value, ctx)
     if kind in CODES:  # a model validator's error, raised with its code (codes.invalid)
         return Problem(CODES[kind], path, str(error["msg"]))
     if kind in ("value_error", "assertion_error"):
         message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         return Problem(codes.SHAPE_INVALID, path, message)
+    found = _wrong_type(kind, path, value, written) or _wrong_size(kind, path, value, ctx)
+    if found is not None:
+        return found
+    subject = _show(value) or _got(value)
+    return Problem(
+        codes.SHAPE_INVALID,
+        path,
+        f"{subject}: {str(error['msg'])[0].lower()}{str(error['msg'])[1:]}",
+    )
+
+
+def _unknown_key(path: SpecPath, loc: SpecPath) -> Problem:
+    """A key the model does not have, and the nearest it has (or all of them)."""
+    key = str(path[-1])
+    allowed = allowed_keys(loc[:-1])
+    hint = did_you_mean(key, allowed)
+    if not hint and allowed:
+        hint = "; expected one of " + ", ".join(allowed)
+    return Problem(codes.SHAPE_UNKNOWN_KEY, path, f"unknown key '{key}'{hint}", at="key")
+
+
+def _not_allowed(path: SpecPath, value: Any, ctx: dict[str, Any]) -> Problem:
+    """A value not among a Literal's choices (or one of them, quoted)."""
+    expected = ctx.get("expected", "")
+    choices = [c.strip().strip("'") for c in str(expected).replace(" or ", ",").split(",")]
+    if isinstance(value, str) and value in choices:
+        # e.g. version: '1' where the number 1 is meant
+        return Problem(
+            codes.SHAPE_NOT_ALLOWED,
+            path,
+            f"{_show(value)} is a string here; write {value} without quotes",
+        )
+    hint = did_you_mean(str(value), choices) if isinstance(value, str) else ""
+    subject = _show(value) if isinstance(value, str) else _got(value)
+    return Problem(
+        codes.SHAPE_NOT_ALLOWED, path, f"{subject} is not allowed; expected {expected}{hint}"
+    )
+
+
+def _wrong_type(kind: str, path: SpecPath, value: Any, written: str | None) -> Problem | None:
+    """A value of the wrong type, or None for an error of another kind."""
     if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
         text = written or str(value)
         if text != str(value):
@@ -375,6 +398,12 @@ def _problem(
         )
     if kind == "list_type":
         return Problem(codes.SHAPE_WRONG_TYPE, path, f"expected a list, got {_got(value)}")
+    return None
+
+
+def _wrong_size(kind: str, path: SpecPath, value: Any, ctx: dict[str, Any]) -> Problem | None:
+    """A value out of its range, not matching its pattern or of the wrong length, or None
+    for an error of another kind."""
     bound = _BOUNDS.get(kind)
     if bound is not None:
         phrase, ctx_key = bound
@@ -398,12 +427,7 @@ def _problem(
             path,
             f"the {container} needs {limit} {items}(s); it has {count}",
         )
-    subject = _show(value) or _got(value)
-    return Problem(
-        codes.SHAPE_INVALID,
-        path,
-        f"{subject}: {str(error['msg'])[0].lower()}{str(error['msg'])[1:]}",
-    )
+    return None
 
 
 # Words YAML 1.1 read as booleans; YAML 1.2 (and so clustergen) reads them as strings.
