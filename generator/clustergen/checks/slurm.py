@@ -17,11 +17,12 @@ from clustergen.catalog.slurm_keys import (
     release_name,
 )
 from clustergen.checks.references import meant_roles, unknown_node
-from clustergen.errors import Problem
+from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
+from clustergen.model.slurm import Partition
 from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean
 
@@ -209,44 +210,7 @@ def _partitions(cluster: Cluster) -> list[Problem]:
                 )
             in_some_partition.add(name)
         problems += _gpu_defaults_fit(cluster, index)
-        if partition.max_time is not None and partition.default_time is not None:
-            max_minutes = parse_slurm_time(str(partition.max_time))
-            default_minutes = parse_slurm_time(str(partition.default_time))
-            if (default_minutes is None and max_minutes is not None) or (
-                default_minutes is not None
-                and max_minutes is not None
-                and default_minutes > max_minutes
-            ):
-                problems.append(
-                    Problem(
-                        codes.SLURM_DEFAULT_TIME_EXCEEDS_MAX,
-                        (*base, "default_time"),
-                        f"default_time {partition.default_time} exceeds max_time "
-                        f"{partition.max_time}",
-                    )
-                )
-        if partition.billing_weights is not None and spec.slurm.accounting is None:
-            problems.append(
-                Problem(
-                    codes.SLURM_BILLING_WITHOUT_ACCOUNTING,
-                    (*base, "billing_weights"),
-                    "billing weights need slurm.accounting: without slurmdbd slurmctld has no "
-                    "gres/gpu TRES to weigh and refuses to start",
-                    at="key",
-                )
-            )
-        if partition.def_mem_per_gpu_mib is not None:
-            clash = [
-                k for k in spec.slurm.options if k.lower() in ("defmempercpu", "defmempernode")
-            ]
-            if clash:
-                problems.append(
-                    Problem(
-                        codes.SLURM_DEF_MEM_CONFLICT,
-                        (*base, "def_mem_per_gpu_mib"),
-                        f"DefMemPerGPU excludes slurm.options {clash[0]}",
-                    )
-                )
+        problems += _partition_settings(spec, partition, base)
     for host in hosts:
         if host.is_slurm_compute and host.name not in in_some_partition:
             problems.append(
@@ -254,6 +218,47 @@ def _partitions(cluster: Cluster) -> list[Problem]:
                     codes.SLURM_NODE_IN_NO_PARTITION,
                     ("nodes", host.group_index, "names"),
                     f"compute node '{host.name}' is in no partition, so no job can run on it",
+                )
+            )
+    return problems
+
+
+def _partition_settings(spec: Spec, partition: Partition, base: SpecPath) -> list[Problem]:
+    """A partition's times, billing weights and memory default against the rest of the spec."""
+    problems = []
+    if partition.max_time is not None and partition.default_time is not None:
+        max_minutes = parse_slurm_time(str(partition.max_time))
+        default_minutes = parse_slurm_time(str(partition.default_time))
+        if (default_minutes is None and max_minutes is not None) or (
+            default_minutes is not None
+            and max_minutes is not None
+            and default_minutes > max_minutes
+        ):
+            problems.append(
+                Problem(
+                    codes.SLURM_DEFAULT_TIME_EXCEEDS_MAX,
+                    (*base, "default_time"),
+                    f"default_time {partition.default_time} exceeds max_time {partition.max_time}",
+                )
+            )
+    if partition.billing_weights is not None and spec.slurm.accounting is None:
+        problems.append(
+            Problem(
+                codes.SLURM_BILLING_WITHOUT_ACCOUNTING,
+                (*base, "billing_weights"),
+                "billing weights need slurm.accounting: without slurmdbd slurmctld has no "
+                "gres/gpu TRES to weigh and refuses to start",
+                at="key",
+            )
+        )
+    if partition.def_mem_per_gpu_mib is not None:
+        clash = [k for k in spec.slurm.options if k.lower() in ("defmempercpu", "defmempernode")]
+        if clash:
+            problems.append(
+                Problem(
+                    codes.SLURM_DEF_MEM_CONFLICT,
+                    (*base, "def_mem_per_gpu_mib"),
+                    f"DefMemPerGPU excludes slurm.options {clash[0]}",
                 )
             )
     return problems
