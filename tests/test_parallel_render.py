@@ -239,7 +239,8 @@ def test_an_uninstalled_family_that_installs_a_file_is_a_bug(
     """The child's families must install nothing, or the Ansible family, rendered
     without them, would miss a file."""
     from clustergen.load import load_spec
-    from clustergen.render import environment, render_families
+    from clustergen.render import render_families
+    from clustergen.templating import environment
     from clustergen.validate import validate_cluster
 
     cluster, _ = validate_cluster(load_spec(str(EDGE)), set())

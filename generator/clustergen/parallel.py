@@ -32,8 +32,9 @@ from pathlib import Path
 import jinja2
 
 from clustergen.errors import UsageError
-from clustergen.render import by_path, environment, render_all, render_families, render_rest
+from clustergen.render import by_path, render_all, render_families, render_rest
 from clustergen.resolve import Cluster
+from clustergen.templating import environment
 from clustergen.tree import digest
 from clustergen.write import (
     MANIFEST,

@@ -27,8 +27,8 @@ from clustergen.outputs.facility.derive import (
     csv_text,
     derive_facility,
 )
-from clustergen.render import render_template
 from clustergen.resolve import Cluster
+from clustergen.templating import render_template
 
 # Beyond this many racks the overview stays a page a person reads: it lists each rack's
 # load with a link to its elevation (every elevation is in racks/), and the most loaded

@@ -25,8 +25,8 @@ from clustergen.facility import (
     cables,
     kilo,
 )
+from clustergen.names import element_names
 from clustergen.resolve import Cluster
-from clustergen.validate import element_names
 
 # Fills by role: light enough for black text and for printing, distinct in colour, and
 # the role is written in every label too, for a grey-scale print.
@@ -786,7 +786,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
     # clustergen alone, not on the day it is made.
     kept = [
         p
-        for p in cluster.problems
+        for p in cluster.warnings
         if p.severity == "warning" and p.code.name not in ignored and not p.code.dated
     ]
     # Alike warnings once, as validate prints them: the first in the spec's order stands
