@@ -82,7 +82,7 @@ def test_spec_without_racks_renders_no_facility_files() -> None:
 
 def test_render_reuses_the_plan_and_problems_validation_computed() -> None:
     cluster = _cluster(EXAMPLES / "ml-training-8node.yaml")
-    kept = {part: cluster.__dict__.get(part) for part in ("rack_plans", "switch_ports", "problems")}
+    kept = {part: cluster.__dict__.get(part) for part in ("rack_plans", "switch_ports", "warnings")}
     assert all(value is not None for value in kept.values()), kept
     derive_facility(cluster)
     assert all(cluster.__dict__[part] is value for part, value in kept.items())

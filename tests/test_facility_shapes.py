@@ -25,8 +25,8 @@ from clustergen.outputs.facility.sheets import (
     number,
     outlet_sheet,
 )
-from clustergen.render import environment, render_template
 from clustergen.resolve import Cluster
+from clustergen.templating import environment, render_template
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES

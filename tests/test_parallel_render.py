@@ -86,6 +86,37 @@ def test_two_processes_write_the_serial_tree(
         assert two == serial
 
 
+@pytest.mark.usefixtures("two_processes")
+@pytest.mark.parametrize("rule", ["manifest", "refuse_foreign", "removals"])
+def test_a_write_rule_changed_in_one_place_holds_for_both_forms(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rule: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Both forms reach the writer through write.TreeWrite, so a write rule changed in
+    write.py (here: the manifest's text, the refusal of files clustergen did not write,
+    the removals) changes the serial and the two-process render alike: neither holds a
+    copy of it."""
+    real = getattr(write, rule)
+    called = {"serial": 0, "two": 0}
+
+    def changed(*args, **options):  # type: ignore[no-untyped-def]
+        called["serial" if os.environ.get("CLUSTERGEN_SERIAL") else "two"] += 1
+        result = real(*args, **options)
+        if rule == "manifest":
+            return Artifact(result.path, result.text + "# changed rule\n", result.mode)
+        return result
+
+    monkeypatch.setattr(write, rule, changed)
+    serial, two = render_both(
+        cli, monkeypatch, lambda out: ["render", str(ML), "-o", str(out)], tmp_path
+    )
+    assert serial[0] == 0, serial[2]
+    assert two == serial
+    assert called["serial"] == called["two"] == 1
+    if rule == "manifest":
+        assert serial[3] is not None
+        assert serial[3][write.MANIFEST][2].endswith(b"# changed rule\n")
+
+
 def test_large_specs_only_use_two_processes(large: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from clustergen.load import load_spec
     from clustergen.validate import validate_cluster
@@ -202,16 +233,16 @@ def test_a_child_killed_after_staging_leaves_no_temporary(
     out = tmp_path / "site"
     assert cli("render", str(EDGE), "-o", str(out)).code == 0
     before = tree_state(out)
-    stage = parallel.stage
+    stage = write.TreeWrite.stage
 
-    def stage_then_die(out_dir, files, changes, **options):  # type: ignore[no-untyped-def]
-        staged = stage(out_dir, files, changes, **options)
+    def stage_then_die(writer, files, **options):  # type: ignore[no-untyped-def]
+        part = stage(writer, files, **options)
         if os.getpid() != PARENT:
-            assert staged.temporaries
+            assert part.staged.temporaries
             os.kill(os.getpid(), signal.SIGKILL)
-        return staged
+        return part
 
-    monkeypatch.setattr(parallel, "stage", stage_then_die)
+    monkeypatch.setattr(write.TreeWrite, "stage", stage_then_die)
     result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 3, result.err
     assert "it ended with signal 9 before it reported" in result.err
@@ -239,7 +270,8 @@ def test_an_uninstalled_family_that_installs_a_file_is_a_bug(
     """The child's families must install nothing, or the Ansible family, rendered
     without them, would miss a file."""
     from clustergen.load import load_spec
-    from clustergen.render import environment, render_families
+    from clustergen.render import render_families
+    from clustergen.templating import environment
     from clustergen.validate import validate_cluster
 
     cluster, _ = validate_cluster(load_spec(str(EDGE)), set())

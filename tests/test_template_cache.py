@@ -1,4 +1,4 @@
-"""Compiled templates are kept between runs (render.py), and what is rendered never
+"""Compiled templates are kept between runs (templating.py), and what is rendered never
 depends on the cache: with it, without it, or with its entries damaged."""
 
 from __future__ import annotations

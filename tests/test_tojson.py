@@ -1,4 +1,4 @@
-"""The project's tojson filter (render.py) writes exactly what Jinja's own writes, for
+"""The project's tojson filter (templating.py) writes exactly what Jinja's own writes, for
 awkward strings and for every kind of value the Ansible templates pass."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import jinja2
 import pytest
 from markupsafe import Markup
 
-from clustergen.render import environment
+from clustergen.templating import environment
 
 AWKWARD = [
     "",

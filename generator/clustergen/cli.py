@@ -357,7 +357,8 @@ def cmd_render(args: argparse.Namespace) -> int:
                 print(kept_message(out_dir, change), file=sys.stderr)
         _summary(out_dir, changes, say)
         return int(ExitCode.OK)
-    files: dict[str, Artifact] = with_manifest(render_all(cluster), cluster.spec.cluster.name)
+    rendered = render_all(cluster)
+    files: dict[str, Artifact] = with_manifest(rendered, cluster.spec.cluster.name)
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
     changes = plan(out_dir, files, adopt=args.adopt or args.check)
     stale = [c for c in changes if c.action not in ("unchanged", "keep")]
@@ -379,7 +380,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             return int(ExitCode.INVALID_SPEC)
         print(f"{out_dir}: up to date with {args.spec}", file=say)
         return int(ExitCode.OK)
-    write(out_dir, files, changes)
+    changes = write(out_dir, rendered, cluster.spec.cluster.name, adopt=args.adopt)
     for change in kept:
         print(kept_message(out_dir, change), file=sys.stderr)
     _summary(out_dir, changes, say)

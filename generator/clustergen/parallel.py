@@ -7,8 +7,9 @@ acceptance jobs) and stages their files, while the parent renders the rest, the
 Ansible family (which needs only the families that install files) and the site
 files, and stages those. The parent then commits both parts as one write (one
 journal, or one rename of a new tree's staging folder), the same single transaction
-as a serial one (write.py); the tree is byte for byte the serial render's, and so
-are the messages.
+as a serial one: both sides stage through one write.TreeWrite, made before the fork,
+which holds every write rule, so none is repeated here. The tree is byte for byte
+the serial render's, and so are the messages.
 
 Whatever fails on either side (a file clustergen did not write in the way, a
 folder that cannot be made, a bug, Ctrl-C) takes back every file either side
@@ -32,29 +33,11 @@ from pathlib import Path
 import jinja2
 
 from clustergen.errors import UsageError
-from clustergen.render import by_path, environment, render_all, render_families, render_rest
+from clustergen.outputs import FAMILIES, UNINSTALLED
+from clustergen.render import by_path, render_all, render_families, render_rest
 from clustergen.resolve import Cluster
-from clustergen.tree import digest
-from clustergen.write import (
-    MANIFEST,
-    Change,
-    Destination,
-    Staged,
-    abandon,
-    commit,
-    compare,
-    destination,
-    manifest,
-    plan,
-    previous_outputs,
-    refuse_foreign,
-    removals,
-    remove_temporaries,
-    stage,
-    take_back,
-    with_manifest,
-    write,
-)
+from clustergen.templating import environment
+from clustergen.write import Change, Part, TreeWrite, write
 
 # Below this many hosts the uninstalled families take a few hundredths of a second,
 # less than a fork and the report cost.
@@ -68,10 +51,7 @@ def render_into(out_dir: Path, cluster: Cluster, *, adopt: bool = False) -> list
         changes = _render_in_two(out_dir, cluster, adopt=adopt)
         if changes is not None:
             return changes
-    files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
-    changes = plan(out_dir, files, adopt=adopt)
-    write(out_dir, files, changes)
-    return changes
+    return write(out_dir, render_all(cluster), cluster.spec.cluster.name, adopt=adopt)
 
 
 def _two_processes(cluster: Cluster) -> bool:
@@ -87,29 +67,19 @@ def _two_processes(cluster: Cluster) -> bool:
 @dataclass(frozen=True)
 class _Job:
     """The child's part, inherited through the fork: the families it renders, the
-    resolved cluster and template environment, where it stages, and the last render's
-    paths (to tell the files clustergen did not write)."""
+    resolved cluster and template environment, and the write it stages into."""
 
-    target: Destination
+    writer: TreeWrite
     cluster: Cluster
     env: jinja2.Environment
-    previous: dict[str, str | None]
-    adopt: bool
     names: list[str]
 
 
 @dataclass(frozen=True)
 class _Done:
-    """The child's report of its part: its paths and their digests (for the
-    manifest), its changes (without their texts, which only --diff prints, and --diff
-    renders in one process), the files clustergen did not write that it would replace,
-    and what it staged."""
+    """The child's report: the part it staged (write.Part)."""
 
-    paths: list[str]
-    digests: dict[str, str]
-    changes: list[Change]
-    foreign: list[str]
-    staged: Staged
+    part: Part
 
 
 @dataclass(frozen=True)
@@ -123,80 +93,34 @@ def _render_in_two(out_dir: Path, cluster: Cluster, *, adopt: bool) -> list[Chan
     """The render in two processes; None when the second cannot be started (no
     process or pipe left: EAGAIN, ENOMEM, EMFILE), and the render is to be serial."""
     env = environment()
-    previous = previous_outputs(out_dir)
-    # Made before the fork, so the two sides never race to make it.
-    target = destination(out_dir)
-    try:
-        return _render_with_child(target, cluster, env, previous, adopt=adopt)
-    finally:
-        target.tree.close()
-
-
-def _render_with_child(
-    target: Destination,
-    cluster: Cluster,
-    env: jinja2.Environment,
-    previous: dict[str, str | None],
-    *,
-    adopt: bool,
-) -> list[Change] | None:
-    from clustergen.outputs import FAMILIES, UNINSTALLED
-
-    out_dir = target.out_dir
-    try:
-        child = _Child.start(_Job(target, cluster, env, previous, adopt, sorted(UNINSTALLED)))
-    except OSError:
-        abandon(target, [])
-        return None
-    parts: list[Staged] = []
-    try:
-        files = render_rest(
-            cluster,
-            env,
-            render_families(cluster, env, [n for n in FAMILIES if n not in UNINSTALLED]),
-        )
-        changes, foreign = compare(out_dir, files, previous)
-        if adopt or not foreign:
-            parts.append(stage(target, files, changes))
-        done = child.finish()
-        parts.append(done.staged)
-        if not adopt:
-            refuse_foreign(out_dir, sorted(foreign + done.foreign))
-        for path in done.paths:
-            if path in files:
-                raise AssertionError(f"two output families render {path}")
-        installs = {path: artifact.install for path, artifact in files.items()}
-        installs.update(dict.fromkeys(done.paths))
-        digests = {path: digest(artifact.text.encode("utf-8")) for path, artifact in files.items()}
-        digests.update(done.digests)
-        listed = {MANIFEST: manifest(installs, digests, cluster.spec.cluster.name)}
-        listed_changes, _ = compare(out_dir, listed, previous)
-        parts.append(stage(target, listed, listed_changes))
-        changes = sorted([*changes, *done.changes, *listed_changes], key=lambda c: c.path)
-        changes += removals(out_dir, previous, [*installs, MANIFEST])
-    except BaseException:
-        staged = child.finish(failed=True).staged
-        if not any(part is staged for part in parts):
-            parts.append(staged)
-        abandon(target, parts)
-        raise
-    # The commit takes back what was staged if it fails before its journal is on disk,
-    # and after that leaves the rest of the journal to the next command.
-    if any(change.action != "unchanged" for change in changes):
-        commit(target, changes, parts)
-    else:
-        abandon(target, parts)
-    return changes
+    # Made before the fork, so the two sides never race to make the destination.
+    with TreeWrite(out_dir, cluster.spec.cluster.name, adopt=adopt) as writer:
+        try:
+            child = _Child.start(_Job(writer, cluster, env, sorted(UNINSTALLED)))
+        except OSError:
+            writer.abandon()
+            return None
+        included = False
+        try:
+            installed = [name for name in FAMILIES if name not in UNINSTALLED]
+            writer.stage(render_rest(cluster, env, render_families(cluster, env, installed)))
+            writer.include(child.finish().part)
+            included = True
+        except BaseException:
+            if not included:  # taken back with the rest as the writer is left
+                writer.include(child.finish(failed=True).part)
+            raise
+        return writer.commit()
 
 
 class _Child:
     """The forked child's side of the pipe: its report is read whole (however often
     the reading is interrupted) and the child reaped exactly once."""
 
-    def __init__(self, pid: int, reader: int, target: Destination) -> None:
+    def __init__(self, pid: int, reader: int, writer: TreeWrite) -> None:
         self.pid = pid
         self.reader = reader
-        self.target = target
+        self.writer = writer
         self.received = bytearray()
         self.report: _Done | _Failed | None = None
 
@@ -215,7 +139,7 @@ class _Child:
             os.close(reader)
             _child_main(writer, job)
         os.close(writer)
-        return cls(pid, reader, job.target)
+        return cls(pid, reader, job.writer)
 
     def finish(self, *, failed: bool = False) -> _Done:
         """Wait for the child's report. Raises what it reports, unless the parent has
@@ -226,7 +150,7 @@ class _Child:
         if isinstance(report, _Done):
             return report
         if failed:
-            return _Done([], {}, [], [], Staged())
+            return _Done(Part())
         if report.interrupted:
             raise KeyboardInterrupt
         if report.usage is not None:
@@ -252,10 +176,7 @@ class _Child:
         # Killed before it reported: its temporaries are found by name, and the folders
         # it made (told before it staged anything) are removed once empty. (A new tree's
         # staging folder goes whole.)
-        remove_temporaries(self.target.tree)
-        for message in messages:
-            if isinstance(message, _Made):
-                take_back(self.target.tree, Staged(made=message.folders))
+        self.writer.sweep([f for m in messages if isinstance(m, _Made) for f in m.folders])
         code = os.waitstatus_to_exitcode(status)
         how = f"signal {-code}" if code < 0 else f"exit status {code}"
         return _Failed(internal=f"it ended with {how} before it reported")
@@ -299,26 +220,14 @@ def _child_main(writer: int, job: _Job) -> None:
         _send(writer, report)
     except BaseException:  # the parent is gone: nobody will commit what was staged
         if isinstance(report, _Done):
-            take_back(job.target.tree, report.staged)
+            job.writer.take_back(report.part)
         status = 1
     finally:
         os._exit(status)
 
 
 def _child_part(writer: int, job: _Job) -> _Done:
-    target = job.target
     rendered = render_families(job.cluster, job.env, job.names).values()
     files = by_path(artifact for artifacts in rendered for artifact in artifacts)
-    changes, foreign = compare(target.out_dir, files, job.previous)
-    staged = Staged()
-    if job.adopt or not foreign:
-        staged = stage(
-            target, files, changes, folders_made=lambda made: _send(writer, _Made(list(made)))
-        )
-    return _Done(
-        paths=sorted(files),
-        digests={path: digest(artifact.text.encode("utf-8")) for path, artifact in files.items()},
-        changes=[Change(c.path, c.action, None, None, c.old_digest, c.new_digest) for c in changes],
-        foreign=foreign,
-        staged=staged,
-    )
+    made = lambda folders: _send(writer, _Made(list(folders)))  # noqa: E731
+    return _Done(job.writer.stage(files, folders_made=made))

@@ -2,8 +2,9 @@
 
 Hosts with their profiles, roles and addresses; the expanded members of the
 controllers, partitions and switches; the inventory groups as name sets; the
-package pins; the physical plan of racks and power, and the switch ports; the
-checks' problems. Nothing else expands a hostlist, derives a pin or plans a rack.
+package pins; the physical plan of racks and power, and the switch ports; the checks'
+warnings, which validation hands over (the cluster never runs the checks, which read
+it). Nothing else expands a hostlist, derives a pin or plans a rack.
 
 Each part is computed on first use from the sections it reads, and kept. So the
 same object serves twice: during validation it is tolerant (built over the valid
@@ -60,6 +61,10 @@ class Cluster:
     def __init__(self, spec: Spec, spec_name: str) -> None:
         self.spec = spec
         self.spec_name = spec_name  # the spec file's base name, for messages (never rendered)
+        # The checks' warnings over the whole spec, for the facility overview, from the run
+        # validation reported: validation hands them over (validate.validate_cluster), so the
+        # cluster never runs the checks, which read it. Empty for a cluster not validated.
+        self.warnings: tuple[Problem, ...] = ()
 
     # --- nodes and hardware ----------------------------------------------------------
 
@@ -125,16 +130,6 @@ class Cluster:
             self.switch_children,
             INFINIBAND_SWITCH_PORTS,
         )
-
-    # --- the checks -----------------------------------------------------------------
-
-    @cached_property
-    def problems(self) -> tuple[Problem, ...]:
-        """Every cross-field check's problems over the whole spec: validation reports them
-        and the facility overview lists the warnings, from one run."""
-        from clustergen.checks import run_checks  # the checks read this cluster
-
-        return tuple(run_checks(self, Spec.model_fields))
 
     # --- packages -------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any, Union, cast
 
 from pydantic import BaseModel, ValidationError, create_model
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails
 
 from clustergen import codes, patterns
 from clustergen.checks import run_checks
@@ -30,7 +30,8 @@ from clustergen.errors import (
 )
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
-from clustergen.model.common import StrictModel, expand_hostlist
+from clustergen.model.common import StrictModel
+from clustergen.names import element_names
 from clustergen.resolve import Cluster
 from clustergen.suggest import did_you_mean, nearest
 
@@ -105,7 +106,9 @@ def validate_cluster(
         else:
             assert spec is not None
             cluster = Cluster(spec, loaded.name)
-            problems = list(cluster.problems)
+            problems = run_checks(cluster, Spec.model_fields)
+            # Handed to the render (the facility overview lists them), from this one run.
+            cluster.warnings = tuple(p for p in problems if p.severity == "warning")
             ignored.update(spec.ignore)
     names = functools.cache(lambda: element_names(data))
     located = _once_per_pattern(
@@ -170,38 +173,6 @@ def _once_per_pattern(
             )
         out.append(replace(first, message=message))
     return out
-
-
-def element_names(*documents: Any) -> frozenset[str]:
-    """Every name the spec gives an element: the values of `name`, `node` and the
-    hostlists of `names` and `nodes` anywhere in it (nodes, racks, PDUs, rack devices,
-    switches, partitions), and the hardware profiles; for telling which words of a
-    problem's message are names (errors.collapse_alike)."""
-    found: set[str] = set()
-    stack = list(documents)
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack += item
-        elif isinstance(item, dict):
-            for key, value in item.items():
-                if key in ("name", "node") and isinstance(value, str):
-                    found.add(value)
-                elif key in ("names", "nodes") and isinstance(value, str):
-                    found.update(_hostlist_names(value))
-                elif key == "hardware" and isinstance(value, dict):
-                    found.update(name for name in value if isinstance(name, str))
-                    stack.append(value)
-                else:
-                    stack.append(value)
-    return frozenset(found)
-
-
-def _hostlist_names(expression: str) -> tuple[str, ...]:
-    try:
-        return expand_hostlist(expression)
-    except (PydanticCustomError, ValueError):  # reported by the shape checks
-        return ()
 
 
 def _ignored_in(data: dict[Any, Any]) -> list[str]:

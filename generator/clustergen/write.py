@@ -342,21 +342,133 @@ def staging_folder(out_dir: Path) -> Path:
     return absolute.with_name(f".{absolute.name}{TEMPORARY}")
 
 
-def write(out_dir: Path, files: dict[str, Artifact], changes: list[Change]) -> None:
-    """Write every created or changed file and remove the files no longer rendered,
-    as one transaction (see the module's docstring)."""
-    if all(change.action in ("unchanged", "keep") for change in changes):
-        return
-    target = destination(out_dir)
-    try:
+def write(
+    out_dir: Path, files: Mapping[str, Artifact], cluster: str, *, adopt: bool = False
+) -> list[Change]:
+    """Write cluster's rendered files, with their manifest, into out_dir as one
+    transaction (see the module's docstring); the changes made, in path order."""
+    with TreeWrite(out_dir, cluster, adopt=adopt) as writer:
+        writer.stage(files)
+        return writer.commit()
+
+
+@dataclass(frozen=True)
+class Part:
+    """What TreeWrite.stage did with one part of a tree's files, small enough to cross
+    from the second process of a parallel render: each path's install (for the
+    manifest), what the write does to each path (the digests, not the texts, which only
+    --diff prints), the files clustergen did not write that it would replace (then
+    nothing was staged), and what was staged."""
+
+    installs: dict[str, Install | None] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # of the rendered files
+    changes: list[Change] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+    staged: Staged = field(default_factory=Staged)
+
+
+class TreeWrite:
+    """One write of a rendered tree into out_dir, as one transaction: the only way the
+    tree is written. The rendered files come in parts, each compared with the tree and
+    staged by `stage` (a serial render hands over one part; a parallel one stages a part
+    in each process, and the parent `include`s the child's); `commit` then refuses the
+    files clustergen did not write (unless adopt), adds the manifest of every part,
+    lists the removals, and puts everything in place at once, or takes it all back when
+    nothing changes. Leaving the `with` block by an exception before `commit` has
+    handed the parts on takes back everything staged, and a new tree's staging folder.
+
+    Made before a fork, it is the child's too: the child stages its part into the same
+    destination and reports the Part."""
+
+    def __init__(self, out_dir: Path, cluster: str, *, adopt: bool = False) -> None:
+        self.out_dir = out_dir
+        self.cluster = cluster
+        self.adopt = adopt
+        self.previous = previous_outputs(out_dir)
+        self.target = destination(out_dir)
+        self.parts: list[Part] = []
+        self._handed_on = False  # to the commit, which takes back or leaves a journal
+
+    def __enter__(self) -> TreeWrite:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         try:
-            part = stage(target, files, changes)
-        except BaseException:
-            abandon(target, [])
-            raise
-        commit(target, changes, [part])
-    finally:
-        target.tree.close()
+            if kind is not None and not self._handed_on:
+                self.abandon()
+        finally:
+            self.target.tree.close()
+
+    def stage(
+        self,
+        files: Mapping[str, Artifact],
+        *,
+        folders_made: Callable[[list[str]], None] | None = None,
+    ) -> Part:
+        """Compare files with the tree and stage the created and changed ones (none if
+        any would replace a file clustergen did not write, unless adopt); the folders
+        made for them are told to folders_made before any file is staged."""
+        changes, foreign = compare(self.out_dir, files, self.previous)
+        staged = Staged()
+        if self.adopt or not foreign:
+            staged = stage(self.target, files, changes, folders_made=folders_made)
+        part = Part(
+            installs={path: artifact.install for path, artifact in files.items()},
+            digests={c.path: c.new_digest for c in changes if c.new_digest is not None},
+            changes=[
+                Change(c.path, c.action, None, None, c.old_digest, c.new_digest) for c in changes
+            ],
+            foreign=foreign,
+            staged=staged,
+        )
+        self.parts.append(part)
+        return part
+
+    def include(self, part: Part) -> None:
+        """Add a part another process staged into this destination."""
+        self.parts.append(part)
+
+    def commit(self) -> list[Change]:
+        """Refuse the files clustergen did not write (unless adopt), stage the manifest of
+        every part, and commit it all as one transaction, or take it back when nothing
+        changes; the changes, in path order, then the removals."""
+        foreign = sorted(path for part in self.parts for path in part.foreign)
+        if not self.adopt:
+            refuse_foreign(self.out_dir, foreign)
+        installs: dict[str, Install | None] = {}
+        for part in self.parts:
+            for path in part.installs:
+                if path in installs:
+                    raise AssertionError(f"two output families render {path}")
+            installs.update(part.installs)
+        digests = {path: value for part in self.parts for path, value in part.digests.items()}
+        self.stage({MANIFEST: manifest(installs, digests, self.cluster)})
+        changes = sorted((c for part in self.parts for c in part.changes), key=lambda c: c.path)
+        changes += removals(self.out_dir, self.previous, [*installs, MANIFEST])
+        self._handed_on = True
+        staged = [part.staged for part in self.parts]
+        # The commit takes back what was staged if it fails before its journal is on
+        # disk, and after that leaves the rest of the journal to the next command.
+        if any(change.action not in ("unchanged", "keep") for change in changes):
+            commit(self.target, changes, staged)
+        else:
+            abandon(self.target, staged)
+        return changes
+
+    def abandon(self) -> None:
+        """Take back every part staged (last first) and a new tree's staging folder."""
+        self._handed_on = True
+        abandon(self.target, [part.staged for part in self.parts])
+
+    def take_back(self, part: Part) -> None:
+        """Take back one part alone (the child's, when its parent is gone)."""
+        take_back(self.target.tree, part.staged)
+
+    def sweep(self, made: list[str]) -> None:
+        """Take back what a process killed while staging left: the temporaries (found by
+        their names) and the folders it made (removed once empty)."""
+        remove_temporaries(self.target.tree)
+        take_back(self.target.tree, Staged(made=made))
 
 
 def stage(

@@ -27,8 +27,8 @@ import jinja2
 from clustergen.artifacts import Artifact, Install
 from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, Pins
 from clustergen.hosts import compress
-from clustergen.render import render_template
 from clustergen.resolve import Cluster, InventoryGroup
+from clustergen.templating import render_template
 
 # Keeps the vault file, an interrupted render's journal and temporaries, and the
 # tools' local state out of the site repository (issue 21; docs/security.md).

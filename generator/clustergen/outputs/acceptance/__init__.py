@@ -12,8 +12,8 @@ import jinja2
 from clustergen.artifacts import Artifact
 from clustergen.outputs.acceptance.derive import PartitionJobs, derive_acceptance
 from clustergen.outputs.nccl.derive import JOB_ENV
-from clustergen.render import render_template
 from clustergen.resolve import Cluster
+from clustergen.templating import render_template
 
 
 def _script(

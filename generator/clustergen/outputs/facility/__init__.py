@@ -23,8 +23,8 @@ from clustergen.outputs.facility.sheets import (
     RACK_HEADER_W,
     csv_text,
 )
-from clustergen.render import render_template
 from clustergen.resolve import Cluster
+from clustergen.templating import render_template
 
 # Beyond this many racks the overview stays a page a person reads: it lists each rack's
 # load with a link to its elevation (every elevation is in racks/), and the most loaded

@@ -26,8 +26,8 @@ from clustergen.outputs.facility.sheets import (
     rack_sheet,
     rack_totals,
 )
+from clustergen.names import element_names
 from clustergen.resolve import Cluster
-from clustergen.validate import element_names
 
 
 @dataclass(frozen=True, order=True)
@@ -105,7 +105,7 @@ def spec_warnings(cluster: Cluster) -> tuple[SpecWarning, ...]:
     # clustergen alone, not on the day it is made.
     kept = [
         p
-        for p in cluster.problems
+        for p in cluster.warnings
         if p.severity == "warning" and p.code.name not in ignored and not p.code.dated
     ]
     # Alike warnings once, as validate prints them: the first in the spec's order stands

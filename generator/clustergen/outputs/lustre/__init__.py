@@ -17,8 +17,8 @@ import jinja2
 from clustergen.artifacts import NO_CHANGE, Artifact, Change, Install
 from clustergen.catalog.packages import LUSTRE_CLIENT_GROUP
 from clustergen.outputs.lustre.derive import SBIN, UNITS, LustreContext, derive_lustre, shq
-from clustergen.render import render_template
 from clustergen.resolve import Cluster
+from clustergen.templating import render_template
 
 REMOUNT = Change("remount", "lustre")
 SET_PARAM = Change("set_param", "lustre")

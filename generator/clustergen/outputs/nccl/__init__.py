@@ -12,8 +12,8 @@ import jinja2
 
 from clustergen.artifacts import NO_CHANGE, Artifact, Install
 from clustergen.outputs.nccl.derive import JOB_ENV, NCCL_CONF, derive_nccl
-from clustergen.render import render_template
 from clustergen.resolve import Cluster
+from clustergen.templating import render_template
 
 
 def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:

@@ -22,8 +22,8 @@ from clustergen.outputs.slurm.derive import (
     SlurmContext,
     derive_slurm,
 )
-from clustergen.render import render_template
 from clustergen.resolve import Cluster
+from clustergen.templating import render_template
 
 RECONFIGURE = Change("reconfigure", "slurmctld")
 RESTART_SLURMD = Change("restart", "slurmd")

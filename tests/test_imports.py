@@ -1,0 +1,131 @@
+"""No import cycles and no upward imports in generator/clustergen/: every import statement
+(at module level and inside functions, absolute and relative) read with `ast`, against
+the layer table of docs/architecture.md ("Imports: layers, no cycles")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from support.imports import (
+    Layer,
+    below,
+    cycles,
+    import_graph,
+    layer_of,
+    layers,
+    modules,
+    upward_imports,
+)
+from support.paths import REPO
+
+PACKAGE = REPO / "generator" / "clustergen"
+HEADING = "## Imports: layers, no cycles"
+
+
+def _table() -> list[Layer]:
+    return layers((REPO / "docs" / "architecture.md").read_text(), HEADING, "clustergen")
+
+
+def test_no_import_cycles() -> None:
+    found = cycles(import_graph(PACKAGE, "clustergen"))
+    assert found == [], "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+def test_no_upward_imports() -> None:
+    found = upward_imports(import_graph(PACKAGE, "clustergen"), _table())
+    assert found == [], "imports against the layers of docs/architecture.md:\n" + "\n".join(found)
+
+
+def test_every_module_has_a_layer() -> None:
+    table = _table()
+    unplaced = [name for name in modules(PACKAGE, "clustergen") if layer_of(name, table) is None]
+    assert unplaced == [], f"add these to the layer table of docs/architecture.md: {unplaced}"
+    named = {layer.name for layer in table}
+    unknown = {lower for layer in table for lower in layer.sits_on} - named
+    assert not unknown, f"layers named under 'sits on' but not defined: {unknown}"
+
+
+def test_layer_table_says_what_the_doc_promises() -> None:
+    """The table is read as meant (a misread table would let anything through)."""
+    allowed = below(_table())
+    assert {"checks", "outputs", "render", "cli"}.isdisjoint(allowed["model"])
+    assert {"checks", "validate", "render", "write", "commands", "cli"}.isdisjoint(
+        allowed["outputs"]
+    )
+    assert {"checks", "validate", "templating", "outputs"}.isdisjoint(allowed["resolve"])
+    assert {"outputs", "render"}.isdisjoint(allowed["templating"])
+    assert {"resolve", "render", "outputs"}.isdisjoint(allowed["write"])
+    assert {"model", "resolve", "templating"} <= allowed["outputs"]
+
+
+def _package(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "pkg"
+
+
+def test_walker_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
+    """A cycle through a function-level import, a relative `from . import x` (a
+    submodule) and `from ..x import name` (a name of a module) is found and named."""
+    package = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "top.py": "from pkg.sub import low\n",  # not part of the cycle
+            "render.py": "def run():\n    from . import families\n    return families\n",
+            "families.py": "from pkg.sub import low\n",
+            "sub/__init__.py": "",
+            "sub/low.py": "import os\n\ndef text():\n    from ..render import run\n",
+        },
+    )
+    graph = import_graph(package, "pkg")
+    assert graph["pkg.render"] == {"pkg.families"}
+    assert graph["pkg.sub.low"] == {"pkg.render"}  # os is not the package's
+    assert cycles(graph) == [["pkg.families", "pkg.sub.low", "pkg.render", "pkg.families"]]
+
+
+def test_walker_finds_no_cycle_where_there_is_none(tmp_path: Path) -> None:
+    """A package's __init__ importing its own submodules, each importing a sibling by
+    absolute name, is no cycle."""
+    package = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "outputs/__init__.py": "from pkg.outputs import a, b\n",
+            "outputs/a.py": "from pkg.outputs.b import x\n",
+            "outputs/b.py": "x = 1\n",
+        },
+    )
+    graph = import_graph(package, "pkg")
+    assert graph["pkg.outputs"] == {"pkg.outputs.a", "pkg.outputs.b"}
+    assert cycles(graph) == []
+
+
+def test_an_upward_import_is_named() -> None:
+    """An import the table forbids is reported; one it allows is not."""
+    graph = {
+        "clustergen.model.spec": {"clustergen.checks.slurm", "clustergen.codes"},
+        "clustergen.outputs.facility": {"clustergen.validate", "clustergen.templating"},
+    }
+    assert upward_imports(graph, _table()) == [
+        "clustergen.model.spec (model) imports clustergen.checks.slurm (checks)",
+        "clustergen.outputs.facility (outputs) imports clustergen.validate (validate)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("module", "layer"),
+    [
+        ("clustergen", "foundations"),
+        ("clustergen.model.spec", "model"),
+        ("clustergen.outputs.slurm.derive", "outputs"),
+        ("clustergen.twin.layout", "commands"),
+        ("clustergen.templating", "templating"),
+    ],
+)
+def test_modules_fall_into_their_layers(module: str, layer: str) -> None:
+    assert layer_of(module, _table()) == layer
