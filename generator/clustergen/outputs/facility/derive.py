@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from clustergen.errors import collapse_alike, format_path
 from clustergen.facility import RackPlan, kilo
+from clustergen.names import element_names
 from clustergen.outputs.facility.elevation import Elevation, Shape, percent, shape
 from clustergen.outputs.facility.sheets import (
     FeedRow,
@@ -26,7 +27,6 @@ from clustergen.outputs.facility.sheets import (
     rack_sheet,
     rack_totals,
 )
-from clustergen.names import element_names
 from clustergen.resolve import Cluster
 
 
