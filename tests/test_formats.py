@@ -2,7 +2,7 @@
 
 The expected files hold what `clustergen validate --format F <case>` prints on
 standard output for a few invalid cases (one with warnings), with the directory
-of the case removed; refresh them with `pytest --update-golden`.
+of the case removed; tests/regen.py refreshes them.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from clustergen.errors import LocatedProblem, Position
 from clustergen.report import github_line
 
 from support.paths import EXAMPLES, INVALID, REPO
+from support.regen import check_current
 
 FORMATS_DIR = REPO / "tests" / "formats"
 CASES = ["driver-below-cuda-minimum", "several-shape-problems", "accounting-dropped"]
@@ -30,10 +31,7 @@ def test_format_output(cli, case: str, output_format: str, update_golden: bool) 
     assert result.code == 1
     assert result.err == ""  # no summary line outside the text format
     output = result.out.replace(f"{spec.parent}/", "")
-    expected = FORMATS_DIR / f"{case}.{output_format}"
-    if update_golden:
-        expected.write_text(output, encoding="utf-8")
-    assert output == expected.read_text(encoding="utf-8")
+    check_current(FORMATS_DIR / f"{case}.{output_format}", output, update_golden)
 
 
 def test_json_is_in_the_text_order(cli) -> None:  # type: ignore[no-untyped-def]
