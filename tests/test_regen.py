@@ -60,11 +60,14 @@ def test_each_staleness_failure_names_the_one_command(name: str) -> None:
 
 
 def test_docs_name_the_one_command() -> None:
-    """The docs name tests/regen.py; the flag it passes is the tests' business."""
+    """The docs name tests/regen.py; a paragraph may name the flag it passes only
+    beside it (as the mechanism, not as a command of its own)."""
     for path in DOCS:
-        assert "--update-golden" not in path.read_text(encoding="utf-8"), (
-            f"{path.relative_to(REPO)} names another refresh command than `{REFRESH}`"
-        )
+        for paragraph in path.read_text(encoding="utf-8").split("\n\n"):
+            assert "--update-golden" not in paragraph or "tests/regen.py" in paragraph, (
+                f"{path.relative_to(REPO)} names another refresh command than "
+                f"`{REFRESH}`: {paragraph.strip()[:200]}"
+            )
     assert REFRESH in README.read_text(encoding="utf-8")
     assert REFRESH in (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
 
