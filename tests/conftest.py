@@ -1,4 +1,4 @@
-"""Fixtures only: the CLI runner and the golden-refresh flag (helpers live in tests/support/)."""
+"""Fixtures, and the `generated` mark tests/regen.py selects (helpers live in tests/support/)."""
 
 from __future__ import annotations
 
