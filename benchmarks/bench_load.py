@@ -3,7 +3,7 @@
 Run: python benchmarks/bench_load.py  (prints a Markdown table; writes only to a
 temporary directory)
 
-For each size, benchmarks/large_spec.py writes a spec with every node placed in a
+For each size, clustergen.dev.large_spec writes a spec with every node placed in a
 rack; the table gives the best of 3 runs of PyYAML's `yaml.load` with CSafeLoader
 (libyaml, plain data, no positions) and of `clustergen.load.parse_spec` (libyaml,
 plain data, positions, floats as written, alias and tag guards) on the same text,
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from large_spec import large_spec  # beside this file, so on the path of `python benchmarks/...`
 
+from clustergen.dev.large_spec import large_spec
 from clustergen.load import parse_spec
 
 SIZES = (1024, 4096, 16384)

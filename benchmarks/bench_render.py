@@ -4,7 +4,7 @@ the same run.
 Run: python benchmarks/bench_render.py [--runs N]  (prints Markdown; writes only under a
 temp dir)
 
-- Large specs (benchmarks/large_spec.py) at 1,024, 4,096 and 16,384 nodes, in both forms:
+- Large specs (clustergen.dev.large_spec) at 1,024, 4,096 and 16,384 nodes, in both forms:
   compact (patterns) and written out (`clustergen expand`'s long form). For each: the
   CLI's `validate SPEC` and `render SPEC -o DIR` (into a fresh DIR every run, so every
   file is written) as fresh processes, their peak RSS and the render's CPU time (user +
@@ -36,7 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from large_spec import compact_spec, large_spec
+
+from clustergen.dev.large_spec import compact_spec, large_spec
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

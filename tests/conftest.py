@@ -1,4 +1,4 @@
-"""Fixtures only: the CLI runner and the golden-refresh flag (helpers live in tests/support/)."""
+"""Fixtures, and the `generated` mark tests/regen.py selects (helpers live in tests/support/)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
         action="store_true",
-        help="rewrite tests/golden, tests/invalid/*.expected, tests/formats, docs/errors.md "
-        "and README's key table from the current code; "
+        help="rewrite each generated file a selected test compares (the golden trees, the "
+        "repository's own render, the expected outputs, docs/errors.md, README's key table, "
+        "the JSON Schema) from the current code; tests/regen.py selects them all; "
         "review the result with `git diff` before committing",
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes update_golden compares a generated file: mark it `generated`,
+    the mark tests/regen.py selects, so the one command refreshes every such file."""
+    for item in items:
+        if "update_golden" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.generated)
 
 
 @pytest.fixture

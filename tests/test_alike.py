@@ -72,7 +72,7 @@ def test_a_few_alike_problems_keep_a_line_each_at_their_own_place() -> None:
         f"node 'gpu0{n}' already hangs from leaf 'rail0'" for n in range(1, 5)
     ]
     # The invalid case with two alike (gpu1, gpu2) keeps both lines.
-    expected = (INVALID / "facility-11-psu-on-missing-feed.expected").read_text()
+    expected = (INVALID / "facility-psu-on-missing-feed.expected").read_text()
     assert expected.count("[racks.psu-feed-missing]") == 2
 
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from clustergen.dev import large_spec as large_spec_module
 from clustergen.load import parse_spec
 from clustergen.validate import validate
-
-from support.generator import large_spec_module
 
 
 @pytest.mark.parametrize("nodes", [64, 1024])
 @pytest.mark.parametrize("form", ["compact_spec", "large_spec"])
 def test_generated_spec_is_valid_and_racks_every_node(form: str, nodes: int) -> None:
-    text = getattr(large_spec_module(), form)(nodes)
+    text = getattr(large_spec_module, form)(nodes)
     loaded = parse_spec(text, "large.yaml", "large.yaml")
     spec, problems = validate(loaded)
     assert spec is not None, [problem.format() for problem in problems[:5]]

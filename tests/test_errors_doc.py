@@ -11,6 +11,7 @@ from clustergen.load import LoadedSpec, load_spec, parse_spec
 from clustergen.validate import validate
 
 from support.paths import INVALID, REPO, WARNING_CASES
+from support.regen import check_current
 
 DOC = REPO / "docs" / "errors.md"
 
@@ -54,13 +55,7 @@ def examples() -> dict[str, Example]:
 
 
 def test_errors_doc_is_current(update_golden: bool) -> None:
-    current = errors_markdown(examples())
-    if update_golden:
-        DOC.parent.mkdir(exist_ok=True)
-        DOC.write_text(current, encoding="utf-8")
-    assert DOC.read_text(encoding="utf-8") == current, (
-        "docs/errors.md is out of date; run pytest tests/test_errors_doc.py --update-golden"
-    )
+    check_current(DOC, errors_markdown(examples()), update_golden)
 
 
 def test_every_code_has_an_example_unless_listed() -> None:

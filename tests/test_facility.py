@@ -257,12 +257,11 @@ def test_browser_draws_the_elevations_and_the_overview(spec_path: Path, tmp_path
 def test_a_large_site_overview_lists_racks_and_the_most_loaded_feeds(tmp_path: Path) -> None:
     """Past WHOLE_RACKS racks the page stays readable: a row per rack linking its
     elevation, the most loaded feeds first, and nothing inline that grows per device."""
+    from clustergen.dev import large_spec as large_spec_module
     from clustergen.outputs.facility import SHOWN_FEEDS, WHOLE_RACKS
 
-    from support.generator import large_spec_module
-
     spec = tmp_path / "large.yaml"
-    spec.write_text(large_spec_module().compact_spec(256))
+    spec.write_text(large_spec_module.compact_spec(256))
     files = _facility_files(spec)
     racks = sorted(name for name in files if name.startswith("facility/racks/"))
     assert len(racks) > WHOLE_RACKS
@@ -284,10 +283,10 @@ def test_a_large_site_pdu_sheet_keeps_every_feed_and_leaves_outlets_to_the_csv(
 ) -> None:
     """Past WHOLE_RACKS racks pdus.md has a row for every feed and points at the CSVs for
     the per-device, phase, bank and outlet rows, which still hold every one of them."""
-    from support.generator import large_spec_module
+    from clustergen.dev import large_spec as large_spec_module
 
     spec = tmp_path / "large.yaml"
-    spec.write_text(large_spec_module().compact_spec(256))
+    spec.write_text(large_spec_module.compact_spec(256))
     files = _facility_files(spec)
     sheet = files["facility/pdus.md"]
     feeds = list(csv.DictReader(io.StringIO(files["facility/pdu-feeds.csv"])))

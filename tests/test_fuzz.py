@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib.util
 import io
 import os
 import re
@@ -33,6 +32,7 @@ from hypothesis import HealthCheck, currently_in_test_context, event, given, not
 from hypothesis import strategies as st
 
 from clustergen.cli import main
+from clustergen.dev.large_spec import compact_spec
 from clustergen.load import parse_spec
 from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
 from clustergen.render import render_all
@@ -60,13 +60,7 @@ def _patterned_spec() -> dict[str, Any]:
     """The benchmark's compact spec at 64 nodes (every pattern, GPU topology), with NCCL
     settings per profile and per partition and a storage layout, so every key has a value
     to mutate."""
-    loader = importlib.util.spec_from_file_location(
-        "large_spec", REPO / "benchmarks" / "large_spec.py"
-    )
-    assert loader is not None and loader.loader is not None
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
-    document: dict[str, Any] = yaml.safe_load(module.compact_spec(64))
+    document: dict[str, Any] = yaml.safe_load(compact_spec(64))
     document["hardware"]["hgx-h100"]["nccl"] = {"debug": "INFO", "env": {"NCCL_IB_TIMEOUT": 22}}
     document["slurm"]["partitions"][1]["nccl"] = {"env": {"NCCL_ALGO": "Ring"}}
     document["nccl"]["env"] = {"NCCL_IB_TIMEOUT": 20, "NCCL_NET_GDR_LEVEL": "PHB"}

@@ -1,6 +1,8 @@
-"""Every rendered file of each reference spec, compared as a whole tree with tests/golden/.
+"""Every rendered file of each reference spec, compared as a whole tree with its golden tree.
 
-The golden trees hold what clustergen generates. The Ansible site files every
+The golden trees hold what clustergen generates. The 8-node reference's is the top of
+this repository, which is the render of spec.yaml (a link to
+examples/ml-training-8node.yaml); the others' are under tests/golden/. The Ansible site files every
 render also carries (site.yml, verify.yml, ansible.cfg, requirements.yml, roles/)
 are verbatim copies of this repository's own; a test here holds them to that
 instead of keeping two more copies of every role under tests/golden/.
@@ -14,15 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from clustergen.cli import main
 from clustergen.load import load_spec
 from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 from clustergen.write import with_manifest
 
-from support.paths import DATA, GOLDEN, REFERENCE_SPECS
-from support.trees import generated_only, site_sources, tree_on_disk
+from support.paths import DATA, EXAMPLES, REFERENCE_SPECS, REPO, ROOT_SPEC
+from support.regen import REFRESH
+from support.trees import generated_only, golden_dir, golden_tree, site_sources
 
-REFRESH = "pytest tests/test_golden.py --update-golden"
 # The reference specs, and a mixed A100/H100 fleet for the per-profile NCCL files.
 GOLDEN_SPECS = [*REFERENCE_SPECS, DATA / "mixed-fleet.yaml"]
 
@@ -39,32 +42,57 @@ def rendered_tree(spec_path: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("spec_path", GOLDEN_SPECS, ids=lambda p: p.stem)
 def test_rendered_tree_matches_golden(spec_path: Path, update_golden: bool) -> None:
-    golden_dir = GOLDEN / spec_path.stem
-    rendered = generated_only(rendered_tree(spec_path))
+    home = golden_dir(spec_path.stem)
     if update_golden:
-        shutil.rmtree(golden_dir, ignore_errors=True)
-        for path, text in rendered.items():
-            (golden_dir / path).parent.mkdir(parents=True, exist_ok=True)
-            (golden_dir / path).write_text(text, encoding="utf-8")
+        _refresh(spec_path, home)
         return
-    golden = tree_on_disk(golden_dir)
+    golden = golden_tree(spec_path.stem)
+    rendered = generated_only(rendered_tree(spec_path))
+    where = "" if home == REPO else f"{home.relative_to(REPO)}/"
     report = []
     for path in sorted(set(golden) | set(rendered)):
         if path not in rendered:
-            report.append(f"missing from the render: {path}")
+            report.append(f"missing from the render: {where}{path}")
         elif path not in golden:
-            report.append(f"not in the golden tree: {path}")
+            report.append(f"not in the golden tree: {where}{path}")
         elif golden[path] != rendered[path]:
             report.extend(
                 difflib.unified_diff(
                     golden[path].splitlines(),
                     rendered[path].splitlines(),
-                    f"golden/{spec_path.stem}/{path}",
+                    f"committed/{where}{path}",
                     f"rendered/{path}",
                     lineterm="",
                 )
             )
     assert not report, "\n".join([*report, f"\nIf the change is intended, run: {REFRESH}"])
+
+
+def _refresh(spec_path: Path, home: Path) -> None:
+    if home == REPO:
+        # The top is a site repository: render into it as a user would, so its manifest
+        # and the removal of files the spec no longer renders are the command's own.
+        assert main(["render", str(ROOT_SPEC), "-o", str(REPO)]) == 0
+        return
+    shutil.rmtree(home, ignore_errors=True)
+    for path, text in generated_only(rendered_tree(spec_path)).items():
+        (home / path).parent.mkdir(parents=True, exist_ok=True)
+        (home / path).write_text(text, encoding="utf-8")
+
+
+def test_the_repository_top_is_the_render_of_spec_yaml(cli, update_golden: bool) -> None:  # type: ignore[no-untyped-def]
+    """spec.yaml is the 8-node reference itself (a link, not a copy kept in step) and
+    the top of this repository is its render, the golden tree of that spec: a change
+    that makes the committed tree stale fails here. roles/ and the playbooks are both
+    the sources and their own render (the site family copies them verbatim), so
+    rendering never changes them."""
+    assert ROOT_SPEC.is_symlink()
+    assert ROOT_SPEC.resolve() == (EXAMPLES / "ml-training-8node.yaml").resolve()
+    assert golden_dir("ml-training-8node") == REPO
+    if update_golden:
+        assert cli("render", str(ROOT_SPEC), "-o", str(REPO)).code == 0
+    result = cli("render", str(ROOT_SPEC), "-o", str(REPO), "--check")
+    assert result.code == 0, result.err + f"\nIf the change is intended, run: {REFRESH}"
 
 
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)

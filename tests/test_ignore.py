@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from support.paths import INVALID
 
-CASE = INVALID / "77-accounting-dropped.yaml"
+CASE = INVALID / "accounting-dropped.yaml"
 
 
 def test_ignore_leaves_out_that_warning_only(cli) -> None:  # type: ignore[no-untyped-def]

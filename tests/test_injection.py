@@ -34,7 +34,6 @@ from __future__ import annotations
 import copy
 import functools
 import html
-import importlib.util
 import posixpath
 import re
 import shlex
@@ -49,6 +48,7 @@ import yaml
 from pydantic import BaseModel
 
 from clustergen.artifacts import Artifact
+from clustergen.dev.large_spec import compact_spec
 from clustergen.load import parse_spec
 from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
 from clustergen.model.spec import Spec
@@ -206,13 +206,7 @@ def _every_string_spec() -> dict[str, Any]:
 
 
 def _patterned_spec() -> dict[str, Any]:
-    loader = importlib.util.spec_from_file_location(
-        "large_spec", REPO / "benchmarks" / "large_spec.py"
-    )
-    assert loader is not None and loader.loader is not None
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
-    document: dict[str, Any] = yaml.safe_load(module.compact_spec(64))
+    document: dict[str, Any] = yaml.safe_load(compact_spec(64))
     document["storage"]["lustre"]["osts"][0]["mkfs_options"] = ["--reformat"]
     document["storage"]["lustre"]["osts"][0]["mount_options"] = ["errors=remount-ro"]
     document["network"]["fabric"]["switches"][0]["model"] = "QM9790"

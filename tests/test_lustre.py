@@ -29,6 +29,7 @@ from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool
 from support.paths import DATA, EXAMPLES, GOLDEN, TESTS
+from support.regen import stale
 
 STUB = TESTS / "support" / "lustre_stub.py"
 TOOLS = ("mkfs.lustre", "zpool", "zfs", "lfs", "lctl", "lnetctl", "mount", "blkid", "wipefs")
@@ -398,7 +399,7 @@ def test_zfs_variant_matches_its_golden_files(update_golden: bool) -> None:
         for p in golden_dir.rglob("*")
         if p.is_file()
     }
-    assert on_disk == files
+    assert on_disk == files, stale("tests/golden/lustre-zfs/")
 
 
 def test_ansible_flags_skip_quietly_and_never_destroy(stubs: Stubs, ost3: tuple[Path, str]) -> None:

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from support.ci import require, tool
-from support.paths import EXAMPLES, GOLDEN, README, REPO
-from support.trees import generated_only, site_sources, tree_on_disk
+from support.paths import EXAMPLES, README, REPO
+from support.trees import generated_only, golden_tree, site_sources, tree_on_disk
 
 # The first ```sh block after "## Quick start": the commands a new user types.
 _QUICK_START = re.compile(r"^## Quick start\n.*?^```sh\n(?P<commands>.*?)^```", re.S | re.M)
@@ -92,12 +92,12 @@ def test_quick_start_renders_a_tree_that_applies_with_only_the_wheel_and_ansible
     out = clone / rendered.group("out")
     spec = Path(rendered.group("spec")).stem
     tree = tree_on_disk(out)
-    assert generated_only(tree) == tree_on_disk(GOLDEN / spec)
+    assert generated_only(tree) == golden_tree(spec)
     assert {path: tree.get(path) for path in site_sources()} == site_sources()
     for other in sorted(EXAMPLES.glob("*.yaml")):
         target = tmp_path / "trees" / other.stem
         _run([str(venv_bin / "clustergen"), "render", str(other), "-o", str(target)], tmp_path, env)
-        assert generated_only(tree_on_disk(target)) == tree_on_disk(GOLDEN / other.stem)
+        assert generated_only(tree_on_disk(target)) == golden_tree(other.stem)
 
     # What a site installs to apply the tree: the wheel (above) and Ansible.
     _run([str(venv_bin / "pip"), "install", "-q", "ansible", "ansible-lint"], tmp_path, env)

@@ -18,9 +18,9 @@ import pytest
 
 from clustergen import parallel, write
 from clustergen.artifacts import NO_CHANGE, Artifact, Install
+from clustergen.dev import large_spec as large_spec_module
 from clustergen.outputs import FAMILIES, UNINSTALLED
 
-from support.generator import large_spec_module
 from support.paths import EXAMPLES
 from support.trees import tree_state
 
@@ -40,7 +40,7 @@ def two_processes(monkeypatch: pytest.MonkeyPatch) -> None:
 def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 128-node compact spec: every family, racks, PDUs and Lustre targets."""
     path = tmp_path_factory.mktemp("large") / "large.yaml"
-    path.write_text(large_spec_module().compact_spec(128), encoding="utf-8")
+    path.write_text(large_spec_module.compact_spec(128), encoding="utf-8")
     return path
 
 

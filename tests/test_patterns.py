@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from support.generator import large_spec_module as _generator
+from clustergen.dev.large_spec import compact_spec
 
 
 def _same_trees(left: Path, right: Path) -> list[str]:
@@ -30,7 +30,7 @@ def _same_trees(left: Path, right: Path) -> list[str]:
 
 
 def test_compact_and_long_form_render_the_same_bytes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    compact = _generator().compact_spec(128)
+    compact = compact_spec(128)
     (tmp_path / "compact").mkdir()
     (tmp_path / "long").mkdir()
     short = tmp_path / "compact/spec.yaml"
@@ -55,7 +55,7 @@ def test_compact_and_long_form_render_the_same_bytes(cli, tmp_path: Path) -> Non
 
 def test_what_the_patterns_expand_to(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spec = tmp_path / "spec.yaml"
-    spec.write_text(_generator().compact_spec(64))
+    spec.write_text(compact_spec(64))
     result = cli("expand", str(spec))
     assert result.code == 0, result.err
     data = YAML(typ="safe").load(result.out)
@@ -79,7 +79,7 @@ def test_what_the_patterns_expand_to(cli, tmp_path: Path) -> None:  # type: igno
 
 
 def _compact_with(tmp_path: Path, old: str, new: str) -> Path:
-    text = _generator().compact_spec(64)
+    text = compact_spec(64)
     assert old in text
     spec = tmp_path / "spec.yaml"
     spec.write_text(text.replace(old, new, 1))

@@ -1,5 +1,5 @@
 """The distribution's slurmctld (22.05 on Debian 12) on the rendered files of a 16,384-node
-cluster (benchmarks/large_spec.py's compact spec: 8-GPU nodes, a leaf per 32 nodes, a
+cluster (clustergen.dev.large_spec's compact spec: 8-GPU nodes, a leaf per 32 nodes, a
 spine per 32 leaves under one core switch): it starts, and lists every node, every
 partition member and every switch as the spec says. Names resolve through a generated
 hosts map in the controller's mount namespace (tests/support/realslurm).
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from clustergen.dev import large_spec as large_spec_module
 from clustergen.load import load_spec
 from clustergen.model.common import expand_hostlist
 from clustergen.outputs.slurm.derive import derive_slurm
 from clustergen.validate import validate_cluster
 
-from support.generator import large_spec_module
 from support.realslurm.testbed import SlurmTestbed, require_real_slurm
 
 pytestmark = pytest.mark.daemons
@@ -27,7 +27,7 @@ NODES = 16384
 def test_slurmctld_lists_every_node_of_a_16k_cluster(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     require_real_slurm()
     spec = tmp_path / "spec.yaml"
-    spec.write_text(large_spec_module().compact_spec(NODES))
+    spec.write_text(large_spec_module.compact_spec(NODES))
     out = tmp_path / "out"
     result = cli("render", str(spec), "-o", str(out))
     assert result.code == 0, result.err

@@ -48,7 +48,7 @@ MAX_SPEC_BYTES = 16 * 1024 * 1024
 MAX_NESTING_DEPTH = 100
 # Aliases may repeat part of a spec, never multiply it (the "billion laughs"): the nodes
 # they add may not pass 10 times the nodes written, with room for small specs and a ceiling
-# far above the largest real spec (benchmarks/large_spec.py's 16,384 racked nodes write
+# far above the largest real spec (clustergen.dev.large_spec's 16,384 racked nodes write
 # 216,000 nodes and add none).
 ALIAS_GROWTH = 10
 ALIAS_ALLOWANCE_MIN = 10_000

@@ -10,7 +10,11 @@ REFERENCE_SPECS = sorted(EXAMPLES.glob("*.yaml"))
 README = REPO / "README.md"
 SCHEMA = REPO / "schemas" / "clustergen.schema.json"
 TESTS = REPO / "tests"
+# The golden trees of the specs the repository does not render at its top; the
+# 8-node reference's is the top itself (support.trees.golden_dir).
 GOLDEN = TESTS / "golden"
+# The spec this repository renders at its top: a link to examples/ml-training-8node.yaml.
+ROOT_SPEC = REPO / "spec.yaml"
 INVALID = TESTS / "invalid"
 WARNING_CASES = TESTS / "warnings"  # valid specs with warnings, beside their exact output
 DATA = TESTS / "data"

@@ -36,6 +36,45 @@ def site_sources() -> dict[str, str]:
 
 
 def generated_only(tree: dict[str, str]) -> dict[str, str]:
-    """A rendered tree without the verbatim site files: what tests/golden/ holds."""
+    """A rendered tree without the verbatim site files: what a golden tree holds."""
     site = site_sources()
     return {path: text for path, text in tree.items() if path not in site}
+
+
+def golden_dir(spec_stem: str) -> Path:
+    """Where the committed render of a golden spec is: the top of this repository for
+    the spec it renders there (spec.yaml), tests/golden/<stem>/ for the others. One
+    copy of each: the top is not repeated under tests/golden/."""
+    from support.paths import GOLDEN, REPO, ROOT_SPEC
+
+    return REPO if ROOT_SPEC.resolve().stem == spec_stem else GOLDEN / spec_stem
+
+
+def golden_tree(spec_stem: str) -> dict[str, str]:
+    """The committed render of a golden spec, without the verbatim site files. At the
+    top of this repository that is the files its manifest lists, and the manifest."""
+    root = golden_dir(spec_stem)
+    from support.paths import REPO
+
+    if root != REPO:
+        return tree_on_disk(root)
+    listed = [MANIFEST, *manifest_paths(root)]
+    return generated_only(
+        {
+            path: (root / path).read_text(encoding="utf-8")
+            for path in listed
+            if (root / path).is_file()
+        }
+    )
+
+
+MANIFEST = ".clustergen-manifest"
+
+
+def manifest_paths(root: Path) -> list[str]:
+    """The paths a tree's manifest lists (each line: the path, then tab-separated fields)."""
+    manifest = root / MANIFEST
+    if not manifest.is_file():
+        return []
+    lines = manifest.read_text(encoding="utf-8").splitlines()
+    return [line.split("\t")[0] for line in lines if line and not line.startswith("#")]
