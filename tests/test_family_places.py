@@ -302,3 +302,57 @@ def test_the_site_reading_finds_what_the_places_hold() -> None:
     assert {"slurmd", "slurmctld", "slurmdbd", "munge"} <= the_site.services
     slurm = next(p for p in the_site.plays if p.name == "Slurm")
     assert (slurm.group, slurm.converge_only, slurm.roles) == ("slurm", True, ("munge", "slurm"))
+
+
+def _site_copy(tmp_path: Path, path: str, old: str, new: str) -> Site:
+    """The repository's site.yml and roles/ with one place edited."""
+    (tmp_path / "roles").mkdir()
+    (tmp_path / "site.yml").write_text((REPO / "site.yml").read_text(encoding="utf-8"))
+    for source in sorted((REPO / "roles").rglob("*.yml")):
+        target = tmp_path / source.relative_to(REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    edited = tmp_path / path
+    text = edited.read_text(encoding="utf-8")
+    assert old in text
+    edited.write_text(text.replace(old, new), encoding="utf-8")
+    return site(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "named"),
+    [
+        (
+            "roles/slurm/handlers/main.yml",
+            "- name: Restart slurmd\n",
+            "- name: Restart the Slurm node daemon\n",
+            "notifies 'Restart slurmd', but no role of play 'Slurm' in site.yml (munge, slurm) "
+            "defines it: add a 'Restart slurmd' handler to roles/slurm/handlers/main.yml",
+        ),
+        (
+            "roles/nccl/tasks/main.yml",
+            "rendered_files_family: nccl",
+            "rendered_files_family: nccl_files",
+            "no role includes rendered_files with `rendered_files_family: nccl`",
+        ),
+        (
+            CONVERGE_VARS,
+            "+ ([{'name': 'slurmctld'}] if 'slurm_controller' in group_names else [])",
+            "",
+            f"restarts service slurmctld, but clustergen_state_services in {CONVERGE_VARS}",
+        ),
+        (
+            "site.yml",
+            "hosts: \"{{ groups['slurm'] | default([]) | select(",
+            "hosts: \"{{ groups['slurm_controller'] | default([]) | select(",
+            "no play of site.yml runs role slurm on gpu",
+        ),
+    ],
+    ids=["handler", "role", "converge-services", "play-hosts"],
+)
+def test_the_real_site_missing_a_place_names_it(
+    tmp_path: Path, path: str, old: str, new: str, named: str
+) -> None:
+    by_family, members = _rendered(REFERENCE_SPECS[-1])
+    problems = place_problems(by_family, members, _site_copy(tmp_path, path, old, new))
+    assert any(named in problem for problem in problems), problems
