@@ -13,6 +13,7 @@ docs/architecture.md ("Adding an output family") lists what stays hand-written.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ class Play:
     name: str
     group: str | None  # the inventory group its hosts come from; None: every node
     converge_only: bool  # its hosts are narrowed to clustergen_converge
-    roles: tuple[str, ...]
+    roles: tuple[str, ...]  # every role it imports (their handlers are the play's)
+    runs: tuple[str, ...]  # the roles whose main tasks it runs (not `tasks_from` another file)
 
 
 @dataclass(frozen=True)
@@ -57,13 +59,16 @@ class Site:
     services: frozenset[str]  # clustergen_state_services
 
 
-def _play_roles(play: Mapping[str, Any]) -> tuple[str, ...]:
+def _play_roles(play: Mapping[str, Any], main_only: bool) -> tuple[str, ...]:
     names = [r["role"] if isinstance(r, dict) else r for r in play.get("roles", [])]
     for key in _TASK_LISTS:
         for task in play.get(key, []):
             for module in ("ansible.builtin.import_role", "ansible.builtin.include_role"):
-                if module in task:
-                    names.append(task[module]["name"])
+                role = task.get(module)
+                if role is not None and not (
+                    main_only and role.get("tasks_from", "main") != "main"
+                ):
+                    names.append(role["name"])
     return tuple(names)
 
 
@@ -74,7 +79,8 @@ def _play(play: Mapping[str, Any]) -> Play:
         play["name"],
         groups[0] if groups else None,
         "clustergen_converge" in hosts,
-        _play_roles(play),
+        _play_roles(play, main_only=False),
+        _play_roles(play, main_only=True),
     )
 
 
@@ -132,7 +138,7 @@ def _artifact_problems(
             f"`rendered_files_family: {family}` (roles/<role>/tasks/main.yml)"
         ]
     every = frozenset().union(*members.values())
-    plays = [p for p in the_site.plays if set(p.roles) & set(roles)]
+    plays = [p for p in the_site.plays if set(p.runs) & set(roles)]
     problems = [
         f"{what}: play {p.name!r} of site.yml runs role {', '.join(roles)} on hosts not "
         "narrowed to clustergen_converge (select('in', groups['clustergen_converge'] ...))"
@@ -229,9 +235,8 @@ def _toy(
     return {family: [Artifact(f"{family}/gpu/health.conf", "x\n", install=install)]}
 
 
-def _with(**changes: object) -> Site:
-    base = site()
-    return Site(**{**base.__dict__, **changes})  # type: ignore[arg-type]
+def _with(**changes: Any) -> Site:
+    return dataclasses.replace(site(), **changes)
 
 
 MEMBERS = {"compute": frozenset({"gpu01", "gpu02"}), "slurm": frozenset({"gpu01", "gpu02", "ctl"})}
@@ -278,7 +283,8 @@ def test_a_group_no_play_reaches_names_the_group() -> None:
 def test_a_play_not_narrowed_to_the_converge_group_is_named() -> None:
     installs = {**site().installs, "slurm": site().installs["slurm"] | {"toy_health"}}
     plays = tuple(
-        Play(p.name, p.group, False, p.roles) if p.name == "Slurm" else p for p in site().plays
+        Play(p.name, p.group, False, p.roles, p.runs) if p.name == "Slurm" else p
+        for p in site().plays
     )
     problems = place_problems(
         _toy(Change("restart", "slurmd")), MEMBERS, _with(installs=installs, plays=plays)
@@ -301,7 +307,9 @@ def test_the_site_reading_finds_what_the_places_hold() -> None:
     assert "Restart slurmd" in the_site.handlers["slurm"]
     assert {"slurmd", "slurmctld", "slurmdbd", "munge"} <= the_site.services
     slurm = next(p for p in the_site.plays if p.name == "Slurm")
-    assert (slurm.group, slurm.converge_only, slurm.roles) == ("slurm", True, ("munge", "slurm"))
+    assert (slurm.group, slurm.converge_only, slurm.runs) == ("slurm", True, ("munge", "slurm"))
+    check = the_site.plays[0]  # imports clustergen_state's check.yml alone
+    assert (check.group, check.roles, check.runs) == (None, ("clustergen_state",), ())
 
 
 def _site_copy(tmp_path: Path, path: str, old: str, new: str) -> Site:
