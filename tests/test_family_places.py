@@ -1,0 +1,366 @@
+"""The places a family's installed files need beyond its own module, checked from the
+family's declarations (each artifact's `Install`), each failure naming the place.
+
+An installed artifact of family F, for inventory group G, whose change notifies H:
+- a role includes rendered_files with `rendered_files_family: F` (roles/<role>/tasks/);
+- a play of site.yml runs that role on every node of G, narrowed to clustergen_converge;
+- a role of that play defines the handler H (roles/<role>/handlers/main.yml);
+- a service it restarts is in the converge check's `clustergen_state_services`
+  (roles/clustergen_state/vars/main.yml), or a stopped one goes unnoticed;
+- F is in `UNINSTALLED` exactly when none of its files is installed.
+docs/architecture.md ("Adding an output family") lists what stays hand-written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from clustergen.artifacts import Artifact, Change, Install
+from clustergen.load import load_spec
+from clustergen.outputs import FAMILIES, UNINSTALLED
+from clustergen.outputs.ansible import handler_name
+from clustergen.render import render_families
+from clustergen.templating import environment
+from clustergen.validate import validate_cluster
+
+from support.paths import DATA, REFERENCE_SPECS, REPO
+
+ROLES = REPO / "roles"
+CONVERGE_VARS = "roles/clustergen_state/vars/main.yml"
+_GROUP = re.compile(r"groups\['([^']+)'\]")
+_FAMILY = re.compile(r"^\s*rendered_files_family:\s*(\S+)\s*$", re.MULTILINE)
+_SERVICE = re.compile(r"'name': '([^']+)'")
+_TASK_LISTS = ("pre_tasks", "tasks", "post_tasks")
+
+
+@dataclass(frozen=True)
+class Play:
+    name: str
+    group: str | None  # the inventory group its hosts come from; None: every node
+    converge_only: bool  # its hosts are narrowed to clustergen_converge
+    roles: tuple[str, ...]  # every role it imports (their handlers are the play's)
+    runs: tuple[str, ...]  # the roles whose main tasks it runs (not `tasks_from` another file)
+
+
+@dataclass(frozen=True)
+class Site:
+    plays: tuple[Play, ...]
+    installs: Mapping[str, frozenset[str]]  # role -> the families it installs
+    handlers: Mapping[str, frozenset[str]]  # role -> its handlers' names and listen topics
+    services: frozenset[str]  # clustergen_state_services
+
+
+def _play_roles(play: Mapping[str, Any], main_only: bool) -> tuple[str, ...]:
+    names = [r["role"] if isinstance(r, dict) else r for r in play.get("roles", [])]
+    for key in _TASK_LISTS:
+        for task in play.get(key, []):
+            for module in ("ansible.builtin.import_role", "ansible.builtin.include_role"):
+                role = task.get(module)
+                if role is not None and not (
+                    main_only and role.get("tasks_from", "main") != "main"
+                ):
+                    names.append(role["name"])
+    return tuple(names)
+
+
+def _play(play: Mapping[str, Any]) -> Play:
+    hosts = str(play["hosts"])
+    groups = [g for g in _GROUP.findall(hosts) if g != "clustergen_converge"]
+    return Play(
+        play["name"],
+        groups[0] if groups else None,
+        "clustergen_converge" in hosts,
+        _play_roles(play, main_only=False),
+        _play_roles(play, main_only=True),
+    )
+
+
+def _role_handlers(role: Path) -> frozenset[str]:
+    path = role / "handlers" / "main.yml"
+    handlers = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    names = set()
+    for handler in handlers or []:
+        names.add(handler["name"])
+        listen = handler.get("listen", [])
+        names.update([listen] if isinstance(listen, str) else listen)
+    return frozenset(names)
+
+
+@cache
+def site(root: Path = REPO) -> Site:
+    roles = [path for path in sorted((root / "roles").iterdir()) if path.is_dir()]
+    installs = {
+        role.name: frozenset(
+            family
+            for tasks in sorted((role / "tasks").glob("*.yml"))
+            for family in _FAMILY.findall(tasks.read_text(encoding="utf-8"))
+        )
+        for role in roles
+    }
+    playbook = yaml.safe_load((root / "site.yml").read_text(encoding="utf-8"))
+    converge = (root / CONVERGE_VARS).read_text(encoding="utf-8")
+    services_text = converge.split("clustergen_state_services:", 1)[1].split("\n\n", 1)[0]
+    return Site(
+        tuple(_play(play) for play in playbook),
+        installs,
+        {role.name: _role_handlers(role) for role in roles},
+        frozenset(_SERVICE.findall(services_text)),
+    )
+
+
+def _covered(
+    play: Play, members: Mapping[str, frozenset[str]], every: frozenset[str]
+) -> frozenset[str]:
+    return every if play.group is None else members.get(play.group, frozenset())
+
+
+def _artifact_problems(
+    family: str,
+    artifact: Artifact,
+    install: Install,
+    the_site: Site,
+    members: Mapping[str, frozenset[str]],
+) -> list[str]:
+    what = f"{artifact.path} (family {family}, group {install.group})"
+    roles = sorted(role for role, families in the_site.installs.items() if family in families)
+    if not roles:
+        return [
+            f"{what} is installed, but no role includes rendered_files with "
+            f"`rendered_files_family: {family}` (roles/<role>/tasks/main.yml)"
+        ]
+    every = frozenset().union(*members.values())
+    plays = [p for p in the_site.plays if set(p.runs) & set(roles)]
+    problems = [
+        f"{what}: play {p.name!r} of site.yml runs role {', '.join(roles)} on hosts not "
+        "narrowed to clustergen_converge (select('in', groups['clustergen_converge'] ...))"
+        for p in plays
+        if not p.converge_only
+    ]
+    wanted = members.get(install.group, frozenset())
+    if install.hosts is not None:
+        wanted &= frozenset(install.hosts)
+    missed = wanted - frozenset().union(*(_covered(p, members, every) for p in plays))
+    if missed:
+        problems.append(
+            f"{what}: no play of site.yml runs role {' or '.join(roles)} on "
+            f"{', '.join(sorted(missed))} (a play whose hosts are groups['{install.group}'])"
+        )
+    handler = handler_name(install)
+    for play in plays:
+        if handler is None or not _covered(play, members, every) & wanted:
+            continue
+        if not any(handler in the_site.handlers.get(role, ()) for role in play.roles):
+            problems.append(
+                f"{what} notifies {handler!r}, but no role of play {play.name!r} in site.yml "
+                f"({', '.join(play.roles)}) defines it: add a {handler!r} handler to "
+                f"roles/{roles[0]}/handlers/main.yml"
+            )
+    change = install.change
+    if change.action == "restart" and change.service not in the_site.services:
+        problems.append(
+            f"{what} restarts service {change.service}, but clustergen_state_services in "
+            f"{CONVERGE_VARS} does not list it, so a no-op run would miss it stopped"
+        )
+    return problems
+
+
+def place_problems(
+    by_family: Mapping[str, Sequence[Artifact]],
+    members: Mapping[str, frozenset[str]],
+    the_site: Site,
+    uninstalled: frozenset[str] = UNINSTALLED,
+) -> list[str]:
+    """Every place an installed artifact needs and the site lacks, named."""
+    problems = []
+    for family, artifacts in sorted(by_family.items()):
+        for artifact in artifacts:
+            install = artifact.install
+            if install is None:
+                continue
+            if family in uninstalled:
+                problems.append(
+                    f"{artifact.path} is installed, but family {family} is in UNINSTALLED "
+                    "(generator/clustergen/outputs/__init__.py)"
+                )
+                continue
+            problems += _artifact_problems(family, artifact, install, the_site, members)
+    return sorted(set(problems))
+
+
+# The golden specs: between them every family that installs files (test below).
+SPECS = [*REFERENCE_SPECS, DATA / "mixed-fleet.yaml"]
+
+
+@cache
+def _rendered(spec: Path) -> tuple[Mapping[str, Sequence[Artifact]], Mapping[str, frozenset[str]]]:
+    cluster, problems = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None, [p.format() for p in problems]
+    return render_families(cluster, environment(), FAMILIES), cluster.members
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
+def test_every_installed_file_has_its_role_play_handler_and_service(spec: Path) -> None:
+    by_family, members = _rendered(spec)
+    problems = place_problems(by_family, members, site())
+    assert not problems, "\n".join(problems)
+
+
+def test_every_installed_family_is_rendered_by_a_spec_here() -> None:
+    """So the test above sees every family that installs files."""
+    seen = {
+        family
+        for spec in SPECS
+        for family, a in _rendered(spec)[0].items()
+        if any(x.install for x in a)
+    }
+    assert seen == set(FAMILIES) - UNINSTALLED
+
+
+# --- each place, missing: the problem names it ----------------------------------------
+
+
+def _toy(
+    change: Change, group: str = "compute", family: str = "toy_health"
+) -> dict[str, list[Artifact]]:
+    install = Install("/etc/clustergen/health.conf", group, change)
+    return {family: [Artifact(f"{family}/gpu/health.conf", "x\n", install=install)]}
+
+
+def _with(**changes: Any) -> Site:
+    return dataclasses.replace(site(), **changes)
+
+
+MEMBERS = {"compute": frozenset({"gpu01", "gpu02"}), "slurm": frozenset({"gpu01", "gpu02", "ctl"})}
+
+
+def test_a_family_no_role_installs_names_rendered_files_family() -> None:
+    (problem,) = place_problems(_toy(Change("restart", "slurmd")), MEMBERS, site())
+    assert "no role includes rendered_files with `rendered_files_family: toy_health`" in problem
+
+
+def test_a_restart_no_role_of_the_play_handles_names_the_handlers_file() -> None:
+    installs = {**site().installs, "slurm": site().installs["slurm"] | {"toy_health"}}
+    problems = place_problems(_toy(Change("restart", "toyd")), MEMBERS, _with(installs=installs))
+    assert any(
+        "notifies 'Restart toyd', but no role of play 'Slurm' in site.yml (munge, slurm) "
+        "defines it: add a 'Restart toyd' handler to roles/slurm/handlers/main.yml" in p
+        for p in problems
+    ), problems
+
+
+def test_a_restarted_service_the_converge_check_lacks_names_its_list() -> None:
+    installs = {**site().installs, "slurm": site().installs["slurm"] | {"toy_health"}}
+    handlers = {**site().handlers, "slurm": site().handlers["slurm"] | {"Restart toyd"}}
+    problems = place_problems(
+        _toy(Change("restart", "toyd")), MEMBERS, _with(installs=installs, handlers=handlers)
+    )
+    assert problems == [
+        "toy_health/gpu/health.conf (family toy_health, group compute) restarts service toyd, but "
+        f"clustergen_state_services in {CONVERGE_VARS} does not list it, so a no-op run "
+        "would miss it stopped"
+    ]
+
+
+def test_a_group_no_play_reaches_names_the_group() -> None:
+    installs = {**site().installs, "nccl": site().installs["nccl"] | {"toy_health"}}
+    members = {**MEMBERS, "nvidia_gpu": frozenset({"gpu01"})}
+    problems = place_problems(_toy(Change("nothing")), members, _with(installs=installs))
+    assert problems == [
+        "toy_health/gpu/health.conf (family toy_health, group compute): no play of site.yml runs "
+        "role nccl on gpu02 (a play whose hosts are groups['compute'])"
+    ]
+
+
+def test_a_play_not_narrowed_to_the_converge_group_is_named() -> None:
+    installs = {**site().installs, "slurm": site().installs["slurm"] | {"toy_health"}}
+    plays = tuple(
+        Play(p.name, p.group, False, p.roles, p.runs) if p.name == "Slurm" else p
+        for p in site().plays
+    )
+    problems = place_problems(
+        _toy(Change("restart", "slurmd")), MEMBERS, _with(installs=installs, plays=plays)
+    )
+    assert any(
+        "play 'Slurm' of site.yml runs role slurm on hosts not narrowed" in p for p in problems
+    )
+
+
+def test_an_installed_file_of_an_uninstalled_family_names_the_set() -> None:
+    (problem,) = place_problems(_toy(Change("nothing"), family="facility"), MEMBERS, site())
+    assert "family facility is in UNINSTALLED" in problem
+
+
+def test_the_site_reading_finds_what_the_places_hold() -> None:
+    """The parser reads the real site: a regression here would make every check vacuous."""
+    the_site = site()
+    assert "slurm" in the_site.installs["slurm"]
+    assert "lustre" in the_site.installs["lustre_client"]
+    assert "Restart slurmd" in the_site.handlers["slurm"]
+    assert {"slurmd", "slurmctld", "slurmdbd", "munge"} <= the_site.services
+    slurm = next(p for p in the_site.plays if p.name == "Slurm")
+    assert (slurm.group, slurm.converge_only, slurm.runs) == ("slurm", True, ("munge", "slurm"))
+    check = the_site.plays[0]  # imports clustergen_state's check.yml alone
+    assert (check.group, check.roles, check.runs) == (None, ("clustergen_state",), ())
+
+
+def _site_copy(tmp_path: Path, path: str, old: str, new: str) -> Site:
+    """The repository's site.yml and roles/ with one place edited."""
+    (tmp_path / "roles").mkdir()
+    (tmp_path / "site.yml").write_text((REPO / "site.yml").read_text(encoding="utf-8"))
+    for source in sorted((REPO / "roles").rglob("*.yml")):
+        target = tmp_path / source.relative_to(REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    edited = tmp_path / path
+    text = edited.read_text(encoding="utf-8")
+    assert old in text
+    edited.write_text(text.replace(old, new), encoding="utf-8")
+    return site(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "named"),
+    [
+        (
+            "roles/slurm/handlers/main.yml",
+            "- name: Restart slurmd\n",
+            "- name: Restart the Slurm node daemon\n",
+            "notifies 'Restart slurmd', but no role of play 'Slurm' in site.yml (munge, slurm) "
+            "defines it: add a 'Restart slurmd' handler to roles/slurm/handlers/main.yml",
+        ),
+        (
+            "roles/nccl/tasks/main.yml",
+            "rendered_files_family: nccl",
+            "rendered_files_family: nccl_files",
+            "no role includes rendered_files with `rendered_files_family: nccl`",
+        ),
+        (
+            CONVERGE_VARS,
+            "+ ([{'name': 'slurmctld'}] if 'slurm_controller' in group_names else [])",
+            "",
+            f"restarts service slurmctld, but clustergen_state_services in {CONVERGE_VARS}",
+        ),
+        (
+            "site.yml",
+            "hosts: \"{{ groups['slurm'] | default([]) | select(",
+            "hosts: \"{{ groups['slurm_controller'] | default([]) | select(",
+            "no play of site.yml runs role slurm on gpu",
+        ),
+    ],
+    ids=["handler", "role", "converge-services", "play-hosts"],
+)
+def test_the_real_site_missing_a_place_names_it(
+    tmp_path: Path, path: str, old: str, new: str, named: str
+) -> None:
+    by_family, members = _rendered(REFERENCE_SPECS[-1])
+    problems = place_problems(by_family, members, _site_copy(tmp_path, path, old, new))
+    assert any(named in problem for problem in problems), problems
