@@ -583,9 +583,9 @@ def test_site_builds_a_working_slurm_cluster(
             "/etc/munge/munge.key": MUNGE_KEY,
         },
     )
+    assert not leaks(first.output, needles), "\n".join(leaks(first.output, needles))
     # The database tasks ran, as root over MariaDB's socket.
     assert "TASK [slurm : Create the accounting database's user" in first.output, first.output
-    assert not leaks(first.output, needles), "\n".join(leaks(first.output, needles))
     figures["first site.yml"] = first.seconds
 
     # 2. Daemons up, one key, one slurm UID, both GPU nodes idle with their GPUs.
