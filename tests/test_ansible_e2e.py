@@ -4,7 +4,9 @@ Renders the ml-training reference spec, runs the real playbooks on two compute n
 of one GPU profile and the controller, and shows that: the first run succeeds; every
 node has exactly the lock file's versions, held; a second run changes nothing; a
 manual upgrade on one node makes verify.yml fail naming that node and package; a
-converge run puts the pin back and verify.yml passes.
+converge run puts the pin back and verify.yml passes. The first two runs are verbose
+(-vvv), and their whole output holds no vault value and no digest of one (nor of a file
+that carries one).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from support.ansible_testbed import (
 )
 from support.ci import skip_or_fail
 from support.paths import EXAMPLES
+from support.secret_scan import leaks, secret_needles
 
 pytestmark = pytest.mark.daemons
 
@@ -167,8 +170,20 @@ def test_site_pins_holds_and_reports_drift(
         extra_args=("-e", f"@{vault}", "--vault-password-file", str(password)),
     )
 
-    first = ansible.playbook("site.yml")
+    # Verbose, as an admin debugging a run would: the output holds every module's
+    # arguments and result, and every command line, yet no secret and no digest of one.
+    needles = secret_needles(
+        {"vault_slurmdbd_storage_pass": STORAGE_PASS, "vault_munge_key": MUNGE_KEY_B64},
+        {
+            "/etc/slurm/slurmdbd.conf": (
+                (out / "slurm" / "slurmdbd.conf").read_text() + f"StoragePass={STORAGE_PASS}\n"
+            ).encode(),
+            "/etc/munge/munge.key": base64.b64decode(MUNGE_KEY_B64),
+        },
+    )
+    first = ansible.playbook("site.yml", "-vvv")
     _succeeded(first, "first site.yml run")
+    assert not leaks(first.output, needles), "\n".join(leaks(first.output, needles))
     # Both GPU nodes get their driver, one batch (clustergen_driver_batch_size=1) at a time.
     assert first.output.count(f"PLAY [{ROLLOUT_PLAY}]") == 2, first.output
     _assert_pinned(node_list, expected, set(every_pin))
@@ -177,8 +192,11 @@ def test_site_pins_holds_and_reports_drift(
     for node in node_list:
         _assert_plain_upgrade_moves_nothing(node)
 
-    second = ansible.playbook("site.yml")
+    second = ansible.playbook("site.yml", "-vvv")
     _succeeded(second, "second site.yml run")
+    # The converge check's request (the sha256 of slurmdbd.conf and of the key) was sent.
+    assert "TASK [clustergen_state : Check the node against the release" in second.output
+    assert not leaks(second.output, needles), "\n".join(leaks(second.output, needles))
     no_rollout = rf"PLAY \[{re.escape(ROLLOUT_PLAY)}\] \**\nskipping: no hosts matched"
     assert re.search(no_rollout, second.output), "no node needs a driver change, none is rolled"
     assert set(second.changed()) == set(NODES)

@@ -3,7 +3,9 @@
 Three nodes of tests/data/booted-3node.yaml (head: slurmctld and slurmdbd; gpu1, gpu2:
 8 fake GPUs each) are booted with systemd-nspawn on a bridge the test creates
 (tests/support/booted.py). Ansible reaches them only over SSH as the admin user, with
-become; nothing of the rendered inventory is overridden but how to connect.
+become; nothing of the rendered inventory is overridden but how to connect. The first
+site.yml run of the working cluster is verbose (-vvv): over SSH with become, with a real
+MariaDB, its output holds no vault value and no digest of one.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from support.booted import (
 )
 from support.ci import skip_or_fail, tool
 from support.paths import DATA
+from support.secret_scan import leaks, secret_needles
 
 pytestmark = pytest.mark.daemons
 
@@ -563,9 +566,26 @@ def test_site_builds_a_working_slurm_cluster(
         extra_args=("-e", f"@{vault}", "--vault-password-file", str(password)),
     )
 
-    # 1. From bare nodes to a cluster.
-    first = ansible.playbook("site.yml")
+    # 1. From bare nodes to a cluster, verbose: every module's arguments and result and
+    #    every command line are in the output, yet no secret and no digest of one.
+    first = ansible.playbook("site.yml", "-vvv")
     _succeeded(first, "first site.yml run on bare nodes")
+    needles = secret_needles(
+        {
+            "vault_munge_key": base64.b64encode(MUNGE_KEY).decode(),
+            "vault_slurmdbd_storage_pass": STORAGE_PASS,
+        },
+        {
+            "/etc/slurm/slurmdbd.conf": (
+                (rendered.out / "slurm" / "slurmdbd.conf").read_text()
+                + f"StoragePass={STORAGE_PASS}\n"
+            ).encode(),
+            "/etc/munge/munge.key": MUNGE_KEY,
+        },
+    )
+    assert not leaks(first.output, needles), "\n".join(leaks(first.output, needles))
+    # The database tasks ran, as root over MariaDB's socket.
+    assert "TASK [slurm : Create the accounting database's user" in first.output, first.output
     figures["first site.yml"] = first.seconds
 
     # 2. Daemons up, one key, one slurm UID, both GPU nodes idle with their GPUs.

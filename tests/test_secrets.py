@@ -11,6 +11,8 @@ password assignments, for PEM blocks and for base64 runs as long as a key.
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import random
 import re
 from pathlib import Path
@@ -23,6 +25,7 @@ from clustergen.validate import validate_cluster
 from clustergen.write import MANIFEST
 
 from support.paths import DATA, REFERENCE_SPECS
+from support.secret_scan import leaks, secret_needles
 
 SPECS = [*REFERENCE_SPECS, *sorted(DATA.glob("*.yaml"))]
 
@@ -119,3 +122,28 @@ def test_the_scan_finds_what_it_looks_for() -> None:
         "# Rendered without their secret: the KEY=value line comes from the vault here.",
     ):
         assert not _secret_like(text), text
+
+
+def test_the_output_scan_finds_values_and_digests() -> None:
+    """The verbose-output scan of the Ansible runs (tests/test_ansible_e2e.py,
+    tests/test_booted_cluster.py) finds a vault value and the digests that let one guess
+    it: the converge check's request (sha256 of slurmdbd.conf with its StoragePass) and
+    the copy module's result (sha1 and md5), so an empty scan means none of them."""
+    password = "hunter2-db"
+    conf = "DbdHost=head\n" + f"StoragePass={password}\n"
+    needles = secret_needles(
+        {"vault_slurmdbd_storage_pass": password},
+        {"/etc/slurm/slurmdbd.conf": conf.encode()},
+    )
+    request = json.dumps(
+        {"secrets": {"/etc/slurm/slurmdbd.conf": hashlib.sha256(conf.encode()).hexdigest()}}
+    )
+    for output in (
+        f'    "stdin": {json.dumps(request)},',
+        f"EXEC /bin/sh -c 'MYSQL_PWD={password} /usr/bin/python3'",
+        f"checksum: {hashlib.sha1(conf.encode()).hexdigest()}",
+        f"md5sum: {hashlib.md5(conf.encode()).hexdigest()}",
+        f"{hashlib.sha256(password.encode()).hexdigest()}",
+    ):
+        assert leaks(f"TASK [x]\n{output}\nok: [head]\n", needles), output
+    assert not leaks('ok: [head] => {"censored": "the output has been hidden"}', needles)
