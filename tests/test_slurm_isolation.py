@@ -142,3 +142,54 @@ def test_the_pam_module_is_pinned_with_slurm_on_compute_nodes() -> None:
     lock = YAML(typ="safe").load(_render(data)["versions.lock"].text)
     compute = lock["groups"]["compute"]["packages"]
     assert compute["slurm-pam_slurm"] == compute["slurm-slurmd"]
+
+
+@pytest.mark.parametrize(
+    ("options", "isolation", "refused"),
+    [
+        ({"AuthType": "auth/none"}, {}, True),
+        ({"AuthType": "auth/munge"}, {}, False),
+        ({"AuthType": "auth/slurm", "CredType": "cred/slurm"}, {}, False),  # 23.11
+        ({"CredType": "cred/none"}, {}, True),
+        ({"PrologFlags": "Alloc"}, {}, True),
+        ({"PrologFlags": "Alloc"}, {"ssh_adopt": False}, True),  # job_tmpfs needs it too
+        ({"PrologFlags": "Alloc"}, {"ssh_adopt": False, "job_tmpfs": False}, False),
+        ({"PrologFlags": "Alloc,X11"}, {}, False),  # X11 implies Contain
+        ({"PrologFlags": "Alloc,Contain,Serial"}, {}, False),
+        ({"PrivateData": "jobs,users"}, {}, True),
+        ({"PrivateData": "accounts,jobs,usage,users"}, {}, False),
+        ({"PrivateData": "jobs"}, {"private_data": False}, False),
+        ({"JobContainerType": "job_container/none"}, {}, True),
+        ({"JobContainerType": "job_container/none"}, {"job_tmpfs": False}, False),
+        ({"LaunchParameters": "use_interactive_step"}, {}, True),
+        ({"LaunchParameters": "use_interactive_step,ulimit_pam_adopt"}, {}, False),
+        ({"LaunchParameters": "use_interactive_step"}, {"ssh_adopt": False}, False),
+    ],
+)
+def test_options_that_weaken_security_are_errors(
+    options: dict[str, str], isolation: dict[str, bool], refused: bool
+) -> None:
+    data = _spec()
+    data["slurm"]["options"] = options
+    data["slurm"]["isolation"] = isolation
+    errors = _errors(data)
+    assert ("slurm.option-weakens-security" in errors) == refused, errors
+    if not refused:
+        assert errors == {}, errors
+        conf = _conf(_render(data))
+        for key, value in options.items():
+            assert conf[key] == value  # written once, as given
+
+
+def test_auth_slurm_needs_23_11_and_slurmdbd_follows_slurmctld() -> None:
+    data = _spec()
+    data["software"].update(slurm="22.05.8", slurm_packages="distribution", os="debian-12")
+    data["slurm"]["options"] = {"AuthType": "auth/slurm"}
+    (message,) = _errors(data)["slurm.option-weakens-security"]
+    assert "Slurm 22.05.8 takes auth/munge here" in message
+    data = _spec()
+    data["slurm"]["options"] = {"AuthType": "auth/slurm", "CredType": "cred/slurm"}
+    artifacts = _render(data)
+    assert _conf(artifacts)["AuthType"] == "auth/slurm"
+    assert _conf(artifacts, "slurm/slurmdbd.conf")["AuthType"] == "auth/slurm"
+    assert artifacts["slurm/slurm.conf"].text.count("AuthType=") == 1
