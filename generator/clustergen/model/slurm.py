@@ -345,6 +345,13 @@ class Isolation(StrictModel):
         "each job's /tmp and /dev/shm are kept while it runs; it needs room for what jobs "
         "write to /tmp.",
     )
+    firewall_sources: bool = Field(
+        default=True,
+        description="On EL (firewalld), open the Slurm ports only to the cluster's own "
+        "networks (network.management.cidr, network.fabric.cidr), so no other host can talk "
+        "to slurmctld, slurmd or slurmdbd. Turn off only where Slurm clients outside those "
+        "networks (a submit host elsewhere) must reach the daemons.",
+    )
 
 
 class Slurm(StrictModel):
