@@ -73,6 +73,11 @@ def test_isolation_is_on_by_default() -> None:
         "account    sufficient   pam_access.so accessfile=/etc/security/clustergen-ssh-admins.conf",
         "account    required     pam_slurm_adopt.so",
     ]
+    usepam = artifacts["slurm/sshd-usepam.conf"]
+    assert usepam.install is not None
+    assert usepam.install.dest == "/etc/ssh/sshd_config.d/00-clustergen-usepam.conf"
+    assert usepam.install.change.describe() == "restart sshd"
+    assert usepam.text.endswith("\nUsePAM yes\n")
     access = artifacts["slurm/ssh-admins.conf"]
     assert access.install is not None and access.install.group == "compute"
     assert [line for line in access.text.splitlines() if not line.startswith("#")] == [
@@ -99,7 +104,11 @@ def test_ssh_admins_from_the_spec() -> None:
 @pytest.mark.parametrize(
     ("switch", "gone_keys", "gone_files"),
     [
-        ("ssh_adopt", {"LaunchParameters"}, {"slurm/pam-slurm-adopt", "slurm/ssh-admins.conf"}),
+        (
+            "ssh_adopt",
+            {"LaunchParameters"},
+            {"slurm/pam-slurm-adopt", "slurm/ssh-admins.conf", "slurm/sshd-usepam.conf"},
+        ),
         ("private_data", {"PrivateData"}, set()),
         ("job_tmpfs", {"JobContainerType"}, {"slurm/job_container.conf"}),
     ],

@@ -43,6 +43,8 @@ NODE_RECORDS = (
 NODE_RECORD = "clustergen-nodes"  # /etc/slurm/clustergen-nodes.<daemon>
 # A drop-in of slurmd's unit; the Restart slurmd handler reloads systemd first.
 MEMLOCK_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-memlock.conf"
+# sshd's UsePAM, which pam_slurm_adopt needs; sorts before the site's own drop-ins.
+SSHD_USEPAM_DROPIN = "/etc/ssh/sshd_config.d/00-clustergen-usepam.conf"
 
 
 def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
@@ -82,6 +84,9 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
             text = render_template(env, f"slurm/{name}.j2", cluster, slurm=slurm)
             install = Install(dest, "compute", NO_CHANGE)
             artifacts.append(Artifact(f"slurm/{name}", text, install=install))
+        text = render_template(env, "slurm/sshd-usepam.conf.j2", cluster)
+        install = Install(SSHD_USEPAM_DROPIN, "compute", Change("restart", "sshd"))
+        artifacts.append(Artifact("slurm/sshd-usepam.conf", text, install=install))
     if slurm.topology:
         artifacts.append(conf("topology.conf", RECONFIGURE))
     if slurm.slurmdbd is not None:
