@@ -554,6 +554,22 @@ def _ssh(key: Path, user: str, address: str, command: str) -> subprocess.Complet
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
 
+def _slurm_diagnostics(cluster: BootedCluster) -> str:
+    """What Slurm says when a job does not start: node reasons, the queue, slurmd's logs."""
+    parts = [
+        cluster.nodes[HEAD]
+        .sh(
+            "sinfo -R; squeue -a; scontrol show nodes | grep -E 'NodeName|State|Reason'",
+            check=False,
+        )
+        .stdout
+    ]
+    for name in GPU_NODES:
+        log = cluster.nodes[name].sh("tail -n 60 /var/log/slurm/slurmd.log", check=False)
+        parts.append(f"--- {name} slurmd.log\n{log.stdout}{log.stderr}")
+    return "\n".join(parts)
+
+
 def _users_kept_inside_their_jobs(
     cluster: BootedCluster, rendered: Rendered, tmp_path: Path
 ) -> float:
@@ -596,13 +612,16 @@ def _users_kept_inside_their_jobs(
     _wait_for(
         f"job {job} running on {ADOPTED}",
         lambda: _on_head(cluster, f"squeue -h -j {job} -o %T").strip() == "RUNNING",
+        seconds=120,
     )
     adopted = _ssh(key, USER, address, "cat /proc/self/cgroup; ls /tmp")
     assert adopted.returncode == 0, (adopted.stdout, adopted.stderr)
     assert f"/job_{job}/step_extern" in adopted.stdout, adopted.stdout
-    # The session shares the job's private /tmp, which the node's own /tmp is not.
+    # The session shares the job's /tmp; with job_container/tmpfs the node's own is another.
     assert "clustergen-job-file" in adopted.stdout.split(), adopted.stdout
-    assert node.sh("ls /tmp").stdout.split().count("clustergen-job-file") == 0
+    private_tmp = (rendered.out / "slurm" / "job_container.conf").exists()
+    on_node = "clustergen-job-file" in node.sh("ls /tmp").stdout.split()
+    assert on_node != private_tmp, (private_tmp, on_node)
     # Only root sees another user's job (PrivateData=jobs).
     assert _on_head(cluster, f"su - {ADMIN} -c 'squeue -h -o %i'").split() == []
     assert _on_head(cluster, f"su - {USER} -c 'squeue -h -o %i'").split() == [job]
@@ -669,11 +688,13 @@ def test_site_builds_a_working_slurm_cluster(
         f"sacct to record job {job}", lambda: _sacct_state(cluster, job).startswith("COMPLETED")
     )
     assert _sacct_state(cluster, job) == "COMPLETED|gpu[1-2]"
-    _assert_jobs_lock_unlimited_memory(cluster, GPU_NODES)
-
-    # 3b. Users are kept inside their jobs: ssh without a job is refused, ssh with one
-    #     lands in its cgroup, the admins get in, and a job's /tmp is its own.
-    figures["ssh adoption"] = _users_kept_inside_their_jobs(cluster, rendered, tmp_path)
+    try:
+        _assert_jobs_lock_unlimited_memory(cluster, GPU_NODES)
+        # 3b. Users are kept inside their jobs: ssh without a job is refused, ssh with one
+        #     lands in its cgroup, the admins get in, and a job's /tmp is its own.
+        figures["ssh adoption"] = _users_kept_inside_their_jobs(cluster, rendered, tmp_path)
+    except (AssertionError, RuntimeError) as failure:
+        raise AssertionError(f"{failure}\n{_slurm_diagnostics(cluster)}") from None
 
     # 4. A second run changes nothing; the no-op run against a ping round.
     second = ansible.playbook("site.yml")
