@@ -70,7 +70,8 @@ def test_reference_pins_apt() -> None:
     }
     assert pins["dcgm"] == {"datacenter-gpu-manager": "1:3.3.6"}
     assert pins["slurm_compute"] == dict.fromkeys(
-        ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"], "23.11.10-1"
+        ["slurm-smd", "slurm-smd-client", "slurm-smd-libpam-slurm-adopt", "slurm-smd-slurmd"],
+        "23.11.10-1",
     )
     assert pins["lustre_client"] == {
         "lustre-client-modules-dkms": "2.15.5-1",
@@ -177,7 +178,9 @@ def test_slurm_before_23_11_uses_the_distributions_packages() -> None:
     # Before SchedMD's Debian packaging the default is the distribution's Slurm, pinned at
     # its upstream version whatever the distribution's revision (22.05.8-4+deb12u3).
     pins = resolve(spec_with(os="debian-12", slurm="22.05.8"), "spec.yaml").pins.by_concern
-    assert pins["slurm_compute"] == {"slurm-client": "22.05.8-*", "slurmd": "22.05.8-*"}
+    assert pins["slurm_compute"] == dict.fromkeys(
+        ["libpam-slurm-adopt", "slurm-client", "slurmd"], "22.05.8-*"
+    )
     assert pins["slurm_controller"] == {"slurm-client": "22.05.8-*", "slurmctld": "22.05.8-*"}
     assert pins["slurm_dbd"] == {"slurmdbd": "22.05.8-*"}
 
@@ -186,18 +189,24 @@ def test_slurm_packages_selects_the_packaging_on_apt() -> None:
     distribution = resolve(
         spec_with(os="ubuntu-24.04", slurm="23.11.4", slurm_packages="distribution"), "spec.yaml"
     ).pins.by_concern
-    assert distribution["slurm_compute"] == {"slurm-client": "23.11.4-*", "slurmd": "23.11.4-*"}
+    assert distribution["slurm_compute"] == dict.fromkeys(
+        ["libpam-slurm-adopt", "slurm-client", "slurmd"], "23.11.4-*"
+    )
     assert distribution["slurm_login"] == {"slurm-client": "23.11.4-*"}
     schedmd = resolve(
         spec_with(os="ubuntu-24.04", slurm="23.11.4", slurm_packages="schedmd"), "spec.yaml"
     ).pins.by_concern
-    assert schedmd["slurm_compute"] == dict.fromkeys(
-        ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"], "23.11.4-1"
-    )
+    smd_compute = [
+        "slurm-smd",
+        "slurm-smd-client",
+        "slurm-smd-libpam-slurm-adopt",
+        "slurm-smd-slurmd",
+    ]
+    assert schedmd["slurm_compute"] == dict.fromkeys(smd_compute, "23.11.4-1")
     # Unset, a version from 23.11 on means SchedMD's packages: the reference specs' pins.
     assert resolve(spec_with(slurm="23.11.4"), "spec.yaml").pins.by_concern[
         "slurm_compute"
-    ] == dict.fromkeys(["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"], "23.11.4-1")
+    ] == dict.fromkeys(smd_compute, "23.11.4-1")
 
 
 def test_slurm_packages_distribution_on_el_is_epel() -> None:

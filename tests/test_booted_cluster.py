@@ -16,6 +16,7 @@ import ipaddress
 import json
 import os
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -30,6 +31,7 @@ from clustergen.cli import main
 
 from support.ansible_testbed import Ansible, PlaybookRun, encrypt_vault, newer_version, run
 from support.booted import (
+    ADMIN,
     BootedCluster,
     BootedNode,
     NodePlan,
@@ -542,6 +544,107 @@ def _assert_jobs_lock_unlimited_memory(cluster: BootedCluster, compute: Sequence
     assert all(kib != "64" for kib in expected_kib)
 
 
+USER, USER_UID = "alice", 2001
+ADOPTED = "gpu1"
+SSH_OPTIONS = (
+    "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+    "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+)  # fmt: skip
+
+
+def _ssh(key: Path, user: str, address: str, command: str) -> subprocess.CompletedProcess[str]:
+    argv = ["ssh", *SSH_OPTIONS, "-i", str(key), f"{user}@{address}", command]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def _slurm_diagnostics(cluster: BootedCluster) -> str:
+    """What Slurm says when a job does not start: node reasons, the queue, slurmd's logs."""
+    parts = [
+        cluster.nodes[HEAD]
+        .sh(
+            "sinfo -R; squeue -a; scontrol show nodes | grep -E 'NodeName|State|Reason'",
+            check=False,
+        )
+        .stdout
+    ]
+    for name in GPU_NODES:
+        log = cluster.nodes[name].sh("tail -n 60 /var/log/slurm/slurmd.log", check=False)
+        parts.append(f"--- {name} slurmd.log\n{log.stdout}{log.stderr}")
+    return "\n".join(parts)
+
+
+def _users_kept_inside_their_jobs(
+    cluster: BootedCluster, rendered: Rendered, tmp_path: Path
+) -> float:
+    """pam_slurm_adopt (slurm.isolation.ssh_adopt), proven with the real module: a user
+    without a job on a compute node is refused by ssh; with a job there, the session is
+    adopted into the job's extern step (its cgroup); the admin of ssh_admins gets in
+    without a job. And job_container/tmpfs: a file a job writes to /tmp is gone from the
+    node's own /tmp."""
+    started = time.monotonic()
+    key = tmp_path / "user_ed25519"
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)])
+    public = (tmp_path / "user_ed25519.pub").read_text().strip()
+    for node in cluster.nodes.values():
+        node.sh(
+            f"id {USER} >/dev/null 2>&1 || useradd -m -u {USER_UID} -s /bin/bash {USER}; "
+            f"install -d -m 700 -o {USER} -g {USER} /home/{USER}/.ssh; "
+            f"echo '{public}' > /home/{USER}/.ssh/authorized_keys; "
+            f"chown {USER}: /home/{USER}/.ssh/authorized_keys; "
+            f"chmod 600 /home/{USER}/.ssh/authorized_keys"
+        )
+    address = rendered.addresses[ADOPTED]
+    node = cluster.nodes[ADOPTED]
+    # The PAM stack the role left: the include after the account lines, no pam_systemd.
+    stack = node.sh("cat /etc/pam.d/sshd").stdout
+    assert "account    include      clustergen-slurm-adopt" in stack, stack
+    assert "@include common-session-noninteractive" in stack, stack
+    assert "pam_systemd" not in node.sh("cat /etc/pam.d/common-session-noninteractive").stdout
+
+    refused = _ssh(key, USER, address, "cat /proc/self/cgroup")
+    assert refused.returncode == 255, (refused.returncode, refused.stdout, refused.stderr)
+    assert "/slurm" not in refused.stdout
+    journal = node.sh("journalctl -q --no-pager | grep pam_slurm_adopt | tail -n 5 || true")
+    assert "pam_slurm_adopt" in journal.stdout + refused.stderr, (journal.stdout, refused.stderr)
+
+    job = _on_head(
+        cluster,
+        f'su - {USER} -c "sbatch --parsable -w {ADOPTED} -c 1 -t 5 -o /dev/null '
+        f"--wrap 'touch /tmp/clustergen-job-file; sleep 300'\"",
+    ).strip()
+    _wait_for(
+        f"job {job} running on {ADOPTED}",
+        lambda: _on_head(cluster, f"squeue -h -j {job} -o %T").strip() == "RUNNING",
+        seconds=120,
+    )
+    adopted = _ssh(key, USER, address, "cat /proc/self/cgroup; ls /tmp")
+    assert adopted.returncode == 0, (adopted.stdout, adopted.stderr)
+    assert f"/job_{job}/step_extern" in adopted.stdout, adopted.stdout
+    # The session shares the job's /tmp; with job_container/tmpfs the node's own is another.
+    assert "clustergen-job-file" in adopted.stdout.split(), adopted.stdout
+    private_tmp = (rendered.out / "slurm" / "job_container.conf").exists()
+    on_node = "clustergen-job-file" in node.sh("ls /tmp").stdout.split()
+    assert on_node != private_tmp, (private_tmp, on_node)
+    # Only root sees another user's job (PrivateData=jobs).
+    assert _on_head(cluster, f"su - {ADMIN} -c 'squeue -h -o %i'").split() == []
+    assert _on_head(cluster, f"su - {USER} -c 'squeue -h -o %i'").split() == [job]
+
+    # The admin, with no job anywhere, gets in to the other GPU node, outside any job.
+    admin = _ssh(
+        cluster.private_key, ADMIN, rendered.addresses[GPU_NODES[1]], "cat /proc/self/cgroup"
+    )
+    assert admin.returncode == 0, (admin.stdout, admin.stderr)
+    assert "job_" not in admin.stdout, admin.stdout
+    _on_head(cluster, f"scancel {job}")
+    _wait_for(
+        f"job {job} to end",
+        lambda: _on_head(cluster, f"squeue -h -j {job} -o %T 2>/dev/null || true").strip() == "",
+    )
+    after = _ssh(key, USER, address, "true")
+    assert after.returncode == 255, (after.stdout, after.stderr)
+    return time.monotonic() - started
+
+
 def test_site_builds_a_working_slurm_cluster(
     rendered: Rendered,
     cluster: BootedCluster,
@@ -605,7 +708,13 @@ def test_site_builds_a_working_slurm_cluster(
         f"sacct to record job {job}", lambda: _sacct_state(cluster, job).startswith("COMPLETED")
     )
     assert _sacct_state(cluster, job) == "COMPLETED|gpu[1-2]"
-    _assert_jobs_lock_unlimited_memory(cluster, GPU_NODES)
+    try:
+        _assert_jobs_lock_unlimited_memory(cluster, GPU_NODES)
+        # 3b. Users are kept inside their jobs: ssh without a job is refused, ssh with one
+        #     lands in its cgroup, the admins get in, and a job's /tmp is its own.
+        figures["ssh adoption"] = _users_kept_inside_their_jobs(cluster, rendered, tmp_path)
+    except (AssertionError, RuntimeError) as failure:
+        raise AssertionError(f"{failure}\n{_slurm_diagnostics(cluster)}") from None
 
     # 4. A second run changes nothing; the no-op run against a ping round.
     second = ansible.playbook("site.yml")

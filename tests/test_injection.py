@@ -185,6 +185,10 @@ def _every_string_spec() -> dict[str, Any]:
     slurm["qos"] = [{"name": "normal"}, {"name": "low", "preempt": ["normal"]}]
     slurm["priority"]["max_age"] = "7-0"
     slurm["state_save"] = {"path": "/var/spool/slurmctld"}
+    slurm["isolation"] = {
+        "job_tmpfs_base": "/var/spool/slurmd/job_tmpfs",
+        "ssh_admins": {"users": ["root"], "groups": ["hpc-admins"]},
+    }
     document["software"]["packages"] = {"libnccl2": "2.21.5-1+cuda12.4"}
     lustre = document["storage"]["lustre"]
     lustre["client_tuning"]["osc.*.checksum_type"] = "adler"

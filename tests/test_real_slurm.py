@@ -151,6 +151,7 @@ def test_slurmctld_takes_the_derived_gpu_defaults(tmp_path: Path, cli) -> None: 
     with SlurmTestbed(tmp_path / "out", tmp_path / "bed") as bed:
         report = bed.start_controller()
         config = bed.client("scontrol", "show", "config")
+        dbd_config = bed.client("sacctmgr", "show", "configuration")
     print(report.summary())
     assert report.config_problems() == []
     assert [item.line for item in report.skipped] == []
@@ -175,6 +176,14 @@ def test_slurmctld_takes_the_derived_gpu_defaults(tmp_path: Path, cli) -> None: 
     assert settings["PrologEpilogTimeout"] == "180"
     assert settings["PropagateResourceLimitsExcept"] == "MEMLOCK"
     assert "bf_window=43200" in settings["SchedulerParameters"]
+    # slurm.isolation, as slurmctld understood it.
+    assert settings["JobContainerType"] == "job_container/tmpfs"
+    assert settings["LaunchParameters"] == "ulimit_pam_adopt"
+    assert settings["PrivateData"] == "jobs,usage,users"
+    # slurmdbd read its rendered PrivateData too (slurmdbd.conf, sacctmgr's view of it).
+    dbd = dict(line.split("=", 1) for line in dbd_config.splitlines() if "=" in line)
+    dbd = {key.strip(): value.strip() for key, value in dbd.items()}
+    assert dbd["PrivateData"] == "jobs,usage,users", dbd_config
 
 
 def test_slurmctld_logs_no_error_for_priority_weights_without_accounting(

@@ -42,12 +42,17 @@ PORTS_PLAYBOOK = (
     - name: Print the ports
       ansible.builtin.debug:
         var: slurm_firewall_ports
+    - name: Print the rich rules
+      ansible.builtin.debug:
+        var: slurm_firewall_rich_rules
 """
 )
 
 
-def _el_tree(tmp_path: Path) -> Path:
+def _el_tree(tmp_path: Path, firewall_sources: bool = True) -> Path:
     spec: dict[str, Any] = yaml.safe_load((EXAMPLES / "ml-training-8node.yaml").read_text())
+    spec["slurm"]["isolation"] = {"firewall_sources": firewall_sources}
+    tmp_path.mkdir(exist_ok=True)
     spec["software"]["os"] = "rocky-9"
     spec["slurm"]["accounting"]["port"] = int(DBD_PORT)
     spec["slurm"]["options"].update(
@@ -91,7 +96,7 @@ def test_each_el_node_opens_the_ports_of_its_slurm_processes(tmp_path: Path) -> 
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     result = json.loads(proc.stdout)
-    printed = result["plays"][0]["tasks"][-1]["hosts"]
+    printed = result["plays"][0]["tasks"][-2]["hosts"]
     ports = {host: printed[host]["slurm_firewall_ports"] for host in printed}
     srun_only = [SRUN_PORTS]
     # slurm-head: controller, slurmdbd and login; gpu01-08: compute. The Lustre servers
@@ -100,6 +105,53 @@ def test_each_el_node_opens_the_ports_of_its_slurm_processes(tmp_path: Path) -> 
         "slurm-head": [SLURMCTLD_PORT, DBD_PORT, *srun_only],
         **{f"gpu{n:02d}": [SLURMD_PORT, SRUN_PORTS] for n in range(1, 9)},
     }
+
+
+def _rich_rules(out: Path) -> dict[str, list[str]]:
+    (out / "ports.yml").write_text(PORTS_PLAYBOOK)
+    proc = subprocess.run(
+        [str(tool("ansible-playbook")), "ports.yml", "--limit", "slurm-head,gpu01"],
+        cwd=out,
+        env=_ansible_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    printed = json.loads(proc.stdout)["plays"][0]["tasks"][-1]["hosts"]
+    return {host: printed[host]["slurm_firewall_rich_rules"] for host in printed}
+
+
+def test_slurm_ports_are_open_only_to_the_clusters_networks(tmp_path: Path) -> None:
+    """slurm.isolation.firewall_sources (default): each port of a node is open to the
+    management and fabric networks of the spec only, by firewalld rich rules; the plain
+    port rule (open to any source) is closed. Off: no rich rule, the ports open to all."""
+    require("ansible-playbook")
+    out = _el_tree(tmp_path / "limited")
+    networks = ("10.0.1.0/24", "10.10.0.0/16")  # the example's management and fabric
+    all_vars = yaml.safe_load((out / "inventory/group_vars/all.yml").read_text())
+    assert all_vars["clustergen_slurm_firewall_sources"] == list(networks)
+
+    def rule(network: str, port: str) -> str:
+        return (
+            f'rule family="ipv4" source address="{network}" port port="{port}" '
+            'protocol="tcp" accept'
+        )
+
+    assert _rich_rules(out) == {
+        "slurm-head": [
+            rule(n, p) for n in networks for p in (SLURMCTLD_PORT, DBD_PORT, SRUN_PORTS)
+        ],
+        "gpu01": [rule(n, p) for n in networks for p in (SLURMD_PORT, SRUN_PORTS)],
+    }
+    firewall = yaml.safe_load((out / "roles/slurm/tasks/firewall.yml").read_text())
+    plain = next(t for t in firewall if "port" in t.get("ansible.posix.firewalld", {}))
+    assert plain["ansible.posix.firewalld"]["state"] == (
+        "{{ 'disabled' if slurm_firewall_sources else 'enabled' }}"
+    )
+    open_to_all = _el_tree(tmp_path / "open", firewall_sources=False)
+    all_vars = yaml.safe_load((open_to_all / "inventory/group_vars/all.yml").read_text())
+    assert all_vars["clustergen_slurm_firewall_sources"] == []
+    assert _rich_rules(open_to_all) == {"slurm-head": [], "gpu01": []}
 
 
 def test_el_site_yml_passes_syntax_check(tmp_path: Path) -> None:

@@ -522,6 +522,12 @@ SLURM_OPTION_DEFUNCT = Code(
     "slurm.option-defunct", "error", "a slurm.conf key the pinned Slurm ignores"
 )
 SLURM_OPTION_SECRET = Code("slurm.option-secret", "error", "a slurm.conf key that holds a password")
+SLURM_OPTION_WEAKENS_SECURITY = Code(
+    "slurm.option-weakens-security",
+    "error",
+    "a slurm.options value that weakens authentication or keeps users less inside their jobs "
+    "than slurm.isolation says",
+)
 SLURM_SRUN_PORTS_FIREWALLED = Code(
     "slurm.srun-ports-firewalled",
     "warning",

@@ -82,6 +82,7 @@ DAEMON_PACKAGES = (
     "slurmd",
     "slurmdbd",
     "slurm-client",
+    "libpam-slurm-adopt",
     "libpmix2",
     "chrony",
     "python3-pymysql",

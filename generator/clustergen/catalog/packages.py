@@ -299,19 +299,24 @@ SCHEDMD_APT_FIRST: tuple[int, int] = (23, 11)
 _APT_DISTRIBUTION_SLURM: dict[_SlurmKind, list[str]] = {
     "controller": ["slurm-client", "slurmctld"],
     "dbd": ["slurmdbd"],
-    "compute": ["slurm-client", "slurmd"],
+    "compute": ["libpam-slurm-adopt", "slurm-client", "slurmd"],
     "login": ["slurm-client"],
 }
 _APT_SCHEDMD_SLURM: dict[_SlurmKind, list[str]] = {
     "controller": ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmctld"],
     "dbd": ["slurm-smd", "slurm-smd-slurmdbd"],
-    "compute": ["slurm-smd", "slurm-smd-client", "slurm-smd-slurmd"],
+    "compute": [
+        "slurm-smd",
+        "slurm-smd-client",
+        "slurm-smd-libpam-slurm-adopt",
+        "slurm-smd-slurmd",
+    ],
     "login": ["slurm-smd", "slurm-smd-client"],
 }
 _DNF_SLURM: dict[_SlurmKind, list[str]] = {
     "controller": ["slurm", "slurm-slurmctld"],
     "dbd": ["slurm", "slurm-slurmdbd"],
-    "compute": ["slurm", "slurm-slurmd"],
+    "compute": ["slurm", "slurm-pam_slurm", "slurm-slurmd"],
     "login": ["slurm"],
 }
 

@@ -61,6 +61,11 @@ DERIVED_KEYS: dict[str, str] = {
     "FrontendName": "(not supported)",
 }
 
+# PrivateData with slurm.isolation.private_data: every user sees only their own jobs, usage
+# and user record (slurm.conf(5) and slurmdbd.conf(5) PrivateData; each value accepted by
+# both since before 22.05).
+PRIVATE_DATA: tuple[str, ...] = ("jobs", "usage", "users")
+
 # Accepted by some parsers but deprecated: refused with the replacement.
 DEPRECATED_KEYS: dict[str, str] = {
     "ControlMachine": "slurm.controllers (written as SlurmctldHost)",

@@ -12,10 +12,12 @@ from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
     DERIVED_KEYS,
     KEY_LIST_VERSIONS,
+    PRIVATE_DATA,
     accepted_keys,
     key_list_version,
     release_name,
 )
+from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.checks.references import meant_roles, unknown_node
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host
@@ -51,12 +53,104 @@ def options(cluster: Cluster) -> list[Problem]:
     spec = cluster.spec
     return [
         *_options(spec),
+        *_weakening(spec),
         *_policies(spec),
         *_qos(spec),
         *_timeouts(spec),
         *_backfill_window(spec),
         *_srun_ports(spec),
     ]
+
+
+# Authentication clustergen accepts: MUNGE, or Slurm's own auth/slurm and cred/slurm from
+# 23.11, where they first shipped (slurm.conf(5) AuthType, CredType; SchedMD's
+# authentication.html). auth/none and cred/none let anyone act as any user.
+_AUTH_TYPES: tuple[tuple[str, VersionTuple], ...] = (("auth/munge", (0,)), ("auth/slurm", (23, 11)))
+_CRED_TYPES: tuple[tuple[str, VersionTuple], ...] = (("cred/munge", (0,)), ("cred/slurm", (23, 11)))
+
+
+def _words(value: object) -> set[str]:
+    return {word.strip().lower() for word in str(value).split(",") if word.strip()}
+
+
+def _weakening(spec: Spec) -> list[Problem]:
+    """slurm.options that loosen what clustergen writes for authentication and containment,
+    each allowed only by the spec key that turns that protection off."""
+    release = parse_version(spec.software.slurm)[:2]
+    isolation = spec.slurm.isolation
+    problems = []
+
+    def weakens(key: str, message: str) -> None:
+        problems.append(
+            Problem(codes.SLURM_OPTION_WEAKENS_SECURITY, ("slurm", "options", key), message)
+        )
+
+    for key, value in spec.slurm.options.items():
+        lowered, words = key.lower(), _words(value)
+        for name, allowed_types, what, harm in (
+            ("authtype", _AUTH_TYPES, "AuthType", "lets any process claim any user's identity"),
+            (
+                "credtype",
+                _CRED_TYPES,
+                "CredType",
+                "lets slurmd accept job credentials nobody signed",
+            ),
+        ):
+            if lowered != name:
+                continue
+            allowed = [kind for kind, since in allowed_types if release >= since]
+            if str(value).strip().lower() not in allowed:
+                weakens(
+                    key,
+                    f"{what}={value} {harm}; Slurm {spec.software.slurm} takes "
+                    f"{' or '.join(allowed)} here (clustergen writes {allowed[0]}), and no "
+                    "spec key allows another",
+                )
+        contained = words & {"contain", "x11"}  # X11 implies Contain (slurm.conf(5))
+        if lowered == "prologflags" and not contained:
+            needs = [
+                name
+                for name, on in (
+                    ("ssh_adopt", isolation.ssh_adopt),
+                    ("job_tmpfs", isolation.job_tmpfs),
+                )
+                if on
+            ]
+            if needs:
+                weakens(
+                    key,
+                    f"PrologFlags={value} drops Contain, which "
+                    + " and ".join(f"slurm.isolation.{name}" for name in needs)
+                    + " need (the extern step that ssh sessions and the job's private /tmp "
+                    "live in); add Contain, or set "
+                    + " and ".join(f"slurm.isolation.{name}: false" for name in needs),
+                )
+        missing = [word for word in PRIVATE_DATA if word not in words]
+        if lowered == "privatedata" and isolation.private_data and missing:
+            weakens(
+                key,
+                f"PrivateData={value} lets users see each other's {', '.join(missing)}; "
+                f"keep {','.join(PRIVATE_DATA)} in it, or set slurm.isolation.private_data: "
+                "false",
+            )
+        if lowered in ("jobcontainertype", "namespacetype") and isolation.job_tmpfs:
+            weakens(
+                key,
+                f"clustergen writes the per-job /tmp and /dev/shm plugin itself from "
+                f"slurm.isolation.job_tmpfs; set job_tmpfs: false to choose {value}",
+            )
+        if (
+            lowered == "launchparameters"
+            and isolation.ssh_adopt
+            and "ulimit_pam_adopt" not in words
+        ):
+            weakens(
+                key,
+                f"LaunchParameters={value} lacks ulimit_pam_adopt, so an ssh session "
+                "adopted into a job keeps sshd's limits, not the job's; add it, or set "
+                "slurm.isolation.ssh_adopt: false",
+            )
+    return problems
 
 
 def _compute_nodes_exist(spec: Spec, hosts: Sequence[Host]) -> list[Problem]:

@@ -25,6 +25,7 @@ from clustergen.model.syntax import (
     DatabaseWord,
     DnsDomain,
     SlurmName,
+    UnixName,
     VariableName,
 )
 
@@ -282,6 +283,77 @@ class HealthCheck(StrictModel):
     )
 
 
+def _default_admin_users() -> list[str]:
+    return ["root"]
+
+
+def _default_admin_groups() -> list[str]:
+    return ["sudo", "wheel"]
+
+
+class SshAdmins(StrictModel):
+    """Who may ssh to a compute node without a job there (pam_access, before pam_slurm_adopt)."""
+
+    users: list[UnixName] = Field(
+        default_factory=_default_admin_users,
+        description="Users let in without a job. Default [root]. The user Ansible connects "
+        "as must be here or in one of the groups, or the playbook cannot reach the compute "
+        "nodes after its first run.",
+    )
+    groups: list[UnixName] = Field(
+        default_factory=_default_admin_groups,
+        description="Groups whose members are let in without a job. Default [sudo, wheel]: "
+        "the groups that may become root on Debian/Ubuntu and EL, whose members could leave "
+        "any job's cgroup anyway.",
+    )
+
+
+class Isolation(StrictModel):
+    """What keeps users inside their jobs and out of each other's (docs/security.md)."""
+
+    ssh_adopt: bool = Field(
+        default=True,
+        description="pam_slurm_adopt in sshd's PAM stack on the compute nodes: a user without "
+        "a job on the node is refused, and a user's ssh session joins the cgroup of their job "
+        "there, so it uses only the job's GPUs, cores and memory and ends with it "
+        "(LaunchParameters=ulimit_pam_adopt, pam_systemd out of sshd's session stack). Turn "
+        "off only where users must log in to compute nodes outside jobs, knowing that they "
+        "then use the node's GPUs outside any job's limits and accounting.",
+    )
+    ssh_admins: SshAdmins = Field(
+        default_factory=SshAdmins,
+        description="Who may ssh to a compute node without a job (with ssh_adopt).",
+    )
+    private_data: bool = Field(
+        default=True,
+        description="PrivateData=jobs,usage,users in slurm.conf (and slurmdbd.conf): a user "
+        "sees only their own jobs, usage and user record (squeue, sacct, sshare), not what "
+        "others run, for how long, or under which names. Turn off where users are trusted to "
+        "see each other's work, e.g. one team sharing a cluster.",
+    )
+    job_tmpfs: bool = Field(
+        default=True,
+        description="A private /tmp and /dev/shm per job (job_container/tmpfs, "
+        "job_container.conf; NamespaceType=namespace/tmpfs from Slurm 25.11), removed when "
+        "the job ends, so jobs neither read each other's files there nor fill them for the "
+        "next job. Turn off only where jobs must share /tmp or /dev/shm with processes "
+        "outside the job.",
+    )
+    job_tmpfs_base: AbsolutePath = Field(
+        default="/var/spool/slurmd/job_tmpfs",
+        description="BasePath of job_container.conf: the node-local directory under which "
+        "each job's /tmp and /dev/shm are kept while it runs; it needs room for what jobs "
+        "write to /tmp.",
+    )
+    firewall_sources: bool = Field(
+        default=True,
+        description="On EL (firewalld), open the Slurm ports only to the cluster's own "
+        "networks (network.management.cidr, network.fabric.cidr), so no other host can talk "
+        "to slurmctld, slurmd or slurmdbd. Turn off only where Slurm clients outside those "
+        "networks (a submit host elsewhere) must reach the daemons.",
+    )
+
+
 class Slurm(StrictModel):
     """The Slurm configuration: slurm.conf, gres.conf, cgroup.conf, topology.conf, slurmdbd.conf."""
 
@@ -312,6 +384,11 @@ class Slurm(StrictModel):
         "(e.g. the fabric).",
     )
     health_check: HealthCheck | None = Field(default=None, description="GPU health checks.")
+    isolation: Isolation = Field(
+        default_factory=Isolation,
+        description="Users kept inside their jobs and out of each other's data: each part on "
+        "by default, each switchable with the reason given (docs/security.md).",
+    )
     options: dict[str, ConfValue] = Field(
         default_factory=dict,
         description="Further slurm.conf keys, written as given after clustergen's own. Checked "

@@ -225,6 +225,13 @@ ABSOLUTE_PATH = Syntax(
 )
 LUSTRE_FSNAME = Syntax(r"^[A-Za-z0-9_-]{1,8}$", "1-8 letters, digits, '_' or '-'")
 LNET_NETWORK = Syntax(r"^(?:o2ib|tcp)[0-9]*$", "an LNet network such as o2ib0 or tcp0")
+# useradd's default NAME_REGEX (Debian adduser.conf, shadow-utils): what pam_access reads
+# as one user or group name.
+UNIX_NAME = Syntax(
+    r"^[a-z_][a-z0-9_-]{0,31}$",
+    "a user or group name: up to 32 lowercase letters, digits, '_' and '-', starting with a "
+    "letter or '_'",
+)
 VARIABLE_NAME = Syntax(r"^[A-Za-z_][A-Za-z0-9_]*$", "an Ansible variable name")
 ENV_NAME = Syntax(
     r"^[A-Za-z_][A-Za-z0-9_]*$",
@@ -254,5 +261,6 @@ AbsolutePath = Annotated[str, ABSOLUTE_PATH]
 LustreFsname = Annotated[str, LUSTRE_FSNAME]
 LnetNetwork = Annotated[str, LNET_NETWORK]
 VariableName = Annotated[str, VARIABLE_NAME]
+UnixName = Annotated[str, UNIX_NAME]
 EnvName = Annotated[str, ENV_NAME]
 PackageVersion = Annotated[str, PACKAGE_VERSION]

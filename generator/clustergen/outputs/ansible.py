@@ -401,5 +401,23 @@ def _all_vars(cluster: Cluster) -> GroupVars:
                 cluster.spec.cluster.munge_key_variable,
             ),
             Variable("clustergen_cluster_name", "cluster.name", cluster.spec.cluster.name),
+            Variable(
+                "clustergen_slurm_firewall_sources",
+                "slurm.isolation.firewall_sources: the networks the Slurm ports are open to "
+                "on EL (firewalld); empty: every source",
+                _firewall_sources(cluster),
+            ),
         ],
     )
+
+
+def _firewall_sources(cluster: Cluster) -> list[str]:
+    """The cluster's own networks, when slurm.isolation.firewall_sources limits the Slurm
+    ports to them."""
+    spec = cluster.spec
+    if not spec.slurm.isolation.firewall_sources:
+        return []
+    networks = [spec.network.management.cidr]
+    if spec.network.fabric is not None:
+        networks.append(spec.network.fabric.cidr)
+    return [str(network) for network in networks]

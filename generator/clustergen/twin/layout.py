@@ -196,6 +196,9 @@ def adapt_slurm_conf(
             replace["PrologFlags"] = ",".join(kept)
         else:
             drop.add("prologflags")
+    # The per-job /tmp (job_container/tmpfs, namespace/tmpfs) needs Contain, gone above,
+    # and would mount under job_container.conf's BasePath on this machine.
+    drop |= {"jobcontainertype", "namespacetype"}
     if uses_slurmdbd(rendered):
         replace["AccountingStorageHost"] = "localhost"
         replace["AccountingStoragePort"] = str(dbd_port)

@@ -7,6 +7,9 @@ slurmdbd restart; the NodeName lines, recorded per daemon (clustergen-nodes.slur
 on the controllers, clustergen-nodes.slurmd on the compute nodes), restart slurmctld
 and every slurmd when they change; the Epilog is read afresh after every job. With slurm.qos, a
 sacctmgr script for the controllers creates the QOS in slurmdbd (role slurm_accounting).
+With slurm.isolation: job_container.conf (a private /tmp and /dev/shm per job), and on the
+compute nodes the account lines of pam_slurm_adopt that sshd's PAM stack includes, with the
+pam_access file of the admins let in without a job.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from clustergen.artifacts import NO_CHANGE, Artifact, Change, Install, Secret
 from clustergen.catalog.packages import SLURM_GROUP
 from clustergen.outputs.slurm.derive import (
     EPILOG_NAME,
+    PAM_ADOPT_ACCESS,
+    PAM_ADOPT_INCLUDE,
     QOS_SCRIPT_NAME,
     SLURM_ETC,
     SlurmContext,
@@ -38,6 +43,8 @@ NODE_RECORDS = (
 NODE_RECORD = "clustergen-nodes"  # /etc/slurm/clustergen-nodes.<daemon>
 # A drop-in of slurmd's unit; the Restart slurmd handler reloads systemd first.
 MEMLOCK_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-memlock.conf"
+# sshd's UsePAM, which pam_slurm_adopt needs; sorts before the site's own drop-ins.
+SSHD_USEPAM_DROPIN = "/etc/ssh/sshd_config.d/00-clustergen-usepam.conf"
 
 
 def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
@@ -66,6 +73,20 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
     artifacts.append(Artifact("slurm/slurmd-memlock.conf", text, install=install))
     if slurm.gres:
         artifacts.append(conf("gres.conf", RESTART_SLURMD))
+    if slurm.job_container is not None:
+        artifacts.append(conf("job_container.conf", RESTART_SLURMD))
+    if slurm.ssh_adopt is not None:
+        # sshd reads its PAM stack at every login: nothing to restart.
+        for name, dest in (
+            ("pam-slurm-adopt", PAM_ADOPT_INCLUDE),
+            ("ssh-admins.conf", PAM_ADOPT_ACCESS),
+        ):
+            text = render_template(env, f"slurm/{name}.j2", cluster, slurm=slurm)
+            install = Install(dest, "compute", NO_CHANGE)
+            artifacts.append(Artifact(f"slurm/{name}", text, install=install))
+        text = render_template(env, "slurm/sshd-usepam.conf.j2", cluster)
+        install = Install(SSHD_USEPAM_DROPIN, "compute", Change("restart", "sshd"))
+        artifacts.append(Artifact("slurm/sshd-usepam.conf", text, install=install))
     if slurm.topology:
         artifacts.append(conf("topology.conf", RECONFIGURE))
     if slurm.slurmdbd is not None:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from clustergen.catalog.gpus import GPU_MODELS
+from clustergen.catalog.slurm_keys import PRIVATE_DATA
+from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.catalog.xids import DRAIN_XIDS, DrainXid
 from clustergen.hosts import NUMBERED_NAME, Host, compress
 from clustergen.model import Spec
@@ -22,6 +24,18 @@ from clustergen.outputs.nccl.derive import compute_hcas
 from clustergen.resolve import Cluster
 
 SLURM_ETC = "/etc/slurm"
+# pam_slurm_adopt on compute nodes: the account lines sshd's PAM stack includes, and the
+# pam_access file of who may log in without a job (SchedMD, pam_slurm_adopt.html).
+PAM_ADOPT_INCLUDE = "/etc/pam.d/clustergen-slurm-adopt"
+PAM_ADOPT_ACCESS = "/etc/security/clustergen-ssh-admins.conf"
+# job_container.conf's Dirs (job_container.conf(5)): 22.05 mounts /tmp and /dev/shm
+# without the key (its plugin knows BasePath, AutoBasePath, InitScript, NodeName only);
+# the man page of 23.11 documents Dirs, whose default is the same two.
+JOB_TMPFS_DIRS = "/tmp,/dev/shm"
+JOB_TMPFS_DIRS_FROM: VersionTuple = (23, 11)
+# Slurm 25.11 names the per-job namespace plugin NamespaceType=namespace/tmpfs (slurm.conf(5)
+# of 25.11, job_container.conf(5)); before, JobContainerType=job_container/tmpfs.
+NAMESPACE_TYPE_FROM: VersionTuple = (25, 11)
 EPILOG_NAME = "health-epilog.sh"
 QOS_SCRIPT_NAME = "clustergen-qos.sh"
 
@@ -169,6 +183,14 @@ class QosLine:
 
 
 @dataclass(frozen=True)
+class SshAdopt:
+    """pam_access lines, in order: who may ssh to a compute node without a job."""
+
+    access: list[str]
+    access_file: str = PAM_ADOPT_ACCESS
+
+
+@dataclass(frozen=True)
 class SlurmContext:
     sections: list[ConfSection]
     nodes: list[NodeLine]
@@ -184,6 +206,8 @@ class SlurmContext:
     drain_xids: tuple[DrainXid, ...]
     max_gpu_temp_c: int
     qos: list[QosLine]
+    ssh_adopt: SshAdopt | None  # pam_slurm_adopt on the compute nodes
+    job_container: list[Setting] | None  # job_container.conf
     epilog_timeouts: EpilogTimeouts = EPILOG_TIMEOUTS
 
 
@@ -224,7 +248,52 @@ def derive_slurm(cluster: Cluster) -> SlurmContext:
         drain_xids=DRAIN_XIDS,
         max_gpu_temp_c=health.max_gpu_temp_c if health else 0,
         qos=_qos_lines(spec),
+        ssh_adopt=_ssh_adopt(spec) if spec.slurm.isolation.ssh_adopt else None,
+        job_container=_job_container(spec) if spec.slurm.isolation.job_tmpfs else None,
     )
+
+
+def _ssh_adopt(spec: Spec) -> SshAdopt:
+    admins = spec.slurm.isolation.ssh_admins
+    allowed = [*admins.users, *(f"({group})" for group in admins.groups)]
+    # pam_access: the first line that matches decides; everyone else is left to
+    # pam_slurm_adopt, which lets in only users with a job on the node.
+    access = [f"+:{' '.join(allowed)}:ALL"] if allowed else []
+    return SshAdopt([*access, "-:ALL:ALL"])
+
+
+def slurm_release(spec: Spec) -> VersionTuple:
+    return parse_version(spec.software.slurm)[:2]
+
+
+def _job_container(spec: Spec) -> list[Setting]:
+    # AutoBasePath: slurmd creates BasePath when it is missing (job_container.conf(5)).
+    settings: list[Setting] = [
+        ("AutoBasePath", "true"),
+        ("BasePath", spec.slurm.isolation.job_tmpfs_base),
+    ]
+    if slurm_release(spec) >= JOB_TMPFS_DIRS_FROM:
+        settings.append(("Dirs", JOB_TMPFS_DIRS))
+    return settings
+
+
+def isolation_settings(spec: Spec) -> list[Setting]:
+    """slurm.conf's isolation keys from slurm.isolation, less those slurm.options sets (the
+    checks refuse an option that weakens them)."""
+    isolation = spec.slurm.isolation
+    settings: list[Setting] = []
+    if isolation.job_tmpfs:
+        if slurm_release(spec) >= NAMESPACE_TYPE_FROM:
+            settings.append(("NamespaceType", "namespace/tmpfs"))
+        else:
+            settings.append(("JobContainerType", "job_container/tmpfs"))
+    if isolation.ssh_adopt:
+        # The limits of the job's steps on an adopted ssh session, not sshd's.
+        settings.append(("LaunchParameters", "ulimit_pam_adopt"))
+    if isolation.private_data:
+        settings.append(("PrivateData", ",".join(PRIVATE_DATA)))
+    overridden = {key.lower() for key in spec.slurm.options}
+    return [(key, value) for key, value in settings if key.lower() not in overridden]
 
 
 def _option(spec: Spec, key: str) -> str | None:
@@ -292,6 +361,7 @@ def _slurm_sections(cluster: Cluster, epilog: bool) -> list[ConfSection]:
     resources += [
         ("ProctrackType", "proctrack/cgroup"),
         ("TaskPlugin", "task/cgroup,task/affinity"),
+        *isolation_settings(spec),
     ]
     sections.append(ConfSection("Resources and isolation", resources))
     if slurm.accounting is not None:
@@ -646,8 +716,10 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
     assert accounting is not None
     database = accounting.database
     overridden = {key.lower() for key in spec.slurm.options}
+    # slurmdbd authenticates as slurmctld does (slurm.options may choose auth/slurm).
+    auth = _option(spec, "AuthType") or "auth/munge"
     settings: list[Setting] = [
-        ("AuthType", "auth/munge"),
+        ("AuthType", auth),
         ("DbdHost", accounting.host),
         ("DbdPort", str(accounting.port)),
         ("SlurmUser", "slurm"),
@@ -659,6 +731,8 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
         ("StorageLoc", database.name),
         ("StorageUser", database.user),
     ]
+    if spec.slurm.isolation.private_data:
+        settings.append(("PrivateData", ",".join(PRIVATE_DATA)))
     # slurmdbd must run as the same user as slurmctld.
     if "slurmuser" in overridden:
         user = next(str(v) for k, v in spec.slurm.options.items() if k.lower() == "slurmuser")
