@@ -17,7 +17,7 @@ import pytest
 
 from clustergen.artifacts import Artifact
 from clustergen.render import render_all
-from clustergen.twin.twin import Twin
+from clustergen.twin.session import Twin
 
 from support.paths import DATA
 from support.twin import sbatch, started_twin, wait_for_state

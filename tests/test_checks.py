@@ -13,7 +13,7 @@ import pytest
 
 from clustergen.checks import CHECKS, Check
 from clustergen.load import load_spec
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.validate import valid_sections
 
 from support.paths import REFERENCE_SPECS
@@ -28,4 +28,4 @@ def test_check_reads_only_the_sections_it_needs(spec_file: Path, check: Check) -
     assert check.needs <= valid
     assert not valid & others
     # Reading an absent section, even through the cluster's host table, raises here.
-    check.run(Cluster(spec, spec_file.name))
+    check.run(ResolvedCluster(spec, spec_file.name))

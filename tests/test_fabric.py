@@ -11,7 +11,7 @@ import yaml
 
 from clustergen.fabric import blocking, uplink_share
 from clustergen.load import LoadedSpec
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate, validate_cluster
 
 from support.paths import EXAMPLES
@@ -24,7 +24,7 @@ def _reference() -> Data:
     return data
 
 
-def _cluster(data: Data) -> Cluster:
+def _cluster(data: Data) -> ResolvedCluster:
     cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
     assert cluster is not None, problems
     return cluster

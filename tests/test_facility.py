@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.facility import CONTINUOUS_LOAD_LIMIT
 from clustergen.load import load_spec
 from clustergen.outputs.facility.derive import derive_facility
 from clustergen.outputs.facility.elevation import CHAR_PX, ROLE_FILLS, UNIT_PX, detail
+from clustergen.physical_plan import CONTINUOUS_LOAD_LIMIT
 from clustergen.render import render_all
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool
@@ -29,7 +29,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 PAGE_SIZE = (2000, 1400)
 
 
-def _cluster(path: Path) -> Cluster:
+def _cluster(path: Path) -> ResolvedCluster:
     cluster, problems = validate_cluster(load_spec(str(path)))
     assert cluster is not None, [p.format() for p in problems]
     return cluster
@@ -75,7 +75,7 @@ def test_reference_specs_render_every_sheet(spec_path: Path) -> None:
 def test_spec_without_racks_renders_no_facility_files() -> None:
     cluster = _cluster(EXAMPLES / "edge-roce-2node.yaml")
     spec = cluster.spec.model_copy(update={"racks": []})
-    bare = Cluster(spec, cluster.spec_name)
+    bare = ResolvedCluster(spec, cluster.spec_name)
     assert derive_facility(bare) is None
     assert not [name for name in render_all(bare) if name.startswith("facility/")]
 
@@ -133,7 +133,7 @@ def test_bank_sheet_gives_each_bank_its_breaker() -> None:
     rack = cluster.spec.racks[0]
     pdu = rack.pdus[0].model_copy(update={"banks": 2, "bank_amps": 20})
     racks = [rack.model_copy(update={"pdus": [pdu]})]
-    banked = Cluster(cluster.spec.model_copy(update={"racks": racks}), cluster.spec_name)
+    banked = ResolvedCluster(cluster.spec.model_copy(update={"racks": racks}), cluster.spec_name)
     facility = derive_facility(banked)
     assert facility is not None
     # 208 V x 20 A = 4160 VA, 80% = 3328 VA. Plugged in order onto alternating banks: each

@@ -16,7 +16,7 @@ import yaml
 import clustergen.outputs.facility as facility_outputs
 from clustergen.load import load_spec
 from clustergen.outputs.facility import RACK_SVG, rack_svgs
-from clustergen.outputs.facility.derive import Facility, derive_facility
+from clustergen.outputs.facility.derive import FacilitySheets, derive_facility
 from clustergen.outputs.facility.elevation import PLACEHOLDER, Shape, elevation
 from clustergen.outputs.facility.sheets import (
     csv_text,
@@ -25,7 +25,7 @@ from clustergen.outputs.facility.sheets import (
     number,
     outlet_sheet,
 )
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment, render_template
 from clustergen.validate import validate_cluster
 
@@ -53,7 +53,7 @@ def _rack(name: str, pdu: str, switch: str, cut: str, watts: int = 350) -> dict[
     }
 
 
-def _cluster(tmp_path: Path) -> Cluster:
+def _cluster(tmp_path: Path) -> ResolvedCluster:
     data = yaml.safe_load((EXAMPLES / "edge-roce-2node.yaml").read_text())
     racks = [_rack(name, *names) for name, names in ALIKE.items()]
     racks.append(_rack("odd", "pdu", "sw1", "a" * 60, watts=351))
@@ -65,7 +65,7 @@ def _cluster(tmp_path: Path) -> Cluster:
     return cluster
 
 
-def _facility(cluster: Cluster) -> Facility:
+def _facility(cluster: ResolvedCluster) -> FacilitySheets:
     facility = derive_facility(cluster)
     assert facility is not None
     return facility

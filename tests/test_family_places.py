@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clustergen.artifacts import Artifact, Change, Install
+from clustergen.artifacts import Artifact, Install, NodeChange
 from clustergen.load import load_spec
 from clustergen.outputs import FAMILIES, UNINSTALLED
 from clustergen.outputs.ansible import handler_name
@@ -242,7 +242,7 @@ def test_every_installed_family_is_rendered_by_a_spec_here() -> None:
 
 
 def _toy(
-    change: Change, group: str = "compute", family: str = "toy_health"
+    change: NodeChange, group: str = "compute", family: str = "toy_health"
 ) -> dict[str, list[Artifact]]:
     install = Install("/etc/clustergen/health.conf", group, change)
     return {family: [Artifact(f"{family}/gpu/health.conf", "x\n", install=install)]}
@@ -256,13 +256,15 @@ MEMBERS = {"compute": frozenset({"gpu01", "gpu02"}), "slurm": frozenset({"gpu01"
 
 
 def test_a_family_no_role_installs_names_rendered_files_family() -> None:
-    (problem,) = place_problems(_toy(Change("restart", "slurmd")), MEMBERS, site())
+    (problem,) = place_problems(_toy(NodeChange("restart", "slurmd")), MEMBERS, site())
     assert "no role includes rendered_files with `rendered_files_family: toy_health`" in problem
 
 
 def test_a_restart_no_role_of_the_play_handles_names_the_handlers_file() -> None:
     installs = {**site().installs, "slurm": site().installs["slurm"] | {"toy_health"}}
-    problems = place_problems(_toy(Change("restart", "toyd")), MEMBERS, _with(installs=installs))
+    problems = place_problems(
+        _toy(NodeChange("restart", "toyd")), MEMBERS, _with(installs=installs)
+    )
     assert any(
         "notifies 'Restart toyd', but no role of play 'Slurm' in site.yml (munge, slurm) "
         "defines it: add a 'Restart toyd' handler to roles/slurm/handlers/main.yml" in p
@@ -274,7 +276,7 @@ def test_a_restarted_service_the_converge_check_lacks_names_its_list() -> None:
     installs = {**site().installs, "slurm": site().installs["slurm"] | {"toy_health"}}
     handlers = {**site().handlers, "slurm": site().handlers["slurm"] | {"Restart toyd"}}
     problems = place_problems(
-        _toy(Change("restart", "toyd")), MEMBERS, _with(installs=installs, handlers=handlers)
+        _toy(NodeChange("restart", "toyd")), MEMBERS, _with(installs=installs, handlers=handlers)
     )
     assert problems == [
         "toy_health/gpu/health.conf (family toy_health, group compute) restarts service toyd, but "
@@ -286,7 +288,7 @@ def test_a_restarted_service_the_converge_check_lacks_names_its_list() -> None:
 def test_a_group_no_play_reaches_names_the_group() -> None:
     installs = {**site().installs, "nccl": site().installs["nccl"] | {"toy_health"}}
     members = {**MEMBERS, "nvidia_gpu": frozenset({"gpu01"})}
-    problems = place_problems(_toy(Change("nothing")), members, _with(installs=installs))
+    problems = place_problems(_toy(NodeChange("nothing")), members, _with(installs=installs))
     assert problems == [
         "toy_health/gpu/health.conf (family toy_health, group compute): no play of site.yml runs "
         "role nccl on gpu02 (a play whose hosts are groups['compute'])"
@@ -300,7 +302,7 @@ def test_a_play_not_narrowed_to_the_converge_group_is_named() -> None:
         for p in site().plays
     )
     problems = place_problems(
-        _toy(Change("restart", "slurmd")), MEMBERS, _with(installs=installs, plays=plays)
+        _toy(NodeChange("restart", "slurmd")), MEMBERS, _with(installs=installs, plays=plays)
     )
     assert any(
         "play 'Slurm' of site.yml runs role slurm on hosts not narrowed" in p for p in problems
@@ -308,7 +310,7 @@ def test_a_play_not_narrowed_to_the_converge_group_is_named() -> None:
 
 
 def test_an_installed_file_of_an_uninstalled_family_names_the_set() -> None:
-    (problem,) = place_problems(_toy(Change("nothing"), family="facility"), MEMBERS, site())
+    (problem,) = place_problems(_toy(NodeChange("nothing"), family="facility"), MEMBERS, site())
     assert "family facility is in UNINSTALLED" in problem
 
 

@@ -40,8 +40,8 @@ def slow_replace(source, target, **options):
     time.sleep({RENAME_DELAY_S})
     real_replace(source, target, **options)
 os.replace = slow_replace
-from clustergen.entry import main
-sys.exit(main(sys.argv[1:]))
+from clustergen.entry import configured_main
+sys.exit(configured_main(sys.argv[1:]))
 """
 
 
@@ -200,8 +200,8 @@ def slow_stage(path, rendered, **options):
     time.sleep({RENAME_DELAY_S})
     return real_stage(path, rendered, **options)
 write._stage = slow_stage
-from clustergen.entry import main
-sys.exit(main(sys.argv[1:]))
+from clustergen.entry import configured_main
+sys.exit(configured_main(sys.argv[1:]))
 """
 
 

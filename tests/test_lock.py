@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from clustergen.errors import ExitCode
-from clustergen.lock import carries, nearest, parse_apt_packages, parse_primary_xml
+from clustergen.lock import carries, nearest_versions, parse_apt_packages, parse_primary_xml
 
 from support.ci import skip_or_fail
 from support.debian import debian_mirror
@@ -185,7 +185,7 @@ def test_carries(pin: str, versions: set[str], found: bool) -> None:
 
 def test_nearest_puts_the_same_upstream_version_first() -> None:
     offered = {"550.54.15-0ubuntu1", "550.90.12-0ubuntu1", "550.90.07-0ubuntu1", "535.1-1"}
-    assert nearest("550.90.07-1", offered) == (
+    assert nearest_versions("550.90.07-1", offered) == (
         "550.90.07-0ubuntu1",
         "550.90.12-0ubuntu1",
         "550.54.15-0ubuntu1",

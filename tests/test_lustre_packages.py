@@ -12,7 +12,7 @@ import yaml
 from clustergen.load import LoadedSpec
 from clustergen.outputs.ansible import lock_groups
 from clustergen.render import render_all
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate, validate_cluster
 
 from support.paths import DATA
@@ -48,13 +48,13 @@ def mixed(**software: Any) -> dict[str, Any]:
     return data
 
 
-def cluster_of(data: dict[str, Any]) -> Cluster:
+def cluster_of(data: dict[str, Any]) -> ResolvedCluster:
     cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
     assert cluster is not None, [p.format() for p in problems]
     return cluster
 
 
-def locked(cluster: Cluster) -> dict[str, tuple[str, dict[str, str]]]:
+def locked(cluster: ResolvedCluster) -> dict[str, tuple[str, dict[str, str]]]:
     return {g.name: (g.nodes, dict(g.packages)) for g in lock_groups(cluster)}
 
 

@@ -7,19 +7,19 @@ import pytest
 from clustergen.catalog.nccl_vars import NCCL_VARIABLES, parse_interface_list, value_problem
 from clustergen.load import load_spec
 from clustergen.outputs.nccl.derive import derive_nccl
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
 from support.paths import DATA, EXAMPLES
 
 
-def _cluster(name: str) -> Cluster:
+def _cluster(name: str) -> ResolvedCluster:
     cluster, problems = validate_cluster(load_spec(str(name)))
     assert cluster is not None, [p.format() for p in problems]
     return cluster
 
 
-def _values(cluster: Cluster, profile: str) -> dict[str, str]:
+def _values(cluster: ResolvedCluster, profile: str) -> dict[str, str]:
     entry = next(e for e in derive_nccl(cluster) if e.profile == profile)
     return {s.name: s.value for s in entry.settings}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.artifacts import Artifact, Change, Install
+from clustergen.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.packages import CONCERNS
 from clustergen.errors import ExitCode
 from clustergen.load import load_spec
@@ -233,7 +233,7 @@ def test_a_reformat_is_destructive_and_comes_first(cli, tmp_path: Path) -> None:
         format_script,
         "mkfs.lustre --ost --index=3 /dev/disk/by-id/dm-name-ost3b\n",
         0o755,
-        Install("/usr/local/sbin/format-ost0003", "lustre_oss", Change("reformat", "OST0003")),
+        Install("/usr/local/sbin/format-ost0003", "lustre_oss", NodeChange("reformat", "OST0003")),
     )
     plan = make_plan(cluster, with_manifest(files, cluster.spec.cluster.name), tree)
     assert plan.exit_code == ExitCode.PLAN_DESTRUCTIVE

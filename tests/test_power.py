@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 from clustergen.errors import LocatedProblem
 from clustergen.load import LoadedSpec
 from clustergen.outputs.facility.derive import derive_facility
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate, validate_cluster
 
 from support.paths import EXAMPLES, WARNING_CASES
@@ -38,7 +38,7 @@ def _problems(data: Data) -> list[LocatedProblem]:
     return validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
 
 
-def _cluster(data: Data) -> Cluster:
+def _cluster(data: Data) -> ResolvedCluster:
     cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
     assert cluster is not None, [p.format() for p in problems]
     return cluster

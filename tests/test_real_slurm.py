@@ -17,7 +17,7 @@ import pytest
 from clustergen.load import load_spec
 from clustergen.model.common import expand_hostlist, parse_slurm_time
 from clustergen.outputs.slurm.derive import SlurmContext, derive_slurm, gres_type, real_memory_mib
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
 from support.paths import REFERENCE_SPECS, WARNING_CASES
@@ -26,7 +26,7 @@ from support.realslurm.testbed import SlurmTestbed, require_real_slurm
 pytestmark = pytest.mark.daemons
 
 
-def rendered(spec_path: Path, out: Path, cli) -> tuple[Cluster, SlurmContext]:  # type: ignore[no-untyped-def]
+def rendered(spec_path: Path, out: Path, cli) -> tuple[ResolvedCluster, SlurmContext]:  # type: ignore[no-untyped-def]
     result = cli("render", str(spec_path), "-o", str(out))
     assert result.code == 0, result.err
     loaded = load_spec(str(spec_path))

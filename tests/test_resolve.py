@@ -1,6 +1,6 @@
 """The resolved cluster is built once, from validation to render.
 
-The checks and every output family read one `Cluster`; what the checks computed
+The checks and every output family read one `ResolvedCluster`; what the checks computed
 (the host table, expanded hostlists, pins) the render reuses, and no hostlist
 expression is expanded twice.
 """

@@ -49,12 +49,17 @@ _SYSTEM_FOLDER = (
     "which folder the slurm role chowns depends on the slurm.conf key (a log file's folder) "
     "and on slurm.options, an open mapping; judged with '..' resolved (catalog/folders.py)"
 )
-_POWER_PLAN = "sums over the rack's devices, PSUs and feeds (clustergen/facility.py)"
+_POWER_PLAN = "sums over the rack's devices, PSUs and feeds (clustergen/physical_plan.py)"
 _LUSTRE_TUNING = "the parameter table (catalog/lustre.py) with ranges and places per key"
 _PINS = "package overrides are compared with the versions clustergen derives"
 _NCCL_TABLE = (
     "values are judged per variable by catalog/nccl_vars.py; the schema leaves nccl.env open "
     "so that a name NCCL adds later only warns"
+)
+
+_WEAKENS = (
+    "the schema leaves slurm.options keys open (they depend on the pinned Slurm); whether "
+    "a value weakens security depends on the Slurm release and slurm.isolation"
 )
 
 # Each invalid case the schema cannot reject, with the reason. A case the schema
@@ -91,6 +96,11 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "options-controlmachine": _SLURM_VERSION,
     "options-password": "the schema leaves slurm.options keys open (they depend on the "
     "pinned Slurm); checks/slurm.py refuses the password keys, naming the vault variable",
+    "options-auth-none": _WEAKENS,
+    "options-cred-none": _WEAKENS,
+    "options-job-container-none": _WEAKENS,
+    "options-privatedata-weakened": _WEAKENS,
+    "options-prologflags-without-contain": _WEAKENS,
     "preempt-qos-without-accounting": "a setting that needs another section",
     "compute-node-under-no-leaf": _TOPOLOGY,
     "node-under-two-leaves": _TOPOLOGY,

@@ -23,7 +23,7 @@ import pytest
 
 from clustergen.model.common import parse_slurm_time
 from clustergen.twin.process import DaemonError
-from clustergen.twin.twin import Twin
+from clustergen.twin.session import Twin
 
 from support.paths import EXAMPLES
 from support.pull_request import PULL_REQUEST, edited

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clustergen.load import load_spec
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.twin.conf import known_keys
 from clustergen.twin.layout import TwinPaths, adapt_slurm_conf, choose_nodes
 from clustergen.validate import validate_cluster
@@ -18,7 +18,7 @@ from clustergen.validate import validate_cluster
 from support.paths import EXAMPLES
 
 
-def ml_training() -> Cluster:
+def ml_training() -> ResolvedCluster:
     cluster, _ = validate_cluster(load_spec(str(EXAMPLES / "ml-training-8node.yaml")))
     assert cluster is not None
     return cluster

@@ -12,18 +12,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 # What applying a changed file needs, from least to most disruptive.
-Action = Literal["nothing", "set_param", "reconfigure", "restart", "reboot", "remount", "reformat"]
+NodeAction = Literal[
+    "nothing", "set_param", "reconfigure", "restart", "reboot", "remount", "reformat"
+]
 
 
 @dataclass(frozen=True)
-class Change:
+class NodeChange:
     """What a change to an installed file requires, and of what: `restart` names the
     service, `reconfigure` the daemon told to reread its configuration, `remount`
     the file system whose mounts are remounted, `set_param` the file system whose
     settings are applied again (lctl set_param), `reformat` the one target that
     must be destroyed and formatted again (DESTRUCTIVE; never done by a handler)."""
 
-    action: Action
+    action: NodeAction
     service: str | None = None
 
     def __post_init__(self) -> None:
@@ -38,7 +40,7 @@ class Change:
         return f"{self.action} {self.service}" if self.service else self.action
 
 
-NO_CHANGE = Change("nothing")
+NO_CHANGE = NodeChange("nothing")
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class Install:
 
     dest: str  # absolute path on the node
     group: str  # the inventory group whose nodes receive it
-    change: Change
+    change: NodeChange
     owner: str = "root"
     file_group: str = "root"
     mode: int = 0o644

@@ -17,12 +17,12 @@ from clustergen.codes import ignorable
 from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInvalid, UsageError
 from clustergen.load import load_spec
 from clustergen.report import FORMATS, Format, github_line, json_document
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate, validate_cluster
 
 if TYPE_CHECKING:
-    from clustergen.twin.twin import Twin
-    from clustergen.write import Change
+    from clustergen.twin.session import Twin
+    from clustergen.write import FileChange
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -275,7 +275,7 @@ def _report(
         sys.stdout.write(json_document(problems))
 
 
-def _load_valid(path: str, args: argparse.Namespace) -> Cluster:
+def _load_valid(path: str, args: argparse.Namespace) -> ResolvedCluster:
     """Load, validate and resolve one spec; warnings are printed, errors raise SpecInvalid."""
     cluster, problems = validate_cluster(load_spec(path), _ignored(args))
     if cluster is None:
@@ -320,9 +320,9 @@ def cmd_render(args: argparse.Namespace) -> int:
     from clustergen.parallel import render_into
     from clustergen.render import render_all
     from clustergen.write import (
+        file_changes,
         kept_message,
         pending,
-        plan,
         recover,
         refuse_other_cluster,
         refuse_unknown_directory,
@@ -360,7 +360,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     rendered = render_all(cluster)
     files: dict[str, Artifact] = with_manifest(rendered, cluster.spec.cluster.name)
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
-    changes = plan(out_dir, files, adopt=args.adopt or args.check)
+    changes = file_changes(out_dir, files, adopt=args.adopt or args.check)
     stale = [c for c in changes if c.action not in ("unchanged", "keep")]
     if args.diff:
         sys.stdout.write("".join(unified_diff(c) for c in stale))
@@ -387,7 +387,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
-def _summary(out_dir: Path, changes: list[Change], say: TextIO) -> None:
+def _summary(out_dir: Path, changes: list[FileChange], say: TextIO) -> None:
     counts = {
         action: sum(c.action == action for c in changes)
         for action in ("create", "change", "remove", "unchanged", "keep")
@@ -465,7 +465,7 @@ def cmd_twin(args: argparse.Namespace) -> int:
     from clustergen.twin.layout import uses_slurmdbd
     from clustergen.twin.prerequisites import missing_prerequisites
     from clustergen.twin.process import DaemonError
-    from clustergen.twin.twin import Twin
+    from clustergen.twin.session import Twin
 
     script = Path(args.run) if args.run else None
     if script is not None and not script.is_file():
@@ -515,7 +515,7 @@ def _wait(twin: Twin) -> int:
 
 
 def cmd_expand(args: argparse.Namespace) -> int:
-    from clustergen.patterns import expand, long_form_text
+    from clustergen.long_form import expand, long_form_text
 
     loaded = load_spec(args.spec)
     cluster, problems = validate_cluster(loaded, _ignored(args))

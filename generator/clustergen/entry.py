@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def configured_main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     gc.set_threshold(200_000, 50, 100)
     from clustergen.cli import main as cli_main
@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The `clustergen` command and `python -m clustergen`: main, then a hard exit."""
-    code = main()
+    code = configured_main()
     try:
         sys.stdout.flush()
         sys.stderr.flush()

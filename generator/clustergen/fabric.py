@@ -4,7 +4,7 @@ Every cable runs at the fabric's one link rate (network.fabric.rate), so a switc
 blocking factor is its ports facing down (its nodes' HCA ports and its child switches'
 uplinks) over its cables up: a leaf of 32 HCA ports and 1 uplink is 32:1, and traffic
 leaving it gets 1/32 of what its HCAs could send. The cable counts are the ones
-cables.csv lists (Cluster.switch_ports).
+cables.csv lists (ResolvedCluster.switch_ports).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def ratio(factor: float) -> str:
     return f"{round(factor, 2):g}:1"
 
 
-def blocking(cluster: Cluster) -> tuple[Blocking, ...]:
+def blocking(cluster: ResolvedCluster) -> tuple[Blocking, ...]:
     """Every switch with a parent, in spec order; a top switch carries nothing up."""
     rows = []
     for switch in cluster.switch_ports:
@@ -58,7 +58,7 @@ class UplinkShare:
 
 
 def uplink_share(
-    cluster: Cluster, members: Collection[str], link_gbits: int, alone: bool
+    cluster: ResolvedCluster, members: Collection[str], link_gbits: int, alone: bool
 ) -> UplinkShare | None:
     """The lowest uplink share of a node among `members` when a job spans them.
 

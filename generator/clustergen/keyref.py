@@ -33,7 +33,7 @@ def key_table() -> str:
         f"| `{path}` | {kind} | {default} | {text} |"
         for path, kind, default, text in _rows(Spec, "")
     ]
-    # A pattern stands where its elements would (clustergen.patterns, docs/patterns.md).
+    # A pattern stands where its elements would (clustergen.long_form, docs/patterns.md).
     for place, model in PATTERNS:
         rows += [
             f"| `{path}` | {kind} | {default} | {text} |"

@@ -104,7 +104,7 @@ class LoadedSpec:
     positions: dict[SpecPath, Located] = field(default_factory=dict)
     # Floats as written (23.10), where the number read (23.1) loses what the user typed.
     float_texts: dict[SpecPath, str] = field(default_factory=dict)
-    # After patterns are expanded (clustergen.patterns): where an expanded element, or a
+    # After patterns are expanded (clustergen.long_form): where an expanded element, or a
     # part of it, stands in the file, and the element's name.
     aliases: dict[SpecPath, SpecPath] = field(default_factory=dict)
     labels: dict[SpecPath, str] = field(default_factory=dict)

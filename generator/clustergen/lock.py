@@ -171,7 +171,7 @@ def _shared_prefix(a: str, b: str) -> int:
     return shared
 
 
-def nearest(pin: str, versions: Iterable[str], count: int = NEAREST) -> tuple[str, ...]:
+def nearest_versions(pin: str, versions: Iterable[str], count: int = NEAREST) -> tuple[str, ...]:
     """The carried versions nearest the pin: same upstream version first (a revision the
     catalog guessed wrong), then by the length of the prefix they share with it."""
     upstream = upstream_version(pin.replace("*", ""))
@@ -201,7 +201,7 @@ def missing_pins(
         offered = carried.get(name, set())
         if carries(version, offered):
             continue
-        missing.append(MissingPin(name, version, tuple(groups), nearest(version, offered)))
+        missing.append(MissingPin(name, version, tuple(groups), nearest_versions(version, offered)))
     return missing
 
 

@@ -35,16 +35,18 @@ import jinja2
 from clustergen.errors import UsageError
 from clustergen.outputs import FAMILIES, UNINSTALLED
 from clustergen.render import by_path, render_all, render_families, render_rest
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment
-from clustergen.write import Change, Part, TreeWrite, write
+from clustergen.write import FileChange, Part, TreeWrite, write
 
 # Below this many hosts the uninstalled families take a few hundredths of a second,
 # less than a fork and the report cost.
 MIN_HOSTS = 1024
 
 
-def render_into(out_dir: Path, cluster: Cluster, *, adopt: bool = False) -> list[Change]:
+def render_into(
+    out_dir: Path, cluster: ResolvedCluster, *, adopt: bool = False
+) -> list[FileChange]:
     """Render the cluster and write the tree into out_dir as one transaction; the
     changes it made (every rendered path, and the removals), in path order."""
     if _two_processes(cluster):
@@ -54,7 +56,7 @@ def render_into(out_dir: Path, cluster: Cluster, *, adopt: bool = False) -> list
     return write(out_dir, render_all(cluster), cluster.spec.cluster.name, adopt=adopt)
 
 
-def _two_processes(cluster: Cluster) -> bool:
+def _two_processes(cluster: ResolvedCluster) -> bool:
     if os.environ.get("CLUSTERGEN_SERIAL") == "1" or not hasattr(os, "fork"):
         return False
     try:
@@ -70,7 +72,7 @@ class _Job:
     resolved cluster and template environment, and the write it stages into."""
 
     writer: TreeWrite
-    cluster: Cluster
+    cluster: ResolvedCluster
     env: jinja2.Environment
     names: list[str]
 
@@ -89,7 +91,9 @@ class _Failed:
     interrupted: bool = False
 
 
-def _render_in_two(out_dir: Path, cluster: Cluster, *, adopt: bool) -> list[Change] | None:
+def _render_in_two(
+    out_dir: Path, cluster: ResolvedCluster, *, adopt: bool
+) -> list[FileChange] | None:
     """The render in two processes; None when the second cannot be started (no
     process or pipe left: EAGAIN, ENOMEM, EMFILE), and the render is to be serial."""
     env = environment()

@@ -21,19 +21,18 @@ from typing import Any
 
 import yaml
 
-from clustergen.artifacts import Action, Artifact, Change
+from clustergen.artifacts import Artifact, NodeAction, NodeChange
 from clustergen.catalog.packages import CONCERNS, Concern
 from clustergen.catalog.slurm_releases import release_name, upgrade_steps
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.errors import ClustergenError, ExitCode
 from clustergen.hosts import compress
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.tree import Tree
-from clustergen.write import MANIFEST, Installed, manifest_entries
-from clustergen.write import plan as file_changes
+from clustergen.write import MANIFEST, Installed, file_changes, manifest_entries
 
 # Most severe first; the plan lists steps in this order.
-SEVERITY: tuple[Action, ...] = (
+SEVERITY: tuple[NodeAction, ...] = (
     "reformat",
     "reboot",
     "restart",
@@ -47,7 +46,7 @@ HOSTS = "inventory/hosts.yml"
 
 @dataclass
 class Step:
-    action: Action
+    action: NodeAction
     service: str | None
     target: str | None  # the path a remount or reformat acts on
     nodes: set[str] = field(default_factory=set)
@@ -90,12 +89,12 @@ class Plan:
 
 
 def make_plan(
-    cluster: Cluster, files: dict[str, Artifact], out_dir: Path, batch_size: int = 1
+    cluster: ResolvedCluster, files: dict[str, Artifact], out_dir: Path, batch_size: int = 1
 ) -> Plan:
     order = {host.name: index for index, host in enumerate(cluster.hosts)}
     old_hosts = _old_hosts(out_dir)
     steps = _Steps(cluster, old_hosts)
-    tree_only = _file_changes(steps, files, out_dir)
+    tree_only = _file_steps(steps, files, out_dir)
     rollout, rolling_nodes = _package_changes(steps, cluster, out_dir, tree_only)
     rolling = sorted(rolling_nodes, key=order.__getitem__)
     batches = [rolling[i : i + batch_size] for i in range(0, len(rolling), batch_size)]
@@ -117,7 +116,7 @@ class _Steps:
     """The plan's steps as the changes call for them: one per action and service (and
     target, for a reformat), with the nodes it acts on and each change's reason."""
 
-    def __init__(self, cluster: Cluster, old_hosts: set[str]) -> None:
+    def __init__(self, cluster: ResolvedCluster, old_hosts: set[str]) -> None:
         self.cluster = cluster
         self.old_hosts = old_hosts
         self.by_key: dict[tuple[str, str | None, str | None], Step] = {}
@@ -131,7 +130,9 @@ class _Steps:
         nodes = self.cluster.members.get(group, frozenset())
         return nodes & self.old_hosts if self.old_hosts else nodes
 
-    def add(self, change: Change, target: str | None, nodes: Iterable[str], reason: str) -> None:
+    def add(
+        self, change: NodeChange, target: str | None, nodes: Iterable[str], reason: str
+    ) -> None:
         key_target = target if change.action == "reformat" else None
         key = (change.action, change.service, key_target)
         entry = self.by_key.setdefault(key, Step(change.action, change.service, key_target))
@@ -159,7 +160,7 @@ class _Steps:
         )
 
 
-def _file_changes(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> list[str]:
+def _file_steps(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> list[str]:
     """Adds the steps the tree's changed, new and removed files need; returns the lines of
     the files that need nothing on the nodes."""
     old_manifest = manifest_entries(out_dir)
@@ -245,7 +246,7 @@ def _rendered_file(
 
 
 def _package_changes(
-    steps: _Steps, cluster: Cluster, out_dir: Path, tree_only: list[str]
+    steps: _Steps, cluster: ResolvedCluster, out_dir: Path, tree_only: list[str]
 ) -> tuple[list[PackageChange], set[str]]:
     """Adds the steps the pinned packages' new versions need, and the lines of those that
     need nothing to tree_only; returns the roll-out's packages and its nodes."""
@@ -285,7 +286,7 @@ def _package_changes(
 
 
 def _membership_changes(
-    cluster: Cluster, old_hosts: set[str], order: dict[str, int]
+    cluster: ResolvedCluster, old_hosts: set[str], order: dict[str, int]
 ) -> tuple[list[str], list[str]]:
     """The nodes the spec adds (in its order) and removes, against the old inventory
     (none either way where the tree has none)."""
@@ -295,7 +296,7 @@ def _membership_changes(
     return sorted(new_names - old_hosts, key=order.__getitem__), sorted(old_hosts - new_names)
 
 
-def _trusted_repositories(cluster: Cluster) -> list[str]:
+def _trusted_repositories(cluster: ResolvedCluster) -> list[str]:
     """One line per trusted repository: what the nodes accept from it unchecked."""
     lines = []
     for repository in cluster.spec.software.repositories:
@@ -391,14 +392,14 @@ def _commands(script: str) -> list[str]:
     return [line for line in script.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def _parse_change(installed: Installed) -> Change:
-    """The Change an old manifest wrote with Change.describe(); a line it cannot read
+def _parse_change(installed: Installed) -> NodeChange:
+    """The NodeChange an old manifest wrote with NodeChange.describe(); a line it cannot read
     (a hand edit, an older clustergen) means nothing is known to be needed."""
     action, _, service = installed.change.partition(" ")
     try:
-        return Change(action, service or None)  # type: ignore[arg-type]
+        return NodeChange(action, service or None)  # type: ignore[arg-type]
     except ValueError:
-        return Change("nothing")
+        return NodeChange("nothing")
 
 
 def _described(change: PackageChange) -> str:
@@ -517,7 +518,7 @@ def _batch_lines(batches: list[list[str]], shown: int = 12) -> list[str]:
     ]
 
 
-def _section(action: Action, steps: list[Step]) -> list[str]:
+def _section(action: NodeAction, steps: list[Step]) -> list[str]:
     if not steps:
         return []
     lines = [f"### {_HEADINGS[action]}", ""]

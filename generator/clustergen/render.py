@@ -14,17 +14,17 @@ import jinja2
 
 from clustergen.artifacts import Artifact
 from clustergen.outputs import FAMILIES, UNINSTALLED, ansible, site
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment
 
 
-def render_all(cluster: Cluster) -> dict[str, Artifact]:
+def render_all(cluster: ResolvedCluster) -> dict[str, Artifact]:
     env = environment()
     return render_rest(cluster, env, render_families(cluster, env, FAMILIES))
 
 
 def render_families(
-    cluster: Cluster, env: jinja2.Environment, names: Iterable[str]
+    cluster: ResolvedCluster, env: jinja2.Environment, names: Iterable[str]
 ) -> dict[str, list[Artifact]]:
     """The named content families' artifacts, by family. A family that installs nothing
     (outputs.UNINSTALLED) is checked to keep to that, since the Ansible family may then
@@ -38,7 +38,7 @@ def render_families(
 
 
 def render_rest(
-    cluster: Cluster, env: jinja2.Environment, by_family: Mapping[str, list[Artifact]]
+    cluster: ResolvedCluster, env: jinja2.Environment, by_family: Mapping[str, list[Artifact]]
 ) -> dict[str, Artifact]:
     """The given families' artifacts with the Ansible family's and the site files, by
     path in path order. by_family holds every family that installs a file."""

@@ -36,11 +36,11 @@ from clustergen.catalog.packages import (
 )
 from clustergen.catalog.switches import INFINIBAND_SWITCH_PORTS
 from clustergen.errors import Problem
-from clustergen.facility import RackPlan, SwitchPorts, plan, switch_ports
 from clustergen.hosts import Host, expand_hosts, hosts_by_name
 from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
 from clustergen.model.nodes import KNOWN_ROLES
+from clustergen.physical_plan import RackPlan, SwitchPorts, rack_plans, switch_ports
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def _expand(expression: str | None) -> Members:
     return expand_hostlist(expression) if expression else ()
 
 
-class Cluster:
+class ResolvedCluster:
     def __init__(self, spec: Spec, spec_name: str) -> None:
         self.spec = spec
         self.spec_name = spec_name  # the spec file's base name, for messages (never rendered)
@@ -118,7 +118,7 @@ class Cluster:
     def rack_plans(self) -> tuple[RackPlan, ...]:
         """Every rack's devices, PSUs and feed loads (reads racks, nodes and hardware): the
         power checks judge it and the facility sheets print it."""
-        return plan(self.spec, self.by_name)
+        return rack_plans(self.spec, self.by_name)
 
     @cached_property
     def switch_ports(self) -> tuple[SwitchPorts, ...]:
@@ -170,8 +170,8 @@ class Cluster:
         return resolved
 
 
-def resolve(spec: Spec, spec_name: str) -> Cluster:
-    return Cluster(spec, spec_name)
+def resolve(spec: Spec, spec_name: str) -> ResolvedCluster:
+    return ResolvedCluster(spec, spec_name)
 
 
 def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGroup, ...]:

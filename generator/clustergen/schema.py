@@ -13,7 +13,7 @@ from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
 SCHEMA_ID = "https://clustergen.example.org/schemas/clustergen.schema.json"
 
 
-# Where a pattern may stand in for the elements it expands to (clustergen.patterns).
+# Where a pattern may stand in for the elements it expands to (clustergen.long_form).
 PATTERN_PLACES = (
     (("properties", "racks"), RackPattern),
     (("$defs", "Fabric", "properties", "switches"), SwitchGroup),

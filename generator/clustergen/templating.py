@@ -17,7 +17,7 @@ from jinja2.filters import do_tojson
 from jinja2.nodes import EvalContext
 from markupsafe import Markup
 
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 
 
 def environment() -> jinja2.Environment:
@@ -131,7 +131,9 @@ def _make_private(folder: Path) -> None:
         os.mkdir(at, 0o700)
 
 
-def render_template(env: jinja2.Environment, name: str, cluster: Cluster, **values: object) -> str:
+def render_template(
+    env: jinja2.Environment, name: str, cluster: ResolvedCluster, **values: object
+) -> str:
     """Render one template with the spec. The spec's file name is not handed over: a
     rendered file depends on what the spec says, never on what its file is called."""
     template = env.get_template(name)

@@ -17,7 +17,7 @@ from typing import Any, Union, cast
 from pydantic import BaseModel, ValidationError, create_model
 from pydantic_core import ErrorDetails
 
-from clustergen import codes, patterns
+from clustergen import codes, long_form
 from clustergen.checks import run_checks
 from clustergen.codes import CODES, WARNINGS
 from clustergen.errors import (
@@ -32,7 +32,7 @@ from clustergen.load import LoadedSpec
 from clustergen.model import Spec
 from clustergen.model.common import StrictModel
 from clustergen.names import element_names
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean, nearest
 
 # Error types that say "wrong kind of value"; a more specific error at the same
@@ -66,13 +66,13 @@ def validate(
 
 def validate_cluster(
     loaded: LoadedSpec, ignore: Collection[str] = ()
-) -> tuple[Cluster | None, list[LocatedProblem]]:
+) -> tuple[ResolvedCluster | None, list[LocatedProblem]]:
     """The resolved cluster (None if the spec has errors) and every problem, sorted by
     position; the checks' work on the cluster is kept for the render."""
     problems: list[Problem]
     written: list[Problem] = []  # problems of patterns, at paths as written, not expanded
     spec: Spec | None = None
-    cluster: Cluster | None = None
+    cluster: ResolvedCluster | None = None
     ignored = set(ignore)
     data: Any = loaded.data  # the long form, once patterns are expanded
     if not isinstance(loaded.data, dict):
@@ -85,7 +85,7 @@ def validate_cluster(
             )
         ]
     else:
-        expansion = patterns.expand(loaded.data)
+        expansion = long_form.expand(loaded.data)
         loaded.aliases.update(expansion.aliases)
         loaded.labels.update(expansion.labels)
         data = expansion.data
@@ -101,11 +101,11 @@ def validate_cluster(
             written += expansion.problems
             invalid = {str(error["loc"][0]) for error in errors if error["loc"]}
             partial, valid = valid_sections(data, invalid | expansion.sections)
-            problems += run_checks(Cluster(partial, loaded.name), valid)
+            problems += run_checks(ResolvedCluster(partial, loaded.name), valid)
             ignored.update(_ignored_in(data))
         else:
             assert spec is not None
-            cluster = Cluster(spec, loaded.name)
+            cluster = ResolvedCluster(spec, loaded.name)
             problems = run_checks(cluster, Spec.model_fields)
             # Handed to the render (the facility overview lists them), from this one run.
             cluster.warnings = tuple(p for p in problems if p.severity == "warning")

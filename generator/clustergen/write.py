@@ -56,18 +56,18 @@ _MANIFEST_HEADER = (
 # lack and older readers skip.
 _CLUSTER_LINE = "# cluster: "
 
-Action = Literal["create", "change", "unchanged", "remove", "keep"]
+FileAction = Literal["create", "change", "unchanged", "remove", "keep"]
 
 
 @dataclass(frozen=True)
-class Change:
+class FileChange:
     """What a write does to one path. `keep`: a file the last render listed and this
     one no longer renders, left alone because it is not what clustergen wrote there
     (changed since, or never clustergen's). The digests (tree.digest) are of the file
     on disk (old) and of the rendered file (new), for the journal."""
 
     path: str
-    action: Action
+    action: FileAction
     old: str | None
     new: str | None
     old_digest: str | None = None
@@ -106,7 +106,7 @@ class Installed:
     """What an old manifest says of a file installed on nodes."""
 
     group: str
-    change: str  # Change.describe(): 'restart slurmd', 'reconfigure slurmctld', 'nothing'
+    change: str  # NodeChange.describe(): 'restart slurmd', 'reconfigure slurmctld', 'nothing'
     dest: str
 
 
@@ -181,7 +181,9 @@ def refuse_unknown_directory(out_dir: Path) -> None:
         )
 
 
-def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> list[Change]:
+def file_changes(
+    out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False
+) -> list[FileChange]:
     """What writing files into out_dir would do. Files clustergen did not write (absent
     from the manifest) are never overwritten unless adopt is set."""
     previous = previous_outputs(out_dir)
@@ -193,7 +195,7 @@ def plan(out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False) -> l
 
 def compare(
     out_dir: Path, files: Mapping[str, Artifact], previous: Collection[str]
-) -> tuple[list[Change], list[str]]:
+) -> tuple[list[FileChange], list[str]]:
     """Each rendered file against what is on disk, in path order, and the paths of files
     clustergen did not write (absent from the previous manifest) that it would change.
     Every path is read without following a link (a link is refused)."""
@@ -205,16 +207,16 @@ def compare(
             new_digest = digest(data)
             found = tree.read(path)
             if found is None:
-                changes.append(Change(path, "create", None, rendered.text, None, new_digest))
+                changes.append(FileChange(path, "create", None, rendered.text, None, new_digest))
                 continue
             old, mode = found
             changed = old != data or mode != rendered.mode
             # A file clustergen did not write is in the way only if rendering would change it.
             if changed and path not in previous and path != MANIFEST:
                 foreign.append(path)
-            action: Action = "change" if changed else "unchanged"
+            action: FileAction = "change" if changed else "unchanged"
             text = _decoded(tree, path, old)
-            changes.append(Change(path, action, text, rendered.text, digest(old), new_digest))
+            changes.append(FileChange(path, action, text, rendered.text, digest(old), new_digest))
     return changes, foreign
 
 
@@ -238,7 +240,7 @@ def refuse_foreign(out_dir: Path, foreign: list[str]) -> None:
 
 def removals(
     out_dir: Path, previous: Mapping[str, str | None], rendered: Collection[str]
-) -> list[Change]:
+) -> list[FileChange]:
     """The files the last render wrote that this one no longer renders, in path order:
     each removed if it is still what clustergen wrote there (its digest in the
     manifest), else kept (left alone, and named). A manifest line without a digest (a
@@ -249,19 +251,19 @@ def removals(
         for path in sorted(set(previous) - set(rendered)):
             found = tree.read(path)
             if found is None:
-                changes.append(Change(path, "remove", None, None))
+                changes.append(FileChange(path, "remove", None, None))
                 continue
             data = found[0]
             text = data.decode("utf-8", errors="replace")
             recorded = previous[path]
             if recorded is not None and digest(data) == recorded:
-                changes.append(Change(path, "remove", text, None, recorded))
+                changes.append(FileChange(path, "remove", text, None, recorded))
             else:
-                changes.append(Change(path, "keep", text, None, digest(data)))
+                changes.append(FileChange(path, "keep", text, None, digest(data)))
     return changes
 
 
-def kept_message(out_dir: Path, change: Change) -> str:
+def kept_message(out_dir: Path, change: FileChange) -> str:
     """What the user is told of a kept file (see `removals`)."""
     return (
         f"{out_dir}: left {change.path} alone: clustergen no longer renders it, and it is "
@@ -271,7 +273,7 @@ def kept_message(out_dir: Path, change: Change) -> str:
     )
 
 
-def unified_diff(change: Change) -> str:
+def unified_diff(change: FileChange) -> str:
     old = (change.old or "").splitlines(keepends=True)
     new = (change.new or "").splitlines(keepends=True)
     from_name = f"a/{change.path}" if change.old is not None else "/dev/null"
@@ -344,7 +346,7 @@ def staging_folder(out_dir: Path) -> Path:
 
 def write(
     out_dir: Path, files: Mapping[str, Artifact], cluster: str, *, adopt: bool = False
-) -> list[Change]:
+) -> list[FileChange]:
     """Write cluster's rendered files, with their manifest, into out_dir as one
     transaction (see the module's docstring); the changes made, in path order."""
     with TreeWrite(out_dir, cluster, adopt=adopt) as writer:
@@ -362,7 +364,7 @@ class Part:
 
     installs: dict[str, Install | None] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # of the rendered files
-    changes: list[Change] = field(default_factory=list)
+    changes: list[FileChange] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)
     staged: Staged = field(default_factory=Staged)
 
@@ -416,7 +418,8 @@ class TreeWrite:
             installs={path: artifact.install for path, artifact in files.items()},
             digests={c.path: c.new_digest for c in changes if c.new_digest is not None},
             changes=[
-                Change(c.path, c.action, None, None, c.old_digest, c.new_digest) for c in changes
+                FileChange(c.path, c.action, None, None, c.old_digest, c.new_digest)
+                for c in changes
             ],
             foreign=foreign,
             staged=staged,
@@ -428,7 +431,7 @@ class TreeWrite:
         """Add a part another process staged into this destination."""
         self.parts.append(part)
 
-    def commit(self) -> list[Change]:
+    def commit(self) -> list[FileChange]:
         """Refuse the files clustergen did not write (unless adopt), stage the manifest of
         every part, and commit it all as one transaction, or take it back when nothing
         changes; the changes, in path order, then the removals."""
@@ -474,7 +477,7 @@ class TreeWrite:
 def stage(
     target: Destination,
     files: Mapping[str, Artifact],
-    changes: list[Change],
+    changes: list[FileChange],
     *,
     folders_made: Callable[[list[str]], None] | None = None,
 ) -> Staged:
@@ -505,7 +508,7 @@ def stage(
     return staged
 
 
-def commit(target: Destination, changes: list[Change], parts: Sequence[Staged]) -> None:
+def commit(target: Destination, changes: list[FileChange], parts: Sequence[Staged]) -> None:
     """Make every staged part durable, then put it in place: a new tree by renaming its
     staging folder; into an existing tree by committing the journal of changes and
     applying it.

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from clustergen.load import load_spec
 from clustergen.render import render_all
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.twin.prerequisites import missing_prerequisites
-from clustergen.twin.twin import Twin
+from clustergen.twin.session import Twin
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail
@@ -26,7 +26,7 @@ def require_twin() -> None:
         skip_or_fail("; ".join(problems))
 
 
-def resolved(name: str) -> Cluster:
+def resolved(name: str) -> ResolvedCluster:
     cluster, _ = validate_cluster(load_spec(str(EXAMPLES / f"{name}.yaml")))
     assert cluster is not None
     return cluster

@@ -34,30 +34,30 @@ class InterfaceList:
 
 
 @dataclass(frozen=True)
-class Text:
+class FreeText:
     """A path or free word NCCL does not constrain further."""
 
 
-ValueSyntax = IntRange | Choice | InterfaceList | Text
+ValueSyntax = IntRange | Choice | InterfaceList | FreeText
 
 _BOOL = IntRange(0, 1)
 _GDR_LEVELS = Choice(("LOC", "PIX", "PXB", "PHB", "SYS", "0", "1", "2", "3", "4", "5"))
 
 NCCL_VARIABLES: Mapping[str, ValueSyntax] = MappingProxyType(
     {
-        "NCCL_ALGO": Text(),
+        "NCCL_ALGO": FreeText(),
         "NCCL_BUFFSIZE": IntRange(1, 2**31 - 1),
         "NCCL_COLLNET_ENABLE": _BOOL,
-        "NCCL_CONF_FILE": Text(),
+        "NCCL_CONF_FILE": FreeText(),
         "NCCL_CROSS_NIC": IntRange(0, 2),
         "NCCL_CUMEM_ENABLE": _BOOL,
         "NCCL_DEBUG": Choice(("VERSION", "WARN", "INFO", "ABORT", "TRACE")),
-        "NCCL_DEBUG_FILE": Text(),
-        "NCCL_DEBUG_SUBSYS": Text(),
+        "NCCL_DEBUG_FILE": FreeText(),
+        "NCCL_DEBUG_SUBSYS": FreeText(),
         "NCCL_DMABUF_ENABLE": _BOOL,
         "NCCL_IB_ADAPTIVE_ROUTING": _BOOL,
         "NCCL_IB_ADDR_FAMILY": Choice(("AF_INET", "AF_INET6")),
-        "NCCL_IB_ADDR_RANGE": Text(),
+        "NCCL_IB_ADDR_RANGE": FreeText(),
         "NCCL_IB_AR_THRESHOLD": IntRange(0, 2**31 - 1),
         "NCCL_IB_DISABLE": _BOOL,
         "NCCL_IB_GID_INDEX": IntRange(-1, 255),
@@ -73,24 +73,24 @@ NCCL_VARIABLES: Mapping[str, ValueSyntax] = MappingProxyType(
         "NCCL_IGNORE_CPU_AFFINITY": _BOOL,
         "NCCL_MAX_NCHANNELS": IntRange(1, 64),
         "NCCL_MIN_NCHANNELS": IntRange(1, 64),
-        "NCCL_NET": Text(),
+        "NCCL_NET": FreeText(),
         "NCCL_NET_GDR_LEVEL": _GDR_LEVELS,
         "NCCL_NET_GDR_READ": _BOOL,
-        "NCCL_NET_PLUGIN": Text(),
+        "NCCL_NET_PLUGIN": FreeText(),
         "NCCL_NSOCKS_PERTHREAD": IntRange(1, 64),
         "NCCL_NVLS_ENABLE": IntRange(0, 2),
         "NCCL_P2P_DISABLE": _BOOL,
         "NCCL_P2P_LEVEL": Choice(
             ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "0", "1", "2", "3", "4", "5")
         ),
-        "NCCL_PROTO": Text(),
+        "NCCL_PROTO": FreeText(),
         "NCCL_PXN_DISABLE": _BOOL,
         "NCCL_SHM_DISABLE": _BOOL,
         "NCCL_SOCKET_FAMILY": Choice(("AF_INET", "AF_INET6")),
         "NCCL_SOCKET_IFNAME": InterfaceList(ports=False),
         "NCCL_SOCKET_NTHREADS": IntRange(1, 16),
-        "NCCL_TOPO_DUMP_FILE": Text(),
-        "NCCL_TOPO_FILE": Text(),
+        "NCCL_TOPO_DUMP_FILE": FreeText(),
+        "NCCL_TOPO_FILE": FreeText(),
     }
 )
 

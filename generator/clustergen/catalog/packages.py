@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from clustergen.artifacts import NO_CHANGE, Change
+from clustergen.artifacts import NO_CHANGE, NodeChange
 from clustergen.catalog.versions import parse_version
 from clustergen.model.software import SlurmPackaging, Software
 
@@ -423,7 +423,7 @@ class Concern:
     # becomes the variable `<name>_version`.
     reports: str | None = None
     # What installing a new version on a running node needs (`clustergen plan`).
-    change: Change = NO_CHANGE
+    change: NodeChange = NO_CHANGE
     # What the group_vars say where the concern derives no packages.
     without_packages: str = "not in the spec's software block, nothing installed"
     # Installed in each batch of the driver roll-out too (site.yml's roll-out play runs
@@ -440,7 +440,7 @@ CONCERNS: tuple[Concern, ...] = (
         "nvidia_driver",
         _nvidia_driver,
         reports="nvidia_driver",
-        change=Change("reboot"),  # rolled out node by node: drain, install, reboot, resume
+        change=NodeChange("reboot"),  # rolled out node by node: drain, install, reboot, resume
     ),
     Concern(
         "fabric_manager",
@@ -448,20 +448,20 @@ CONCERNS: tuple[Concern, ...] = (
         NVSWITCH_GROUP,
         "fabric_manager",
         _fabric_manager,
-        change=Change("restart", "nvidia-fabricmanager"),
+        change=NodeChange("restart", "nvidia-fabricmanager"),
         with_driver=True,
     ),
     Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),
     Concern("nccl", "NCCL runtime and headers", GPU_GROUP, "nccl", _nccl),
     Concern("cudnn", "cuDNN", GPU_GROUP, "cudnn", _cudnn),
-    Concern("dcgm", "DCGM", GPU_GROUP, "dcgm", _dcgm, change=Change("restart", "nvidia-dcgm")),
+    Concern("dcgm", "DCGM", GPU_GROUP, "dcgm", _dcgm, change=NodeChange("restart", "nvidia-dcgm")),
     Concern(
         "slurm_controller",
         "Slurm controller (slurmctld)",
         "slurm_controller",
         "slurm",
         _slurm("controller"),
-        change=Change("restart", "slurmctld"),
+        change=NodeChange("restart", "slurmctld"),
     ),
     Concern(
         "slurm_dbd",
@@ -469,7 +469,7 @@ CONCERNS: tuple[Concern, ...] = (
         "slurm_dbd",
         "slurm",
         _slurm("dbd"),
-        change=Change("restart", "slurmdbd"),
+        change=NodeChange("restart", "slurmdbd"),
     ),
     Concern(
         "slurm_compute",
@@ -477,7 +477,7 @@ CONCERNS: tuple[Concern, ...] = (
         "compute",
         "slurm",
         _slurm("compute"),
-        change=Change("restart", "slurmd"),
+        change=NodeChange("restart", "slurmd"),
     ),
     Concern("slurm_login", "Slurm client commands", "login", "slurm", _slurm("login")),
     Concern(
@@ -486,7 +486,7 @@ CONCERNS: tuple[Concern, ...] = (
         LUSTRE_CLIENT_GROUP,
         "lustre_client",
         _lustre_client,
-        change=Change("remount", "lustre"),  # new client modules load on the next mount
+        change=NodeChange("remount", "lustre"),  # new client modules load on the next mount
     ),
     Concern(
         "lustre_server",
@@ -494,7 +494,7 @@ CONCERNS: tuple[Concern, ...] = (
         LUSTRE_SERVER_GROUP,
         "lustre_server",
         _lustre_server,
-        change=Change("reboot"),  # new server modules load once the targets restart
+        change=NodeChange("reboot"),  # new server modules load once the targets restart
     ),
     Concern(
         "lustre_ldiskfs",
@@ -502,7 +502,7 @@ CONCERNS: tuple[Concern, ...] = (
         LUSTRE_LDISKFS_GROUP,
         "lustre_server",
         _lustre_ldiskfs,
-        change=Change("reboot"),
+        change=NodeChange("reboot"),
         without_packages="nothing of its own on apt (the server modules carry the OSDs), "
         "or no Lustre in the spec's software block",
     ),
@@ -512,7 +512,7 @@ CONCERNS: tuple[Concern, ...] = (
         LUSTRE_ZFS_GROUP,
         "lustre_server",
         _lustre_zfs,
-        change=Change("reboot"),
+        change=NodeChange("reboot"),
     ),
 )
 

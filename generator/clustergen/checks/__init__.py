@@ -3,7 +3,7 @@
 Each check is `check(cluster) -> list[Problem]` and is listed in CHECKS with the
 top-level sections it reads. A check runs when every section it needs is valid,
 so one shape error in `racks` does not hide a driver too old for its CUDA. It
-reads the resolved cluster (resolve.Cluster), built over the valid sections only:
+reads the resolved cluster (resolve.ResolvedCluster), built over the valid sections only:
 what it reads of an absent section fails loudly, and what it computes (the host
 table, expanded hostlists, pins) is kept for the other checks and the render.
 Checks that read `cluster.hosts` need `nodes` and `hardware`. Checks are pure and
@@ -28,16 +28,16 @@ from clustergen.checks import (
     topology,
 )
 from clustergen.errors import Problem
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 
 
 @dataclass(frozen=True)
 class Check:
-    run: Callable[[Cluster], list[Problem]]
+    run: Callable[[ResolvedCluster], list[Problem]]
     needs: frozenset[str]
 
 
-def _check(run: Callable[[Cluster], list[Problem]], *needs: str) -> Check:
+def _check(run: Callable[[ResolvedCluster], list[Problem]], *needs: str) -> Check:
     return Check(run, frozenset(needs))
 
 
@@ -75,7 +75,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def run_checks(cluster: Cluster, valid: Collection[str]) -> list[Problem]:
+def run_checks(cluster: ResolvedCluster, valid: Collection[str]) -> list[Problem]:
     """Every check whose sections are all in `valid` (the spec's other sections are absent)."""
     return [
         problem for check in CHECKS if check.needs <= set(valid) for problem in check.run(cluster)

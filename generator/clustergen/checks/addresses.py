@@ -10,12 +10,12 @@ from clustergen import codes
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host, nth_address
 from clustergen.model import Spec
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 
 _NETWORK_OF = {"management_ip": "management", "bmc_ip": "bmc", "fabric_ip": "fabric"}
 
 
-def check(cluster: Cluster) -> list[Problem]:
+def check(cluster: ResolvedCluster) -> list[Problem]:
     spec = cluster.spec
     hosts = cluster.hosts
     return [*_networks_disjoint(spec), *_group_ranges(spec, hosts), *_no_reuse(spec, hosts)]

@@ -1,5 +1,5 @@
 """Racks, power and cabling: what would trip a breaker, fail a redundant feed or not be
-wireable once the hardware is on site. The numbers come from clustergen.facility, which
+wireable once the hardware is on site. The numbers come from clustergen.physical_plan, which
 the facility sheets print, so a message and a sheet agree."""
 
 from __future__ import annotations
@@ -7,7 +7,10 @@ from __future__ import annotations
 from clustergen import codes
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.errors import Problem, SpecPath
-from clustergen.facility import (
+from clustergen.hosts import compress
+from clustergen.model.common import expand_hostlist
+from clustergen.model.hardware import Power
+from clustergen.physical_plan import (
     PHASE_IMBALANCE_FLOOR,
     PHASE_IMBALANCE_LIMIT,
     Device,
@@ -17,13 +20,10 @@ from clustergen.facility import (
     largest,
     most,
 )
-from clustergen.hosts import compress
-from clustergen.model.common import expand_hostlist
-from clustergen.model.hardware import Power
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 
 
-def psus(cluster: Cluster) -> list[Problem]:
+def psus(cluster: ResolvedCluster) -> list[Problem]:
     """Each profile's PSUs cover its max_watts, and max_watts covers its GPUs."""
     problems = []
     for name, profile in cluster.spec.hardware.items():
@@ -58,7 +58,7 @@ def psus(cluster: Cluster) -> list[Problem]:
     return problems
 
 
-def placement(cluster: Cluster) -> list[Problem]:
+def placement(cluster: ResolvedCluster) -> list[Problem]:
     """Every device inside its rack, and no unit holding two devices."""
     problems = []
     for rack_index, rack in enumerate(cluster.spec.racks):
@@ -103,7 +103,7 @@ def placement(cluster: Cluster) -> list[Problem]:
     return problems
 
 
-def racked(cluster: Cluster) -> list[Problem]:
+def racked(cluster: ResolvedCluster) -> list[Problem]:
     """With racks given, every node is racked, unless facility.unracked opts it out."""
     spec = cluster.spec
     known = cluster.by_name
@@ -149,7 +149,7 @@ def racked(cluster: Cluster) -> list[Problem]:
     return problems
 
 
-def power(cluster: Cluster) -> list[Problem]:
+def power(cluster: ResolvedCluster) -> list[Problem]:
     """Feeds, banks, outlets and phases of every rack with PDUs; a node's PSUs after the
     loss of a feed; rack weight and cooling."""
     plans = cluster.rack_plans
@@ -165,7 +165,7 @@ def power(cluster: Cluster) -> list[Problem]:
     return problems
 
 
-def site(cluster: Cluster) -> list[Problem]:
+def site(cluster: ResolvedCluster) -> list[Problem]:
     """The racks together within facility.power_budget_kw and cooling_kw."""
     facility = cluster.spec.facility
     if facility is None:
@@ -190,7 +190,7 @@ def site(cluster: Cluster) -> list[Problem]:
     return problems
 
 
-def ports(cluster: Cluster) -> list[Problem]:
+def ports(cluster: ResolvedCluster) -> list[Problem]:
     """HCAs and uplinks cabled to each switch fit its ports."""
     switches = cluster.switch_ports
     fabric = cluster.spec.network.fabric
@@ -229,14 +229,14 @@ def _units(low: int, high: int) -> str:
     return f"U{low}" if low == high else f"U{low}-U{high}"
 
 
-def _height(cluster: Cluster, node: str | None, height_u: int | None) -> int | None:
+def _height(cluster: ResolvedCluster, node: str | None, height_u: int | None) -> int | None:
     if node is None:
         return height_u
     host = cluster.by_name.get(node)
     return host.hardware.rack_units if host is not None and host.profiled else None
 
 
-def _rack_pdus(cluster: Cluster, rack: RackPlan) -> list[Problem]:
+def _rack_pdus(cluster: ResolvedCluster, rack: RackPlan) -> list[Problem]:
     problems = []
     first: dict[str, str] = {}
     for index, pdu in enumerate(rack.rack.pdus):
@@ -454,7 +454,7 @@ def _rack_limits(rack: RackPlan) -> list[Problem]:
     return problems
 
 
-def _feed_loss(cluster: Cluster, plans: tuple[RackPlan, ...]) -> list[Problem]:
+def _feed_loss(cluster: ResolvedCluster, plans: tuple[RackPlan, ...]) -> list[Problem]:
     """One warning per profile: the nodes that cannot run on the PSUs left after a feed loss."""
     short: dict[str, dict[tuple[int, str], list[str]]] = {}
     # Devices of a kind share one tuple of PSUs (facility._psus): count each once.
@@ -497,7 +497,7 @@ def _feed_loss(cluster: Cluster, plans: tuple[RackPlan, ...]) -> list[Problem]:
     return problems
 
 
-def _power(cluster: Cluster, device: Device) -> Power | None:
+def _power(cluster: ResolvedCluster, device: Device) -> Power | None:
     if not device.node:
         return None
     host = cluster.by_name[device.name]

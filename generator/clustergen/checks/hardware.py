@@ -6,11 +6,11 @@ from clustergen import codes
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.errors import Problem
 from clustergen.hosts import compress
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean
 
 
-def check(cluster: Cluster) -> list[Problem]:
+def check(cluster: ResolvedCluster) -> list[Problem]:
     spec = cluster.spec
     hosts = cluster.hosts
     problems = []

@@ -19,7 +19,7 @@ from clustergen.catalog.lustre import (
 from clustergen.errors import Problem, SpecPath
 from clustergen.model.common import parse_size
 from clustergen.model.storage import LayoutComponent, Lustre, LustreLayout, ServerTarget
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean
 from clustergen.systemd import UNIT_NAME_MAX, unit_name
 
@@ -30,7 +30,7 @@ _ROLE = {"mgs": "lustre_mgs", "mdts": "lustre_mds", "osts": "lustre_oss"}
 _LABEL = {"mgs": "MGS", "mdts": "MDT", "osts": "OST"}
 
 
-def _lustre(cluster: Cluster) -> Lustre | None:
+def _lustre(cluster: ResolvedCluster) -> Lustre | None:
     storage = cluster.spec.storage
     return storage.lustre if storage else None
 
@@ -43,7 +43,7 @@ def _targets(lustre: Lustre) -> list[tuple[SpecPath, str, ServerTarget]]:
     return found
 
 
-def indices(cluster: Cluster) -> list[Problem]:
+def indices(cluster: ResolvedCluster) -> list[Problem]:
     """Each MDT and OST index once; a duplicate is reported at both."""
     lustre = _lustre(cluster)
     if lustre is None:
@@ -68,7 +68,7 @@ def indices(cluster: Cluster) -> list[Problem]:
     return problems
 
 
-def servers(cluster: Cluster) -> list[Problem]:
+def servers(cluster: ResolvedCluster) -> list[Problem]:
     """Target nodes carry the role; their NID network is on their LNet interfaces;
     devices suit the backend."""
     lustre = _lustre(cluster)
@@ -167,7 +167,7 @@ def _device(lustre: Lustre, path: SpecPath, target: ServerTarget) -> list[Proble
     return problems
 
 
-def lnet(cluster: Cluster) -> list[Problem]:
+def lnet(cluster: ResolvedCluster) -> list[Problem]:
     """LNet interfaces name defined hardware profiles."""
     lustre = _lustre(cluster)
     if lustre is None:
@@ -185,7 +185,7 @@ def lnet(cluster: Cluster) -> list[Problem]:
     ]
 
 
-def mount(cluster: Cluster) -> list[Problem]:
+def mount(cluster: ResolvedCluster) -> list[Problem]:
     """The mount point's systemd unit has a name systemd accepts (and a file can have)."""
     lustre = _lustre(cluster)
     if lustre is None:
@@ -203,7 +203,7 @@ def mount(cluster: Cluster) -> list[Problem]:
     ]
 
 
-def layouts(cluster: Cluster) -> list[Problem]:
+def layouts(cluster: ResolvedCluster) -> list[Problem]:
     """Pools over defined OSTs; layouts under the mount, aligned, ascending, ending
     at eof, with DoM first and within the MDT's limit."""
     lustre = _lustre(cluster)
@@ -378,7 +378,7 @@ def _components(lustre: Lustre, at: SpecPath, components: list[LayoutComponent])
     return problems
 
 
-def tuning(cluster: Cluster) -> list[Problem]:
+def tuning(cluster: ResolvedCluster) -> list[Problem]:
     """Known keys, in range, in the right place; max_pages_per_rpc within brw_size."""
     lustre = _lustre(cluster)
     if lustre is None:

@@ -16,7 +16,7 @@ from clustergen.errors import Problem, SpecPath
 from clustergen.model.gpu_topology import core_ids
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.nccl import NcclSettings
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean
 
 
@@ -27,7 +27,7 @@ def profile_hcas(profile: HardwareProfile) -> list[str]:
     return list(profile.fabric_hcas)
 
 
-def _settings(cluster: Cluster) -> Iterator[tuple[SpecPath, NcclSettings, list[str]]]:
+def _settings(cluster: ResolvedCluster) -> Iterator[tuple[SpecPath, NcclSettings, list[str]]]:
     """Every NCCL settings block with its path and the profiles whose nodes it reaches."""
     spec = cluster.spec
     gpu_profiles = [name for name, p in spec.hardware.items() if p.gpu is not None]
@@ -44,7 +44,7 @@ def _settings(cluster: Cluster) -> Iterator[tuple[SpecPath, NcclSettings, list[s
             yield ("slurm", "partitions", index, "nccl"), partition.nccl, names
 
 
-def settings(cluster: Cluster) -> list[Problem]:
+def settings(cluster: ResolvedCluster) -> list[Problem]:
     """Names and values of the env entries; HCAs named exist; RoCE-only names on InfiniBand."""
     spec = cluster.spec
     fabric = spec.network.fabric
@@ -111,7 +111,7 @@ def settings(cluster: Cluster) -> list[Problem]:
 
 
 def _hcas_exist(
-    cluster: Cluster, where: SpecPath, value: str, profiles: list[str]
+    cluster: ResolvedCluster, where: SpecPath, value: str, profiles: list[str]
 ) -> list[Problem]:
     parsed = parse_interface_list(value)
     if isinstance(parsed, str):
@@ -134,7 +134,7 @@ def _hcas_exist(
     return problems
 
 
-def topology(cluster: Cluster) -> list[Problem]:
+def topology(cluster: ResolvedCluster) -> list[Problem]:
     """The topology table against the profile; its absence on GPU compute profiles when the
     spec asks for NCCL settings (the `nccl` section), whose HCA list and rail tests it feeds."""
     spec = cluster.spec

@@ -23,7 +23,7 @@ from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean
 
 _NCCL_PACKAGES = frozenset({"libnccl2", "libnccl-dev", "libnccl", "libnccl-devel"})
@@ -32,17 +32,17 @@ _CUDA_TAG = re.compile(r"\+cuda(\d+\.\d+)")
 _PACKAGE_VERSION = re.compile(r"^(\d+:)?[0-9][A-Za-z0-9.+~_-]*$")
 
 
-def pins(cluster: Cluster) -> list[Problem]:
+def pins(cluster: ResolvedCluster) -> list[Problem]:
     derived = cluster.derived_pins
     return [*_overrides(cluster.spec, derived), *_cudnn8_suffix(cluster.spec, derived)]
 
 
-def groups(cluster: Cluster) -> list[Problem]:
+def groups(cluster: ResolvedCluster) -> list[Problem]:
     spec = cluster.spec
     return _group_names(spec)
 
 
-def zfs(cluster: Cluster) -> list[Problem]:
+def zfs(cluster: ResolvedCluster) -> list[Problem]:
     """The servers of zfs targets get OpenZFS, pinned at software.zfs."""
     spec = cluster.spec
     lustre = spec.storage.lustre if spec.storage else None

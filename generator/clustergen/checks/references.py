@@ -10,11 +10,11 @@ from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES
 from clustergen.model.storage import ServerTarget
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean, nearest
 
 
-def node_groups(cluster: Cluster) -> list[Problem]:
+def node_groups(cluster: ResolvedCluster) -> list[Problem]:
     spec = cluster.spec
     hosts = cluster.hosts
     return [
@@ -25,11 +25,11 @@ def node_groups(cluster: Cluster) -> list[Problem]:
     ]
 
 
-def racks(cluster: Cluster) -> list[Problem]:
+def racks(cluster: ResolvedCluster) -> list[Problem]:
     return _rack_positions(cluster.spec, cluster.by_name)
 
 
-def storage(cluster: Cluster) -> list[Problem]:
+def storage(cluster: ResolvedCluster) -> list[Problem]:
     return _storage_nodes(cluster.spec, cluster.by_name)
 
 

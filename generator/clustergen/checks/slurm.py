@@ -25,7 +25,7 @@ from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.slurm import Partition
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean
 
 # Keys from blog posts that no parser since 22.05 accepts, with where the setting lives now.
@@ -38,7 +38,7 @@ _FOLKLORE_KEYS = {
 }
 
 
-def nodes(cluster: Cluster) -> list[Problem]:
+def nodes(cluster: ResolvedCluster) -> list[Problem]:
     """Controllers, accounting and partitions against the nodes that exist."""
     return [
         *_compute_nodes_exist(cluster.spec, cluster.hosts),
@@ -48,7 +48,7 @@ def nodes(cluster: Cluster) -> list[Problem]:
     ]
 
 
-def options(cluster: Cluster) -> list[Problem]:
+def options(cluster: ResolvedCluster) -> list[Problem]:
     """slurm.options against the keys of the pinned Slurm, the scheduling policies and QOS."""
     spec = cluster.spec
     return [
@@ -166,7 +166,7 @@ def _compute_nodes_exist(spec: Spec, hosts: Sequence[Host]) -> list[Problem]:
     ]
 
 
-def _controllers(cluster: Cluster) -> list[Problem]:
+def _controllers(cluster: ResolvedCluster) -> list[Problem]:
     spec, hosts, table = cluster.spec, cluster.hosts, cluster.by_name
     problems = []
     seen: set[str] = set()
@@ -219,7 +219,7 @@ def _controllers(cluster: Cluster) -> list[Problem]:
     return problems
 
 
-def _accounting(cluster: Cluster) -> list[Problem]:
+def _accounting(cluster: ResolvedCluster) -> list[Problem]:
     spec, hosts = cluster.spec, cluster.hosts
     accounting = spec.slurm.accounting
     dbd_hosts = [h for h in hosts if "slurm_dbd" in h.roles]
@@ -258,7 +258,7 @@ def _is_compute(spec: Spec, roles: tuple[str, ...], known: dict[tuple[str, ...],
     return known[roles]
 
 
-def _partitions(cluster: Cluster) -> list[Problem]:
+def _partitions(cluster: ResolvedCluster) -> list[Problem]:
     spec, hosts, table = cluster.spec, cluster.hosts, cluster.by_name
     problems = []
     seen: dict[str, int] = {}
@@ -358,7 +358,7 @@ def _partition_settings(spec: Spec, partition: Partition, base: SpecPath) -> lis
     return problems
 
 
-def _gpu_defaults_fit(cluster: Cluster, index: int) -> list[Problem]:
+def _gpu_defaults_fit(cluster: ResolvedCluster, index: int) -> list[Problem]:
     """A job that asks for every GPU of a node (srun -N2 --gres=gpu:8) and nothing else gets
     DefCpuPerGPU and DefMemPerGPU times the GPUs; more than the node has for jobs (after
     CoreSpecCount and MemSpecLimit) and slurmctld refuses it: "Requested node configuration
@@ -781,7 +781,7 @@ _CHOWNED_FOLDERS: tuple[tuple[str, bool, str | None, str, str], ...] = (
 )
 
 
-def folders(cluster: Cluster) -> list[Problem]:
+def folders(cluster: ResolvedCluster) -> list[Problem]:
     """No folder the slurm role chowns is a system folder (catalog/folders.py)."""
     slurm = cluster.spec.slurm
     options = {key.lower(): (key, value) for key, value in slurm.options.items()}

@@ -17,7 +17,7 @@ from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem, SpecPath
 from clustergen.model import Spec
 from clustergen.model.software import Software
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean
 
 
@@ -25,12 +25,12 @@ def _dotted(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
 
 
-def versions(cluster: Cluster) -> list[Problem]:
+def versions(cluster: ResolvedCluster) -> list[Problem]:
     spec = cluster.spec
     return [*_cuda_and_driver(spec), *_slurm_version(spec), *_slurm_packaging(spec)]
 
 
-def repositories(cluster: Cluster) -> list[Problem]:
+def repositories(cluster: ResolvedCluster) -> list[Problem]:
     """Every repository signed by a key fetched so that it can be trusted, or marked
     trusted by the spec, with a warning each time (docs/security.md)."""
     problems = []
@@ -105,7 +105,7 @@ def repositories(cluster: Cluster) -> list[Problem]:
     return problems
 
 
-def gpus(cluster: Cluster) -> list[Problem]:
+def gpus(cluster: ResolvedCluster) -> list[Problem]:
     """The stack against the GPUs the hardware profiles have."""
     spec = cluster.spec
     return [*_gpu_architectures(spec), *_fabric_manager(spec)]

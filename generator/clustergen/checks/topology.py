@@ -8,11 +8,11 @@ from clustergen.errors import Problem
 from clustergen.fabric import blocking, ratio
 from clustergen.hosts import compress
 from clustergen.model.network import LINK_GBITS
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean
 
 
-def check(cluster: Cluster) -> list[Problem]:
+def check(cluster: ResolvedCluster) -> list[Problem]:
     spec = cluster.spec
     fabric = spec.network.fabric
     if fabric is None or not fabric.switches:
@@ -128,7 +128,7 @@ def _one_tree(
     return problems
 
 
-def _leaf_membership(cluster: Cluster, base: tuple[str | int, ...]) -> list[Problem]:
+def _leaf_membership(cluster: ResolvedCluster, base: tuple[str | int, ...]) -> list[Problem]:
     fabric = cluster.spec.network.fabric
     assert fabric is not None
     switches, hosts, known = fabric.switches, cluster.hosts, cluster.by_name
@@ -169,7 +169,7 @@ def _leaf_membership(cluster: Cluster, base: tuple[str | int, ...]) -> list[Prob
     return problems
 
 
-def oversubscription(cluster: Cluster) -> list[Problem]:
+def oversubscription(cluster: ResolvedCluster) -> list[Problem]:
     """A leaf blocked more than the max_blocking of a partition with nodes on it and on
     other leaves (default 1 for a GPU partition): its jobs across leaves get a fraction of
     their HCAs' bandwidth.
@@ -225,6 +225,6 @@ def oversubscription(cluster: Cluster) -> list[Problem]:
     return problems
 
 
-def _all_gpu(cluster: Cluster, members: frozenset[str]) -> bool:
+def _all_gpu(cluster: ResolvedCluster, members: frozenset[str]) -> bool:
     hosts = [cluster.by_name[name] for name in members if name in cluster.by_name]
     return bool(hosts) and all(h.profiled and h.hardware.gpu is not None for h in hosts)

@@ -18,7 +18,7 @@ import math
 import sys
 
 from clustergen.load import parse_spec
-from clustergen.patterns import expand, long_form_text
+from clustergen.long_form import expand, long_form_text
 
 NODES_PER_RACK = 4
 NODES_PER_LEAF = 32

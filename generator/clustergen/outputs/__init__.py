@@ -10,9 +10,9 @@ import jinja2
 
 from clustergen.artifacts import Artifact
 from clustergen.outputs import acceptance, facility, lustre, nccl, slurm
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 
-Family = Callable[[Cluster, jinja2.Environment], list[Artifact]]
+Family = Callable[[ResolvedCluster, jinja2.Environment], list[Artifact]]
 
 # The content families, by name: the name is the family's directory in the output
 # tree and the value of `family` in the install lists Ansible reads.

@@ -27,7 +27,7 @@ import jinja2
 from clustergen.artifacts import Artifact, Install
 from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, Pins
 from clustergen.hosts import compress
-from clustergen.resolve import Cluster, InventoryGroup
+from clustergen.resolve import InventoryGroup, ResolvedCluster
 from clustergen.templating import render_template
 
 # Keeps the vault file, an interrupted render's journal and temporaries, and the
@@ -68,7 +68,7 @@ class LockGroup:
 
 
 def render(
-    cluster: Cluster,
+    cluster: ResolvedCluster,
     env: jinja2.Environment,
     by_family: Mapping[str, Sequence[Artifact]],
     site: Sequence[Artifact],
@@ -207,7 +207,7 @@ def _continues(a: re.Match[str] | None, b: re.Match[str] | None) -> bool:
 # --- pins per group ---------------------------------------------------------------
 
 
-def group_pins(cluster: Cluster) -> dict[str, Pins]:
+def group_pins(cluster: ResolvedCluster) -> dict[str, Pins]:
     """Inventory group -> the packages its nodes get, from every concern it carries."""
     by_group: dict[str, Pins] = {}
     for concern in CONCERNS:
@@ -215,7 +215,7 @@ def group_pins(cluster: Cluster) -> dict[str, Pins]:
     return by_group
 
 
-def lock_groups(cluster: Cluster) -> list[LockGroup]:
+def lock_groups(cluster: ResolvedCluster) -> list[LockGroup]:
     """Groups that have nodes and packages, sorted by name, packages sorted by name."""
     groups = []
     hostlists: dict[frozenset[str], str] = {}  # groups of the same nodes share one
@@ -233,7 +233,7 @@ def lock_groups(cluster: Cluster) -> list[LockGroup]:
 
 
 def all_group_vars(
-    cluster: Cluster, by_family: Mapping[str, Sequence[Artifact]]
+    cluster: ResolvedCluster, by_family: Mapping[str, Sequence[Artifact]]
 ) -> list[GroupVars]:
     """One file per group that has nodes and something to set, sorted by group name:
     the pins of the concerns it carries and the files installed on it."""
@@ -329,7 +329,7 @@ def handler_name(install: Install) -> str | None:
     return f"{change.action.capitalize()} {change.service}"
 
 
-def _all_vars(cluster: Cluster) -> GroupVars:
+def _all_vars(cluster: ResolvedCluster) -> GroupVars:
     software = cluster.spec.software
     family = cluster.pins.family
     repositories: list[dict[str, str | bool | list[str]]] = []
@@ -411,7 +411,7 @@ def _all_vars(cluster: Cluster) -> GroupVars:
     )
 
 
-def _firewall_sources(cluster: Cluster) -> list[str]:
+def _firewall_sources(cluster: ResolvedCluster) -> list[str]:
     """The cluster's own networks, when slurm.isolation.firewall_sources limits the Slurm
     ports to them."""
     spec = cluster.spec

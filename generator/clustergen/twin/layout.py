@@ -9,7 +9,7 @@ from pathlib import Path
 
 import hostlist
 
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.twin.conf import (
     SITE_ONLY_ACCOUNTING_SLURM_CONF,
     SITE_ONLY_SLURM_CONF,
@@ -79,7 +79,7 @@ class NodeChoice:
         return lines
 
 
-def choose_nodes(cluster: Cluster, nodes_per_group: int | None) -> NodeChoice:
+def choose_nodes(cluster: ResolvedCluster, nodes_per_group: int | None) -> NodeChoice:
     """Every compute node, or the first `nodes_per_group` of each hardware group (by
     default only when there are more than MAX_NODES_ALL), plus the first node of any
     partition that would otherwise have none, so that every partition can run a job."""

@@ -92,7 +92,7 @@ def remove_leftovers(spool_base: Path) -> list[str]:
         for netns in names:
             if netns.rpartition("-")[0] in running:
                 continue
-            stale = Network(netns.rpartition("-")[0], created=[netns])
+            stale = Namespaces(netns.rpartition("-")[0], created=[netns])
             failures = stale.delete()
             if failures:
                 raise DaemonError("; ".join(failures))
@@ -108,7 +108,7 @@ def remove_leftovers(spool_base: Path) -> list[str]:
 
 
 @dataclass
-class Network:
+class Namespaces:
     """Namespaces named `<prefix>-br` (the bridge) and `<prefix>-h<N>` (the hosts), made
     while this process holds the prefix's lock (see remove_leftovers)."""
 

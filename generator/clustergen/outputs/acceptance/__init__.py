@@ -12,12 +12,16 @@ import jinja2
 from clustergen.artifacts import Artifact
 from clustergen.outputs.acceptance.derive import PartitionJobs, derive_acceptance
 from clustergen.outputs.nccl.derive import JOB_ENV
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
 
 def _script(
-    cluster: Cluster, env: jinja2.Environment, job: PartitionJobs, name: str, **values: object
+    cluster: ResolvedCluster,
+    env: jinja2.Environment,
+    job: PartitionJobs,
+    name: str,
+    **values: object,
 ) -> Artifact:
     path = f"acceptance/{job.partition}/{name}"
     template = "ib-rails" if name.startswith("ib-rails") else name.removesuffix(".sbatch")
@@ -28,7 +32,7 @@ def _script(
     return Artifact(path, text, mode=0o755)
 
 
-def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
+def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
     artifacts = []
     for job in derive_acceptance(cluster):
         exports = [(name, shlex.quote(value)) for name, value in job.exports]

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from clustergen.fabric import ratio, uplink_share
 from clustergen.model.nccl import AcceptanceTools
 from clustergen.model.network import LINK_GBITS
-from clustergen.outputs.nccl.derive import Setting, compute_hcas, settings_for
-from clustergen.resolve import Cluster
+from clustergen.outputs.nccl.derive import NcclValue, compute_hcas, settings_for
+from clustergen.resolve import ResolvedCluster
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class RailJob:
 PERFTEST_OPTIONS = (("NCCL_IB_GID_INDEX", "--gid-index="), ("NCCL_IB_TC", "--tclass="))
 
 
-def _perftest_args(settings: tuple[Setting, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _perftest_args(settings: tuple[NcclValue, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     by_name = {s.name: s for s in settings}
     args, sources = [], []
     for name, option in PERFTEST_OPTIONS:
@@ -75,7 +75,7 @@ def _fmt(value: float) -> str:
     return f"{value:.1f}"
 
 
-def derive_acceptance(cluster: Cluster) -> list[PartitionJobs]:
+def derive_acceptance(cluster: ResolvedCluster) -> list[PartitionJobs]:
     """One entry per partition whose nodes all have GPUs, on a spec with a fabric."""
     spec = cluster.spec
     fabric = spec.network.fabric
@@ -148,7 +148,7 @@ def derive_acceptance(cluster: Cluster) -> list[PartitionJobs]:
 
 
 def _allreduce(
-    cluster: Cluster,
+    cluster: ResolvedCluster,
     script: str,
     nodes: int,
     members: set[str],

@@ -10,7 +10,7 @@ import re
 import jinja2
 
 from clustergen.artifacts import Artifact
-from clustergen.outputs.facility.derive import Facility, derive_facility
+from clustergen.outputs.facility.derive import FacilitySheets, derive_facility
 from clustergen.outputs.facility.elevation import PLACEHOLDER, PLACEHOLDERS, Elevation, Shape
 from clustergen.outputs.facility.sheets import (
     BANK_HEADER,
@@ -23,7 +23,7 @@ from clustergen.outputs.facility.sheets import (
     RACK_HEADER_W,
     csv_text,
 )
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
 # Beyond this many racks the overview stays a page a person reads: it lists each rack's
@@ -34,7 +34,7 @@ WHOLE_RACKS = 48
 SHOWN_FEEDS = 48
 
 
-def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
+def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
     facility = derive_facility(cluster)
     if facility is None:
         return []
@@ -72,7 +72,9 @@ _NOT_PLAIN = re.compile(f"[&<>\"'{PLACEHOLDER}]")
 _UNSEEN: list[str] = []  # a shape not rendered yet, told apart by identity
 
 
-def rack_svgs(facility: Facility, cluster: Cluster, env: jinja2.Environment) -> list[str]:
+def rack_svgs(
+    facility: FacilitySheets, cluster: ResolvedCluster, env: jinja2.Environment
+) -> list[str]:
     """Each rack's elevation in SVG, the template rendered once per distinct shape.
 
     At 16k nodes the elevations were nearly half the facility's time, most of it rendering
@@ -97,7 +99,7 @@ def rack_svgs(facility: Facility, cluster: Cluster, env: jinja2.Environment) -> 
     return svgs
 
 
-def _split(env: jinja2.Environment, cluster: Cluster, shape: Shape) -> list[str] | None:
+def _split(env: jinja2.Environment, cluster: ResolvedCluster, shape: Shape) -> list[str] | None:
     """The shape's SVG split at its placeholders (text, index, text, ... text), or None
     when it is not to be trusted: the cluster's name holds a PLACEHOLDER, or the shape
     filled in with this rack's names is not this rack's SVG."""
@@ -118,7 +120,7 @@ def _filled(parts: list[str], names: tuple[str, ...]) -> str:
     return "".join(filled)
 
 
-def _pdu_sheet(facility: Facility) -> dict[str, object]:
+def _pdu_sheet(facility: FacilitySheets) -> dict[str, object]:
     """Past WHOLE_RACKS racks the page keeps every feed and leaves the tables of every
     device, phase, bank and outlet to their CSVs (at 4,096 racks they were 8 MB of
     Markdown, which no review tool shows)."""
@@ -136,7 +138,7 @@ def _pdu_sheet(facility: Facility) -> dict[str, object]:
     return {"detail_omitted": {"racks": len(facility.shapes), "rows": rows}}
 
 
-def _overview(facility: Facility, svgs: list[str]) -> dict[str, object]:
+def _overview(facility: FacilitySheets, svgs: list[str]) -> dict[str, object]:
     if len(facility.shapes) <= WHOLE_RACKS:
         return {"svgs": svgs, "racks": [], "feeds": facility.feed_rows, "summary": None}
     feeds = sorted(facility.feed_rows, key=lambda row: (-row.worst_share, row.rack, row.pdu))

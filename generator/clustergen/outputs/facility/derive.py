@@ -1,7 +1,7 @@
 """What the facility sheets and pictures print, from the cluster's one physical plan.
 
-Every number comes from Cluster.rack_plans (the plan the power checks judged) and every
-cable from Cluster.switch_ports; here they are only turned into rows of fixed-format text
+Every number comes from ResolvedCluster.rack_plans (the plan the power checks judged) and every
+cable from ResolvedCluster.switch_ports; here they are only turned into rows of fixed-format text
 (sheets.py) and into the coordinates of the rack elevations (elevation.py), so the
 templates hold no arithmetic. This module puts them together with the site's summary
 and the warnings the pages repeat.
@@ -13,7 +13,6 @@ import functools
 from dataclasses import dataclass
 
 from clustergen.errors import collapse_alike, format_path
-from clustergen.facility import RackPlan, kilo
 from clustergen.names import element_names
 from clustergen.outputs.facility.elevation import Elevation, Shape, percent, shape
 from clustergen.outputs.facility.sheets import (
@@ -27,7 +26,8 @@ from clustergen.outputs.facility.sheets import (
     rack_sheet,
     rack_totals,
 )
-from clustergen.resolve import Cluster
+from clustergen.physical_plan import RackPlan, kilo
+from clustergen.resolve import ResolvedCluster
 
 
 @dataclass(frozen=True, order=True)
@@ -38,7 +38,7 @@ class SpecWarning:
 
 
 @dataclass(frozen=True)
-class Facility:
+class FacilitySheets:
     cluster: str
     shapes: tuple[Shape, ...]  # each rack's elevation, as a Shape; spec order
     rack_rows: tuple[tuple[str, ...], ...]
@@ -58,7 +58,7 @@ class Facility:
         return tuple(shape.named() for shape in self.shapes)
 
 
-def derive_facility(cluster: Cluster) -> Facility | None:
+def derive_facility(cluster: ResolvedCluster) -> FacilitySheets | None:
     """None for a spec without racks: there is nothing for the facility team."""
     spec = cluster.spec
     if not spec.racks:
@@ -66,7 +66,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
     plans = cluster.rack_plans
     fabric = spec.network.fabric
     switch_models = {s.name: s.model for s in fabric.switches} if fabric else {}
-    return Facility(
+    return FacilitySheets(
         cluster=spec.cluster.name,
         shapes=tuple(shape(rack, switch_models) for rack in plans),
         rack_rows=rack_sheet(plans, switch_models),
@@ -82,7 +82,7 @@ def derive_facility(cluster: Cluster) -> Facility | None:
     )
 
 
-def site_summary(cluster: Cluster, plans: tuple[RackPlan, ...]) -> tuple[str, ...]:
+def site_summary(cluster: ResolvedCluster, plans: tuple[RackPlan, ...]) -> tuple[str, ...]:
     """The site's lines: its racks and draw, and its share of the power and cooling budget."""
     spec = cluster.spec
     total = sum(rack.max_watts for rack in plans)
@@ -97,7 +97,7 @@ def site_summary(cluster: Cluster, plans: tuple[RackPlan, ...]) -> tuple[str, ..
     return tuple(site)
 
 
-def spec_warnings(cluster: Cluster) -> tuple[SpecWarning, ...]:
+def spec_warnings(cluster: ResolvedCluster) -> tuple[SpecWarning, ...]:
     """The spec's warnings the pages repeat, alike ones once, as validate prints them."""
     spec = cluster.spec
     ignored = set(spec.ignore)

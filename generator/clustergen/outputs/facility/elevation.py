@@ -1,5 +1,5 @@
 """The rack elevations' geometry: where each unit, device box, label, load bar and legend
-sits in a rack's picture, in SVG user units, from the rack's plan (Cluster.rack_plans).
+sits in a rack's picture, in SVG user units, from the rack's plan (ResolvedCluster.rack_plans).
 
 The template (templates/facility/rack.svg.j2) only prints these coordinates; the sheets
 (sheets.py) and this module share nothing but a load bar's drawing and what a device is
@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from clustergen.facility import CONTINUOUS_LOAD_LIMIT, Device, RackPlan, kilo
+from clustergen.physical_plan import CONTINUOUS_LOAD_LIMIT, Device, RackPlan, kilo
 
 # Fills by role: light enough for black text and for printing, distinct in colour, and
 # the role is written in every label too, for a grey-scale print.

@@ -1,6 +1,6 @@
 """The facility sheets' tables: the rows of racks.csv, the PDU sheets (feeds, devices,
 phases, banks, outlets) and cables.csv, as fixed-format text from the cluster's one
-physical plan (Cluster.rack_plans) and its switch ports (Cluster.switch_ports).
+physical plan (ResolvedCluster.rack_plans) and its switch ports (ResolvedCluster.switch_ports).
 
 The CSV files are these rows under their headers (csv_text); the Markdown pages print
 the same rows. A feed row carries the load bars the pages draw, made as the elevations
@@ -15,9 +15,9 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from clustergen.facility import FEEDS, Device, FeedLoad, RackPlan, cables
 from clustergen.outputs.facility.elevation import Bar, bar, power_given, role_and_hardware
-from clustergen.resolve import Cluster
+from clustergen.physical_plan import FEEDS, Device, FeedLoad, RackPlan, cables
+from clustergen.resolve import ResolvedCluster
 
 
 @dataclass(frozen=True)
@@ -336,7 +336,7 @@ def bank_sheet(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
     )
 
 
-def cable_sheet(cluster: Cluster) -> tuple[tuple[str, ...], ...]:
+def cable_sheet(cluster: ResolvedCluster) -> tuple[tuple[str, ...], ...]:
     """The rows of cables.csv: each switch port's cable and its peer."""
     return tuple(
         (

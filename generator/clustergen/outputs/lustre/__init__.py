@@ -14,20 +14,20 @@ from collections.abc import Callable
 
 import jinja2
 
-from clustergen.artifacts import NO_CHANGE, Artifact, Change, Install
+from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange
 from clustergen.catalog.packages import LUSTRE_CLIENT_GROUP
 from clustergen.outputs.lustre.derive import SBIN, UNITS, LustreContext, derive_lustre, shq
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
-REMOUNT = Change("remount", "lustre")
-SET_PARAM = Change("set_param", "lustre")
+REMOUNT = NodeChange("remount", "lustre")
+SET_PARAM = NodeChange("set_param", "lustre")
 MGS_SETTINGS = f"{SBIN}/lustre-mgs-settings"
 LAYOUTS = f"{SBIN}/lustre-layouts"
 CLIENT_TUNING = "lustre-client-tuning.service"
 
 
-def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
+def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
     lustre = derive_lustre(cluster)
     if lustre is None:
         return []
@@ -54,7 +54,7 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
                 f"lustre/format/{t.slug}.format",
                 text("format-identity.j2", t=t),
                 install=Install(
-                    t.identity_file, t.group, Change("reformat", t.label), hosts=t.nodes
+                    t.identity_file, t.group, NodeChange("reformat", t.label), hosts=t.nodes
                 ),
             )
         )
@@ -70,7 +70,7 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
             Artifact(
                 f"lustre/lnet/{p.profile}.conf",
                 text("lnet.yaml.j2", p=p),
-                install=Install("/etc/lnet.conf", p.group, Change("reconfigure", "lnet")),
+                install=Install("/etc/lnet.conf", p.group, NodeChange("reconfigure", "lnet")),
             )
         )
         if p.lnd is not None:
@@ -78,7 +78,7 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
                 Artifact(
                     f"lustre/lnet/{p.profile}.modprobe.conf",
                     text("modprobe.conf.j2", p=p),
-                    install=Install("/etc/modprobe.d/lustre.conf", p.group, Change("reboot")),
+                    install=Install("/etc/modprobe.d/lustre.conf", p.group, NodeChange("reboot")),
                 )
             )
     artifacts += _client(lustre, text)

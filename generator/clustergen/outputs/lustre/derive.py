@@ -12,7 +12,7 @@ from clustergen.catalog.packages import hardware_group, role_group
 from clustergen.hosts import Host
 from clustergen.model.common import parse_size
 from clustergen.model.storage import LayoutComponent, Lustre, LustreLayout, ServerTarget
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.systemd import unit_name, unit_word
 
 SBIN = "/usr/local/sbin"
@@ -142,7 +142,7 @@ def nid(host: Host, net: str) -> str:
     return f"{host.fabric_ip}@{net}"
 
 
-def derive_lustre(cluster: Cluster) -> LustreContext | None:
+def derive_lustre(cluster: ResolvedCluster) -> LustreContext | None:
     lustre = cluster.spec.storage.lustre if cluster.spec.storage else None
     if lustre is None:
         return None
@@ -310,7 +310,7 @@ def _ordered(target: Target, targets: Sequence[Target]) -> Target:
     return replace(target, requires=tuple(requires), after=tuple(after))
 
 
-def _lnet(cluster: Cluster, lustre: Lustre) -> tuple[LnetProfile, ...]:
+def _lnet(cluster: ResolvedCluster, lustre: Lustre) -> tuple[LnetProfile, ...]:
     """One LNet configuration per hardware profile whose nodes serve or mount Lustre."""
     servers = {lustre.mgs.node, *lustre.mgs.failover}
     for t in (*lustre.mdts, *lustre.osts):

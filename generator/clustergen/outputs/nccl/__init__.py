@@ -12,11 +12,11 @@ import jinja2
 
 from clustergen.artifacts import NO_CHANGE, Artifact, Install
 from clustergen.outputs.nccl.derive import JOB_ENV, NCCL_CONF, derive_nccl
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
 
-def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
+def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
     artifacts = []
     for entry in derive_nccl(cluster):
         exports = [(s, shlex.quote(s.value)) for s in entry.settings]

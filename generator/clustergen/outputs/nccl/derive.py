@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from clustergen.catalog.packages import hardware_group
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.nccl import NcclSettings
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 
 NCCL_CONF = "/etc/nccl.conf"
 # Sourced by job scripts (the acceptance jobs do): the same values, as exports.
@@ -20,7 +20,7 @@ JOB_ENV = "/etc/nccl/job.env"
 
 
 @dataclass(frozen=True)
-class Setting:
+class NcclValue:
     name: str
     value: str
     source: str  # the spec path (or rule) the value came from
@@ -30,7 +30,7 @@ class Setting:
 class ProfileNccl:
     profile: str
     group: str  # inventory group of the profile's nodes
-    settings: tuple[Setting, ...]
+    settings: tuple[NcclValue, ...]
     compute_hcas: tuple[tuple[str, int], ...]  # (name, port) of each rail
 
 
@@ -42,18 +42,18 @@ def compute_hcas(profile: HardwareProfile) -> tuple[tuple[str, int], ...]:
 
 
 def settings_for(
-    cluster: Cluster, name: str, extra: tuple[tuple[str, NcclSettings | None], ...] = ()
-) -> tuple[Setting, ...]:
+    cluster: ResolvedCluster, name: str, extra: tuple[tuple[str, NcclSettings | None], ...] = ()
+) -> tuple[NcclValue, ...]:
     """The settings of profile `name`, with narrower blocks (path, settings) applied last."""
     spec = cluster.spec
     profile = spec.hardware[name]
     fabric = spec.network.fabric
     at = f"hardware.{name}"
-    values: dict[str, Setting] = {}
+    values: dict[str, NcclValue] = {}
 
     def put(var: str, value: object, source: str) -> None:
         values.pop(var, None)  # a later source moves the line to the end: overrides read last
-        values[var] = Setting(var, str(value), source)
+        values[var] = NcclValue(var, str(value), source)
 
     blocks: list[tuple[str, NcclSettings | None]] = [
         ("nccl", spec.nccl),
@@ -84,7 +84,7 @@ def settings_for(
     return tuple(values.values())
 
 
-def derive_nccl(cluster: Cluster) -> list[ProfileNccl]:
+def derive_nccl(cluster: ResolvedCluster) -> list[ProfileNccl]:
     """One entry per GPU profile that nodes use, in spec order."""
     used = {host.hardware_name for host in cluster.hosts}
     return [

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import jinja2
 
-from clustergen.artifacts import NO_CHANGE, Artifact, Change, Install, Secret
+from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange, Secret
 from clustergen.catalog.packages import SLURM_GROUP
 from clustergen.outputs.slurm.derive import (
     EPILOG_NAME,
@@ -27,17 +27,17 @@ from clustergen.outputs.slurm.derive import (
     SlurmContext,
     derive_slurm,
 )
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
-RECONFIGURE = Change("reconfigure", "slurmctld")
-RESTART_SLURMD = Change("restart", "slurmd")
+RECONFIGURE = NodeChange("reconfigure", "slurmctld")
+RESTART_SLURMD = NodeChange("restart", "slurmd")
 # A reconfigure does not apply a change to the NodeName lines (Slurm 22.05 keeps a
 # node's old GRES through it, and slurmctld must see nodes added or removed): each
 # daemon keeps the lines it last started with beside slurm.conf, and restarts when
 # they change. The daemon, the group of the nodes that run it, and the change.
 NODE_RECORDS = (
-    ("slurmctld", "slurm_controller", Change("restart", "slurmctld")),
+    ("slurmctld", "slurm_controller", NodeChange("restart", "slurmctld")),
     ("slurmd", "compute", RESTART_SLURMD),
 )
 NODE_RECORD = "clustergen-nodes"  # /etc/slurm/clustergen-nodes.<daemon>
@@ -47,10 +47,10 @@ MEMLOCK_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-memlock.conf"
 SSHD_USEPAM_DROPIN = "/etc/ssh/sshd_config.d/00-clustergen-usepam.conf"
 
 
-def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
+def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
     slurm = derive_slurm(cluster)
 
-    def conf(name: str, change: Change, template: str | None = None) -> Artifact:
+    def conf(name: str, change: NodeChange, template: str | None = None) -> Artifact:
         text = render_template(env, template or f"slurm/{name}.j2", cluster, slurm=slurm)
         return Artifact(
             f"slurm/{name}", text, install=Install(f"{SLURM_ETC}/{name}", SLURM_GROUP, change)
@@ -85,7 +85,7 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
             install = Install(dest, "compute", NO_CHANGE)
             artifacts.append(Artifact(f"slurm/{name}", text, install=install))
         text = render_template(env, "slurm/sshd-usepam.conf.j2", cluster)
-        install = Install(SSHD_USEPAM_DROPIN, "compute", Change("restart", "sshd"))
+        install = Install(SSHD_USEPAM_DROPIN, "compute", NodeChange("restart", "sshd"))
         artifacts.append(Artifact("slurm/sshd-usepam.conf", text, install=install))
     if slurm.topology:
         artifacts.append(conf("topology.conf", RECONFIGURE))
@@ -118,14 +118,16 @@ def render(cluster: Cluster, env: jinja2.Environment) -> list[Artifact]:
     return artifacts
 
 
-def _slurmdbd_conf(cluster: Cluster, env: jinja2.Environment, slurm: SlurmContext) -> Artifact:
+def _slurmdbd_conf(
+    cluster: ResolvedCluster, env: jinja2.Environment, slurm: SlurmContext
+) -> Artifact:
     """Rendered without StoragePass: Ansible appends it from the vault when it installs it."""
     assert slurm.password_variable is not None and slurm.slurmdbd is not None
     user = dict(slurm.slurmdbd)["SlurmUser"]  # slurmdbd runs as slurmctld's SlurmUser
     install = Install(
         f"{SLURM_ETC}/slurmdbd.conf",
         "slurm_dbd",
-        Change("restart", "slurmdbd"),
+        NodeChange("restart", "slurmdbd"),
         owner=user,
         file_group=user,
         mode=0o600,

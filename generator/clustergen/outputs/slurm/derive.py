@@ -21,7 +21,7 @@ from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import Partition, Priority
 from clustergen.outputs.nccl.derive import compute_hcas
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 
 SLURM_ETC = "/etc/slurm"
 # pam_slurm_adopt on compute nodes: the account lines sshd's PAM stack includes, and the
@@ -221,7 +221,7 @@ def real_memory_mib(profile: HardwareProfile) -> int:
     return (profile.memory_gib - (profile.reserved_memory_gib or 0)) * 1024
 
 
-def derive_slurm(cluster: Cluster) -> SlurmContext:
+def derive_slurm(cluster: ResolvedCluster) -> SlurmContext:
     spec, compute = cluster.spec, cluster.compute
     health = spec.slurm.health_check
     epilog = health is not None and health.epilog
@@ -330,7 +330,7 @@ def backfill_parameters(spec: Spec) -> str:
     return f"bf_window={window},bf_resolution={resolution}"
 
 
-def _slurm_sections(cluster: Cluster, epilog: bool) -> list[ConfSection]:
+def _slurm_sections(cluster: ResolvedCluster, epilog: bool) -> list[ConfSection]:
     spec, compute = cluster.spec, cluster.compute
     slurm = spec.slurm
     table = cluster.by_name
@@ -603,7 +603,7 @@ def billing_weights(shares: Sequence[GpuShare]) -> str:
     return f"CPU=1,Mem={_weight(mem_per_gib)}G,GRES/gpu={_weight(gpu)}"
 
 
-def _partition_lines(cluster: Cluster) -> list[NodeLine]:
+def _partition_lines(cluster: ResolvedCluster) -> list[NodeLine]:
     spec, compute = cluster.spec, cluster.compute
     profile_of = {h.name: h.hardware_name for h in compute}
     shares_of = {
@@ -685,7 +685,7 @@ def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
     return lines
 
 
-def _switch_lines(cluster: Cluster) -> list[SwitchLine]:
+def _switch_lines(cluster: ResolvedCluster) -> list[SwitchLine]:
     fabric = cluster.spec.network.fabric
     if fabric is None:
         return []

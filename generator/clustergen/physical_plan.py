@@ -249,7 +249,7 @@ def even_split(psu_count: int, feeds: tuple[str, ...]) -> dict[str, int]:
     return {feed: base + (1 if i < extra else 0) for i, feed in enumerate(feeds)}
 
 
-def plan(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
+def rack_plans(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
     """Every rack's devices, PSUs and feed loads. Nodes that are unknown, placed a second
     time or without a profile are left out (the reference checks report them); a node whose
     profile has no power draws nothing."""

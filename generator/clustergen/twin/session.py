@@ -24,7 +24,7 @@ import hostlist
 
 from clustergen.artifacts import Artifact
 from clustergen.outputs.slurm.derive import QOS_SCRIPT_NAME
-from clustergen.resolve import Cluster
+from clustergen.resolve import ResolvedCluster
 from clustergen.twin.accounting import start_mariadb, write_slurmdbd_conf
 from clustergen.twin.conf import conf_values, known_keys
 from clustergen.twin.layout import (
@@ -41,7 +41,7 @@ from clustergen.twin.netns import (
     LOCKS,
     PREFIX,
     WORK_DIR_PREFIX,
-    Network,
+    Namespaces,
     addresses_for,
     port_listening,
     remove_leftovers,
@@ -113,7 +113,7 @@ class Twin(DaemonOwner):
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: ResolvedCluster,
         files: Mapping[str, Artifact],
         *,
         nodes_per_group: int | None = None,
@@ -122,7 +122,7 @@ class Twin(DaemonOwner):
         self.cluster = cluster
         self._own_dir = work_dir is None
         root = Path(tempfile.mkdtemp(prefix=WORK_DIR_PREFIX)) if work_dir is None else work_dir
-        self.network = Network(f"{PREFIX}{secrets.token_hex(4)}")
+        self.network = Namespaces(f"{PREFIX}{secrets.token_hex(4)}")
         # Claimed before anything of the twin exists, so no other twin's sweep takes it.
         try:
             self.network.claim(root if self._own_dir else None)
@@ -142,7 +142,7 @@ class Twin(DaemonOwner):
             raise
 
     def _prepare(
-        self, cluster: Cluster, files: Mapping[str, Artifact], nodes_per_group: int | None
+        self, cluster: ResolvedCluster, files: Mapping[str, Artifact], nodes_per_group: int | None
     ) -> None:
         self.slurm_version = installed_slurm_version()
         rendered = {
