@@ -15,7 +15,7 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from support.lockfile import pinned_for
+from support.lockfile import ci_environment, pinned_for
 from support.paths import REPO
 
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
@@ -45,28 +45,11 @@ BUNDLED: dict[str, dict[str, tuple[str, str]]] = {
 }
 
 
-def _environment(python: str) -> dict[str, str]:
-    return {
-        "python_version": python,
-        "python_full_version": f"{python}.0",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "x86_64",
-        "os_name": "posix",
-        "platform_release": "",
-        "platform_version": "",
-        "implementation_version": f"{python}.0",
-        "extra": "",
-    }
-
-
 def _locked() -> dict[str, tuple[str, str]]:
     """Python -> (ansible, ansible-core) the lock installs there."""
     table = {}
     for python in PYTHONS:
-        pinned = pinned_for(_environment(python))
+        pinned = pinned_for(ci_environment(python))
         table[python] = (pinned["ansible"], pinned["ansible-core"])
     return table
 

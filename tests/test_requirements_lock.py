@@ -11,7 +11,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from support.lockfile import read_lock
+from support.lockfile import ci_environment, read_lock
 from support.paths import REPO
 
 if sys.version_info >= (3, 11):
@@ -37,27 +37,9 @@ def _requirements() -> list[Requirement]:
     return [Requirement(text) for text in texts]
 
 
-def _environment(python: str) -> dict[str, str]:
-    """CI's machines: CPython on x86-64 Linux."""
-    return {
-        "python_version": python,
-        "python_full_version": f"{python}.0",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "x86_64",
-        "os_name": "posix",
-        "platform_release": "",
-        "platform_version": "",
-        "implementation_version": f"{python}.0",
-        "extra": "",
-    }
-
-
 @pytest.mark.parametrize("python", PYTHONS)
 def test_the_lock_satisfies_pyproject_on_every_supported_python(python: str) -> None:
-    environment = _environment(python)
+    environment = ci_environment(python)
     pinned: dict[str, str] = {}
     for pin in read_lock():
         if pin.marker is None or pin.marker.evaluate(environment):

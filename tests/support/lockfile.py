@@ -29,6 +29,24 @@ class Pin:
     hashes: tuple[str, ...]
 
 
+def ci_environment(python: str) -> dict[str, str]:
+    """The marker environment of CI's machines: CPython on x86-64 Linux."""
+    return {
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "os_name": "posix",
+        "platform_release": "",
+        "platform_version": "",
+        "implementation_version": f"{python}.0",
+        "extra": "",
+    }
+
+
 def read_lock(path: Path = LOCK) -> list[Pin]:
     """Every entry of a pip requirements file in hash-checking form."""
     text = path.read_text().replace("\\\n", " ")
