@@ -46,8 +46,8 @@ def test_a_rail_optimised_attempt_is_one_line_not_fifty_six() -> None:
     assert len(two) == 1, [p.format() for p in problems]
     assert two[0].path == ("network", "fabric", "switches", 1, "nodes")
     assert two[0].message == (
-        "node 'gpu01' already hangs from leaf 'rail0' (and 55 more like it: gpu02, gpu03, "
-        "gpu04, ...)"
+        "node 'gpu01' already hangs from leaf 'rail0'; the leaves of a rail-optimised fabric "
+        "say their 'rail' (and 55 more like it: gpu02, gpu03, gpu04, ...)"
     )
 
 
@@ -69,7 +69,9 @@ def test_a_few_alike_problems_keep_a_line_each_at_their_own_place() -> None:
     data["network"]["fabric"]["switches"][1]["nodes"] = "gpu[01-04]"
     two = [p for p in _problems(data) if p.code.name == "network.node-two-leaves"]
     assert [p.message for p in two] == [
-        f"node 'gpu0{n}' already hangs from leaf 'rail0'" for n in range(1, 5)
+        f"node 'gpu0{n}' already hangs from leaf 'rail0'; the leaves of a rail-optimised "
+        "fabric say their 'rail'"
+        for n in range(1, 5)
     ]
     # The invalid case with two alike (gpu1, gpu2) keeps both lines.
     expected = (INVALID / "facility-psu-on-missing-feed.expected").read_text()

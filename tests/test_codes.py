@@ -79,9 +79,6 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "network.overlap": _set("network.bmc.cidr", "10.0.1.0/24"),
     "network.roce-on-infiniband": _set("network.fabric.roce", {}),
     "network.switch-own-child": _set("network.fabric.switches.2.switches", "ib-spine01"),
-    "network.switch-two-parents": lambda data: data["network"]["fabric"]["switches"].append(
-        {"name": "ib-spine02", "switches": "ib-leaf01"}
-    ),
     "packages.cudnn8-cuda-suffix": _set("software.cudnn", "8.9.7.29"),
     "packages.group-name-clash": _copy_profile("head_server"),
     "packages.zfs-version-missing": _set("storage.lustre.osts.0.backend", "zfs"),

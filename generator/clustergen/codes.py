@@ -184,18 +184,39 @@ NETWORK_UNKNOWN_SWITCH = Code(
 NETWORK_SWITCH_OWN_CHILD = Code(
     "network.switch-own-child", "error", "a switch lists itself under 'switches'"
 )
-NETWORK_SWITCH_TWO_PARENTS = Code(
-    "network.switch-two-parents", "error", "a switch hangs from two spines"
-)
 NETWORK_SWITCH_CYCLE = Code("network.switch-cycle", "error", "the switches form a cycle")
 NETWORK_SWITCH_FOREST = Code(
-    "network.switch-forest", "error", "the switches form more than one tree"
+    "network.switch-forest",
+    "error",
+    "the leaves of one plane (a rail, or the fabric) are not joined by the switches above them",
 )
 NETWORK_UNKNOWN_NODE = Code(
     "network.unknown-node", "error", "a leaf switch lists a node that is not defined"
 )
 NETWORK_NODE_TWO_LEAVES = Code(
-    "network.node-two-leaves", "error", "a node hangs from two leaf switches"
+    "network.node-two-leaves",
+    "error",
+    "an HCA of a node is cabled to two leaf switches (a node under two leaves without rails, "
+    "or under two leaves of one rail)",
+)
+NETWORK_RAIL_WITHOUT_HCA = Code(
+    "network.rail-without-hca", "error", "a rail leaf lists a node that has no HCA of that rail"
+)
+NETWORK_HCA_UNCABLED = Code(
+    "network.hca-uncabled",
+    "error",
+    "a node on rail leaves has a compute HCA that no leaf takes",
+)
+NETWORK_UPLINKS_UNEVEN = Code(
+    "network.uplinks-uneven",
+    "warning",
+    "the switches of one tier send different numbers of cables up",
+)
+NETWORK_SPINE_OVERSUBSCRIBED = Code(
+    "network.spine-oversubscribed",
+    "warning",
+    "a spine's cables down exceed its cables up by more than the max_blocking of a partition "
+    "below it",
 )
 NETWORK_COMPUTE_NODE_NO_LEAF = Code(
     "network.compute-node-no-leaf", "error", "a Slurm compute node hangs from no leaf switch"

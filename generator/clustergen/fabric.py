@@ -46,6 +46,41 @@ def blocking(cluster: ResolvedCluster) -> tuple[Blocking, ...]:
     return tuple(rows)
 
 
+def tiers(cluster: ResolvedCluster) -> dict[str, int]:
+    """Each switch's tier: 0 for a leaf, else one above its highest child (1 a spine, 2 a
+    core). A switch on a cycle (an error of its own) counts as a leaf."""
+    children = {row.name: [child for child, _ in row.down] for row in cluster.switch_ports}
+    tier: dict[str, int] = {}
+
+    def level(name: str, seen: frozenset[str]) -> int:
+        if name not in tier:
+            below = [c for c in children.get(name, ()) if c not in seen and c in children]
+            tier[name] = 1 + max(level(c, seen | {name}) for c in below) if below else 0
+        return tier[name]
+
+    for name in children:
+        level(name, frozenset())
+    return tier
+
+
+def nodes_below(cluster: ResolvedCluster, names: Collection[str]) -> dict[str, frozenset[str]]:
+    """The nodes cabled below each of `names`: a leaf's own, a spine's leaves' nodes."""
+    children = {row.name: [child for child, _ in row.down] for row in cluster.switch_ports}
+    own = {row.name: frozenset(node for node, _ in row.hcas) for row in cluster.switch_ports}
+    found: dict[str, frozenset[str]] = {}
+
+    def below(name: str, seen: frozenset[str]) -> frozenset[str]:
+        if name not in found:
+            nodes = set(own.get(name, ()))
+            for child in children.get(name, ()):
+                if child not in seen:
+                    nodes |= below(child, seen | {name})
+            found[name] = frozenset(nodes)
+        return found[name]
+
+    return {name: below(name, frozenset()) for name in names}
+
+
 @dataclass(frozen=True)
 class UplinkShare:
     """The least bandwidth a node of a job gets through a switch's uplinks."""

@@ -14,11 +14,12 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from clustergen.model import Spec
-from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
+from clustergen.model.patterns import RackPattern, RailFabric, SwitchGroup, TargetGroup
 
 PATTERNS = (
     ("racks[]", RackPattern),
     ("network.fabric.switches[]", SwitchGroup),
+    ("network.fabric.switches[]", RailFabric),
     ("storage.lustre.mdts[]", TargetGroup),
     ("storage.lustre.osts[]", TargetGroup),
 )

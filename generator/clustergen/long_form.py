@@ -10,7 +10,7 @@ element.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import compress
 from clustergen.model.common import expand_hostlist
 
-_PLACEHOLDER = re.compile(r"\{(rack|index|node|n)(?::(0?[1-9]?[dxX]))?\}")
+_PLACEHOLDER = re.compile(r"\{(rack|index|node|n|unit|rail)(?::(0?[1-9]?[dxX]))?\}")
 
 
 @dataclass
@@ -45,35 +45,52 @@ def expand(data: dict[str, Any]) -> Expansion:
     out = Expansion(data)
     racks = data.get("racks")
     if isinstance(racks, list) and any(_is(item, "names") for item in racks):
-        out.data = {**out.data, "racks": _items(out, ("racks",), racks, "names", _racks)}
-    fabric = _at(data, ("network", "fabric"))
-    switches = fabric.get("switches") if isinstance(fabric, dict) else None
-    if isinstance(switches, list) and any(_is(item, "names") for item in switches):
-        expanded = _items(out, ("network", "fabric", "switches"), switches, "names", _switches)
-        network = {**out.data["network"], "fabric": {**fabric, "switches": expanded}}
-        out.data = {**out.data, "network": network}
+        out.data = {**out.data, "racks": _items(out, ("racks",), racks, _marked("names", _racks))}
+    for net in FABRIC_NETWORKS:
+        fabric = _at(data, ("network", net))
+        switches = fabric.get("switches") if isinstance(fabric, dict) else None
+        if isinstance(switches, list) and any(_switch_pattern(item) for item in switches):
+            expanded = _items(out, ("network", net, "switches"), switches, _switch_pattern)
+            network = {**out.data["network"], net: {**fabric, "switches": expanded}}
+            out.data = {**out.data, "network": network}
     lustre = _at(data, ("storage", "lustre"))
     for kind in ("mdts", "osts"):
         targets = lustre.get(kind) if isinstance(lustre, dict) else None
         if isinstance(targets, list) and any(_is(item, "count") for item in targets):
             path = ("storage", "lustre", kind)
-            lustre = {**lustre, kind: _items(out, path, targets, "count", _targets)}
+            lustre = {**lustre, kind: _items(out, path, targets, _marked("count", _targets))}
             out.data = {**out.data, "storage": {**out.data["storage"], "lustre": lustre}}
     return out
+
+
+# The networks whose switches may be written as patterns: the compute fabric and the
+# storage fabric.
+FABRIC_NETWORKS = ("fabric", "storage")
 
 
 # An expanded element, its name, and where parts of it stand in the pattern (relative).
 Element = tuple[dict[str, Any], str, dict[SpecPath, SpecPath]]
 Expander = Callable[[Expansion, SpecPath, Any], Iterator[Element]]
+# The expander of an item that is a pattern; None for an element written out.
+Picker = Callable[[Any], Expander | None]
 
 
-def _items(
-    out: Expansion, path: SpecPath, items: list[Any], marker: str, expander: Expander
-) -> list[Any]:
+def _marked(marker: str, expander: Expander) -> Picker:
+    return lambda item: expander if _is(item, marker) else None
+
+
+def _switch_pattern(item: Any) -> Expander | None:
+    if _is(item, "rails"):
+        return _rail_fabric
+    return _switches if _is(item, "names") else None
+
+
+def _items(out: Expansion, path: SpecPath, items: list[Any], pick: Picker) -> list[Any]:
     """The list with each pattern item replaced by its elements, in place."""
     result: list[Any] = []
     for index, item in enumerate(items):
-        if not _is(item, marker):
+        expander = pick(item)
+        if expander is None:
             if len(result) != index:  # an element written out, moved by an earlier pattern
                 moved: SpecPath = (*path, len(result))
                 out.aliases[moved] = (*path, index)
@@ -192,6 +209,115 @@ def _switches(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
         if group.uplinks != 1:
             switch["uplinks"] = group.uplinks
         yield switch, f"switch {name}", {}
+
+
+def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
+    """A rail-optimised Clos: each unit's leaf of each rail (rail by rail within a unit),
+    then the spines over their leaves, then the cores over every spine."""
+    from clustergen.model.patterns import RailFabric  # built only for a spec with patterns
+
+    fabric = _model(out, path, RailFabric, item)
+    if fabric is None:
+        return
+    units = expand_hostlist(fabric.units)
+    leaves = _rail_leaves(out, path, fabric, units)
+    spines = expand_hostlist(fabric.spines) if fabric.spines else ()
+    spine_rails = _spine_rails(out, path, fabric, spines)
+    if leaves is None or spine_rails is None:
+        return
+    for leaf in leaves:
+        yield (
+            _switch_entry(leaf, fabric.leaf_model, fabric.leaf_ports, fabric.uplinks),
+            (f"switch {leaf['name']}"),
+            {("nodes",): ("nodes",)},
+        )
+    names = [leaf["name"] for leaf in leaves]
+    rails = [leaf["rail"] for leaf in leaves]
+    for spine, rail in zip(spines, spine_rails, strict=True):
+        below = [name for name, r in zip(names, rails, strict=True) if rail in (None, r)]
+        entry = {"name": spine, "switches": compress(below)}
+        up = fabric.core_uplinks if fabric.cores else 1
+        yield (
+            _switch_entry(entry, fabric.spine_model, fabric.spine_ports, up),
+            (f"switch {spine}"),
+            {},
+        )
+    for core in expand_hostlist(fabric.cores) if fabric.cores else ():
+        entry = {"name": core, "switches": compress(list(spines))}
+        yield _switch_entry(entry, fabric.core_model, fabric.core_ports, 1), f"switch {core}", {}
+
+
+def _switch_entry(
+    entry: dict[str, Any], model: str | None, ports: int | None, uplinks: int
+) -> dict[str, Any]:
+    if ports is not None:
+        entry["ports"] = ports
+    if model is not None:
+        entry["model"] = model
+    if uplinks != 1:
+        entry["uplinks"] = uplinks
+    return entry
+
+
+def _rail_leaves(
+    out: Expansion, path: SpecPath, fabric: Any, units: Sequence[str]
+) -> list[dict[str, Any]] | None:
+    """Each unit's leaves, rail 1 first; None (with the problem) when they cannot be made."""
+    for placeholder, count, what in (
+        ("{unit", len(units), "units"),
+        ("{rail", fabric.rails, "rails"),
+    ):
+        if count > 1 and placeholder not in fabric.leaf:
+            out.problems.append(
+                Problem(
+                    codes.PATTERN_NO_ROOM,
+                    (*path, "leaf"),
+                    f"leaf name '{fabric.leaf}' has no {placeholder}}} placeholder, so the "
+                    f"{count} {what} would give leaves of one name",
+                )
+            )
+            return None
+    nodes = expand_hostlist(fabric.nodes)
+    shares = _deal(len(nodes), len(units), fabric.per_unit)
+    if shares is None or 0 in shares:
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "per_unit" if shares is None else "units"),
+                f"{len(nodes)} nodes do not fill {len(units)} units"
+                + (f" x {fabric.per_unit}" if fabric.per_unit else "")
+                + ("" if shares is None else ": a unit would have no node"),
+            )
+        )
+        return None
+    leaves = []
+    start = 0
+    for unit, share in zip(units, shares, strict=True):
+        members = compress(nodes[start : start + share])
+        start += share
+        for rail in range(1, fabric.rails + 1):
+            name = _fill(fabric.leaf, unit=unit, rail=rail)
+            leaves.append({"name": name, "nodes": members, "rail": rail})
+    return leaves
+
+
+def _spine_rails(
+    out: Expansion, path: SpecPath, fabric: Any, spines: Sequence[str]
+) -> list[int | None] | None:
+    """The rail of each spine (None: every rail's); None (with the problem) on a mismatch."""
+    if fabric.spines_per_rail is None:
+        return [None] * len(spines)
+    if len(spines) != fabric.rails * fabric.spines_per_rail:
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "spines"),
+                f"{len(spines)} spines are not {fabric.spines_per_rail} for each of "
+                f"{fabric.rails} rails ({fabric.rails * fabric.spines_per_rail})",
+            )
+        )
+        return None
+    return [1 + k // fabric.spines_per_rail for k in range(len(spines))]
 
 
 def _targets(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:

@@ -542,6 +542,7 @@ class SwitchPorts:
     hcas: tuple[tuple[str, int], ...]  # node -> HCAs cabled here, member order
     down: tuple[tuple[str, int], ...]  # child switch -> cables from it
     up: tuple[tuple[str, int], ...]  # parent switch -> cables to it
+    rail: int | None = None  # a rail leaf's rail: one HCA of each node, that rail's
 
     @property
     def used(self) -> int:
@@ -573,7 +574,7 @@ def switch_ports(
         zip(fabric.switches, switch_nodes, switch_children, strict=True)
     ):
         hcas = tuple(
-            (name, max(1, len(host.hardware.fabric_hcas)))
+            (name, 1 if switch.rail is not None else max(1, len(host.hardware.fabric_hcas)))
             for name in nodes
             if (host := hosts.get(name)) is not None and host.profiled
         )
@@ -589,9 +590,20 @@ def switch_ports(
                 hcas=hcas,
                 down=down,
                 up=up,
+                rail=switch.rail,
             )
         )
     return tuple(out)
+
+
+def cabled_hcas(host: Host, rail: int | None) -> list[str]:
+    """The HCAs of `host` a leaf takes: its rail's compute HCA (named "railN" when the node
+    has none of that number: a check reports it), or every fabric HCA."""
+    profile = host.hardware
+    if rail is not None:
+        rails = profile.compute_hcas()
+        return [rails[rail - 1][0] if rail <= len(rails) else f"rail{rail}"]
+    return profile.fabric_hcas or [profile.interfaces.fabric or "fabric"]
 
 
 def cables(spec: Spec, hosts: Mapping[str, Host], ports: tuple[SwitchPorts, ...]) -> list[Cable]:
@@ -611,9 +623,7 @@ def cables(spec: Spec, hosts: Mapping[str, Host], ports: tuple[SwitchPorts, ...]
         last = switch.ports if switch.ports is not None else math.inf
         port = 0
         for node, _count in switch.hcas:
-            host = hosts[node]
-            names = host.hardware.fabric_hcas or [host.hardware.interfaces.fabric or "fabric"]
-            for hca in names:
+            for hca in cabled_hcas(hosts[node], switch.rail):
                 port += 1
                 rows.append(Cable(switch.name, port, node, hca, "node", port > last))
         port += sum(n for _, n in switch.down)

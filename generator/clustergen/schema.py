@@ -8,7 +8,7 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from clustergen.model import Spec
-from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
+from clustergen.model.patterns import RackPattern, RailFabric, SwitchGroup, TargetGroup
 
 SCHEMA_ID = "https://clustergen.example.org/schemas/clustergen.schema.json"
 
@@ -17,6 +17,7 @@ SCHEMA_ID = "https://clustergen.example.org/schemas/clustergen.schema.json"
 PATTERN_PLACES = (
     (("properties", "racks"), RackPattern),
     (("$defs", "Fabric", "properties", "switches"), SwitchGroup),
+    (("$defs", "Fabric", "properties", "switches"), RailFabric),
     (("$defs", "Lustre", "properties", "mdts"), TargetGroup),
     (("$defs", "Lustre", "properties", "osts"), TargetGroup),
 )

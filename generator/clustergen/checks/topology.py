@@ -1,13 +1,16 @@
-"""Fabric topology: the switches form one tree, and every Slurm node hangs from one leaf."""
+"""Fabric topology: the switches form a graph without cycles in which each plane is joined,
+and every HCA of a node is cabled to one leaf (every HCA to one leaf, or one leaf per rail)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from clustergen import codes
 from clustergen.checks.references import unknown_node
-from clustergen.errors import Problem
-from clustergen.fabric import blocking, ratio
-from clustergen.hosts import compress
-from clustergen.model.network import LINK_GBITS
+from clustergen.errors import Problem, SpecPath
+from clustergen.fabric import Blocking, blocking, nodes_below, ratio, tiers
+from clustergen.hosts import Host, compress
+from clustergen.model.network import LINK_GBITS, Switch
 from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean
 
@@ -32,11 +35,11 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
             )
         index_of.setdefault(switch.name, index)
 
-    parent_of: dict[str, str] = {}
+    children: dict[str, list[str]] = {}
     unknown_child = False
     for index, switch in enumerate(fabric.switches):
+        path = (*base, index, "switches")
         for child in cluster.switch_children[index]:
-            path = (*base, index, "switches")
             if child not in index_of:
                 unknown_child = True
                 problems.append(
@@ -54,105 +57,149 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
                         f"switch '{child}' cannot be its own child",
                     )
                 )
-            elif child in parent_of:
-                problems.append(
-                    Problem(
-                        codes.NETWORK_SWITCH_TWO_PARENTS,
-                        path,
-                        f"switch '{child}' already hangs from '{parent_of[child]}'",
-                    )
-                )
             else:
-                parent_of[child] = switch.name
+                children.setdefault(switch.name, []).append(child)
 
-    problems += _one_tree(fabric.switches, parent_of, index_of, base, unknown_child)
+    cycles = _cycles(children, index_of, base)
+    problems += cycles
+    if not cycles and not unknown_child:  # an unknown child leaves its switch unjoined
+        problems += _planes_joined(fabric.switches, children, base)
     problems += _leaf_membership(cluster, base)
+    problems += _uncabled_rails(cluster, base)
+    problems += uneven_uplinks(cluster)
     return problems
 
 
-def _one_tree(
-    switches: list,  # type: ignore[type-arg]
-    parent_of: dict[str, str],
-    index_of: dict[str, int],
-    base: tuple,  # type: ignore[type-arg]
-    unknown_child: bool,
+def _cycles(
+    children: dict[str, list[str]], index_of: dict[str, int], base: tuple[str | int, ...]
 ) -> list[Problem]:
-    names = [switch.name for switch in switches]
-    roots = [name for name in dict.fromkeys(names) if name not in parent_of]
-    children: dict[str, list[str]] = {}
-    for child, parent in parent_of.items():
-        children.setdefault(parent, []).append(child)
-    reached: set[str] = set()
-    stack = list(roots)
-    while stack:
-        name = stack.pop()
-        if name not in reached:
-            reached.add(name)
-            stack.extend(children.get(name, []))
+    """Every cycle of 'switches' lists once, at the entry of it listed last."""
+    state: dict[str, int] = {}  # 1 on the path being walked, 2 done
     problems = []
-    on_a_cycle: set[str] = set()
-    for name in dict.fromkeys(names):
-        if name in reached or name in on_a_cycle:
+    for root in index_of:
+        if root in state:
             continue
-        # Unreached switches all have parents, so walking up ends in a cycle.
-        trail: list[str] = []
-        while name not in trail:
-            trail.append(name)
-            name = parent_of[name]
-        cycle = trail[trail.index(name) :]
-        if on_a_cycle & set(cycle):
-            continue
-        on_a_cycle.update(cycle)
-        closing = max(cycle, key=lambda member: index_of[member])  # the entry listed last
-        chain = [closing]
-        while len(chain) == 1 or chain[-1] != closing:
-            chain.append(next(m for m in cycle if parent_of[m] == chain[-1]))
-        problems.append(
-            Problem(
-                codes.NETWORK_SWITCH_CYCLE,
-                (*base, index_of[closing], "switches"),
-                f"switch cycle {' > '.join(chain)} (each lists the next under 'switches'); "
-                "the switches must form one tree under a top switch",
+        trail = [root]
+        walks = [iter(children.get(root, ()))]
+        state[root] = 1
+        while walks:
+            child = next(walks[-1], None)
+            if child is None:
+                state[trail.pop()] = 2
+                walks.pop()
+            elif state.get(child) == 1:
+                cycle = trail[trail.index(child) :]
+                closing = max(cycle, key=lambda member: index_of[member])
+                at = cycle.index(closing)
+                # From the entry listed last, each lists the next under 'switches'.
+                chain = [*cycle[at:], *cycle[:at], closing][::-1]
+                problems.append(
+                    Problem(
+                        codes.NETWORK_SWITCH_CYCLE,
+                        (*base, index_of[closing], "switches"),
+                        f"switch cycle {' > '.join(chain)} (each lists the next under "
+                        "'switches'); a switch must never be below itself",
+                    )
+                )
+            elif child not in state:
+                state[child] = 1
+                trail.append(child)
+                walks.append(iter(children.get(child, ())))
+    return problems
+
+
+def _planes_joined(
+    switches: Sequence[Switch], children: dict[str, list[str]], base: tuple[str | int, ...]
+) -> list[Problem]:
+    """The leaves of each plane (a rail, or the leaves that carry every HCA) are joined by
+    cables through the switches above them; different rails need not be."""
+    part = _parts([s.name for s in switches], children)
+    by_rail: dict[int | None, dict[int, list[str]]] = {}
+    for switch in switches:
+        if switch.nodes is not None:
+            by_rail.setdefault(switch.rail, {}).setdefault(part[switch.name], []).append(
+                switch.name
             )
-        )
-    if len(roots) > 1 and not unknown_child:  # an unknown child leaves its switch a top
+    problems = []
+    for rail, parts in by_rail.items():
+        if len(parts) < 2:
+            continue
+        plane = "the leaves" if rail is None else f"the leaves of rail {rail}"
+        groups = "; ".join(compress(leaves) for leaves in parts.values())
         problems.append(
             Problem(
                 codes.NETWORK_SWITCH_FOREST,
                 base,
-                f"the switches form {len(roots)} separate trees (tops: "
-                f"{', '.join(roots)}); add a spine switch over them",
+                f"{plane} form {len(parts)} parts that no switch joins ({groups}): list "
+                "each leaf under every spine it is cabled to, or add the spine that joins "
+                "them",
                 at="key",
             )
         )
     return problems
 
 
+def _parts(names: list[str], children: dict[str, list[str]]) -> dict[str, int]:
+    """Each switch's connected part (cables in either direction), numbered in spec order."""
+    neighbours: dict[str, list[str]] = {name: [] for name in names}
+    for parent, below in children.items():
+        for child in below:
+            neighbours[parent].append(child)
+            neighbours[child].append(parent)
+    part: dict[str, int] = {}
+    for name in names:
+        if name in part:
+            continue
+        number = len(set(part.values()))
+        stack = [name]
+        while stack:
+            here = stack.pop()
+            if here not in part:
+                part[here] = number
+                stack.extend(neighbours[here])
+    return part
+
+
 def _leaf_membership(cluster: ResolvedCluster, base: tuple[str | int, ...]) -> list[Problem]:
+    """Every HCA cabled once: a node hangs from one leaf that takes all its HCAs, or from
+    one leaf per rail; a rail the node has no compute HCA for is reported."""
     fabric = cluster.spec.network.fabric
     assert fabric is not None
     switches, hosts, known = fabric.switches, cluster.hosts, cluster.by_name
-    leaf_of: dict[str, str] = {}
+    leaf_of: dict[str, dict[int | None, str]] = {}  # node -> rail -> leaf
     problems = []
     for index, switch in enumerate(switches):
         if not switch.nodes:
             continue
         path = (*base, index, "nodes")
+        unknown, short = [], []
         for name in cluster.switch_nodes[index]:
             if name not in known:
-                problems.append(
-                    Problem(codes.NETWORK_UNKNOWN_NODE, path, unknown_node(name, cluster.by_name))
+                unknown.append(name)
+                continue
+            taken = leaf_of.setdefault(name, {})
+            clash = taken.get(switch.rail) or (
+                next(iter(taken.values()), None) if switch.rail is None else taken.get(None)
+            )
+            if clash is not None:
+                problems.append(_two_leaves(path, name, clash, switch.rail))
+                continue
+            taken[switch.rail] = switch.name
+            host = known[name]
+            rails = len(host.hardware.compute_hcas()) if host.profiled else None
+            if switch.rail is not None and rails is not None and switch.rail > rails:
+                short.append(name)
+        problems += _unknown_nodes(path, unknown, known)
+        if short:
+            problems.append(
+                Problem(
+                    codes.NETWORK_RAIL_WITHOUT_HCA,
+                    path,
+                    f"leaf '{switch.name}' carries rail {switch.rail}, but "
+                    f"{_nodes(short)} {'have' if len(short) > 1 else 'has'} fewer than "
+                    f"{switch.rail} compute HCAs (hardware fabric_hcas or topology.hcas)",
                 )
-            elif name in leaf_of:
-                problems.append(
-                    Problem(
-                        codes.NETWORK_NODE_TWO_LEAVES,
-                        path,
-                        f"node '{name}' already hangs from leaf '{leaf_of[name]}'",
-                    )
-                )
-            else:
-                leaf_of[name] = switch.name
+            )
     missing = [h.name for h in hosts if h.is_slurm_compute and h.name not in leaf_of]
     if missing:
         problems.append(
@@ -169,12 +216,110 @@ def _leaf_membership(cluster: ResolvedCluster, base: tuple[str | int, ...]) -> l
     return problems
 
 
-def oversubscription(cluster: ResolvedCluster) -> list[Problem]:
-    """A leaf blocked more than the max_blocking of a partition with nodes on it and on
-    other leaves (default 1 for a GPU partition): its jobs across leaves get a fraction of
-    their HCAs' bandwidth.
+def _two_leaves(path: SpecPath, name: str, clash: str, rail: int | None) -> Problem:
+    what = f"rail {rail} of node '{name}' is" if rail is not None else f"node '{name}'"
+    where = "cabled to" if rail is not None else "hangs from"
+    return Problem(
+        codes.NETWORK_NODE_TWO_LEAVES,
+        path,
+        f"{what} already {where} leaf '{clash}'"
+        + ("" if rail is not None else "; the leaves of a rail-optimised fabric say their 'rail'"),
+    )
 
-    The message names no leaf (the path does), so that leaves cabled alike read alike."""
+
+def _unknown_nodes(path: SpecPath, unknown: list[str], known: Mapping[str, Host]) -> list[Problem]:
+    """One problem for a few unknown names, each with its suggestion; one with the count for
+    many (a pattern's leaves list the same wrong range many times)."""
+    if len(unknown) <= 4:
+        return [Problem(codes.NETWORK_UNKNOWN_NODE, path, unknown_node(n, known)) for n in unknown]
+    return [
+        Problem(
+            codes.NETWORK_UNKNOWN_NODE,
+            path,
+            f"{len(unknown)} unknown nodes {compress(unknown)}",
+        )
+    ]
+
+
+def _nodes(names: list[str]) -> str:
+    return f"node {names[0]}" if len(names) == 1 else f"{len(names)} nodes {compress(names)}"
+
+
+def _uncabled_rails(cluster: ResolvedCluster, base: tuple[str | int, ...]) -> list[Problem]:
+    """A node on rail leaves whose compute HCAs are not all cabled: once per group of nodes
+    missing the same rails."""
+    fabric = cluster.spec.network.fabric
+    assert fabric is not None
+    rails: dict[str, set[int]] = {}
+    for switch, nodes in zip(fabric.switches, cluster.switch_nodes, strict=True):
+        if switch.rail is not None:
+            for name in nodes:
+                rails.setdefault(name, set()).add(switch.rail)
+    missing: dict[tuple[int, ...], list[str]] = {}
+    for name, cabled in rails.items():
+        host = cluster.by_name.get(name)
+        if host is None or not host.profiled:
+            continue
+        count = len(host.hardware.compute_hcas())
+        absent = tuple(r for r in range(1, count + 1) if r not in cabled)
+        if absent:
+            missing.setdefault(absent, []).append(name)
+    return [
+        Problem(
+            codes.NETWORK_HCA_UNCABLED,
+            base,
+            f"{_nodes(names)} hang{'s' if len(names) == 1 else ''} from rail leaves, but "
+            f"{'rail' if len(absent) == 1 else 'rails'} {', '.join(map(str, absent))} of "
+            f"{'its' if len(names) == 1 else 'their'} compute HCAs "
+            f"{'is' if len(absent) == 1 else 'are'} cabled to no leaf",
+            at="key",
+        )
+        for absent, names in missing.items()
+    ]
+
+
+def uneven_uplinks(cluster: ResolvedCluster) -> list[Problem]:
+    """Switches of one tier that send different numbers of cables up: once per tier, at the
+    first switch that differs from the most common count."""
+    tier = tiers(cluster)
+    counts: dict[int, list[tuple[int, int, str]]] = {}
+    for row in cluster.switch_ports:
+        if row.up:
+            up = sum(n for _, n in row.up)
+            counts.setdefault(tier.get(row.name, 0), []).append((up, row.index, row.name))
+    problems = []
+    for level, rows in sorted(counts.items()):
+        usual = max({up for up, _, _ in rows}, key=lambda n: sum(1 for up, _, _ in rows if up == n))
+        odd = [(up, index, name) for up, index, name in rows if up != usual]
+        if not odd:
+            continue
+        up, index, name = odd[0]
+        kind = TIER_NAMES[min(level, 2)]
+        kinds = "leaves" if kind == "leaf" else f"{kind}s"
+        one = len(odd) == 1
+        problems.append(
+            Problem(
+                codes.NETWORK_UPLINKS_UNEVEN,
+                ("network", "fabric", "switches", index),
+                f"{kind} '{name}'{'' if one else f' and {len(odd) - 1} more'} "
+                f"send{'s' if one else ''} {up} cable{'s' if up != 1 else ''} up, the other "
+                f"{kinds} {usual}: traffic through {'it' if one else 'them'} gets another share "
+                "of the tier above",
+            )
+        )
+    return problems
+
+
+TIER_NAMES = ("leaf", "spine", "core")
+
+
+def oversubscription(cluster: ResolvedCluster) -> list[Problem]:
+    """A switch blocked more than the max_blocking of a partition with nodes below it and
+    elsewhere (default 1 for a GPU partition): its jobs across it get a fraction of their
+    HCAs' bandwidth. A leaf's factor is its HCA ports over its uplinks, a spine's its
+    leaves' cables over its own cables up.
+
+    The message names no switch (the path does), so that switches cabled alike read alike."""
     spec = cluster.spec
     fabric = spec.network.fabric
     if fabric is None:
@@ -190,39 +335,56 @@ def oversubscription(cluster: ResolvedCluster) -> list[Problem]:
     if not targets:
         return []
     on_a_leaf = {name for nodes in cluster.switch_nodes for name in nodes}
+    rows = blocking(cluster)
+    below = nodes_below(cluster, {row.name for row in rows})
     problems = []
-    for switch in blocking(cluster):
-        nodes = set(cluster.switch_nodes[switch.index])
-        if switch.hca_ports == 0 or not nodes:
+    for switch in rows:
+        nodes = below[switch.name]
+        if not nodes:
             continue
-        # A partition whose nodes all hang here sends nothing up: its jobs stay on the leaf.
-        on_leaf = [
+        # A partition whose nodes are all below here sends nothing up: its jobs stay here.
+        crossing = [
             (t, i) for t, i, members in targets if members & nodes and (members & on_a_leaf) - nodes
         ]
-        if not on_leaf:
+        if not crossing:
             continue
-        target, index = min(on_leaf)
-        if switch.factor <= target:
-            continue
-        partition = spec.slurm.partitions[index]
-        declared = (
-            f"max_blocking {ratio(target)} of partition '{partition.name}'"
-            if partition.max_blocking is not None
-            else f"1:1 (non-blocking) that GPU partition '{partition.name}' gets by default "
-            f"(slurm.partitions[{index}].max_blocking)"
-        )
-        problems.append(
-            Problem(
-                codes.NETWORK_LEAF_OVERSUBSCRIBED,
-                ("network", "fabric", "switches", switch.index),
-                f"leaf blocked {ratio(switch.factor)} ({switch.hca_ports} HCA ports down, "
-                f"{switch.up_cables} uplink{'s' if switch.up_cables > 1 else ''} up, all at "
-                f"{LINK_GBITS[fabric.rate]} Gb/s), above the {declared}; a job across leaves "
-                f"gets 1/{round(switch.factor, 2):g} of its HCAs' bandwidth: add uplinks, or "
-                "set max_blocking to the ratio the design accepts",
-            )
-        )
+        target, index = min(crossing)
+        if switch.factor > target:
+            problems.append(_blocked(cluster, switch, target, index))
     return problems
+
+
+def _blocked(cluster: ResolvedCluster, switch: Blocking, target: float, index: int) -> Problem:
+    spec = cluster.spec
+    fabric = spec.network.fabric
+    assert fabric is not None
+    partition = spec.slurm.partitions[index]
+    declared = (
+        f"max_blocking {ratio(target)} of partition '{partition.name}'"
+        if partition.max_blocking is not None
+        else f"1:1 (non-blocking) that GPU partition '{partition.name}' gets by default "
+        f"(slurm.partitions[{index}].max_blocking)"
+    )
+    ups = f"{switch.up_cables} uplink{'s' if switch.up_cables > 1 else ''} up"
+    path = ("network", "fabric", "switches", switch.index)
+    gbits = LINK_GBITS[fabric.rate]
+    if switch.hca_ports:
+        return Problem(
+            codes.NETWORK_LEAF_OVERSUBSCRIBED,
+            path,
+            f"leaf blocked {ratio(switch.factor)} ({switch.hca_ports} HCA ports down, {ups}, "
+            f"all at {gbits} Gb/s), above the {declared}; a job across leaves gets "
+            f"1/{round(switch.factor, 2):g} of its HCAs' bandwidth: add uplinks, or set "
+            "max_blocking to the ratio the design accepts",
+        )
+    return Problem(
+        codes.NETWORK_SPINE_OVERSUBSCRIBED,
+        path,
+        f"spine blocked {ratio(switch.factor)} ({switch.down_ports} cables down, {ups}, all "
+        f"at {gbits} Gb/s), above the {declared}; a job across spines gets "
+        f"1/{round(switch.factor, 2):g} of its leaves' bandwidth: add cables to the cores, or "
+        "set max_blocking to the ratio the design accepts",
+    )
 
 
 def _all_gpu(cluster: ResolvedCluster, members: frozenset[str]) -> bool:

@@ -181,6 +181,13 @@ class HardwareProfile(StrictModel):
         default=None, gt=0, description="Weight of one node in kg, for the rack weight limit."
     )
 
+    def compute_hcas(self) -> tuple[tuple[str, int], ...]:
+        """The GPU rails, (HCA, port) in rail order: the topology table's compute HCAs, else
+        fabric_hcas on port 1."""
+        if self.topology is not None:
+            return tuple((h.name, h.port) for h in self.topology.hcas if h.role == "compute")
+        return tuple((name, 1) for name in self.fabric_hcas)
+
     def job_cpus(self) -> int:
         """The CPUs jobs may be given on a node: its cores less system_reserved.cores
         (CoreSpecCount), times threads per core."""

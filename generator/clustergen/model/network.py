@@ -21,6 +21,9 @@ from clustergen.model.common import (
 )
 from clustergen.model.syntax import DeviceModel
 
+# Rails (planes) of a rail-optimised fabric: more than any node has HCAs.
+MAX_RAILS = 64
+
 INFINIBAND_RATES = ("edr", "hdr", "ndr", "xdr")  # 100, 200, 400, 800 Gb/s
 ROCE_RATES = ("100g", "200g", "400g", "800g")
 # Link rate in Gb/s per fabric rate name: what an HCA port at full speed shows in
@@ -45,7 +48,7 @@ class EthernetNetwork(StrictModel):
 
 
 class Switch(StrictModel):
-    """A fabric switch: a leaf lists nodes, a spine lists switches."""
+    """A fabric switch: a leaf lists nodes, a spine (or core) lists the switches below it."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -70,18 +73,32 @@ class Switch(StrictModel):
         ge=1,
         le=4096,
         description="Ports of the switch, checked against the HCAs and uplinks cabled to it. "
-        "Default on InfiniBand: the usual switch of the rate (edr 36, hdr 40, ndr 64, "
-        "xdr 144 ports), and then an overflow is a warning; on RoCE ports are not checked "
-        "unless given.",
+        "Default: the ports at the fabric's rate of the catalog model named in 'model' "
+        "(docs/fabric.md); else on InfiniBand the usual switch of the rate (edr 36, hdr 40, "
+        "ndr 64, xdr 144 ports), and then an overflow is a warning; on RoCE ports are not "
+        "checked unless given.",
     )
     model: DeviceModel | None = Field(
-        default=None, description="Switch model, printed on the cable sheet and the elevations."
+        default=None,
+        description="Switch model, printed on the cable sheet and the elevations; a model of "
+        "the switch catalog (docs/fabric.md, e.g. qm9700, sn5600) also gives the ports.",
     )
     uplinks: Int = Field(
         default=1,
         ge=1,
         le=1024,
-        description="Cables from this switch to each switch that lists it under 'switches'.",
+        description="Cables from this switch to each switch that lists it under 'switches' "
+        "(a switch may hang from several: a leaf under every spine of its plane).",
+    )
+    rail: Int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_RAILS,
+        description="Leaves of a rail-optimised fabric: the rail (plane) this leaf carries. "
+        "Compute HCA number 'rail' of each listed node (1 is the first compute HCA in the "
+        "profile's order, mlx5_0 on HGX) is cabled here, and nothing else of it, so a node "
+        "hangs from one leaf per rail. Without it every fabric HCA of the listed nodes is "
+        "cabled to this leaf.",
     )
 
     @model_validator(mode="after")
@@ -91,6 +108,11 @@ class Switch(StrictModel):
                 codes.NETWORK_SWITCH_LEAF_OR_SPINE,
                 f"switch '{self.name}' needs exactly one of 'nodes' (a leaf) or 'switches' "
                 "(a spine)",
+            )
+        if self.rail is not None and self.nodes is None:
+            raise invalid(
+                codes.NETWORK_SWITCH_LEAF_OR_SPINE,
+                f"switch '{self.name}': only a leaf (one with 'nodes') carries a rail",
             )
         return self
 

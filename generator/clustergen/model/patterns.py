@@ -100,3 +100,64 @@ class TargetGroup(StrictModel):
         default=None, description="As osts[].zpool; templates as in 'device'."
     )
     dataset: dict[str, Any] | None = Field(default=None, description="As osts[].dataset.")
+
+
+class RailFabric(StrictModel):
+    """A rail-optimised Clos fabric: every scalable unit has one leaf per rail, compute HCA
+    k of each of its nodes goes to its rail-k leaf, the leaves go up to the spines (all of
+    them, or their rail's) and the spines to the cores."""
+
+    rails: Int = Field(
+        ge=1,
+        le=64,
+        description="Rails (planes): compute HCA k (1-based, in the profile's order) of every "
+        "node goes to its unit's rail-k leaf.",
+    )
+    units: Hostlist = Field(description="The scalable units' names, e.g. su[1-4].")
+    nodes: Hostlist = Field(
+        description="The nodes, dealt out to the units in order, e.g. gpu[001-128]."
+    )
+    per_unit: Int | None = Field(
+        default=None,
+        ge=1,
+        description="Nodes per unit; default: as evenly as they go (the first units take one "
+        "more).",
+    )
+    leaf: str = Field(
+        description="Name of each unit's leaf of each rail: {unit} is the unit's name, {rail} "
+        "the rail from 1 (an integer format is allowed: {rail:02d}), e.g. '{unit}-leaf{rail}'."
+    )
+    leaf_model: DeviceModel | None = Field(default=None, description="Model of the leaves.")
+    leaf_ports: Int | None = Field(
+        default=None, ge=1, le=4096, description="Ports of each leaf, as switches[].ports."
+    )
+    spines: Hostlist | None = Field(
+        default=None,
+        description="The spine switches, e.g. spine[01-16]; without them each rail's leaves "
+        "are not connected to each other (a rail-only fabric).",
+    )
+    spines_per_rail: Int | None = Field(
+        default=None,
+        ge=1,
+        description="Spines of each rail: the spines are dealt out in order, this many to rail "
+        "1, then to rail 2, ...; each leaf goes up to its rail's spines only. Default: every "
+        "leaf goes up to every spine.",
+    )
+    uplinks: Int = Field(
+        default=1, ge=1, le=1024, description="Cables from each leaf to each of its spines."
+    )
+    spine_model: DeviceModel | None = Field(default=None, description="Model of the spines.")
+    spine_ports: Int | None = Field(
+        default=None, ge=1, le=4096, description="Ports of each spine, as switches[].ports."
+    )
+    cores: Hostlist | None = Field(
+        default=None,
+        description="A third tier: every spine goes up to every core, e.g. core[01-08].",
+    )
+    core_uplinks: Int = Field(
+        default=1, ge=1, le=1024, description="Cables from each spine to each core."
+    )
+    core_model: DeviceModel | None = Field(default=None, description="Model of the cores.")
+    core_ports: Int | None = Field(
+        default=None, ge=1, le=4096, description="Ports of each core, as switches[].ports."
+    )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from clustergen.fabric import ratio, uplink_share
 from clustergen.model.nccl import AcceptanceTools
 from clustergen.model.network import LINK_GBITS
-from clustergen.outputs.nccl.derive import NcclValue, compute_hcas, settings_for
+from clustergen.outputs.nccl.derive import NcclValue, settings_for
 from clustergen.resolve import ResolvedCluster
 
 
@@ -90,7 +90,7 @@ def derive_acceptance(cluster: ResolvedCluster) -> list[PartitionJobs]:
         if not hosts or any(h.hardware.gpu is None for h in hosts):
             continue
         profiles = list(dict.fromkeys(h.hardware_name for h in hosts))
-        rails = {name: compute_hcas(spec.hardware[name]) for name in profiles}
+        rails = {name: spec.hardware[name].compute_hcas() for name in profiles}
         slowest = min(profiles, key=lambda name: len(rails[name]))
         hcas = len(rails[slowest])
         if hcas == 0:

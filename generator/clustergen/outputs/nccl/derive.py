@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clustergen.catalog.packages import hardware_group
-from clustergen.model.hardware import HardwareProfile
 from clustergen.model.nccl import NcclSettings
 from clustergen.resolve import ResolvedCluster
 
@@ -32,13 +31,6 @@ class ProfileNccl:
     group: str  # inventory group of the profile's nodes
     settings: tuple[NcclValue, ...]
     compute_hcas: tuple[tuple[str, int], ...]  # (name, port) of each rail
-
-
-def compute_hcas(profile: HardwareProfile) -> tuple[tuple[str, int], ...]:
-    """The profile's GPU rails: the topology table's compute HCAs, else fabric_hcas on port 1."""
-    if profile.topology is not None:
-        return tuple((h.name, h.port) for h in profile.topology.hcas if h.role == "compute")
-    return tuple((name, 1) for name in profile.fabric_hcas)
 
 
 def settings_for(
@@ -63,7 +55,7 @@ def settings_for(
     for path, block in blocks:
         if block is not None and block.debug is not None:
             put("NCCL_DEBUG", block.debug, f"{path}.debug")
-    rails = compute_hcas(profile)
+    rails = profile.compute_hcas()
     if fabric is not None and rails:
         source = f"{at}.topology.hcas (role compute)" if profile.topology else f"{at}.fabric_hcas"
         put(
@@ -92,7 +84,7 @@ def derive_nccl(cluster: ResolvedCluster) -> list[ProfileNccl]:
             name,
             hardware_group(name),
             settings_for(cluster, name),
-            compute_hcas(profile),
+            profile.compute_hcas(),
         )
         for name, profile in cluster.spec.hardware.items()
         if profile.gpu is not None and name in used

@@ -20,7 +20,6 @@ from clustergen.model.common import parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import Partition, Priority
-from clustergen.outputs.nccl.derive import compute_hcas
 from clustergen.resolve import ResolvedCluster
 
 SLURM_ETC = "/etc/slurm"
@@ -785,7 +784,7 @@ def _epilog_profiles(spec: Spec, compute: Sequence[Host]) -> list[EpilogProfile]
         gpu = host.hardware.gpu
         if gpu is None or host.hardware_name in profiles:
             continue
-        rails = [f"{hca}:{port}" for hca, port in compute_hcas(host.hardware)] if fabric else []
+        rails = [f"{hca}:{port}" for hca, port in host.hardware.compute_hcas()] if fabric else []
         fabric_manager = gpu.nvswitch and spec.software.fabric_manager is not None
         profiles[host.hardware_name] = EpilogProfile(
             host.hardware_name, gpu.count, fabric_manager, rails

@@ -1,0 +1,137 @@
+"""Rail-optimised, multi-parent fabrics (issue 23): a leaf per rail per scalable unit, several
+spines, cores; the compact `rails` pattern and the long form it stands for; the checks that
+every HCA is cabled once and every plane joined."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import yaml
+
+from clustergen.fabric import blocking, tiers
+from clustergen.load import LoadedSpec
+from clustergen.long_form import expand
+from clustergen.physical_plan import cables
+from clustergen.resolve import ResolvedCluster
+from clustergen.validate import validate, validate_cluster
+
+from support.paths import EXAMPLES
+
+Data = dict[str, Any]
+
+RAILS = {
+    "rails": 8,
+    "units": "su[1-2]",
+    "nodes": "gpu[01-08]",
+    "leaf": "{unit}-leaf{rail}",
+    "spines": "spine[1-2]",
+    "uplinks": 2,
+}
+SERVICE = {"name": "service", "nodes": "slurm-head,mds01,oss[01-04]", "uplinks": 2}
+
+
+def _rail_spec(pattern: Data | None = None) -> Data:
+    """The 8-node reference spec on a rail-optimised fabric: 2 units of 4 nodes, 8 rails,
+    every leaf up to both spines with 2 cables, the service nodes on a leaf of their own."""
+    data: Data = yaml.safe_load((EXAMPLES / "ml-training-8node.yaml").read_text())
+    data["network"]["fabric"]["switches"] = [pattern or RAILS, SERVICE]
+    # The service leaf goes up to the spines, too: a spine lists it beside the rail leaves.
+    return data
+
+
+def _long_form(data: Data) -> Data:
+    out = expand(data)
+    assert not out.errors and not out.problems, (out.errors, out.problems)
+    result: Data = out.data
+    return result
+
+
+def _validated(data: Data) -> tuple[ResolvedCluster, list[str]]:
+    cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
+    assert cluster is not None, [p.format() for p in problems]
+    return cluster, [p.code.name for p in problems]
+
+
+def _with_service_under_spines(data: Data) -> Data:
+    data = _long_form(data)
+    for switch in data["network"]["fabric"]["switches"]:
+        if switch["name"].startswith("spine"):
+            switch["switches"] += ",service"
+    return data
+
+
+def test_the_pattern_writes_a_leaf_per_unit_and_rail_and_spines_over_all_of_them() -> None:
+    switches = _long_form(_rail_spec())["network"]["fabric"]["switches"]
+    assert switches[:2] == [
+        {"name": "su1-leaf1", "nodes": "gpu[01-04]", "rail": 1, "uplinks": 2},
+        {"name": "su1-leaf2", "nodes": "gpu[01-04]", "rail": 2, "uplinks": 2},
+    ]
+    assert switches[8] == {"name": "su2-leaf1", "nodes": "gpu[05-08]", "rail": 1, "uplinks": 2}
+    assert switches[16:18] == [
+        {"name": "spine1", "switches": "su[1-2]-leaf[1-8]"},
+        {"name": "spine2", "switches": "su[1-2]-leaf[1-8]"},
+    ]
+    assert switches[18] == SERVICE
+
+
+def test_spines_per_rail_and_cores_make_three_tiers() -> None:
+    pattern = {**RAILS, "spines": "spine[01-16]", "spines_per_rail": 2, "cores": "core[1-2]"}
+    pattern["core_uplinks"] = 4
+    switches = _long_form(_rail_spec(pattern))["network"]["fabric"]["switches"]
+    spines = [s for s in switches if s["name"].startswith("spine")]
+    assert spines[0] == {"name": "spine01", "switches": "su[1-2]-leaf1", "uplinks": 4}
+    assert spines[15] == {"name": "spine16", "switches": "su[1-2]-leaf8", "uplinks": 4}
+    cores = [s for s in switches if s["name"].startswith("core")]
+    assert cores == [
+        {"name": "core1", "switches": "spine[01-16]"},
+        {"name": "core2", "switches": "spine[01-16]"},
+    ]
+
+
+def test_a_rail_optimised_fabric_with_two_spines_validates_without_a_network_problem() -> None:
+    cluster, found = _validated(_with_service_under_spines(_rail_spec()))
+    assert not [code for code in found if code.startswith("network.")], found
+    # Each rail leaf: 4 HCAs down, 2 cables to each of 2 spines up: non-blocking.
+    rows = {b.name: b for b in blocking(cluster)}
+    assert (rows["su1-leaf3"].hca_ports, rows["su1-leaf3"].up_cables) == (4, 4)
+    assert rows["su1-leaf3"].factor == 1.0
+    level = tiers(cluster)
+    assert (level["su2-leaf8"], level["service"], level["spine2"]) == (0, 0, 1)
+
+
+def test_each_rail_leaf_takes_its_rails_hca_of_every_node_once() -> None:
+    cluster, _ = _validated(_with_service_under_spines(_rail_spec()))
+    rows = cables(cluster.spec, cluster.by_name, cluster.switch_ports)
+    to_nodes = [(c.switch, c.peer, c.peer_port) for c in rows if c.kind == "node"]
+    assert ("su1-leaf3", "gpu02", "mlx5_2") in to_nodes
+    gpu02 = sorted(hca for switch, node, hca in to_nodes if node == "gpu02")
+    assert gpu02 == [f"mlx5_{k}" for k in range(8)]
+    # Leaf-to-spine: 16 rail leaves and the service leaf, 2 cables to each of 2 spines.
+    assert sum(1 for c in rows if c.kind == "uplink") == 17 * 2 * 2
+
+
+def test_a_leaf_under_two_spines_is_one_plane_and_a_spine_alone_splits_it() -> None:
+    data = _with_service_under_spines(_rail_spec())
+    assert "network.switch-forest" not in _validated(data)[1]
+    split = copy.deepcopy(data)
+    for switch in split["network"]["fabric"]["switches"]:
+        if switch["name"] == "spine2":
+            switch["switches"] = "su2-leaf[1-8]"
+        if switch["name"] == "spine1":
+            switch["switches"] = "su1-leaf[1-8],service"
+    problems = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=split))[1]
+    forest = [p.message for p in problems if p.code.name == "network.switch-forest"]
+    assert len(forest) == 8, forest  # each rail's two leaves, once per rail
+    assert forest[0].startswith("the leaves of rail 1 form 2 parts that no switch joins")
+
+
+def test_rails_without_spines_are_planes_of_their_own() -> None:
+    # A rail-only fabric (one unit): each rail is one leaf, and nothing needs joining.
+    pattern = {key: value for key, value in RAILS.items() if key not in ("spines", "uplinks")}
+    pattern["units"] = "su1"
+    data = _rail_spec(pattern)
+    data["network"]["fabric"]["switches"] = [pattern, {**SERVICE, "uplinks": 1}]
+    found = _validated(data)[1]
+    # The service leaf is a plane of its own, apart from the rails: no forest within a rail.
+    assert "network.switch-forest" not in found, found
