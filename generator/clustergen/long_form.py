@@ -53,6 +53,11 @@ def expand(data: dict[str, Any]) -> Expansion:
             expanded = _items(out, ("network", net, "switches"), switches, _switch_pattern)
             network = {**out.data["network"], net: {**fabric, "switches": expanded}}
             out.data = {**out.data, "network": network}
+    domains = _at(data, ("network", "nvlink_domains"))
+    if isinstance(domains, list) and any(_is(item, "names") for item in domains):
+        where: SpecPath = ("network", "nvlink_domains")
+        expanded = _items(out, where, domains, _marked("names", _nvlink_domains))
+        out.data = {**out.data, "network": {**out.data["network"], "nvlink_domains": expanded}}
     lustre = _at(data, ("storage", "lustre"))
     for kind in ("mdts", "osts"):
         targets = lustre.get(kind) if isinstance(lustre, dict) else None
@@ -318,6 +323,33 @@ def _spine_rails(
         )
         return None
     return [1 + k // fabric.spines_per_rail for k in range(len(spines))]
+
+
+def _nvlink_domains(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
+    from clustergen.model.patterns import NvlinkDomainGroup  # only for a spec with patterns
+
+    group = _model(out, path, NvlinkDomainGroup, item)
+    if group is None:
+        return
+    names = expand_hostlist(group.names)
+    trays = expand_hostlist(group.nodes)
+    shares = _deal(len(trays), len(names), group.per_domain)
+    if shares is None or 0 in shares:
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "per_domain" if shares is None else "names"),
+                f"{len(trays)} trays do not fill {len(names)} NVLink domains"
+                + (f" x {group.per_domain}" if group.per_domain else "")
+                + ("" if shares is None else ": a domain would have no tray"),
+            )
+        )
+        return
+    start = 0
+    for name, share in zip(names, shares, strict=True):
+        members = compress(trays[start : start + share])
+        start += share
+        yield {"name": name, "nodes": members}, f"NVLink domain {name}", {("nodes",): ("nodes",)}
 
 
 def _targets(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:

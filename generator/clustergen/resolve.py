@@ -53,6 +53,15 @@ class InventoryGroup:
 Members = tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class ResolvedDomain:
+    """A multi-node NVLink domain and its trays."""
+
+    name: str
+    nodes: Members  # in the order listed (or racked)
+    index: int | None  # in network.nvlink_domains; None for a rack's default domain
+
+
 def _expand(expression: str | None) -> Members:
     return expand_hostlist(expression) if expression else ()
 
@@ -112,6 +121,26 @@ class ResolvedCluster:
         fabric = self.spec.network.fabric
         return tuple(_expand(s.switches) for s in fabric.switches) if fabric else ()
 
+    @cached_property
+    def nvlink_domains(self) -> tuple[ResolvedDomain, ...]:
+        """The multi-node NVLink domains (reads network, racks, nodes and hardware): those
+        listed, or else one per rack of its trays (nodes whose profile has
+        gpu.nvlink_domain), named after the rack."""
+        listed = self.spec.network.nvlink_domains
+        if listed:
+            return tuple(
+                ResolvedDomain(d.name, _expand(d.nodes), index) for index, d in enumerate(listed)
+            )
+        trays = {h.name for h in self.hosts if h.profiled and is_tray(h)}
+        if not trays:
+            return ()
+        domains = []
+        for rack in self.spec.racks:
+            members = tuple(d.node for d in rack.devices if d.node is not None and d.node in trays)
+            if members:
+                domains.append(ResolvedDomain(rack.name, members, None))
+        return tuple(domains)
+
     # --- the physical layer ---------------------------------------------------------
 
     @cached_property
@@ -168,6 +197,12 @@ class ResolvedCluster:
         for group in self.groups:
             members(group.name)
         return resolved
+
+
+def is_tray(host: Host) -> bool:
+    """A compute tray of a multi-node NVLink domain (its profile has gpu.nvlink_domain)."""
+    gpu = host.hardware.gpu
+    return gpu is not None and gpu.nvlink_domain is not None
 
 
 def resolve(spec: Spec, spec_name: str) -> ResolvedCluster:

@@ -161,3 +161,16 @@ class RailFabric(StrictModel):
     core_ports: Int | None = Field(
         default=None, ge=1, le=4096, description="Ports of each core, as switches[].ports."
     )
+
+
+class NvlinkDomainGroup(StrictModel):
+    """NVLink domains alike: one domain per name, the trays dealt out in order, 'per_domain'
+    to each."""
+
+    names: Hostlist = Field(description="The domains' names, e.g. nvl[01-04].")
+    nodes: Hostlist = Field(description="The trays to deal out, e.g. gb[001-072].")
+    per_domain: Int | None = Field(
+        default=None,
+        ge=1,
+        description="Trays per domain; default: as evenly as they go (the first take one more).",
+    )
