@@ -135,3 +135,23 @@ def test_rails_without_spines_are_planes_of_their_own() -> None:
     found = _validated(data)[1]
     # The service leaf is a plane of its own, apart from the rails: no forest within a rail.
     assert "network.switch-forest" not in found, found
+
+
+def test_a_catalog_model_gives_the_switch_its_ports() -> None:
+    # QM8700 (HDR): 40 ports; a spine of that model over 16 leaves x 2 cables and the service
+    # leaf's 2 uses 34 of them. Named SN5600 on this InfiniBand fabric, no radix is known and
+    # the usual HDR switch (40, assumed) stands in.
+    data = _with_service_under_spines(_rail_spec())
+    for switch in data["network"]["fabric"]["switches"]:
+        if switch["name"] == "spine1":
+            switch["model"] = "QM8700"
+        if switch["name"] == "spine2":
+            switch["model"] = "sn5600"
+    cluster, found = _validated(data)
+    rows = {row.name: row for row in cluster.switch_ports}
+    assert (rows["spine1"].ports, rows["spine1"].assumed, rows["spine1"].used) == (40, False, 34)
+    assert (rows["spine2"].ports, rows["spine2"].assumed) == (40, True)
+    data["network"]["fabric"]["switches"][16]["model"] = "sb7800"  # EDR: no HDR ports
+    data["network"]["fabric"]["switches"][16]["ports"] = 32
+    found = _validated(data)[1]
+    assert "network.switch-ports-exceeded" in found
