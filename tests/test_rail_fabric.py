@@ -153,5 +153,5 @@ def test_a_catalog_model_gives_the_switch_its_ports() -> None:
     assert (rows["spine2"].ports, rows["spine2"].assumed) == (40, True)
     data["network"]["fabric"]["switches"][16]["model"] = "sb7800"  # EDR: no HDR ports
     data["network"]["fabric"]["switches"][16]["ports"] = 32
-    found = _validated(data)[1]
-    assert "network.switch-ports-exceeded" in found
+    problems = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
+    assert "network.switch-ports-exceeded" in [p.code.name for p in problems]
