@@ -147,7 +147,7 @@ def test_a_catalog_model_gives_the_switch_its_ports() -> None:
             switch["model"] = "QM8700"
         if switch["name"] == "spine2":
             switch["model"] = "sn5600"
-    cluster, found = _validated(data)
+    cluster, _ = _validated(data)
     rows = {row.name: row for row in cluster.switch_ports}
     assert (rows["spine1"].ports, rows["spine1"].assumed, rows["spine1"].used) == (40, False, 34)
     assert (rows["spine2"].ports, rows["spine2"].assumed) == (40, True)
