@@ -155,3 +155,16 @@ def test_a_catalog_model_gives_the_switch_its_ports() -> None:
     data["network"]["fabric"]["switches"][16]["ports"] = 32
     problems = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
     assert "network.switch-ports-exceeded" in [p.code.name for p in problems]
+
+
+def test_hostlists_written_for_slurm_fold_only_the_last_number() -> None:
+    # python-hostlist would write su[1-4]-leaf1, which Slurm reads otherwise (and the spec's
+    # own hostlist syntax refuses): the spines over rail 1 list its leaves one by one.
+    from clustergen.hosts import compress
+
+    assert compress(["su1-leaf1", "su2-leaf1", "su3-leaf1"]) == "su1-leaf1,su2-leaf1,su3-leaf1"
+    assert compress(["su1-leaf1", "su1-leaf2", "su2-leaf1"]) == "su1-leaf[1-2],su2-leaf1"
+    pattern = {**RAILS, "spines": "spine[01-16]", "spines_per_rail": 2}
+    cluster, found = _validated(_rail_spec(pattern))
+    assert "syntax.hostlist" not in found
+    assert cluster.switch_children[16] == ("su1-leaf1", "su2-leaf1")

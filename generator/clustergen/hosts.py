@@ -121,12 +121,31 @@ def compress(names: Sequence[str]) -> str:
     """
     pieces = _fold(names)
     if pieces is None:
-        return str(hostlist.collect_hostlist(list(names)))
+        folded = str(hostlist.collect_hostlist(list(names)))
+        if _INNER_RANGE.search(folded) is None:
+            return folded
+        # python-hostlist folds numbers inside a name (su[1-4]-leaf1), which Slurm reads
+        # otherwise: fold only each name's last number, one prefix and width at a time.
+        return ",".join(_by_last_number(names))
     # python-hostlist's second pass sees every piece as a name without a number
     # (no prefix has a digit) and sorts them as strings.
     return ",".join(sorted(pieces))
 
 
+def _by_last_number(names: Sequence[str]) -> list[str]:
+    groups: dict[tuple[str, int], list[str]] = {}
+    for name in names:
+        match = _LAST_NUMBER.fullmatch(name)
+        key = (match[1], len(match[2])) if match else (name, -1)
+        groups.setdefault(key, []).append(name)
+    return [
+        str(hostlist.collect_hostlist(group)) if width >= 0 else group[0]
+        for (_, width), group in groups.items()
+    ]
+
+
+_INNER_RANGE = re.compile(r"\][^,\[]")  # a range that does not end its name
+_LAST_NUMBER = re.compile(r"(.*?)([0-9]+)")
 _DIGIT = re.compile(r"[0-9]")
 _PREFIX_AND_NUMBER = re.compile(r"(.*?)([0-9]+)")  # fullmatch: no newline slips in
 _NOT_A_PLAIN_NAME = re.compile(r"[][,]|^\s|\s$|^$")
