@@ -69,8 +69,8 @@ def test_the_pattern_writes_a_leaf_per_unit_and_rail_and_spines_over_all_of_them
     ]
     assert switches[8] == {"name": "su2-leaf1", "nodes": "gpu[05-08]", "rail": 1, "uplinks": 2}
     assert switches[16:18] == [
-        {"name": "spine1", "switches": "su[1-2]-leaf[1-8]"},
-        {"name": "spine2", "switches": "su[1-2]-leaf[1-8]"},
+        {"name": "spine1", "switches": "su1-leaf[1-8],su2-leaf[1-8]"},
+        {"name": "spine2", "switches": "su1-leaf[1-8],su2-leaf[1-8]"},
     ]
     assert switches[18] == SERVICE
 
@@ -80,8 +80,8 @@ def test_spines_per_rail_and_cores_make_three_tiers() -> None:
     pattern["core_uplinks"] = 4
     switches = _long_form(_rail_spec(pattern))["network"]["fabric"]["switches"]
     spines = [s for s in switches if s["name"].startswith("spine")]
-    assert spines[0] == {"name": "spine01", "switches": "su[1-2]-leaf1", "uplinks": 4}
-    assert spines[15] == {"name": "spine16", "switches": "su[1-2]-leaf8", "uplinks": 4}
+    assert spines[0] == {"name": "spine01", "switches": "su1-leaf1,su2-leaf1", "uplinks": 4}
+    assert spines[15] == {"name": "spine16", "switches": "su1-leaf8,su2-leaf8", "uplinks": 4}
     cores = [s for s in switches if s["name"].startswith("core")]
     assert cores == [
         {"name": "core1", "switches": "spine[01-16]"},
@@ -91,7 +91,7 @@ def test_spines_per_rail_and_cores_make_three_tiers() -> None:
 
 def test_a_rail_optimised_fabric_with_two_spines_validates_without_a_network_problem() -> None:
     cluster, found = _validated(_with_service_under_spines(_rail_spec()))
-    assert not [code for code in found if code.startswith("network.")], found
+    assert not [code for code in found if code.split(".")[0] in ("network", "syntax")], found
     # Each rail leaf: 4 HCAs down, 2 cables to each of 2 spines up: non-blocking.
     rows = {b.name: b for b in blocking(cluster)}
     assert (rows["su1-leaf3"].hca_ports, rows["su1-leaf3"].up_cables) == (4, 4)
