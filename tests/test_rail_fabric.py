@@ -168,3 +168,34 @@ def test_hostlists_written_for_slurm_fold_only_the_last_number() -> None:
     cluster, found = _validated(_rail_spec(pattern))
     assert "syntax.hostlist" not in found
     assert cluster.switch_children[16] == ("su1-leaf1", "su2-leaf1")
+
+
+def test_pods_have_their_own_spines_and_the_cores_join_spines_of_one_place() -> None:
+    # 4 units of 2 nodes in 2 pods, 2 rails, 1 spine per rail per pod: spine1 (pod 1, rail
+    # 1), spine2 (pod 1, rail 2), spine3 (pod 2, rail 1), spine4 (pod 2, rail 2); 4 cores
+    # over the 2 places of a pod: core1-2 over rail 1's spines, core3-4 over rail 2's.
+    pattern = {
+        "rails": 2,
+        "units": "su[1-4]",
+        "nodes": "gpu[01-08]",
+        "leaf": "{unit}-leaf{rail}",
+        "units_per_pod": 2,
+        "spines": "spine[1-4]",
+        "spines_per_rail": 1,
+        "cores": "core[1-4]",
+    }
+    switches = _long_form(_rail_spec(pattern))["network"]["fabric"]["switches"]
+    named = {s["name"]: s.get("switches") for s in switches}
+    assert named["spine1"] == "su1-leaf1,su2-leaf1"
+    assert named["spine2"] == "su1-leaf2,su2-leaf2"
+    assert named["spine4"] == "su3-leaf2,su4-leaf2"
+    assert [named[f"core{k}"] for k in range(1, 5)] == [
+        "spine[1,3]",
+        "spine[1,3]",
+        "spine[2,4]",
+        "spine[2,4]",
+    ]
+    wrong = expand(_rail_spec({**pattern, "spines": "spine[1-3]"}))
+    assert [p.message for p in wrong.problems] == [
+        "3 spines are not 1 for each of 2 rails in each of 2 pods (4)"
+    ]
