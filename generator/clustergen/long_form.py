@@ -19,7 +19,7 @@ from pydantic_core import ErrorDetails
 
 from clustergen import codes
 from clustergen.errors import Problem, SpecPath
-from clustergen.hosts import compress
+from clustergen.hosts import compress, fold_last_numbers
 from clustergen.model.common import expand_hostlist
 
 _PLACEHOLDER = re.compile(r"\{(rack|index|node|n|unit|rail)(?::(0?[1-9]?[dxX]))?\}")
@@ -243,7 +243,7 @@ def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]
         for place in ((pod, leaf["rail"]), (pod, None)):
             by_place.setdefault(place, []).append(leaf["name"])
     for spine, place in zip(spines, groups, strict=True):
-        entry = {"name": spine, "switches": compress(by_place.get(place, []))}
+        entry = {"name": spine, "switches": fold_last_numbers(by_place.get(place, []))}
         up = fabric.core_uplinks if fabric.cores else 1
         yield (
             _switch_entry(entry, fabric.spine_model, fabric.spine_ports, up),
@@ -251,7 +251,7 @@ def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]
             {},
         )
     for core, below in cores:
-        entry = {"name": core, "switches": compress(below)}
+        entry = {"name": core, "switches": fold_last_numbers(below)}
         yield _switch_entry(entry, fabric.core_model, fabric.core_ports, 1), f"switch {core}", {}
 
 
