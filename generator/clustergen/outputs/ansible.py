@@ -26,7 +26,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact, Install
 from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, Pins
-from clustergen.hosts import compress
+from clustergen.hosts import InterfaceAddress, compress
 from clustergen.resolve import InventoryGroup, ResolvedCluster
 from clustergen.templating import render_template
 
@@ -83,7 +83,12 @@ def render(
         Artifact(
             "inventory/hosts.yml",
             render_template(
-                env, "ansible/hosts.yml.j2", cluster, hosts=cluster.hosts, groups=groups
+                env,
+                "ansible/hosts.yml.j2",
+                cluster,
+                hosts=cluster.hosts,
+                groups=groups,
+                addresses=interface_addresses(cluster),
             ),
         ),
         Artifact(
@@ -141,6 +146,40 @@ def release_stamp(artifacts: Sequence[Artifact]) -> str:
             digest.update(len(encoded).to_bytes(8, "big"))
             digest.update(encoded)
     return digest.hexdigest()
+
+
+# --- each host's interface addresses ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostAddresses:
+    """A host's addresses beyond its management address, for hosts.yml: rail_ips,
+    storage_ips and frontend_ip, each present only when the spec gives it."""
+
+    rails: tuple[InterfaceAddress, ...]
+    storage: tuple[InterfaceAddress, ...]
+    frontend: InterfaceAddress | None
+
+
+def interface_addresses(cluster: ResolvedCluster) -> dict[str, HostAddresses]:
+    """Host name -> its rail, storage and front-end addresses, for the hosts that have
+    any (none without network.fabric.rail_prefix, network.storage and network.frontend:
+    hosts.yml stays as it was)."""
+    network = cluster.spec.network
+    fabric = network.fabric if network.fabric and network.fabric.rail_prefix else None
+    storage, frontend = network.storage, network.frontend
+    if fabric is None and storage is None and frontend is None:
+        return {}
+    found: dict[str, HostAddresses] = {}
+    for host in cluster.hosts:
+        addresses = HostAddresses(
+            host.rail_addresses(fabric),
+            host.storage_addresses(storage),
+            host.frontend_address(frontend),
+        )
+        if addresses.rails or addresses.storage or addresses.frontend:
+            found.setdefault(host.name, addresses)
+    return found
 
 
 # --- host ranges ------------------------------------------------------------------
