@@ -201,12 +201,17 @@ def _subnets_fit(name: str, network: Fabric, count: int, what: str) -> list[Prob
     if needed << (32 - network.rail_prefix) <= cidr.num_addresses:
         return []
     room = cidr.num_addresses >> (32 - network.rail_prefix)
+    holds = (
+        f"which holds {room}"
+        if room
+        else f"which is smaller than one (rail_prefix is at least the cidr's /{cidr.prefixlen})"
+    )
     return [
         Problem(
             codes.NETWORK_RAIL_SUBNETS_PAST_CIDR,
             ("network", name, "rail_prefix"),
             f"{needed} subnets of /{network.rail_prefix} (one per {what[:-1]}) do not fit in "
-            f"{cidr}, which holds {room}: lengthen rail_prefix or widen the cidr",
+            f"{cidr}, {holds}: lengthen rail_prefix or widen the cidr",
         )
     ]
 
