@@ -273,3 +273,50 @@ def test_ansible_reads_the_interface_addresses(rendered: dict[str, str], tmp_pat
     variables = json.loads(out)
     assert [r["address"] for r in variables["rail_ips"]][-1] == "10.10.225.11/19"
     assert variables["storage_ips"][1] == {"netdev": "ib9", "address": "10.30.129.11/17"}
+
+
+def _every_address(cluster: ResolvedCluster) -> list[str]:
+    """Every interface address of every node, and the gateways."""
+    network = cluster.spec.network
+    found = [
+        g for n in (network.management, network.bmc, network.frontend) if n and (g := n.gateway)
+    ]
+    for host in cluster.hosts:
+        found += [a for a in (host.management_ip, host.bmc_ip) if a]
+        rails = host.rail_addresses(network.fabric)
+        found += [a.address for a in rails] or ([host.fabric_ip] if host.fabric_ip else [])
+        found += [a.address for a in host.storage_addresses(network.storage)]
+        frontend = host.frontend_address(network.frontend)
+        found += [frontend.address] if frontend else []
+    return found
+
+
+@pytest.mark.parametrize(
+    ("group", "key", "address"),
+    [
+        (1, "fabric_ip", "10.10.1.12"),  # gpu02's rail 1
+        (1, "fabric_ip", "10.10.33.12"),  # gpu02's rail 2
+        (1, "fabric_ip", "10.10.225.18"),  # gpu08's rail 8
+        (1, "fabric_ip", "10.10.31.254"),  # free, the last host of rail 1's subnet
+        (2, "storage_ip", "10.30.129.11"),  # gpu01's second storage interface
+        (2, "storage_ip", "10.30.1.11"),  # gpu01's first
+        (2, "storage_ip", "10.30.0.100"),  # free
+        (1, "frontend_ip", "172.16.0.1"),  # the front-end gateway
+    ],
+)
+def test_a_valid_spec_uses_no_interface_address_twice(group: int, key: str, address: str) -> None:
+    """The duplicate check reads only each node's first address per network; rails and
+    storage interfaces 2.. follow from the range and subnet checks (checks/addresses.py,
+    _no_reuse). Whatever address is moved onto another's, the spec is refused or every
+    address of every interface is still distinct."""
+    data = _data()
+    before = data["nodes"][group].get(key)
+    taken = [a for a in _every_address(_cluster(data)) if a != before]
+    data["nodes"][group][key] = address
+    cluster, errors = _validate(data)
+    if cluster is None:
+        assert errors
+    else:
+        assert address not in taken
+        everything = _every_address(cluster)
+        assert len(everything) == len(set(everything))

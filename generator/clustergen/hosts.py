@@ -14,6 +14,7 @@ import ipaddress
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import hostlist
 
@@ -25,10 +26,10 @@ from clustergen.model.network import EthernetNetwork, Fabric
 ADDRESS_KINDS = ("management_ip", "bmc_ip", "fabric_ip", "storage_ip", "frontend_ip")
 
 
-@dataclass(frozen=True)
-class InterfaceAddress:
+class InterfaceAddress(NamedTuple):
     """One interface's address: its netdev, the address and the prefix length of its
-    (rail) subnet, as `ip address` writes it: 10.20.0.11/19."""
+    (rail) subnet, as `ip address` writes it: 10.20.0.11/19. (A named tuple: a 16k-node
+    cluster has 131,072 rail addresses, and a tuple is the cheapest record to make.)"""
 
     netdev: str
     address: str
@@ -116,11 +117,11 @@ def _per_subnet(
     """netdev j at first + j x 2^(32 - prefix), for the netdevs whose address exists."""
     if first is None or not netdevs:
         return ()
-    start, step = int(ipaddress.IPv4Address(first)), 1 << (32 - prefix)
+    a, b, c, d = first.split(".")  # an IPv4 address: the spec's syntax checked it
+    start, step = (int(a) << 24) | (int(b) << 16) | (int(c) << 8) | int(d), 1 << (32 - prefix)
+    fits = min(len(netdevs), (_LAST_IPV4 - start) // step + 1)
     return tuple(
-        InterfaceAddress(netdev, _dotted(start + j * step), prefix)
-        for j, netdev in enumerate(netdevs)
-        if start + j * step <= _LAST_IPV4
+        [InterfaceAddress(netdevs[j], _dotted(start + j * step), prefix) for j in range(fits)]
     )
 
 

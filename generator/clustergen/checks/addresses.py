@@ -295,46 +295,48 @@ def _range(
 # --- no address twice -------------------------------------------------------------------
 
 
-def _host_addresses(
-    host: Host, fabric: Fabric | None, storage: Fabric | None
-) -> Iterator[tuple[str, str, str]]:
-    """(address, the group key it comes from, how messages name it) of each of the host's
-    interfaces: the five first addresses, then rails 2.. and storage interfaces 2.."""
-    for kind in _NETWORK_OF:
-        address = host.address(kind)
-        if address is not None:
-            yield address, kind, kind
-    for rail, interface in enumerate(host.rail_addresses(fabric)[1:], start=2):
-        yield interface.address, "fabric_ip", f"rail {rail} address ({interface.netdev})"
-    for number, interface in enumerate(host.storage_addresses(storage)[1:], start=2):
-        yield (
-            interface.address,
-            "storage_ip",
-            f"storage interface {number} address ({interface.netdev})",
-        )
+# Who holds an address: (host name, its key); a gateway's host name is empty and its
+# key names the network. Formatted only for a message.
+_Owner = tuple[str, str]
+
+
+def _owner_text(owner: _Owner) -> str:
+    host, kind = owner
+    return f"{host}'s {kind}" if host else f"the {kind} gateway"
 
 
 def _no_reuse(spec: Spec, hosts: Sequence[Host]) -> list[Problem]:
-    owners: dict[str, str] = {}
-    problems = []
+    """Every address once across every network's interfaces and gateways, in one pass over
+    each node's first address on each network; one report per node group and key (a
+    shifted range collides many times).
+
+    A node's further addresses (rails 2.., storage interfaces 2..) need no pass of their
+    own: interface r's address is the first + (r - 1) x 2^(32 - rail_prefix), in subnet r
+    of the network, once every group's range lies in subnet 1 (_group_ranges) and the
+    subnets fit in the cidr (_rails). Two such addresses are then equal only on the same
+    interface number with equal first addresses, which this pass reports, and no network
+    overlaps another (_networks_disjoint). So the work stays one step per node and network
+    (tests/test_networks.py checks the claim on every address)."""
+    owners: dict[str, _Owner] = {}
     for name in _NETWORKS:
         section = getattr(spec.network, name)
         if isinstance(section, EthernetNetwork) and section.gateway:
-            owners[section.gateway] = f"the {name} gateway"
-    fabric, storage = spec.network.fabric, spec.network.storage
-    reported_groups: set[tuple[int, str]] = set()
+            owners[section.gateway] = ("", name)
+    kinds = [kind for kind in _NETWORK_OF if any(getattr(g, kind) for g in spec.nodes)]
+    clashes: dict[tuple[int, str], tuple[str, _Owner, _Owner]] = {}
     for host in hosts:
-        for address, kind, label in _host_addresses(host, fabric, storage):
-            owner = f"{host.name}'s {label}"
-            if address in owners and (host.group_index, kind) not in reported_groups:
-                # One report per group and address kind: a shifted range collides many times.
-                reported_groups.add((host.group_index, kind))
-                problems.append(
-                    Problem(
-                        codes.NODES_ADDRESS_REUSED,
-                        ("nodes", host.group_index, kind),
-                        f"{address} ({owner}) is already used as {owners[address]}",
-                    )
-                )
-            owners.setdefault(address, owner)
-    return problems
+        for kind in kinds:
+            address = getattr(host, kind)
+            if address is not None:
+                owner = (host.name, kind)
+                earlier = owners.setdefault(address, owner)
+                if earlier is not owner:
+                    clashes.setdefault((host.group_index, kind), (address, owner, earlier))
+    return [
+        Problem(
+            codes.NODES_ADDRESS_REUSED,
+            ("nodes", group_index, kind),
+            f"{address} ({_owner_text(owner)}) is already used as {_owner_text(earlier)}",
+        )
+        for (group_index, kind), (address, owner, earlier) in clashes.items()
+    ]
