@@ -46,7 +46,9 @@ ChrootFor = Callable[[str], ReleaseChroot]
 
 
 @pytest.fixture(scope="session")
-def chroot_for(tmp_path_factory: pytest.TempPathFactory) -> ChrootFor:
+def chroot_for(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> ChrootFor:
     """Each release's chroot, built on first use in this session (cached under its scratch)."""
     trees: dict[str, ReleaseChroot] = {}
 
@@ -55,7 +57,10 @@ def chroot_for(tmp_path_factory: pytest.TempPathFactory) -> ChrootFor:
             trees[series] = release_chroot(series, tmp_path_factory.getbasetemp())
             tree = trees[series]
             built = "cached" if tree.build_seconds is None else f"built in {tree.build_seconds} s"
-            print(f"Slurm {tree.version} ({tree.suite}) chroot {built}: {tree.root}")
+            # To the terminal, past every capture: CI's log shows each build's time.
+            capture = request.config.pluginmanager.get_plugin("capturemanager")
+            with capture.global_and_fixture_disabled():
+                print(f"\nSlurm {tree.version} ({tree.suite}) chroot {built}", flush=True)
         return trees[series]
 
     return get
