@@ -5,7 +5,8 @@ chroots":
 
 - `debootstrap --variant=minbase SUITE` from the mirror of the host's own apt sources
   (support.debian), a policy-rc.d that exits 101 while the packages install (no package
-  script starts a daemon), built once per test session in CI (support.ansible_testbed.cached);
+  script starts a daemon), built once per test session under its scratch in CI, kept in the
+  testbed cache (CLUSTERGEN_TESTBED_CACHE) between local runs (support.ansible_testbed.cached);
 - every check runs in `unshare -m -n -u -p -f`: a loopback-only network, the controller's
   own hostname, its own pids (every daemon dies with it), then `chroot`;
 - the rendered conf dir is bound on /etc/slurm and a hosts file on /etc/hosts; munged,
@@ -127,11 +128,12 @@ def release_chroot(series: str, scratch: Path) -> ReleaseChroot:
     if missing:
         skip_or_fail(f"Slurm {series} in a chroot needs {', '.join(missing)}")
     suite = SUITES[series]
-    before = time.monotonic()
+    before = time.time()
     key = digest(RECIPE_VERSION, suite, mirror(), PACKAGES)
     root = cached(f"slurm-{suite}", key, lambda tree: _build(suite, tree), scratch)
-    built_now = time.monotonic() - before > 5
-    seconds = (root / BUILD_SECONDS_FILE).read_text(encoding="utf-8")
+    record = root / BUILD_SECONDS_FILE
+    built_now = record.stat().st_mtime >= before
+    seconds = record.read_text(encoding="utf-8")
     package = run(["chroot", str(root), "dpkg-query", "-W", "-f", "${Version}", "slurmctld"])
     version = package.stdout.split("-", 1)[0]
     return ReleaseChroot(series, suite, root, version, float(seconds) if built_now else None)
