@@ -142,14 +142,6 @@ def _interface_problem(
 # --- rails ----------------------------------------------------------------------------
 
 
-def _compute_hca_count(profile: HardwareProfile) -> int:
-    """The profile's compute HCAs: the topology table's of role compute, else fabric_hcas
-    (as NCCL_IB_HCA takes them)."""
-    if profile.topology is not None:
-        return sum(1 for hca in profile.topology.hcas if hca.role == "compute")
-    return len(profile.fabric_hcas)
-
-
 def _addressed_profiles(spec: Spec, kind: str) -> dict[str, HardwareProfile]:
     """The defined profiles of the node groups that give `kind`, in spec order."""
     return {
@@ -181,7 +173,7 @@ def _rail_interfaces(profiles: dict[str, HardwareProfile]) -> Iterator[Problem]:
     """interfaces.rails names every compute HCA's netdev; a profile of one compute HCA may
     leave it out (its fabric_ip is on interfaces.fabric, in rail 1's subnet)."""
     for name, profile in profiles.items():
-        rails, hcas = len(profile.interfaces.rails), _compute_hca_count(profile)
+        rails, hcas = len(profile.interfaces.rails), len(profile.compute_hcas())
         if rails == hcas or (rails == 0 and hcas <= 1):
             continue
         yield Problem(
