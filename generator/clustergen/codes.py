@@ -258,6 +258,11 @@ NETWORK_LEAF_OVERSUBSCRIBED = Code(
     "a leaf's HCA ports exceed its uplinks by more than the max_blocking of a partition on it",
 )
 
+NETWORK_STORAGE_SWITCHES = Code(
+    "network.storage-switches",
+    "error",
+    "switches under network.storage, whose cabling clustergen does not model",
+)
 NETWORK_NVLINK_DOMAIN_DUPLICATE = Code(
     "network.nvlink-domain-duplicate", "error", "two NVLink domains with the same name"
 )
