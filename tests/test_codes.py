@@ -97,7 +97,6 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
         _set("slurm.partitions.0.nodes", "gpu[01-07]"),
     ),
     "slurm.option-defunct": _set("slurm.options", {"SchedulerAuth": "x"}),
-    "slurm.preempt-qos-without-qos": _set("slurm.qos", [{"name": "low"}]),
     "slurm.unkillable-below-message-timeout": _set(
         "slurm.options", {"MessageTimeout": 30, "UnkillableStepTimeout": 60}
     ),
