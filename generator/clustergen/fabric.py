@@ -10,7 +10,8 @@ cables.csv lists (ResolvedCluster.switch_ports).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+import weakref
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,38 +101,107 @@ def _upward(children: dict[str, list[str]], combine: Any) -> dict[str, Any]:
     return done
 
 
-def ports_below(cluster: ResolvedCluster) -> dict[str, dict[str, int]]:
-    """Each switch's nodes below it, with their HCA ports cabled in its part of the graph:
-    a leaf's own, a spine's over its leaves (on rail leaves, one port per rail below)."""
-    children = {row.name: [child for child, _ in row.down] for row in cluster.switch_ports}
-    own = {row.name: dict(row.hcas) for row in cluster.switch_ports}
-    found: dict[str, dict[str, int]] = {}
+class _Graph:
+    """The switch graph as the bandwidth walks read it: each switch's parents with the
+    cables to each, its uplink cables in all, its tier, and every switch children first.
+    A cable to a switch of no higher tier (a cycle, an error of its own) is left out."""
 
-    def below(name: str, seen: frozenset[str]) -> dict[str, int]:
-        if name not in found:
-            ports = dict(own.get(name, {}))
-            for child in children.get(name, ()):
-                if child not in seen:
-                    for node, count in below(child, seen | {name}).items():
-                        ports[node] = ports.get(node, 0) + count
-            found[name] = ports
-        return found[name]
+    def __init__(self, cluster: ResolvedCluster) -> None:
+        self.level = tiers(cluster)
+        self.parents = {
+            row.name: tuple(
+                (parent, n)
+                for parent, n in row.up
+                if self.level.get(parent, 0) > self.level.get(row.name, 0)
+            )
+            for row in cluster.switch_ports
+        }
+        self.up = {row.name: sum(n for _, n in row.up) for row in cluster.switch_ports}
+        self.rows = {row.name: row for row in blocking(cluster)}
+        self.upward = sorted(self.up, key=lambda n: self.level.get(n, 0))  # stable: spec order
+        cabled: dict[str, list[tuple[str, int]]] = {}
+        for row in cluster.switch_ports:
+            for node, count in row.hcas:
+                cabled.setdefault(node, []).append((row.name, count))
+        # each cabled node's leaves with its HCA ports on each, nodes by their first leaf
+        self.cabled = {node: tuple(leaves) for node, leaves in cabled.items()}
+        self.children: dict[str, list[str]] = {}
+        for name, parents in self.parents.items():
+            for parent, _ in parents:
+                self.children.setdefault(parent, []).append(name)
 
-    for name in own:
-        below(name, frozenset())
-    return found
+    def carried(self, at_leaves: Mapping[str, float]) -> dict[str, float]:
+        """What each switch takes in from below when each leaf sends `at_leaves[leaf]` up,
+        spread over its parents in proportion to its cables to each (a switch passes on
+        what it takes in the same way)."""
+        carried = dict.fromkeys(self.upward, 0.0)
+        carried.update(at_leaves)
+        for name in self.upward:
+            if carried[name] and self.up[name]:
+                for parent, cables in self.parents[name]:
+                    carried[parent] += carried[name] * cables / self.up[name]
+        return carried
+
+    def below(self, at_leaves: Mapping[str, int]) -> dict[str, int]:
+        """Bits of what hangs below each switch: each leaf's bits OR'ed upward."""
+        found = dict.fromkeys(self.upward, 0)
+        found.update(at_leaves)
+        for name in self.upward:
+            if found[name]:
+                for parent, _ in self.parents[name]:
+                    found[parent] |= found[name]
+        return found
+
+    def least_above(self, value: Mapping[str, float]) -> dict[str, tuple[float, str]]:
+        """For each switch, the least `value` of it and every switch above it, and where."""
+        least: dict[str, tuple[float, str]] = {}
+        for name in reversed(self.upward):
+            own = (value[name], name) if name in value else (math.inf, "")
+            least[name] = min([own, *(least[p] for p, _ in self.parents[name])])
+        return least
+
+    def leaves_below(self, name: str) -> set[str]:
+        found, todo = set(), [name]
+        while todo:
+            switch = todo.pop()
+            if switch not in found:
+                found.add(switch)
+                todo.extend(self.children.get(switch, ()))
+        return found
 
 
-def ancestors(cluster: ResolvedCluster) -> dict[str, tuple[str, ...]]:
-    """Each switch with every switch above it (itself first), through all its parents."""
-    parents = {row.name: [parent for parent, _ in row.up] for row in cluster.switch_ports}
-    out: dict[str, tuple[str, ...]] = {}
-    for name in parents:
-        seen = [name]
-        for above in seen:  # grows as it goes: breadth first, each switch once
-            seen += [p for p in parents.get(above, ()) if p not in seen]
-        out[name] = tuple(seen)
-    return out
+_GRAPHS: weakref.WeakKeyDictionary[ResolvedCluster, _Graph] = weakref.WeakKeyDictionary()
+
+
+def _graph(cluster: ResolvedCluster) -> _Graph:
+    """The cluster's graph, built once: the walks below read it for every partition."""
+    if cluster not in _GRAPHS:
+        _GRAPHS[cluster] = _Graph(cluster)
+    return _GRAPHS[cluster]
+
+
+Group = tuple[tuple[str, int], ...]  # a node's leaves, with its HCA ports on each
+
+
+def _classes(cluster: ResolvedCluster, members: Collection[str]) -> dict[Group, list[str]]:
+    """`members` on the fabric grouped by their leaves and HCA ports on each: nodes of a
+    group share every bandwidth alike. In order of their first leaf in the spec."""
+    groups: dict[Group, list[str]] = {}
+    for node, leaves in _graph(cluster).cabled.items():
+        if node in members:
+            groups.setdefault(leaves, []).append(node)
+    return groups
+
+
+def _spanned(graph: _Graph, groups: Collection[Group]) -> set[str]:
+    """The switches with the nodes of some of the groups below them, but not of all: the
+    ones whose uplinks carry traffic between the groups."""
+    bits: dict[str, int] = {}
+    for index, leaves in enumerate(groups):
+        for leaf, _ in leaves:
+            bits[leaf] = bits.get(leaf, 0) | 1 << index
+    every = (1 << len(groups)) - 1
+    return {name for name, found in graph.below(bits).items() if found and found != every}
 
 
 @dataclass(frozen=True)
@@ -143,32 +213,9 @@ class UplinkShare:
     switch: Blocking  # the switch whose uplinks limit it most
     node: str
     node_ports: int  # the node's HCA ports under that switch
-    sharing_ports: int  # the HCA ports of the job's nodes under that switch
+    sharing_ports: float  # the job's HCA ports whose traffic reaches that switch
     there_gbits: float = 0.0  # the node's share through that switch
     leaves: int = 1  # the leaves the node hangs from
-
-
-Limits = tuple[dict[str, dict[str, int]], dict[str, dict[str, float]], dict[str, dict[str, int]]]
-
-
-def _limits(cluster: ResolvedCluster, members: Collection[str], alone: bool) -> Limits:
-    """Per switch whose uplinks carry the job's traffic (some of the job's nodes under it,
-    not all): each of its job nodes' HCA ports under it, uplink cables per port, and the
-    ports sharing the uplinks: the job's under the switch, or with `alone` the node's own."""
-    below = ports_below(cluster)
-    job = {node for ports in below.values() for node in ports if node in members}
-    fractions: dict[str, dict[str, float]] = {}
-    sharing: dict[str, dict[str, int]] = {}
-    for switch in blocking(cluster):
-        ports = {node: n for node, n in below.get(switch.name, {}).items() if node in members}
-        if not ports or len(ports) == len(job):
-            continue
-        total = sum(ports.values())
-        sharing[switch.name] = {node: n if alone else total for node, n in ports.items()}
-        fractions[switch.name] = {
-            node: switch.up_cables / shared for node, shared in sharing[switch.name].items()
-        }
-    return below, fractions, sharing
 
 
 def uplink_share(
@@ -178,59 +225,78 @@ def uplink_share(
 
     A switch carries the job's traffic up when some of its nodes are under it and some
     are not. Its uplinks, to all its parents together, are shared by the job's HCA ports
-    under it; with `alone`, a node has them to itself (a two-node job: one node under each
-    switch). Each HCA port of a node gets at most the link rate, and at most its share
-    through every switch above its leaf. None when no switch's uplinks carry the job's
-    traffic.
+    whose traffic reaches it: a leaf's own, and on a spine each leaf's in proportion to
+    its cables to that spine among all its uplinks (a leaf under 4 spines sends each a
+    quarter). With `alone` a node has them to itself (a two-node job: one node under each
+    switch), counted as all its HCA ports below the switch. Each HCA port gets at most the
+    link rate and at most its share through every switch above its leaf. None when no
+    switch's uplinks carry the job's traffic.
     """
-    below, fractions, sharing = _limits(cluster, members, alone)
-    if not fractions:
+    graph = _graph(cluster)
+    groups = _classes(cluster, members)
+    spanned = _spanned(graph, groups)
+    if not spanned:
         return None
-    above = ancestors(cluster)
-    rows = {row.name: row for row in blocking(cluster)}
-    lowest: UplinkShare | None = None
-    nodes: dict[str, list[tuple[str, int]]] = {}
-    for row in cluster.switch_ports:
-        for node, count in row.hcas:
-            if node in members:
-                nodes.setdefault(node, []).append((row.name, count))
-    for node, leaves in nodes.items():
-        total, worst, worst_fraction = 0.0, None, math.inf
+    if alone:
+        return _alone_share(graph, groups, spanned, link_gbits)
+    shared: dict[str, float] = {}
+    for leaves, nodes in groups.items():
         for leaf, count in leaves:
-            limits = [(fractions[s][node], s) for s in above[leaf] if node in fractions.get(s, {})]
-            fraction, switch = min(limits, default=(math.inf, None))
-            total += count * link_gbits * min(1.0, fraction)
-            if switch is not None and fraction < worst_fraction:
-                worst, worst_fraction = switch, fraction
-        if worst is None:
-            continue
-        if lowest is None or total < lowest.gbits:
-            ports = below[worst][node]
-            there = ports * link_gbits * min(1.0, worst_fraction)
-            lowest = UplinkShare(
-                total, rows[worst], node, ports, sharing[worst][node], there, len(leaves)
-            )
+            shared[leaf] = shared.get(leaf, 0) + count * len(nodes)
+    sharing = graph.carried(shared)
+    least = graph.least_above({s: graph.up[s] / sharing[s] for s in spanned if sharing[s]})
+    lowest: UplinkShare | None = None
+    for leaves, nodes in groups.items():
+        total = sum(count * link_gbits * min(1.0, least[leaf][0]) for leaf, count in leaves)
+        fraction, worst = min(least[leaf] for leaf, _ in leaves)
+        if worst and (lowest is None or total < lowest.gbits):
+            under = graph.leaves_below(worst)
+            ports = sum(n for leaf, n in leaves if leaf in under)
+            there = ports * link_gbits * min(1.0, fraction)
+            row = graph.rows[worst]
+            lowest = UplinkShare(total, row, nodes[0], ports, sharing[worst], there, len(leaves))
     return lowest
 
 
-def leaves_of(cluster: ResolvedCluster) -> dict[str, tuple[str, ...]]:
-    """Each cabled node's leaves, in spec order (one per rail on a rail-optimised fabric)."""
-    out: dict[str, list[str]] = {}
-    for row in cluster.switch_ports:
-        for node, _ in row.hcas:
-            out.setdefault(node, []).append(row.name)
-    return {node: tuple(names) for node, names in out.items()}
+def _alone_share(
+    graph: _Graph, groups: dict[Group, list[str]], spanned: set[str], link_gbits: int
+) -> UplinkShare | None:
+    """uplink_share for a node alone under each switch: a switch limits a node only when
+    it has fewer uplinks than the node's HCA ports below it."""
+    most = max((sum(n for _, n in leaves) for leaves in groups), default=0)
+    narrow = [s for s in spanned if graph.up[s] < most]
+    below = {s: graph.leaves_below(s) for s in narrow}
+    lowest: UplinkShare | None = None
+    for leaves, nodes in groups.items():
+        ports = {s: sum(n for leaf, n in leaves if leaf in below[s]) for s in narrow}
+        total, least, worst = 0.0, math.inf, ""
+        for leaf, count in leaves:
+            limits = [(graph.up[s] / ports[s], s) for s in narrow if leaf in below[s]]
+            fraction, switch = min(limits, default=(math.inf, ""))
+            total += count * link_gbits * min(1.0, fraction)
+            if fraction < least:
+                least, worst = fraction, switch
+        if not worst:
+            worst = next((leaf for leaf, _ in leaves if leaf in spanned), "")
+            least = graph.up[worst] / sum(n for leaf, n in leaves if leaf == worst) if worst else 0
+        if worst and (lowest is None or total < lowest.gbits):
+            mine = ports.get(worst) or sum(n for leaf, n in leaves if leaf == worst)
+            there = mine * link_gbits * min(1.0, least)
+            row = graph.rows[worst]
+            lowest = UplinkShare(total, row, nodes[0], mine, mine, there, len(leaves))
+    return lowest
 
 
 def units(cluster: ResolvedCluster, members: Collection[str]) -> tuple[tuple[str, ...], ...]:
     """`members` (in spec order) grouped by the set of leaves they hang from: the scalable
     units of a rail-optimised fabric, a leaf's nodes on a tree. Nodes on no leaf are a
     group of their own."""
-    leaves = leaves_of(cluster)
+    cabled = _graph(cluster).cabled
     groups: dict[tuple[str, ...], list[str]] = {}
     for host in cluster.hosts:
         if host.name in members:
-            groups.setdefault(leaves.get(host.name, ()), []).append(host.name)
+            leaves = tuple(leaf for leaf, _ in cabled.get(host.name, ()))
+            groups.setdefault(leaves, []).append(host.name)
     return tuple(tuple(names) for names in groups.values())
 
 
@@ -238,22 +304,29 @@ def units(cluster: ResolvedCluster, members: Collection[str]) -> tuple[tuple[str
 class FlowShare:
     share: float  # of the link rate, at most 1
     switch: Blocking
-    nodes: int  # the job's nodes under the switch, one flow each
+    flows: float  # the flows whose traffic reaches the switch
 
 
 def flow_share(cluster: ResolvedCluster, members: Collection[str]) -> FlowShare | None:
     """When every node of `members` sends one flow at once to a node under other leaves:
-    the least share of the link rate a flow gets, uplink cables over the job's nodes under
-    the switch they leave by, and that switch. None when no switch carries such flows."""
-    below = ports_below(cluster)
-    job = {node for ports in below.values() for node in ports if node in members}
+    the least share of the link rate a flow gets, uplink cables over the flows that reach
+    a switch the job spans (spread over a leaf's parents as its cables are), and that
+    switch. None when no switch carries such flows."""
+    graph = _graph(cluster)
+    groups = _classes(cluster, members)
+    spanned = _spanned(graph, list(groups))
+    flows: dict[str, float] = {}
+    for leaves, nodes in groups.items():
+        for leaf, _ in leaves:
+            flows[leaf] = flows.get(leaf, 0) + len(nodes)
+    carried = graph.carried(flows)
     lowest: FlowShare | None = None
-    for switch in blocking(cluster):
-        nodes = sum(1 for node in below.get(switch.name, {}) if node in members)
-        if nodes and nodes < len(job):
-            share = min(1.0, switch.up_cables / nodes)
+    order = {name: index for index, name in enumerate(graph.up)}
+    for name in sorted(spanned, key=order.__getitem__):
+        if name in graph.rows:
+            share = min(1.0, graph.up[name] / carried[name])
             if lowest is None or share < lowest.share:
-                lowest = FlowShare(share, switch, nodes)
+                lowest = FlowShare(share, graph.rows[name], carried[name])
     return lowest
 
 
@@ -278,23 +351,28 @@ def bisection(
     switch outside them (or by a node's HCA cabled outside them): every such set is a cut,
     and the least of them, on either side, bounds what one side can send to the other.
     On a fat tree it is the bisection bandwidth (in cables; x the link rate)."""
-    below = ports_below(cluster)
-    level = tiers(cluster)
+    graph = _graph(cluster)
+    sides = (set(senders), set(receivers))
+    own_ports: list[dict[str, int]] = []
+    for nodes in sides:
+        ports = dict.fromkeys(graph.up, 0)
+        for node in nodes:
+            for leaf, count in graph.cabled.get(node, ()):
+                ports[leaf] += count
+        own_ports.append(ports)
+    bits = {
+        name: (1 if own_ports[0][name] else 0) | (2 if own_ports[1][name] else 0)
+        for name in own_ports[0]
+    }
+    below = graph.below(bits)
     cuts = []
-    for side, (own, other) in enumerate(((senders, receivers), (receivers, senders))):
-        mine = {
-            name
-            for name, ports in below.items()
-            if any(n in own for n in ports) and not any(n in other for n in ports)
-        }
-        for tier in range(-1, max(level.values(), default=0) + 1):
-            inside = {name for name in mine if level.get(name, 0) <= tier}
-            cables = 0
-            for row in cluster.switch_ports:
-                if row.name not in inside:
-                    cables += sum(n for node, n in row.hcas if node in own)
-                else:
-                    cables += sum(n for parent, n in row.up if parent not in inside)
-            names = tuple(row.name for row in cluster.switch_ports if row.name in inside)
+    for side in (0, 1):
+        mine = {name for name, found in below.items() if found == 1 << side}
+        for tier in range(-1, max(graph.level.values(), default=0) + 1):
+            inside = {name for name in mine if graph.level.get(name, 0) <= tier}
+            cables = sum(n for name, n in own_ports[side].items() if name not in inside)
+            for name in inside:
+                cables += sum(n for parent, n in graph.parents[name] if parent not in inside)
+            names = tuple(name for name in own_ports[side] if name in inside)
             cuts.append(Cut(cables, side, tier, names))
     return min(cuts, key=lambda cut: cut.cables)

@@ -208,10 +208,10 @@ def _rail_job(
         else:
             up = share.switch.up_cables
             cables = f"{up} uplinks carry" if up > 1 else "1 uplink carries"
+            flows = f"{round(share.flows, 2):g}"
             why = (
-                f"{share.switch.name}'s {cables} the flows of its {share.nodes} nodes at "
-                f"once: {link} Gb/s x {up}/{share.nodes} x rail_fraction {fraction} = "
-                f"{_fmt(cross)} Gb/s per rail"
+                f"{share.switch.name}'s {cables} {flows} flows at once: {link} Gb/s x {up}/"
+                f"{flows} x rail_fraction {fraction} = {_fmt(cross)} Gb/s per rail"
             )
     return RailJob(
         name,
@@ -247,7 +247,8 @@ def _bisection_job(
         if first and 2 * len(first) >= total:
             break
         first += group
-    second = [node for group in groups for node in group if node not in set(first)]
+    taken = set(first)
+    second = [node for group in groups for node in group if node not in taken]
     pairs = min(len(first), len(second))
     senders, receivers = first[:pairs], second[:pairs]
     cut = bisection(cluster, set(senders), set(receivers))
@@ -306,15 +307,16 @@ def _allreduce(
     else:
         bound = share.gbits
         up = share.switch.up_cables
+        sharing = f"{round(share.sharing_ports, 2):g}"
         shared = (
             f"all for one node when the pair spans switches: {_fmt(bound)} Gb/s"
             if alone
-            else f"shared by the partition's {share.sharing_ports} HCA ports under it: "
+            else f"shared by the partition's {sharing} HCA ports under it: "
             f"{share.node} ({share.node_ports} ports) gets {_fmt(bound)} Gb/s"
         )
         if share.leaves > 1:  # a rail-optimised fabric: the node's share over each rail
             shared = (
-                f"shared by {share.sharing_ports} HCA ports{' (alone)' if alone else ''}: "
+                f"shared by {sharing} HCA ports{' (alone)' if alone else ''}: "
                 f"{share.node} ({share.node_ports} port{'s' if share.node_ports > 1 else ''}) "
                 f"gets {_fmt(share.there_gbits)} Gb/s there, {_fmt(bound)} Gb/s over its "
                 f"{share.leaves} leaves"
