@@ -376,3 +376,37 @@ def bisection(
             names = tuple(name for name in own_ports[side] if name in inside)
             cuts.append(Cut(cables, side, tier, names))
     return min(cuts, key=lambda cut: cut.cables)
+
+
+def rails_of(cluster: ResolvedCluster, nodes: Collection[str]) -> frozenset[int]:
+    """The rails of the leaves `nodes` hang from (rail leaves only)."""
+    rail = {row.name: row.rail for row in cluster.switch_ports}
+    cabled = _graph(cluster).cabled
+    return frozenset(
+        found
+        for node in nodes
+        for leaf, _ in cabled.get(node, ())
+        if (found := rail.get(leaf)) is not None
+    )
+
+
+def rails_joined(cluster: ResolvedCluster) -> bool:
+    """Whether some switch joins the leaves of two rails: one plane (connected switches)
+    holds leaves of more than one rail, so traffic can cross from rail to rail."""
+    parent = {row.name: row.name for row in cluster.switch_ports}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for row in cluster.switch_ports:
+        for above, _ in row.up:
+            if above in parent:
+                parent[root(row.name)] = root(above)
+    rails: dict[str, set[int]] = {}
+    for row in cluster.switch_ports:
+        if row.rail is not None:
+            rails.setdefault(root(row.name), set()).add(row.rail)
+    return any(len(found) > 1 for found in rails.values())
