@@ -125,6 +125,8 @@ class _Graph:
                 cabled.setdefault(node, []).append((row.name, count))
         # each cabled node's leaves with its HCA ports on each, nodes by their first leaf
         self.cabled = {node: tuple(leaves) for node, leaves in cabled.items()}
+        self.profile_rails: dict[str, frozenset[int]] | None = None  # rails_by_profile
+        self.joined: bool | None = None  # rails_joined
         self.children: dict[str, list[str]] = {}
         for name, parents in self.parents.items():
             for parent, _ in parents:
@@ -378,21 +380,31 @@ def bisection(
     return min(cuts, key=lambda cut: cut.cables)
 
 
-def rails_of(cluster: ResolvedCluster, nodes: Collection[str]) -> frozenset[int]:
-    """The rails of the leaves `nodes` hang from (rail leaves only)."""
-    rail = {row.name: row.rail for row in cluster.switch_ports}
-    cabled = _graph(cluster).cabled
-    return frozenset(
-        found
-        for node in nodes
-        for leaf, _ in cabled.get(node, ())
-        if (found := rail.get(leaf)) is not None
-    )
+def rails_by_profile(cluster: ResolvedCluster) -> dict[str, frozenset[int]]:
+    """The rails of the leaves each hardware profile's nodes hang from (rail leaves only)."""
+    graph = _graph(cluster)
+    if graph.profile_rails is None:
+        rail = {row.name: row.rail for row in cluster.switch_ports}
+        found: dict[str, set[int]] = {}
+        for host in cluster.hosts:
+            rails = found.setdefault(host.hardware_name, set())
+            for leaf, _ in graph.cabled.get(host.name, ()):
+                if (number := rail.get(leaf)) is not None:
+                    rails.add(number)
+        graph.profile_rails = {name: frozenset(rails) for name, rails in found.items()}
+    return graph.profile_rails
 
 
 def rails_joined(cluster: ResolvedCluster) -> bool:
     """Whether some switch joins the leaves of two rails: one plane (connected switches)
     holds leaves of more than one rail, so traffic can cross from rail to rail."""
+    graph = _graph(cluster)
+    if graph.joined is None:
+        graph.joined = _joined(cluster)
+    return graph.joined
+
+
+def _joined(cluster: ResolvedCluster) -> bool:
     parent = {row.name: row.name for row in cluster.switch_ports}
 
     def root(name: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clustergen.catalog.packages import hardware_group
-from clustergen.fabric import rails_joined, rails_of
+from clustergen.fabric import rails_by_profile, rails_joined
 from clustergen.model.nccl import NcclSettings
 from clustergen.resolve import ResolvedCluster
 
@@ -88,8 +88,7 @@ def _fabric_settings(cluster: ResolvedCluster, name: str) -> list[tuple[str, str
     if fabric is None:
         return []
     out = []
-    nodes = [host.name for host in cluster.hosts if host.hardware_name == name]
-    rails = rails_of(cluster, nodes)
+    rails = rails_by_profile(cluster).get(name, frozenset())
     if len(rails) > 1 and not rails_joined(cluster):
         out.append(
             (
