@@ -306,3 +306,27 @@ def test_the_bisection_job_fails_below_the_cut_and_on_unreadable_flows(tmp_path:
     assert result.returncode == 2
     assert "MALFORMED gpu01>gpu05 mlx5_0:1" in result.stdout
     assert "MALFORMED: 32 of 32 flows unreadable" in result.stdout
+
+
+def test_a_spine_shares_its_uplinks_only_with_the_traffic_that_reaches_it() -> None:
+    # leaf1-2 (gpu01-04) each go up to spine1 and spine2 with 2 cables; leaf3-4 likewise to
+    # spine3 and spine4; each spine has 1 cable to the core. A leaf sends half of its 16
+    # HCA ports' traffic to each spine: spine1 takes 8 + 8 = 16 ports' worth on 1 uplink.
+    data = _reference()
+    data["network"]["fabric"]["switches"] = [
+        {"name": f"leaf{n}", "nodes": f"gpu[{2 * n - 1:02d}-{2 * n:02d}]", "uplinks": 2}
+        for n in range(1, 5)
+    ] + [
+        {**SERVICE, "uplinks": 2},
+        {"name": "spine1", "switches": "leaf[1-2]"},
+        {"name": "spine2", "switches": "leaf[1-2]"},
+        {"name": "spine3", "switches": "leaf[3-4],service"},
+        {"name": "spine4", "switches": "leaf[3-4],service"},
+        {"name": "core1", "switches": "spine[1-4]"},
+    ]
+    whole = _rendered(data)["acceptance/gpu-training/nccl-allreduce.sbatch"]
+    assert (
+        "but across switches spine1's 1 uplink x 200 Gb/s = 200 Gb/s (4:1 blocking), shared "
+        "by the partition's 16 HCA ports under it: gpu01 (8 ports) gets 100.0 Gb/s = 12.5 GB/s "
+        "per node; x busbw_fraction 0.75 = 9.4 GB/s" in whole
+    )
