@@ -87,6 +87,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "rail-pattern-leaf-name-without-rail": "a template's placeholders against the pattern's "
     "counts: no schema compares a string's content with other keys",
     "rail-pattern-spines-per-rail": "a hostlist's length against a product of two keys",
+    "sharp-on-a-switch-without-sharp": "the switch catalog's SHARP support per model, for "
+    "every switch; " + _CATALOG,
     "duplicate-node-names": _CROSS_REFERENCE,
     "unknown-hardware-profile": _CROSS_REFERENCE,
     "unknown-role": "roles may be declared in cluster.extra_roles; " + _CROSS_REFERENCE,

@@ -735,6 +735,22 @@ NCCL_ROCE_SETTINGS_MISSING = Code(
 NCCL_ROCE_SETTING_ON_INFINIBAND = Code(
     "nccl.roce-setting-on-infiniband", "warning", "a RoCE-only NCCL setting on an InfiniBand fabric"
 )
+NCCL_SHARP_UNSUPPORTED = Code(
+    "nccl.sharp-unsupported",
+    "error",
+    "network.fabric.sharp on a fabric whose switches, technology or cabling NCCL's SHARP "
+    "plugin cannot use",
+)
+NCCL_NVLS_WITHOUT_NVSWITCH = Code(
+    "nccl.nvls-without-nvswitch",
+    "warning",
+    "NCCL_NVLS_ENABLE=1 on GPUs without NVSwitch or an NVLink domain",
+)
+NCCL_MNNVL_OFF = Code(
+    "nccl.nvlink-domain-off",
+    "warning",
+    "an NCCL setting that keeps jobs of a multi-node NVLink domain off its NVLink",
+)
 
 # facility: racks, power and cabling (docs/facility.md)
 HARDWARE_TYPICAL_ABOVE_MAX = Code(

@@ -70,6 +70,8 @@ CHECKS: tuple[Check, ...] = (
     _check(packages.groups, "cluster", "hardware"),
     _check(nccl.settings, "nccl", "hardware", "network", "nodes", "slurm"),
     _check(nccl.topology, "nccl", "hardware", "nodes"),
+    _check(nccl.sharp, "network", "hardware", "nodes"),
+    _check(nccl.nvlink_domain, "nccl", "hardware", "slurm"),
     _check(facility.psus, "hardware"),
     _check(facility.placement, "racks", "hardware", "nodes"),
     _check(facility.racked, "racks", "facility", "hardware", "nodes"),

@@ -174,6 +174,13 @@ class Fabric(StrictModel):
         default_factory=list,
         description="Fabric switches; becomes Slurm topology.conf (topology/tree).",
     )
+    sharp: bool = Field(
+        default=False,
+        description="The fabric's switches run SHARP reductions for NCCL (CollNet, through "
+        "the NCCL-RDMA-SHARP plugin and an Aggregation Manager): NCCL_COLLNET_ENABLE=1. Needs "
+        "InfiniBand, rail leaves, and a catalog model with NCCL SHARP support on every switch "
+        "(docs/nccl.md).",
+    )
 
     @field_validator("rate")
     @classmethod
