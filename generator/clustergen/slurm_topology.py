@@ -301,7 +301,7 @@ def block_lines(cluster: ResolvedCluster) -> list[BlockLine]:
     return lines
 
 
-def _partitions_within(cluster: ResolvedCluster) -> dict[str, bool]:
+def partitions_within(cluster: ResolvedCluster) -> dict[str, bool]:
     """Each partition: do all its Slurm compute nodes lie in NVLink domains?"""
     slurm_names = {host.name for host in cluster.compute}
     in_blocks = {node for domain in cluster.nvlink_domains for node in domain.nodes}
@@ -323,7 +323,7 @@ def slurm_topology(cluster: ResolvedCluster) -> SlurmTopology:
     fallback: TopologyKind | None = "tree" if switches else None
     if not blocks:
         return SlurmTopology(fallback, switches, [], sizes)
-    within = _partitions_within(cluster)
+    within = partitions_within(cluster)
     why = None
     if release < BLOCK_FROM:
         why = f"Slurm {spec.software.slurm} has no topology/block (Slurm 23.11 and later)"
@@ -339,10 +339,12 @@ def slurm_topology(cluster: ResolvedCluster) -> SlurmTopology:
         chosen = {name: BLOCK_TOPOLOGY if inside else rest for name, inside in within.items()}
         return SlurmTopology("yaml", switches, blocks, sizes, chosen, rest)
     else:
-        outside = ", ".join(name for name, inside in within.items() if not inside)
+        outside = [name for name, inside in within.items() if not inside]
+        which = ", ".join(f"'{name}'" for name in outside)
+        has = "partitions {} have" if len(outside) > 1 else "partition {} has"
         why = (
-            f"partitions {outside} have nodes outside NVLink domains, which topology/block "
-            f"never allocates, and Slurm {spec.software.slurm} reads one topology (topology.yaml "
+            f"{has.format(which)} nodes outside NVLink domains, which topology/block never "
+            f"allocates, and Slurm {spec.software.slurm} reads one topology (topology.yaml "
             "gives each partition its own from Slurm 25.05)"
         )
     return SlurmTopology(fallback, switches, blocks, sizes, blocks_not_given=why)

@@ -14,10 +14,12 @@ from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.errors import Problem, SpecPath
 from clustergen.resolve import ResolvedCluster, is_tray
 from clustergen.slurm_topology import (
+    BLOCK_FROM,
     BLOCK_SIZES_FROM,
     BLOCKS_OF_ANY_SIZE_FROM,
     MAX_BLOCK_LEVEL,
     BlockLine,
+    partitions_within,
     slurm_topology,
 )
 
@@ -35,7 +37,7 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
         problems.append(
             Problem(
                 codes.SLURM_NVLINK_DOMAINS_NOT_GIVEN,
-                ("network", "nvlink_domains"),
+                _not_given_at(cluster, release),
                 f"the NVLink domains are not given to Slurm: {network.blocks_not_given}; "
                 + (
                     "Slurm gets the fabric's tree instead"
@@ -43,7 +45,6 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
                     else "Slurm gets no topology"
                 )
                 + ", and a job may span NVLink domains",
-                at="key",
             )
         )
     sizes = network.block_sizes
@@ -71,6 +72,17 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
     if network.kind in ("block", "yaml") and release < BLOCKS_OF_ANY_SIZE_FROM:
         problems += _block_counts(cluster, network.blocks, sizes, release)
     return problems
+
+
+def _not_given_at(cluster: ResolvedCluster, release: VersionTuple) -> SpecPath:
+    """The pinned Slurm when it is too old; else the first partition outside the domains."""
+    if release < BLOCK_FROM:
+        return ("software", "slurm")
+    within = partitions_within(cluster)
+    for index, inside in enumerate(within.values()):
+        if not inside:
+            return ("slurm", "partitions", index, "nodes")
+    return ("slurm", "partitions")
 
 
 def _trays_left_out(cluster: ResolvedCluster) -> bool:
