@@ -438,3 +438,10 @@ def test_a_larger_rail_fabric_stays_a_tree() -> None:
         "spine",
         "core",
     ]
+
+
+def test_topology_plugin_in_slurm_options_stays_refused() -> None:
+    data = nvl_spec(slurm="25.05.3")
+    data["slurm"]["options"] = {"TopologyPlugin": "topology/block"}
+    (refused,) = [m for m in _problems(data) if m.endswith("[slurm.option-derived]")]
+    assert "network.nvlink_domains" in refused
