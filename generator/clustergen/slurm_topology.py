@@ -112,18 +112,18 @@ def slurm_hostlist(names: Sequence[str]) -> str:
 
 
 def _tiers(children: Sequence[Sequence[int]]) -> list[int]:
-    """0 for a leaf, else one above the highest child (a valid spec has no cycle)."""
-    tier: list[int | None] = [None] * len(children)
+    """0 for a leaf, else one above the highest child; a child on a cycle (an error of its
+    own) is not counted."""
+    tier: list[int] = [-2] * len(children)  # -2 unseen, -1 being walked
 
-    def level(index: int, seen: frozenset[int]) -> int:
-        found = tier[index]
-        if found is None:
-            below = [child for child in children[index] if child not in seen]
-            found = 1 + max(level(child, seen | {index}) for child in below) if below else 0
-            tier[index] = found
-        return found
+    def level(index: int) -> int:
+        if tier[index] == -2:
+            tier[index] = -1
+            below = [level(child) for child in children[index] if tier[child] != -1]
+            tier[index] = 1 + max(below) if below else 0
+        return tier[index]
 
-    return [level(index, frozenset()) for index in range(len(children))]
+    return [level(index) for index in range(len(children))]
 
 
 def _leaf_groups(cluster: ResolvedCluster, merge: _Merge) -> dict[int, _Group]:
@@ -139,13 +139,16 @@ def _leaf_groups(cluster: ResolvedCluster, merge: _Merge) -> dict[int, _Group]:
         members = [n for n in cluster.switch_nodes[index] if n in slurm_names]
         if members:
             nodes_of[index] = members
-        for node in members:
-            merge.join(index, leaf_of.setdefault(node, index))
+        for other in {leaf_of.setdefault(node, index) for node in members} - {index}:
+            merge.join(index, other)
     groups: dict[int, _Group] = {}
+    nodes: dict[int, dict[str, None]] = {}
     for index, members in nodes_of.items():
-        group = groups.setdefault(merge.find(index), _Group([], [], []))
-        group.members.append(index)
-        group.nodes.extend(n for n in members if n not in group.nodes)
+        key = merge.find(index)
+        groups.setdefault(key, _Group([], [], [])).members.append(index)
+        nodes.setdefault(key, {}).update(dict.fromkeys(members))
+    for key, group in groups.items():
+        group.nodes = list(nodes[key])
     return groups
 
 
@@ -164,26 +167,30 @@ def _tier_groups(
     """The switches of one tier above the leaves: each takes the topmost Slurm switch over
     each of its children; switches that take the same one merge, so it gets one parent."""
     claimed: dict[int, int] = {}  # top group -> a switch of this tier that takes it
-    takes: dict[int, list[int]] = {}
+    takes: dict[int, dict[int, None]] = {}  # switch -> the top groups it takes, in order
+    top_of: dict[int, int | None] = {}  # child switch -> the topmost group over it
     for index in tier_members:
-        tops = []
+        tops: dict[int, None] = {}
         for child in below[index]:
-            key = merge.find(child)
-            if key in groups:
-                top = _top(groups, key)
-                if top not in tops:
-                    tops.append(top)
+            if child not in top_of:
+                key = merge.find(child)
+                top_of[child] = _top(groups, key) if key in groups else None
+            top = top_of[child]
+            if top is not None:
+                tops.setdefault(top)
         for top in tops:
             merge.join(index, claimed.setdefault(top, index))
         if tops:
             takes[index] = tops
     new: dict[int, _Group] = {}
+    children: dict[int, dict[int, None]] = {}
     for index, tops in takes.items():
-        group = new.setdefault(merge.find(index), _Group([], [], []))
-        group.members.append(index)
-        group.children.extend(top for top in tops if top not in group.children)
+        key = merge.find(index)
+        new.setdefault(key, _Group([], [], [])).members.append(index)
+        children.setdefault(key, {}).update(tops)
     for key, group in new.items():
         group.members.sort()
+        group.children = list(children[key])
         for top in group.children:
             groups[top].above = key
     groups.update(new)
