@@ -113,17 +113,24 @@ def slurm_hostlist(names: Sequence[str]) -> str:
 
 def _tiers(children: Sequence[Sequence[int]]) -> list[int]:
     """0 for a leaf, else one above the highest child; a child on a cycle (an error of its
-    own) is not counted."""
-    tier: list[int] = [-2] * len(children)  # -2 unseen, -1 being walked
-
-    def level(index: int) -> int:
-        if tier[index] == -2:
-            tier[index] = -1
-            below = [level(child) for child in children[index] if tier[child] != -1]
-            tier[index] = 1 + max(below) if below else 0
-        return tier[index]
-
-    return [level(index) for index in range(len(children))]
+    own) is not counted. One walk, without recursion."""
+    tier = [-2] * len(children)  # -2 unseen, -1 being walked
+    for root in range(len(children)):
+        if tier[root] != -2:
+            continue
+        tier[root] = -1
+        stack = [(root, iter(children[root]))]
+        while stack:
+            index, pending = stack[-1]
+            child = next(pending, None)
+            if child is None:
+                stack.pop()
+                below = [tier[c] for c in children[index] if tier[c] >= 0]
+                tier[index] = 1 + max(below) if below else 0
+            elif tier[child] == -2:
+                tier[child] = -1
+                stack.append((child, iter(children[child])))
+    return tier
 
 
 def _leaf_groups(cluster: ResolvedCluster, merge: _Merge) -> dict[int, _Group]:
