@@ -34,7 +34,7 @@ from clustergen.catalog.packages import (
     role_group,
     with_overrides,
 )
-from clustergen.catalog.switches import INFINIBAND_SWITCH_PORTS
+from clustergen.catalog.switches import INFINIBAND_SWITCH_PORTS, switch_radix
 from clustergen.errors import Problem
 from clustergen.hosts import Host, expand_hosts, hosts_by_name
 from clustergen.model import Spec
@@ -154,6 +154,7 @@ class ResolvedCluster:
         """What each fabric switch has cabled to it (reads network, nodes and hardware)."""
         return switch_ports(
             self.spec,
+            switch_radix,
             self.by_name,
             self.switch_nodes,
             self.switch_children,

@@ -62,6 +62,7 @@ CHECKS: tuple[Check, ...] = (
     _check(slurm.options, "slurm", "software"),
     _check(slurm.folders, "slurm"),
     _check(topology.check, "network", "hardware", "nodes"),
+    _check(topology.storage_switches, "network"),
     _check(topology.oversubscription, "network", "hardware", "nodes", "slurm"),
     _check(nvlink.check, "network", "racks", "hardware", "nodes"),
     _check(nvlink.partitions, "network", "racks", "hardware", "nodes", "slurm"),

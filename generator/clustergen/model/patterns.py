@@ -143,6 +143,14 @@ class RailFabric(StrictModel):
         "1, then to rail 2, ...; each leaf goes up to its rail's spines only. Default: every "
         "leaf goes up to every spine.",
     )
+    units_per_pod: Int | None = Field(
+        default=None,
+        ge=1,
+        description="Pods of a three-tier fabric: this many units share their own spines (the "
+        "spines are dealt out pod by pod), and the cores join the pods: the cores are dealt "
+        "out over a pod's spine places, and each goes up from the spine in its place in every "
+        "pod. Default: one pod, every spine up to every core.",
+    )
     uplinks: Int = Field(
         default=1, ge=1, le=1024, description="Cables from each leaf to each of its spines."
     )
