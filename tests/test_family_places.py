@@ -32,7 +32,7 @@ from clustergen.render import render_families
 from clustergen.templating import environment
 from clustergen.validate import validate_cluster
 
-from support.paths import DATA, REFERENCE_SPECS, REPO
+from support.paths import DATA, EXAMPLES, REFERENCE_SPECS, REPO
 
 ROLES = REPO / "roles"
 CONVERGE_VARS = "roles/clustergen_state/vars/main.yml"
@@ -376,6 +376,6 @@ def _site_copy(tmp_path: Path, path: str, old: str, new: str) -> Site:
 def test_the_real_site_missing_a_place_names_it(
     tmp_path: Path, path: str, old: str, new: str, named: str
 ) -> None:
-    by_family, members = _rendered(REFERENCE_SPECS[-1])
+    by_family, members = _rendered(EXAMPLES / "ml-training-8node.yaml")
     problems = place_problems(by_family, members, _site_copy(tmp_path, path, old, new))
     assert any(named in problem for problem in problems), problems

@@ -276,7 +276,11 @@ def _find_places() -> dict[SchemaPath, tuple[str, tuple[Any, ...], bool]]:
 
 
 PLACES = _find_places()
-FIELDS = string_fields(Spec)
+# The storage fabric's switches share the compute fabric's model but are refused by a
+# check (network.storage-switches; tests/invalid/storage-fabric-switches): no valid spec
+# holds them, and nothing renders them.
+REFUSED = ("network", "storage", "switches")
+FIELDS = {field for field in string_fields(Spec) if field[: len(REFUSED)] != REFUSED}
 
 
 def test_every_string_field_is_tried() -> None:

@@ -19,7 +19,7 @@ from clustergen.outputs.slurm.derive import SlurmContext, derive_slurm, gres_typ
 from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
-from support.paths import REFERENCE_SPECS, WARNING_CASES
+from support.paths import EXAMPLES, REFERENCE_SPECS, WARNING_CASES
 from support.realslurm.expect import assert_report_matches
 from support.realslurm.testbed import SlurmTestbed, require_real_slurm
 
@@ -69,7 +69,7 @@ def test_slurmd_reads_rendered_gres_conf(spec_path: Path, tmp_path: Path, cli) -
 def gpu_defaults_spec(tmp_path: Path) -> Path:
     """ml-training-8node with a system reserve, NodeAddr and QOS; the GPU nodes' addresses
     cross a /24, so NodeAddr needs two ranges on one line."""
-    text = (REFERENCE_SPECS[-1]).read_text()
+    text = (EXAMPLES / "ml-training-8node.yaml").read_text()
     replacements = {
         "    gpu: {model: h100-sxm5-80gb, count: 8, nvswitch: true}\n": (
             "    system_reserved: {cores: 4, memory_gib: 32}\n"

@@ -79,6 +79,11 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "domains list them in another",
     "nvlink-domain-lists-a-head-node": "a node's profile is in another section: "
     + _CROSS_REFERENCE,
+    "block-sizes-not-doubling": "each size a power-of-two multiple of the list's first item: "
+    "no schema relates the items of a list by arithmetic",
+    "block-sizes-on-slurm-23-11": "a key against the Slurm release pinned in the software section",
+    "nvlink-domain-smaller-than-the-first": "a domain's Slurm compute nodes against the first "
+    "domain's, and the Slurm release in the software section",
     "rail-cabled-twice": "a node named in two leaves' hostlists of one rail: hostlists are "
     "strings to a schema",
     "rail-hca-uncabled": "which rails cable a node is known only from every leaf's hostlist",

@@ -292,6 +292,35 @@ SLURM_PARTITION_NVLINK_SIZES_DIFFER = Code(
     "warning",
     "a partition's nodes lie in NVLink domains of different sizes",
 )
+SLURM_NVLINK_DOMAINS_NOT_GIVEN = Code(
+    "slurm.nvlink-domains-not-given",
+    "warning",
+    "the NVLink domains are not given to Slurm as topology/block (Slurm before 23.11, no "
+    "partition within them, or partitions outside them before Slurm 25.05's topology.yaml)",
+)
+SLURM_BLOCK_SIZES_INVALID = Code(
+    "slurm.block-sizes-invalid",
+    "error",
+    "slurm.topology.block_sizes is not the base block's node count followed by larger "
+    "power-of-two multiples of it",
+)
+SLURM_BLOCK_SIZES_UNSUPPORTED = Code(
+    "slurm.block-sizes-unsupported",
+    "error",
+    "slurm.topology.block_sizes with a Slurm before 24.05, whose topology/block does not read "
+    "BlockSizes",
+)
+SLURM_BLOCK_SIZES_UNUSED = Code(
+    "slurm.block-sizes-unused",
+    "warning",
+    "slurm.topology.block_sizes while Slurm is given no topology/block",
+)
+SLURM_BLOCK_TOO_SMALL = Code(
+    "slurm.block-too-small",
+    "error",
+    "an NVLink domain's block has fewer Slurm nodes than the base block (or, on 23.11, another "
+    "count), which the pinned slurmctld refuses",
+)
 
 # racks
 PATTERN_NO_ROOM = Code(

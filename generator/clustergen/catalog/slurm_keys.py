@@ -37,7 +37,7 @@ DERIVED_KEYS: dict[str, str] = {
     "ProctrackType": "(always proctrack/cgroup)",
     "TaskPlugin": "(always task/cgroup,task/affinity)",
     "JobAcctGatherType": "slurm.accounting (jobacct_gather/cgroup with accounting)",
-    "TopologyPlugin": "network.fabric.switches",
+    "TopologyPlugin": "network.fabric.switches and network.nvlink_domains (docs/slurm.md)",
     "AccountingStorageType": "slurm.accounting",
     "AccountingStorageHost": "slurm.accounting.host",
     "AccountingStoragePort": "slurm.accounting.port",

@@ -25,6 +25,7 @@ from clustergen.checks import (
     packages,
     references,
     slurm,
+    slurm_network,
     software,
     topology,
 )
@@ -65,6 +66,7 @@ CHECKS: tuple[Check, ...] = (
     _check(topology.oversubscription, "network", "hardware", "nodes", "slurm"),
     _check(nvlink.check, "network", "racks", "hardware", "nodes"),
     _check(nvlink.partitions, "network", "racks", "hardware", "nodes", "slurm"),
+    _check(slurm_network.check, "network", "racks", "hardware", "nodes", "slurm", "software"),
     _check(packages.pins, "software"),
     _check(packages.zfs, "software", "storage"),
     _check(packages.groups, "cluster", "hardware"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self
@@ -354,6 +354,20 @@ class Isolation(StrictModel):
     )
 
 
+class TopologySettings(StrictModel):
+    """How Slurm is given the network beyond what network.fabric and network.nvlink_domains
+    say (docs/slurm.md "Topology")."""
+
+    block_sizes: list[Annotated[Int, Field(ge=1, le=65536)]] = Field(
+        min_length=1,
+        max_length=16,
+        description="topology/block's BlockSizes (Slurm 24.05 and later): the base block's "
+        "node count first, then the larger block sizes jobs are placed in, each the base "
+        "times a power of two (e.g. [18, 36, 72] for NVL72 domains of 18 trays). Default: "
+        "Slurm's (the first block's nodes, and 1, 2, 4, 8 and 16 base blocks).",
+    )
+
+
 class Slurm(StrictModel):
     """The Slurm configuration: slurm.conf, gres.conf, cgroup.conf, topology.conf, slurmdbd.conf."""
 
@@ -384,6 +398,12 @@ class Slurm(StrictModel):
         "(e.g. the fabric).",
     )
     health_check: HealthCheck | None = Field(default=None, description="GPU health checks.")
+    topology: TopologySettings | None = Field(
+        default=None,
+        description="Slurm topology settings; the topology itself (topology.conf or, from "
+        "Slurm 25.05, topology.yaml) is derived from network.fabric.switches and "
+        "network.nvlink_domains (docs/slurm.md).",
+    )
     isolation: Isolation = Field(
         default_factory=Isolation,
         description="Users kept inside their jobs and out of each other's data: each part on "

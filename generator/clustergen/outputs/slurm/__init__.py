@@ -1,4 +1,5 @@
-"""Slurm: slurm.conf, gres.conf, cgroup.conf, topology.conf, slurmdbd.conf and the Epilog.
+"""Slurm: slurm.conf, gres.conf, cgroup.conf, topology.conf (or topology.yaml), slurmdbd.conf
+and the Epilog.
 
 Files land in slurm/ under the output directory, named as they are installed in
 /etc/slurm. slurm.conf and topology.conf take effect with `scontrol reconfigure`;
@@ -87,8 +88,10 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         text = render_template(env, "slurm/sshd-usepam.conf.j2", cluster)
         install = Install(SSHD_USEPAM_DROPIN, "compute", NodeChange("restart", "sshd"))
         artifacts.append(Artifact("slurm/sshd-usepam.conf", text, install=install))
-    if slurm.topology:
+    if slurm.network.kind in ("tree", "block"):
         artifacts.append(conf("topology.conf", RECONFIGURE))
+    elif slurm.network.kind == "yaml":
+        artifacts.append(conf("topology.yaml", RECONFIGURE))
     if slurm.slurmdbd is not None:
         artifacts.append(_slurmdbd_conf(cluster, env, slurm))
     if slurm.epilog_checks is not None:

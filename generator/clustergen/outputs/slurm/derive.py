@@ -21,6 +21,7 @@ from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import Partition, Priority
 from clustergen.resolve import ResolvedCluster
+from clustergen.slurm_topology import SlurmTopology, SwitchLine, slurm_topology
 
 SLURM_ETC = "/etc/slurm"
 # pam_slurm_adopt on compute nodes: the account lines sshd's PAM stack includes, and the
@@ -112,13 +113,6 @@ class GresLine:
 
 
 @dataclass(frozen=True)
-class SwitchLine:
-    name: str
-    nodes: str | None
-    switches: str | None
-
-
-@dataclass(frozen=True)
 class NameRange:
     """Names `prefix` + a `width`-digit number from low to high: gpu[01-08]."""
 
@@ -195,7 +189,8 @@ class SlurmContext:
     nodes: list[NodeLine]
     partitions: list[NodeLine]
     gres: list[GresLine]
-    topology: list[SwitchLine]
+    topology: list[SwitchLine]  # topology/tree's switches, when Slurm is given the tree
+    network: SlurmTopology  # the tree, the blocks, and which of them Slurm is given
     cgroup: list[Setting]
     slurmdbd: list[Setting] | None
     password_variable: str | None
@@ -225,12 +220,14 @@ def derive_slurm(cluster: ResolvedCluster) -> SlurmContext:
     health = spec.slurm.health_check
     epilog = health is not None and health.epilog
     accounting = spec.slurm.accounting
+    network = slurm_topology(cluster)
     return SlurmContext(
-        sections=_slurm_sections(cluster, epilog),
+        sections=_slurm_sections(cluster, epilog, network),
         nodes=_node_lines(spec, compute),
-        partitions=_partition_lines(cluster),
+        partitions=_partition_lines(cluster, network),
         gres=_gres_lines(spec, compute),
-        topology=_switch_lines(cluster),
+        topology=network.switches if network.kind in ("tree", "yaml") else [],
+        network=network,
         cgroup=[
             ("ConstrainCores", "yes"),
             ("ConstrainDevices", "yes"),
@@ -329,7 +326,9 @@ def backfill_parameters(spec: Spec) -> str:
     return f"bf_window={window},bf_resolution={resolution}"
 
 
-def _slurm_sections(cluster: ResolvedCluster, epilog: bool) -> list[ConfSection]:
+def _slurm_sections(
+    cluster: ResolvedCluster, epilog: bool, network: SlurmTopology
+) -> list[ConfSection]:
     spec, compute = cluster.spec, cluster.compute
     slurm = spec.slurm
     table = cluster.by_name
@@ -390,9 +389,15 @@ def _slurm_sections(cluster: ResolvedCluster, epilog: bool) -> list[ConfSection]
                 "Health check (slurm.health_check)", [("Epilog", f"{SLURM_ETC}/{EPILOG_NAME}")]
             )
         )
-    if spec.network.fabric is not None and spec.network.fabric.switches:
+    # topology.yaml, when rendered, names each topology's plugin and is read instead of
+    # TopologyPlugin (topology.yaml(5), src/interfaces/topology.c of 25.05).
+    if network.kind == "tree":
         sections.append(
             ConfSection("Topology (network.fabric.switches)", [("TopologyPlugin", "topology/tree")])
+        )
+    elif network.kind == "block":
+        sections.append(
+            ConfSection("Topology (network.nvlink_domains)", [("TopologyPlugin", "topology/block")])
         )
     if slurm.options:
         sections.append(
@@ -602,7 +607,7 @@ def billing_weights(shares: Sequence[GpuShare]) -> str:
     return f"CPU=1,Mem={_weight(mem_per_gib)}G,GRES/gpu={_weight(gpu)}"
 
 
-def _partition_lines(cluster: ResolvedCluster) -> list[NodeLine]:
+def _partition_lines(cluster: ResolvedCluster, network: SlurmTopology) -> list[NodeLine]:
     spec, compute = cluster.spec, cluster.compute
     profile_of = {h.name: h.hardware_name for h in compute}
     shares_of = {
@@ -642,6 +647,8 @@ def _partition_lines(cluster: ResolvedCluster) -> list[NodeLine]:
             ("DefMemPerGPU", def_mem),
             ("TRESBillingWeights", weights),
             ("PreemptMode", partition.preempt_mode),
+            # The topology.yaml topology of its jobs (slurm.conf(5) of 25.05, Topology).
+            ("Topology", network.partition_topology.get(partition.name)),
         ]
         settings += [(key, str(value)) for key, value in optional if value not in (None, "")]
         settings.append(("State", partition.state))
@@ -682,32 +689,6 @@ def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
         files = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
         lines.append(GresLine(names, kind, files))
     return lines
-
-
-def _switch_lines(cluster: ResolvedCluster) -> list[SwitchLine]:
-    fabric = cluster.spec.network.fabric
-    if fabric is None:
-        return []
-    slurm_names = {host.name for host in cluster.compute}
-    kept: dict[str, SwitchLine] = {}
-    # Leaves first, then parents in spec order until nothing changes, so a spine
-    # whose leaves hold no Slurm node is dropped too.
-    for switch, nodes in zip(fabric.switches, cluster.switch_nodes, strict=True):
-        if switch.nodes is not None:
-            members = [n for n in nodes if n in slurm_names]
-            if members:
-                kept[switch.name] = SwitchLine(switch.name, compress(members), None)
-    changed = True
-    while changed:
-        changed = False
-        for switch, child_names in zip(fabric.switches, cluster.switch_children, strict=True):
-            if switch.switches is None or switch.name in kept:
-                continue
-            children = [c for c in child_names if c in kept]
-            if children:
-                kept[switch.name] = SwitchLine(switch.name, None, compress(children))
-                changed = True
-    return [kept[s.name] for s in fabric.switches if s.name in kept]
 
 
 def _slurmdbd(spec: Spec) -> list[Setting]:
