@@ -110,3 +110,21 @@ def test_run_of_a_missing_script_is_refused(tmp_path: Path, cli) -> None:  # typ
     result = cli("twin", str(EXAMPLES / "edge-roce-2node.yaml"), "--run", str(tmp_path / "no.sh"))
     assert result.code == 2
     assert result.err == f"clustergen: --run {tmp_path / 'no.sh'}: no such file\n"
+
+
+def test_gres_cores_this_machine_lacks_are_dropped_and_named() -> None:
+    from clustergen.twin.layout import adapt_gres_conf
+
+    rendered = (
+        "NodeName=gpu[01-02] Name=gpu Type=b200 File=/dev/nvidia0 Cores=0-13\n"
+        "NodeName=gpu[01-02] Name=gpu Type=b200 File=/dev/nvidia1 Cores=1\n"
+        "NodeName=gpu[01-02] Name=gpu Type=b200 File=/dev/nvidia2\n"
+    )
+    text, notes = adapt_gres_conf(rendered, cores=2)
+    assert text.splitlines() == [
+        "NodeName=gpu[01-02] Name=gpu Type=b200 File=/dev/nvidia0",
+        "NodeName=gpu[01-02] Name=gpu Type=b200 File=/dev/nvidia1 Cores=1",
+        "NodeName=gpu[01-02] Name=gpu Type=b200 File=/dev/nvidia2",
+    ]
+    assert notes == ["gres.conf: Cores=0-13 dropped (this machine has 2 cores)"]
+    assert adapt_gres_conf(rendered, cores=16) == (rendered, [])

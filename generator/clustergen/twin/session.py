@@ -32,6 +32,7 @@ from clustergen.twin.layout import (
     NodeChoice,
     TwinPaths,
     adapt_cgroup_conf,
+    adapt_gres_conf,
     adapt_slurm_conf,
     choose_nodes,
     controller_name,
@@ -170,6 +171,7 @@ class Twin(DaemonOwner):
             dbd_port=self.dbd_port,
         )
         self.slurmdbd_overridden: list[str] = []
+        self.gres_overridden: list[str] = []
         self._write_files(rendered)
 
     # -- files -------------------------------------------------------------------
@@ -181,6 +183,10 @@ class Twin(DaemonOwner):
                 target.write_text(self.conf.text)
             elif name == "cgroup.conf":
                 target.write_text(adapt_cgroup_conf(artifact.text))
+            elif name == "gres.conf":
+                text, notes = adapt_gres_conf(artifact.text, os.cpu_count() or 1)
+                target.write_text(text)
+                self.gres_overridden = notes
             elif name == "slurmdbd.conf":
                 continue
             else:
@@ -394,6 +400,7 @@ class Twin(DaemonOwner):
                 "slurmdbd.conf: host, port, credentials and paths set for the private MariaDB "
                 f"(replacing {' '.join(self.slurmdbd_overridden)})"
             )
+        lines += self.gres_overridden
         return lines
 
     def how_to_reach(self) -> list[str]:

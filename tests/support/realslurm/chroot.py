@@ -37,6 +37,7 @@ from pathlib import Path
 from clustergen.model.common import expand_hostlist
 from clustergen.twin.accounting import DB_PASSWORD, DEFAULT_DB_USER, database_init_sql
 from clustergen.twin.conf import conf_values, hosts_file_text, rewrite_conf
+from clustergen.twin.layout import adapt_gres_conf
 
 from support.ansible_testbed import NODE_PATH, cached, digest, mirror, run
 from support.booted import in_tree
@@ -295,11 +296,16 @@ def prepare_conf(rendered: Path, work_dir: Path) -> PreparedConf:
     """Copy the rendered conf dir (OUT/slurm) into work_dir, ready to bind on /etc/slurm."""
     conf_dir = work_dir / "etc-slurm"
     shutil.copytree(rendered, conf_dir)
+    gres = conf_dir / "gres.conf"
+    gres_notes: list[str] = []
+    if gres.is_file():
+        text, gres_notes = adapt_gres_conf(gres.read_text(encoding="utf-8"), os.cpu_count() or 1)
+        gres.write_text(text, encoding="utf-8")
     slurm_conf = (conf_dir / "slurm.conf").read_text(encoding="utf-8")
     storage = [v.lower() for v in conf_values(slurm_conf, "AccountingStorageType")]
     accounting = "accounting_storage/slurmdbd" in storage
     dbd_rendered = ""
-    overridden = []
+    overridden = list(gres_notes)
     if accounting:
         dbd_rendered = (rendered / "slurmdbd.conf").read_text(encoding="utf-8")
         user, database = _slurmdbd_conf(dbd_rendered, conf_dir)

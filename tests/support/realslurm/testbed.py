@@ -3,6 +3,7 @@ rendered files use accounting) and `slurmd -G` per node, in namespaces."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -21,7 +22,7 @@ from clustergen.twin.conf import (
     known_keys,
     rewrite_conf,
 )
-from clustergen.twin.layout import TwinPaths
+from clustergen.twin.layout import TwinPaths, adapt_gres_conf
 from clustergen.twin.process import (
     CLIENT_TIMEOUT_S,
     START_TIMEOUT_S,
@@ -179,8 +180,12 @@ class SlurmTestbed(DaemonOwner):
         return "slurmdbd" if requested == "slurmdbd" else "removed"
 
     def _copy_rendered_files(self) -> None:
+        self.gres_overridden: list[str] = []
         for path in self.source.iterdir():
-            if path.is_file() and path.name != "slurm.conf":
+            if path.is_file() and path.name == "gres.conf":
+                text, self.gres_overridden = adapt_gres_conf(path.read_text(), os.cpu_count() or 1)
+                (self.paths.etc / path.name).write_text(text)
+            elif path.is_file() and path.name != "slurm.conf":
                 shutil.copy2(path, self.paths.etc / path.name)
 
     def _rewrite_slurm_conf(self, rendered_conf: str) -> ConfRewrite:
