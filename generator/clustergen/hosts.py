@@ -215,7 +215,7 @@ def fold_last_numbers(names: Sequence[str]) -> str:
     never sorts prefixes as python-hostlist does."""
     groups: dict[tuple[str, int], set[int]] = {}
     for name in names:
-        match = _LAST_NUMBER.fullmatch(name)
+        match = _PREFIX_AND_NUMBER.fullmatch(name)
         if match is None:
             groups.setdefault((name, -1), set())
         else:
@@ -225,28 +225,11 @@ def fold_last_numbers(names: Sequence[str]) -> str:
         if width < 0:
             pieces.append(prefix)
             continue
-        runs = _runs(sorted(numbers), width)
-        single = len(runs) == 1 and "-" not in runs[0]
-        pieces.append(f"{prefix}{runs[0]}" if single else f"{prefix}[{','.join(runs)}]")
+        pieces.append(_fold_numbers(prefix, sorted(numbers), width))
     return ",".join(pieces)
 
 
-def _runs(numbers: list[int], width: int) -> list[str]:
-    runs: list[str] = []
-    start = previous = numbers[0]
-    for number in [*numbers[1:], None]:
-        if number is not None and number == previous + 1:
-            previous = number
-            continue
-        low, high = f"{start:0{width}d}", f"{previous:0{width}d}"
-        runs.append(low if start == previous else f"{low}-{high}")
-        if number is not None:
-            start = previous = number
-    return runs
-
-
 _INNER_RANGE = re.compile(r"\][^,\[]")  # a range that does not end its name
-_LAST_NUMBER = re.compile(r"(.*?)([0-9]+)")
 _DIGIT = re.compile(r"[0-9]")
 _PREFIX_AND_NUMBER = re.compile(r"(.*?)([0-9]+)")  # fullmatch: no newline slips in
 _NOT_A_PLAIN_NAME = re.compile(r"[][,]|^\s|\s$|^$")

@@ -356,17 +356,15 @@ def _rail_leaves(
             )
             return None
     nodes = expand_hostlist(fabric.nodes)
-    shares = _deal(len(nodes), len(units), fabric.per_unit)
-    if shares is None or 0 in shares:
-        out.problems.append(
-            Problem(
-                codes.PATTERN_NO_ROOM,
-                (*path, "per_unit" if shares is None else "units"),
-                f"{len(nodes)} nodes do not fill {len(units)} units"
-                + (f" x {fabric.per_unit}" if fabric.per_unit else "")
-                + ("" if shares is None else ": a unit would have no node"),
-            )
-        )
+    shares = _dealt(
+        out,
+        path,
+        (len(nodes), "nodes"),
+        (len(units), "units", "a unit", "units"),
+        fabric.per_unit,
+        "per_unit",
+    )
+    if shares is None:
         return None
     leaves = []
     start = 0
@@ -387,17 +385,15 @@ def _nvlink_domains(out: Expansion, path: SpecPath, item: Any) -> Iterator[Eleme
         return
     names = expand_hostlist(group.names)
     trays = expand_hostlist(group.nodes)
-    shares = _deal(len(trays), len(names), group.per_domain)
-    if shares is None or 0 in shares:
-        out.problems.append(
-            Problem(
-                codes.PATTERN_NO_ROOM,
-                (*path, "per_domain" if shares is None else "names"),
-                f"{len(trays)} trays do not fill {len(names)} NVLink domains"
-                + (f" x {group.per_domain}" if group.per_domain else "")
-                + ("" if shares is None else ": a domain would have no tray"),
-            )
-        )
+    shares = _dealt(
+        out,
+        path,
+        (len(trays), "trays"),
+        (len(names), "NVLink domains", "a domain", "names"),
+        group.per_domain,
+        "per_domain",
+    )
+    if shares is None:
         return
     start = 0
     for name, share in zip(names, shares, strict=True):
@@ -471,6 +467,32 @@ def long_form_text(data: Any) -> str:
     return header + yaml.dump(
         data, Dumper=dumper, sort_keys=False, default_flow_style=False, width=100
     )
+
+
+def _dealt(
+    out: Expansion,
+    path: SpecPath,
+    members: tuple[int, str],
+    holders: tuple[int, str, str, str],
+    per: int | None,
+    per_key: str,
+) -> list[int] | None:
+    """How many members each holder takes (members (count, kind) over holders (count, kind,
+    'a holder', the key that names them)); None, with the problem, when they do not fit or
+    a holder gets none."""
+    shares = _deal(members[0], holders[0], per)
+    if shares is not None and 0 not in shares:
+        return shares
+    out.problems.append(
+        Problem(
+            codes.PATTERN_NO_ROOM,
+            (*path, per_key if shares is None else holders[3]),
+            f"{members[0]} {members[1]} do not fill {holders[0]} {holders[1]}"
+            + (f" x {per}" if per else "")
+            + ("" if shares is None else f": {holders[2]} would have no {members[1][:-1]}"),
+        )
+    )
+    return None
 
 
 def _deal(members: int, switches: int, per_switch: int | None) -> list[int] | None:
