@@ -1,0 +1,394 @@
+"""What is left of the cluster after one failure: the failure-domain report
+(facility/failure-domains.md; docs/facility.md defines every figure).
+
+For each kind of failure (one leaf, one spine, one core, one rail or plane, one PDU, one
+feed in every rack, one rack) every case is tried, and the worst (fewest GPUs left, then
+fewest nodes, then the least bisection share; the first in the spec on a tie) is named.
+
+- **Nodes left**: the compute nodes of the largest group that still reach each other on
+  every HCA they have cabled: each of a node's leaves is up, powered and in the same
+  connected set of switches as the other nodes' leaves of that plane. A node that loses
+  one rail of eight counts as lost: a job across all rails cannot use it at full
+  bandwidth. A node whose rack loses a feed is lost when it keeps no PSU, or when the PSUs
+  it keeps do not cover its max_watts (it throttles or powers off,
+  hardware.feed-loss-underpowers).
+- **Bisection share**: for each layer of switch-to-switch cables (leaf-spine, spine-core)
+  the cables whose two switches are still up, over all of them; the share is the lowest
+  of the layers. 100% is the intact fabric.
+
+It is cheap at scale: a single switch lost changes the connected sets only when it is an
+articulation point (found once, Tarjan), and a group of nodes changes only by the nodes
+the failure takes; the connected sets are computed again only for a failure that takes
+several switches or an articulation point, once per distinct set of switches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from clustergen.fabric import tiers
+from clustergen.hosts import compress
+from clustergen.outputs.facility.ports import fabric_planes
+from clustergen.physical_plan import Device, RackPlan
+from clustergen.resolve import ResolvedCluster
+
+
+@dataclass(frozen=True)
+class Loss:
+    """One failure: its name, and the switches and nodes it takes."""
+
+    name: str
+    switches: frozenset[str]
+    nodes: frozenset[str]
+    underpowered: int = 0  # nodes taken because their PSUs left do not cover max_watts
+
+
+@dataclass(frozen=True)
+class Left:
+    nodes: int
+    gpus: int
+    share: float | None  # None: the fabric has no switch-to-switch cables
+
+
+@dataclass(frozen=True)
+class FailureLine:
+    kind: str  # 'one leaf'
+    cases: int  # failures of this kind tried
+    worst: str  # the worst case's name
+    left: Left
+    underpowered: int
+
+
+@dataclass(frozen=True)
+class FailureReport:
+    total_nodes: int
+    total_gpus: int
+    intact: Left
+    lines: tuple[FailureLine, ...]
+
+
+class _Fabric:
+    """The switch graph and the nodes' leaves, as the report needs them."""
+
+    def __init__(self, cluster: ResolvedCluster) -> None:
+        rows = cluster.switch_ports
+        self.tier = tiers(cluster) if rows else {}
+        self.names = tuple(row.name for row in rows)
+        self.rail = {row.name: row.rail for row in rows}
+        self.adjacent: dict[str, list[tuple[str, int]]] = {name: [] for name in self.names}
+        self.layer_total: dict[int, int] = {}
+        for row in rows:
+            for child, count in row.down:
+                if child not in self.adjacent:
+                    continue
+                self.adjacent[row.name].append((child, count))
+                self.adjacent[child].append((row.name, count))
+                layer = self.tier.get(child, 0)
+                self.layer_total[layer] = self.layer_total.get(layer, 0) + count
+        self.cut = articulation_points(self.adjacent)
+        compute = {host.name: host for host in cluster.compute}
+        leaves: dict[str, list[str]] = {}
+        for row in rows:
+            for node, _ in row.hcas:
+                if node in compute:
+                    leaves.setdefault(node, []).append(row.name)
+        self.gpus = {
+            name: host.hardware.gpu.count if host.hardware.gpu is not None else 0
+            for name, host in compute.items()
+        }
+        # Nodes that hang from the same leaves (a scalable unit) share one entry.
+        self.units: dict[tuple[str, ...], list[str]] = {}
+        fabric = bool(rows)
+        for name in compute:
+            key = tuple(leaves.get(name, ()))
+            if key or not fabric:
+                self.units.setdefault(key, []).append(name)
+        self.unit_of = {node: key for key, nodes in self.units.items() for node in nodes}
+        self.on_leaf: dict[str, list[tuple[str, ...]]] = {}
+        for key in self.units:
+            for leaf in set(key):
+                self.on_leaf.setdefault(leaf, []).append(key)
+        self.unit_totals = {
+            key: (len(nodes), sum(self.gpus[node] for node in nodes))
+            for key, nodes in self.units.items()
+        }
+        self.components = self.connected(frozenset())
+        self.groups = self.group_totals(self.components, frozenset())
+
+    def connected(self, lost: frozenset[str]) -> dict[str, str]:
+        """Each switch that is up -> a name for its connected set of switches."""
+        root = {name: name for name in self.names if name not in lost}
+
+        def find(name: str) -> str:
+            while root[name] != name:
+                root[name] = root[root[name]]
+                name = root[name]
+            return name
+
+        for name in root:
+            for other, _ in self.adjacent[name]:
+                if other in root:
+                    root[find(other)] = find(name)
+        return {name: find(name) for name in root}
+
+    def group_totals(
+        self, components: dict[str, str], lost: frozenset[str]
+    ) -> dict[tuple[str, ...], list[int]]:
+        """Nodes and GPUs of each group of nodes whose every leaf is up, by the connected
+        sets their leaves are in."""
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for key, (nodes, gpus) in self.unit_totals.items():
+            if any(leaf in lost for leaf in key):
+                continue
+            group = groups.setdefault(tuple(components[leaf] for leaf in key), [0, 0])
+            group[0] += nodes
+            group[1] += gpus
+        return groups
+
+    def left(self, loss: Loss, cache: dict[frozenset[str], dict[str, str]]) -> Left:
+        """What is left after `loss`: the largest group of nodes, and the bisection share."""
+        lost = frozenset(loss.switches & self.adjacent.keys())
+        if len(lost) > 1 or (lost and next(iter(lost)) in self.cut):
+            if lost not in cache:
+                cache[lost] = self.connected(lost)
+            components = cache[lost]
+            groups = self.group_totals(components, lost)
+            gone: set[tuple[str, ...]] = {key for key in self.units if not lost.isdisjoint(key)}
+        else:
+            # One switch that splits nothing: its nodes go, the connected sets stay.
+            components = self.components
+            groups = {key: list(totals) for key, totals in self.groups.items()}
+            gone = {key for leaf in lost for key in self.on_leaf.get(leaf, ())}
+            for key in gone:
+                nodes, gpus = self.unit_totals[key]
+                group = groups[tuple(components[leaf] for leaf in key)]
+                group[0] -= nodes
+                group[1] -= gpus
+        taken: dict[tuple[str, ...], list[int]] = {}
+        for node in loss.nodes:
+            unit = self.unit_of.get(node)
+            if unit is not None and unit not in gone:
+                totals = taken.setdefault(unit, [0, 0])
+                totals[0] += 1
+                totals[1] += self.gpus[node]
+        for key, (nodes, gpus) in taken.items():
+            group = groups[tuple(components[leaf] for leaf in key)]
+            group[0] -= nodes
+            group[1] -= gpus
+        best = max(groups.values(), key=lambda totals: (totals[1], totals[0]), default=[0, 0])
+        return Left(best[0], best[1], self.share(lost))
+
+    def share(self, lost: Iterable[str]) -> float | None:
+        """The lowest share of switch-to-switch cables still up, over the layers."""
+        if not self.layer_total:
+            return None
+        lost = set(lost)
+        cut: dict[int, int] = {}
+        for name in lost:
+            for other, count in self.adjacent[name]:
+                if other in lost and other < name:
+                    continue  # counted from the other end
+                layer = min(self.tier.get(name, 0), self.tier.get(other, 0))
+                cut[layer] = cut.get(layer, 0) + count
+        return min((total - cut.get(layer, 0)) / total for layer, total in self.layer_total.items())
+
+
+def articulation_points(adjacent: dict[str, list[tuple[str, int]]]) -> frozenset[str]:
+    """The switches whose loss splits their connected set (Tarjan, without recursion)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    points: set[str] = set()
+    for start in adjacent:
+        if start in order:
+            continue
+        order[start] = low[start] = len(order)
+        children = 0
+        stack = [(start, "", iter(adjacent[start]))]
+        while stack:
+            name, parent, rest = stack[-1]
+            step = next(rest, None)
+            if step is None:
+                stack.pop()
+                if stack:
+                    above = stack[-1][0]
+                    low[above] = min(low[above], low[name])
+                    if above != start and low[name] >= order[above]:
+                        points.add(above)
+                continue
+            other = step[0]
+            if other not in order:
+                order[other] = low[other] = len(order)
+                if name == start:
+                    children += 1
+                stack.append((other, name, iter(adjacent[other])))
+            elif other != parent:
+                low[name] = min(low[name], order[other])
+        if children > 1:
+            points.add(start)
+    return frozenset(points)
+
+
+KINDS = ("one leaf", "one spine", "one core")
+
+
+def failure_report(cluster: ResolvedCluster) -> FailureReport:
+    fabric = _Fabric(cluster)
+    cache: dict[frozenset[str], dict[str, str]] = {}
+    kinds: list[tuple[str, list[Loss]]] = []
+    for tier, kind in enumerate(KINDS):
+        names = [name for name in fabric.names if fabric.tier.get(name, 0) == tier]
+        kinds.append((kind, [Loss(name, frozenset({name}), frozenset()) for name in names]))
+    kinds.append(("one rail or plane", _plane_losses(cluster, fabric)))
+    plans = cluster.rack_plans
+    seen: dict[tuple[object, ...], tuple[bool, bool]] = {}
+    pdus = [
+        _feed_loss(
+            cluster, rack, (load.pdu.feed,), f"{load.pdu.name} (rack {rack.rack.name})", seen
+        )
+        for rack in plans
+        for load in rack.loads
+    ]
+    kinds.append(("one PDU", pdus))
+    kinds.append(("one feed in every rack", _site_feed_losses(cluster, plans, seen)))
+    kinds.append(("one rack", [_rack_loss(fabric, rack) for rack in plans]))
+    lines = []
+    for kind, losses in kinds:
+        if not losses:
+            continue
+        results = [(fabric.left(loss, cache), loss) for loss in losses]
+        left, loss = min(results, key=lambda item: _badness(item[0]))
+        lines.append(FailureLine(kind, len(losses), loss.name, left, loss.underpowered))
+    return FailureReport(
+        total_nodes=len(fabric.gpus),
+        total_gpus=sum(fabric.gpus.values()),
+        intact=fabric.left(Loss("", frozenset(), frozenset()), cache),
+        lines=tuple(lines),
+    )
+
+
+def _badness(left: Left) -> tuple[int, int, float]:
+    return (left.gpus, left.nodes, 1.0 if left.share is None else left.share)
+
+
+def _plane_losses(cluster: ResolvedCluster, fabric: _Fabric) -> list[Loss]:
+    """A rail: its leaves and every switch above them that serves that rail alone (the
+    port map's sections, ports.fabric_planes). Without rails, a plane: a connected set of
+    switches, whole."""
+    planes = fabric_planes(cluster.switch_ports, fabric.tier)
+    rails = any(rail is not None for rail in fabric.rail.values())
+    return [
+        Loss(f"{plane.label}: {compress(plane.switches)}", frozenset(plane.switches), frozenset())
+        for plane in planes
+        if not rails or plane.rail is not None
+    ]
+
+
+def _down_on(cluster: ResolvedCluster, device: Device, lost: Sequence[str]) -> tuple[bool, bool]:
+    """Whether a device goes down when its rack loses the feeds `lost`, and whether for want
+    of power (it keeps PSUs, too few to cover its max_watts)."""
+    kept = sum(1 for psu in device.psus if psu.feed not in lost)
+    if kept == 0:
+        return True, False
+    if not device.node:
+        return False, False
+    power = cluster.spec.hardware[device.hardware].power
+    if power is not None and kept * power.psu_watts < power.max_watts:
+        return True, True
+    return False, False
+
+
+def _feed_loss(
+    cluster: ResolvedCluster,
+    rack: RackPlan,
+    lost: tuple[str, ...],
+    name: str,
+    seen: dict[tuple[object, ...], tuple[bool, bool]],
+) -> Loss:
+    switches: set[str] = set()
+    nodes: set[str] = set()
+    underpowered = 0
+    for device in rack.devices:
+        # Devices of one kind share their PSUs (physical_plan._psus): one answer a kind.
+        key = (id(device.psus), device.node, device.hardware, lost)
+        if key not in seen:
+            seen[key] = _down_on(cluster, device, lost)
+        down, short = seen[key]
+        if down:
+            (nodes if device.node else switches).add(device.name)
+            underpowered += short
+    return Loss(name, frozenset(switches), frozenset(nodes), underpowered)
+
+
+def _site_feed_losses(
+    cluster: ResolvedCluster,
+    plans: Sequence[RackPlan],
+    seen: dict[tuple[object, ...], tuple[bool, bool]],
+) -> list[Loss]:
+    losses = []
+    for feed in sorted({feed for rack in plans for feed in rack.feeds}):
+        parts = [
+            _feed_loss(cluster, rack, (feed,), "", seen) for rack in plans if feed in rack.feeds
+        ]
+        losses.append(
+            Loss(
+                f"feed {feed} in every rack",
+                frozenset().union(*(part.switches for part in parts)),
+                frozenset().union(*(part.nodes for part in parts)),
+                sum(part.underpowered for part in parts),
+            )
+        )
+    return losses
+
+
+def _rack_loss(fabric: _Fabric, rack: RackPlan) -> Loss:
+    names = {device.name for device in rack.devices}
+    switches = frozenset(name for name in names if name in fabric.adjacent)
+    nodes = frozenset(device.name for device in rack.devices if device.node)
+    return Loss(f"rack {rack.rack.name}", switches, nodes)
+
+
+FAILURE_HEADER = ("failure", "cases", "worst case", "nodes left", "GPUs left", "bisection", "note")
+
+
+def share_text(share: float | None) -> str:
+    return "no switch links" if share is None else f"{share:.0%}"
+
+
+def _of(part: int, whole: int) -> str:
+    return f"{part} of {whole} ({part / whole:.0%})" if whole else f"{part} of 0"
+
+
+def failure_rows(report: FailureReport) -> tuple[tuple[str, ...], ...]:
+    """The report's table: the intact cluster, then each kind of failure's worst case."""
+    rows = [
+        (
+            "none (intact)",
+            "",
+            "",
+            _of(report.intact.nodes, report.total_nodes),
+            _of(report.intact.gpus, report.total_gpus),
+            share_text(report.intact.share),
+            "",
+        )
+    ]
+    for line in report.lines:
+        note = ""
+        if line.underpowered:
+            plural = "s" if line.underpowered != 1 else ""
+            note = (
+                f"{line.underpowered} node{plural} underpowered: the PSUs left do not cover "
+                "max_watts (hardware.feed-loss-underpowers)"
+            )
+        rows.append(
+            (
+                line.kind,
+                str(line.cases),
+                line.worst,
+                _of(line.left.nodes, report.total_nodes),
+                _of(line.left.gpus, report.total_gpus),
+                share_text(line.left.share),
+                note,
+            )
+        )
+    return tuple(rows)
