@@ -39,7 +39,7 @@ def _worst(cluster: ResolvedCluster) -> dict[str, tuple[str, int, int, float | N
 
 
 def test_the_reference_spec_loses_what_its_one_spine_and_two_leaves_carry() -> None:
-    cluster, problems = validate_cluster(load_spec(str(EXAMPLES / "ml-training-8node.yaml")))
+    cluster, _ = validate_cluster(load_spec(str(EXAMPLES / "ml-training-8node.yaml")))
     assert cluster is not None
     report = failure_report(cluster)
     assert (report.total_nodes, report.total_gpus) == (8, 64)
@@ -147,3 +147,20 @@ def test_at_scale_the_connected_sets_are_computed_again_only_for_cut_switches(
     spines_and_core = sum(1 for row in cluster.switch_ports if row.down and not row.hcas)
     assert cases > 600
     assert len(calls) <= spines_and_core + 4, (len(calls), spines_and_core)
+
+
+def test_without_a_fabric_only_power_and_racks_take_nodes() -> None:
+    data = _reference()
+    del data["network"]["fabric"], data["storage"]
+    for group in data["nodes"]:
+        group.pop("fabric_ip", None)
+    report = failure_report(_cluster(data))
+    assert [line.kind for line in report.lines] == [
+        "one PDU",
+        "one feed in every rack",
+        "one rack",
+    ]
+    assert report.intact == Left(8, 64, None) and not report.fabric
+    rack = report.lines[-1]
+    assert (rack.worst, rack.left.nodes) == ("rack r01", 6)
+    assert failure_rows(report)[0][5] == "no fabric"

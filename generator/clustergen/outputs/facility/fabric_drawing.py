@@ -7,8 +7,8 @@ rail-optimised fabric, or one leaf's nodes), never one box per node. Leaves are
 coloured by the rail they carry and drawn side by side by group. A line joins each
 pair of boxes that has cables between them; where every pair of a layer has the same
 count, the legend says it once, else each line carries its count. A row of more than
-MAX_BOXES boxes draws consecutive groups as one box (at 16k nodes, 512 leaves in 64
-boxes of 8), so the picture stays one a person reads at every size.
+MAX_BOXES boxes draws consecutive groups as one box (at 16k nodes, 513 leaves in 33
+boxes of 16), so the picture stays one a person reads at every size.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from clustergen.outputs.facility.ports import switch_rails
 from clustergen.physical_plan import SwitchPorts
 from clustergen.resolve import ResolvedCluster
 
-MAX_BOXES = 64
+MAX_BOXES = 32
 # Rail colours (Tableau 10, as the elevations' role fills), rail 1 first; the 11th rail
 # takes the first colour again. A switch with no rail, or serving several, is grey.
 RAIL_FILLS = (

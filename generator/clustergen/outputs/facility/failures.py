@@ -66,6 +66,7 @@ class FailureReport:
     total_gpus: int
     intact: Left
     lines: tuple[FailureLine, ...]
+    fabric: bool  # the spec has fabric switches
 
 
 class _Fabric:
@@ -264,6 +265,7 @@ def failure_report(cluster: ResolvedCluster) -> FailureReport:
         total_gpus=sum(fabric.gpus.values()),
         intact=fabric.left(Loss("", frozenset(), frozenset()), cache),
         lines=tuple(lines),
+        fabric=bool(fabric.names),
     )
 
 
@@ -351,8 +353,10 @@ def _rack_loss(fabric: _Fabric, rack: RackPlan) -> Loss:
 FAILURE_HEADER = ("failure", "cases", "worst case", "nodes left", "GPUs left", "bisection", "note")
 
 
-def share_text(share: float | None) -> str:
-    return "no switch links" if share is None else f"{share:.0%}"
+def share_text(share: float | None, fabric: bool) -> str:
+    if share is None:
+        return "no switch links" if fabric else "no fabric"
+    return f"{share:.0%}"
 
 
 def _of(part: int, whole: int) -> str:
@@ -368,7 +372,7 @@ def failure_rows(report: FailureReport) -> tuple[tuple[str, ...], ...]:
             "",
             _of(report.intact.nodes, report.total_nodes),
             _of(report.intact.gpus, report.total_gpus),
-            share_text(report.intact.share),
+            share_text(report.intact.share, report.fabric),
             "",
         )
     ]
@@ -387,7 +391,7 @@ def failure_rows(report: FailureReport) -> tuple[tuple[str, ...], ...]:
                 line.worst,
                 _of(line.left.nodes, report.total_nodes),
                 _of(line.left.gpus, report.total_gpus),
-                share_text(line.left.share),
+                share_text(line.left.share, report.fabric),
                 note,
             )
         )
