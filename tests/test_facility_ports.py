@@ -69,7 +69,7 @@ def test_each_rail_is_a_section_with_the_spines_that_serve_it_alone() -> None:
         "switches of several rails, or of none"
     ]
     assert ports.planes[-1].switches == ("core01", "core02", "core03", "core04")
-    sections, omitted = port_pages(ports)
+    sections, omitted = port_pages(ports, {})
     assert not omitted
     rail2 = sections[1].switches
     assert [s.name for s in rail2] == [f"r2-leaf-su{u}" for u in range(1, 5)] + [
@@ -100,7 +100,7 @@ def test_a_port_past_the_switchs_last_is_noted() -> None:
     # the leaf's end, and the spine's end of its uplink (port 2 of 40) is not.
     cluster = _cluster(path=str(EXAMPLES / "ml-training-8node.yaml"))
     rows = port_map(cluster, cable_sheet(cluster)).rows
-    noted = [(row[1], row[2]) for row in rows if row[8]]
+    noted = [(row[1], row[2]) for row in rows if "beyond the switch's ports" in row[8]]
     assert noted == [("ib-leaf02", str(port)) for port in range(41, 45)]
     assert ("ib-spine01", "2", "ib-leaf02", "44") in [row[1:3] + row[4:6] for row in rows]
 
@@ -117,4 +117,25 @@ def test_past_the_printed_limit_the_page_keeps_budgets_and_switch_links(
     assert "gpu01" not in page
     table = list(csv.reader(io.StringIO(files["facility/ports.csv"].text)))
     assert table[0] == list(ports_module.PORT_HEADER)
-    assert ["plane 1", "ib-leaf01", "1", "node-leaf", "gpu01", "mlx5_0", "DAC", "", ""] in table
+    first = ["plane 1", "ib-leaf01", "1", "node-leaf", "gpu01", "mlx5_0", "DAC", "", "", "r01 U3"]
+    assert first in table
+    # The spine's end of ib-leaf01's uplink: the leaf sits in r01 at U42.
+    assert table[-2][:6] == ["plane 1", "ib-spine01", "1", "leaf-spine", "ib-leaf01", "33"]
+    assert table[-2][9] == "r01 U42"
+    assert "### ib-spine01 (spine, plane 1, at r05 U42)" in page
+
+
+def test_a_node_cabled_to_a_leaf_in_another_rack_gets_the_class_for_any_length() -> None:
+    # ib-leaf01 sits in r01 (U42) with gpu01 and gpu02; gpu03 and gpu04 are in r02.
+    cluster = _cluster(path=str(EXAMPLES / "ml-training-8node.yaml"))
+    rows = port_map(cluster, cable_sheet(cluster)).rows
+    by_port = {(row[1], row[4], row[5]): row for row in rows}
+    inside = by_port[("ib-leaf01", "gpu01", "mlx5_0")]
+    across = by_port[("ib-leaf01", "gpu03", "mlx5_0")]
+    assert (inside[6], inside[8], inside[9]) == ("DAC", "", "r01 U3")
+    assert (across[6], across[8], across[9]) == ("optical", "crosses racks: r01 to r02", "r02 U3")
+    # A node in no rack (the docs example has none) keeps the in-rack class.
+    example = _cluster(path=str(EXAMPLE))
+    assert {
+        row[6] for row in port_map(example, cable_sheet(example)).rows if row[3] == "node-leaf"
+    } == {"DAC"}

@@ -14,7 +14,13 @@ from clustergen.outputs.facility.derive import FacilitySheets, derive_facility
 from clustergen.outputs.facility.elevation import PLACEHOLDER, PLACEHOLDERS, Elevation, Shape
 from clustergen.outputs.facility.fabric_drawing import fabric_drawing
 from clustergen.outputs.facility.failures import failure_report, failure_rows
-from clustergen.outputs.facility.ports import PORT_HEADER, PortMap, port_map, port_pages
+from clustergen.outputs.facility.ports import (
+    PORT_HEADER,
+    PortMap,
+    locations,
+    port_map,
+    port_pages,
+)
 from clustergen.outputs.facility.sheets import (
     BANK_HEADER,
     CABLE_HEADER,
@@ -172,13 +178,19 @@ def _overview(facility: FacilitySheets, svgs: list[str]) -> dict[str, object]:
 def _ports_page(cluster: ResolvedCluster, ports: PortMap) -> dict[str, object]:
     fabric = cluster.spec.network.fabric
     assert fabric is not None
-    planes, omitted = port_pages(ports)
-    classes = {row[3]: row[6] for row in ports.rows}
+    planes, omitted = port_pages(ports, locations(cluster))
+    # The class of each tier as the sheet gives it: a node's cable within its leaf's
+    # rack, and one that crosses racks (noted on its row).
+    classes: dict[str, str] = {}
+    for row in ports.rows:
+        tier = f"{row[3]} across racks" if "crosses racks" in row[8] else row[3]
+        classes.setdefault(tier, row[6])
     return {
         "planes": planes,
         "node_ports_omitted": omitted,
         "port_count": len(ports.rows),
         "over": ports.over,
         "rate": fabric.rate.upper(),
+        # In the rows' order: node-leaf first (a leaf's nodes come before its uplinks).
         "classes": ", ".join(f"{tier} {name}" for tier, name in classes.items()),
     }

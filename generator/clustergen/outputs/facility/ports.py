@@ -11,6 +11,7 @@ layers a cable joins (node-leaf, leaf-spine, spine-core) and the cable class
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ PORT_HEADER = (
     "cable_class",
     "rail",
     "note",
+    "peer_at",
 )
 BUDGET_HEADER = ("plane", "switch", "tier", "model", "ports", "down", "up", "used", "free", "note")
 # Past this many switch ports in all, ports.md keeps each plane's budget and its
@@ -127,25 +129,46 @@ def port_map(cluster: ResolvedCluster, cable_rows: Sequence[Sequence[str]]) -> P
     radix = {row.name: row.ports for row in ports}
     classes = {name: cable_class(fabric.rate, name) for name in TIERS}
     node_class = classes["node-leaf"]
+    placed = locations(cluster)
+    at = {name: place for name, (_, place) in placed.items()}
+    rack_of = {name: rack for name, (rack, _) in placed.items()}
     # A switch's own cables come in port order (cables.csv's order); the ports its
     # children's uplinks land on are sorted in after them.
     own: dict[str, list[tuple[str, ...]]] = {row.name: [] for row in ports}
     landed: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+    # A node cabled to a leaf in another rack: no in-rack run, and no length in the spec,
+    # so the class that reaches any length (catalog/cables.py: optical).
+    across = cable_class(fabric.rate, "node-leaf", math.inf)
     for switch, port, kind, peer, peer_port, note in cable_rows:
         if kind == "node":
-            where, rail = plane_of[switch], rail_of[switch]
+            where, rail, kind_class = plane_of[switch], rail_of[switch], node_class
+            here, there = rack_of.get(switch), rack_of.get(peer)
+            if here is not None and there is not None and here != there:
+                kind_class = across
+                note = "; ".join(filter(None, (note, f"crosses racks: {here} to {there}")))
             own[switch].append(
-                (where, switch, port, "node-leaf", peer, peer_port, node_class, rail, note)
+                (
+                    where,
+                    switch,
+                    port,
+                    "node-leaf",
+                    peer,
+                    peer_port,
+                    kind_class,
+                    rail,
+                    note,
+                    at.get(peer, ""),
+                )
             )
             continue
         link = link_tier(tier.get(switch, 0))
         rail, kind_class = rail_of[switch], classes[link]
-        own[switch].append(
-            (plane_of[switch], switch, port, link, peer, peer_port, kind_class, rail, note)
-        )
+        cells = (plane_of[switch], switch, port, link, peer, peer_port, kind_class, rail, note)
+        own[switch].append((*cells, at.get(peer, "")))
         landing, last = int(peer_port), radix[peer]
         past = BEYOND if last is not None and landing > last else ""
-        row = (plane_of[peer], peer, peer_port, link, switch, port, kind_class, rail, past)
+        cells = (plane_of[peer], peer, peer_port, link, switch, port, kind_class, rail, past)
+        row = (*cells, at.get(switch, ""))
         landed.setdefault(peer, []).append((landing, row))
     rows: list[tuple[str, ...]] = []
     for plane in planes:
@@ -195,12 +218,22 @@ def _budgets(
     return tuple(rows), tuple(over)
 
 
+def locations(cluster: ResolvedCluster) -> dict[str, tuple[str, str]]:
+    """Where each device sits, by name: its rack, and 'r01 U42' (rack and lowest unit)."""
+    return {
+        device.name: (rack.rack.name, f"{rack.rack.name} U{device.u}")
+        for rack in cluster.rack_plans
+        for device in rack.devices
+    }
+
+
 @dataclass(frozen=True)
 class SwitchSection:
     name: str
     tier: str  # 'leaf', 'spine', 'core'
+    at: str  # 'r01 U42'; '' for a switch no rack holds
     budget: tuple[str, ...]  # its BUDGET_HEADER cells
-    ports: tuple[tuple[str, ...], ...]  # port, tier, peer, peer port, cable class, rail, note
+    ports: tuple[tuple[str, ...], ...]  # port, tier, peer, peer port, peer at, cable, rail, note
 
 
 @dataclass(frozen=True)
@@ -210,19 +243,28 @@ class PlaneSection:
     budget_rows: tuple[tuple[str, ...], ...]  # BUDGET_HEADER less the plane
 
 
-def port_pages(ports: PortMap) -> tuple[tuple[PlaneSection, ...], bool]:
+def port_pages(
+    ports: PortMap, placed: dict[str, tuple[str, str]]
+) -> tuple[tuple[PlaneSection, ...], bool]:
     """ports.md's sections, one per plane, and whether the node ports are left to
     ports.csv (past PRINTED_PORTS ports in all)."""
     whole = len(ports.rows) <= PRINTED_PORTS
     by_switch: dict[str, list[tuple[str, ...]]] = {}
     for row in ports.rows:
         if whole or row[3] != "node-leaf":
-            by_switch.setdefault(row[1], []).append(row[2:])
+            cells = (row[2], row[3], row[4], row[5], row[9], row[6], row[7], row[8])
+            by_switch.setdefault(row[1], []).append(cells)
     budget_of = {row[1]: row for row in ports.budgets}
     sections = []
     for plane in ports.planes:
         switches = tuple(
-            SwitchSection(name, budget_of[name][2], budget_of[name], tuple(by_switch.get(name, ())))
+            SwitchSection(
+                name,
+                budget_of[name][2],
+                placed[name][1] if name in placed else "",
+                budget_of[name],
+                tuple(by_switch.get(name, ())),
+            )
             for name in plane.switches
         )
         sections.append(
