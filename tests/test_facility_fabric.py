@@ -67,6 +67,10 @@ def test_the_reference_fabric_is_two_leaves_under_a_spine_and_their_nodes() -> N
     assert counts == ["32", "43"] and len(drawing.links) == 4
     legend = " ".join(text.text for _, text in drawing.legend)
     assert "leaf-spine: 1 cable on every line" in legend
+    # ib-leaf02: 44 cables on the 40 ports assumed for HDR; it is framed red, and said.
+    over = {box.name.text: box.over for box in drawing.boxes}
+    assert over["ib-leaf02"] and not over["ib-leaf01"] and not over["ib-spine01"]
+    assert "A red frame: a switch with more cables than ports" in legend
     root = ET.fromstring(_svg(_cluster(REFERENCE)))
     assert root.tag == f"{SVG}svg" and root.find(f"{SVG}title") is not None
 
@@ -82,6 +86,7 @@ def test_a_rail_optimised_fabric_draws_its_rails_units_spines_and_cores() -> Non
     # 32 leaves to their unit's nodes, 2 spines each, 16 spines to 4 cores.
     assert len(drawing.links) == 32 + 32 * 2 + 16 * 4
     legend = " ".join(text.text for _, text in drawing.legend)
+    assert "red frame" not in legend and not any(box.over for box in drawing.boxes)
     for said in ("node-leaf: 32 cables", "leaf-spine: 8 cables", "spine-core: 2 cables"):
         assert said in legend
     # The rows, top to bottom: cores, spines, leaves, nodes.
@@ -157,3 +162,5 @@ def test_browser_draws_the_fabric(spec: Path, tmp_path: Path) -> None:
     colours = image.colours()
     for box in drawing.boxes:
         assert _rgb(box.box.fill) in colours, f"{box.name.text} not drawn"
+    # The red frame of an over-budget switch (the reference spec's ib-leaf02) shows.
+    assert (_rgb("#d62728") in colours) == any(box.over for box in drawing.boxes)

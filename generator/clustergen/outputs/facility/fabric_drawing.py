@@ -63,6 +63,7 @@ class FabricBox:
     box: Box
     name: Text  # bold
     detail: Text
+    over: bool = False  # a switch (or one of several) has more cables than ports
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class _Item:
     label: str
     detail: str
     group: int  # leaves of one group are drawn together
+    over: bool = False
     x: int = 0
     y: int = 0
     width: int = MIN_BOX_W
@@ -133,8 +135,9 @@ def _merged_fill(fills: Sequence[str]) -> str:
 def _switch_item(names: list[str], ports: _Switches, group: int) -> _Item:
     rows = [ports.row_of[name] for name in names]
     fill = _merged_fill([rail_fill(ports.rail_of[name]) for name in names])
+    over = any(row.ports is not None and row.used > row.ports for row in rows)
     if len(rows) > 1:
-        return _Item(names, fill, compress(names), f"{len(rows)} switches", group)
+        return _Item(names, fill, compress(names), f"{len(rows)} switches", group, over)
     row = rows[0]
     rail = ports.rail_of[row.name]
     if row.hcas:
@@ -143,7 +146,9 @@ def _switch_item(names: list[str], ports: _Switches, group: int) -> _Item:
         detail = f"{sum(n for _, n in row.down)} cables down"
     if rail is not None:
         detail = f"rail {rail}" if row.rail is not None else f"rail {rail} · {detail}"
-    return _Item(names, fill, row.name, detail, group)
+    if over:
+        detail = f"{detail} · over"
+    return _Item(names, fill, row.name, detail, group, over)
 
 
 @dataclass(frozen=True)
@@ -250,6 +255,7 @@ def _box(item: _Item, height: int) -> FabricBox:
         Box(item.x, item.y, item.width, height, item.fill),
         Text(centre, item.y + 16, fit(item.label, inner, NAME_CHAR_PX), "bold", "middle"),
         Text(centre, item.y + 30, fit(item.detail, inner, CHAR_PX), "normal", "middle"),
+        item.over,
     )
 
 
@@ -402,6 +408,8 @@ def _legend(
             f"A box stands for several switches, or several groups of leaves, where a row "
             f"would hold more than {MAX_BOXES}: its lines carry the cables of all of them."
         )
+    if any(row.ports is not None and row.used > row.ports for row in cluster.switch_ports):
+        lines.append("A red frame: a switch with more cables than ports (ports.md, OVER BUDGET).")
     for number, line in enumerate(lines, start=1):
         entries.append((None, Text(MARGIN, y + 10 + number * LEGEND_ROW, line)))
     return tuple(entries)
