@@ -37,12 +37,22 @@ from pathlib import Path
 
 import yaml
 
-from clustergen.dev.large_spec import compact_spec, large_spec
+from clustergen.dev.large_spec import (
+    compact_rail_spec,
+    compact_spec,
+    large_rail_spec,
+    large_spec,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SIZES = (1024, 4096, 16384)
-FORMS = (("compact", compact_spec), ("written out", large_spec))
+FORMS = (
+    ("compact", compact_spec),
+    ("written out", large_spec),
+    ("rails compact", compact_rail_spec),
+    ("rails written out", large_rail_spec),
+)
 
 
 def median_of(runs: int, action: Callable[[int], object]) -> float:

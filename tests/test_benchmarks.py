@@ -30,3 +30,21 @@ def _names(expression: str) -> tuple[str, ...]:
     from clustergen.model.common import expand_hostlist
 
     return expand_hostlist(expression)
+
+
+@pytest.mark.parametrize("form", ["compact_rail_spec", "large_rail_spec"])
+def test_the_rail_optimised_form_is_valid_non_blocking_and_cables_every_hca(form: str) -> None:
+    from clustergen.fabric import blocking
+    from clustergen.validate import validate_cluster
+
+    text = getattr(large_spec_module, form)(1024)
+    cluster, problems = validate_cluster(parse_spec(text, "large.yaml", "large.yaml"))
+    assert cluster is not None, [problem.format() for problem in problems[:5]]
+    assert not [p for p in problems if p.code.name.startswith("network.")], problems[:5]
+    # 32 units x 8 rails of leaves, 2 pods x 8 rails x 16 spines, 8 x 16 x 16 cores.
+    tiers = [row for row in cluster.switch_ports if not row.name.startswith("ib-svc")]
+    assert len(tiers) == 256 + 256 + 2048
+    factors = {b.factor for b in blocking(cluster) if not b.name.startswith("ib-svc")}
+    assert factors == {1.0}
+    hcas = sum(n for row in cluster.switch_ports for _, n in row.hcas if row.rail)
+    assert hcas == 1024 * 8

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from clustergen.catalog.nccl_vars import NCCL_VARIABLES, parse_interface_list, value_problem
+from clustergen.catalog.nccl_vars import (
+    NCCL_VARIABLE_SINCE,
+    NCCL_VARIABLES,
+    parse_interface_list,
+    value_problem,
+)
 from clustergen.load import load_spec
 from clustergen.outputs.nccl.derive import derive_nccl
 from clustergen.resolve import ResolvedCluster
@@ -77,6 +82,14 @@ def test_every_line_names_its_source() -> None:
         ("NCCL_IB_HCA", "mlx5_0:x", "'mlx5_0:x' is not a name"),
         ("NCCL_SOCKET_IFNAME", "^lo,docker", None),
         ("NCCL_SOCKET_IFNAME", "=ib0:1", "interface names take no ':port'"),
+        ("NCCL_CROSS_NIC", 0, None),
+        ("NCCL_CROSS_NIC", 3, "3 is outside 0-2"),
+        ("NCCL_MNNVL_ENABLE", 2, None),
+        ("NCCL_MNNVL_ENABLE", 3, "3 is outside 0-2"),
+        ("NCCL_NVLS_ENABLE", -1, "-1 is outside 0-2"),
+        ("NCCL_COLLNET_ENABLE", 2, "2 is outside 0-1"),
+        ("NCCL_COLLNET_NODE_THRESHOLD", 0, "0 is outside 1-"),
+        ("NCCL_IBEXT_DISABLE", 1, None),
     ],
 )
 def test_value_syntax(name: str, value: str | int, problem: str | None) -> None:
@@ -93,3 +106,15 @@ def test_interface_list_prefixes_apply_to_the_whole_list() -> None:
         True,
         [("mlx5_0", 1), ("mlx5_1", None)],
     )
+
+
+def test_the_release_that_brought_each_fabric_variable() -> None:
+    """Every dated variable is one the table knows, dated by a release that exists, and the
+    rail / SHARP / NVLink variables clustergen derives are dated (docs/nccl.md)."""
+    for name in ("NCCL_CROSS_NIC", "NCCL_COLLNET_ENABLE", "NCCL_NVLS_ENABLE", "NCCL_MNNVL_ENABLE"):
+        assert name in NCCL_VARIABLE_SINCE
+    for name, since in NCCL_VARIABLE_SINCE.items():
+        assert name in NCCL_VARIABLES, name
+        assert (2, 3) <= since[:2] <= (2, 30), (name, since)
+    # NVLink SHARP (2.17) came before multi-node NVLink (2.21)
+    assert NCCL_VARIABLE_SINCE["NCCL_NVLS_ENABLE"] < NCCL_VARIABLE_SINCE["NCCL_MNNVL_ENABLE"]

@@ -65,6 +65,15 @@ _WEAKENS = (
 # Each invalid case the schema cannot reject, with the reason. A case the schema
 # starts to reject must leave this list (the test below says so).
 SCHEMA_CANNOT_CATCH: dict[str, str] = {
+    "nvlink-domain-named-twice": "names unique across list items: " + _CROSS_REFERENCE,
+    "nvlink-domain-unknown-tray": _CROSS_REFERENCE,
+    "nvlink-tray-in-two-domains": "a name in two domains' hostlists: hostlists are strings to "
+    "a schema",
+    "nvlink-domain-too-big": "a hostlist's length against a number in the hardware section",
+    "nvlink-tray-without-domain": "which nodes are trays is in the hardware section, which "
+    "domains list them in another",
+    "nvlink-domain-lists-a-head-node": "a node's profile is in another section: "
+    + _CROSS_REFERENCE,
     "rail-cabled-twice": "a node named in two leaves' hostlists of one rail: hostlists are "
     "strings to a schema",
     "rail-hca-uncabled": "which rails cable a node is known only from every leaf's hostlist",

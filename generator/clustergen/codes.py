@@ -227,6 +227,36 @@ NETWORK_LEAF_OVERSUBSCRIBED = Code(
     "a leaf's HCA ports exceed its uplinks by more than the max_blocking of a partition on it",
 )
 
+NETWORK_NVLINK_DOMAIN_DUPLICATE = Code(
+    "network.nvlink-domain-duplicate", "error", "two NVLink domains with the same name"
+)
+NETWORK_NVLINK_UNKNOWN_NODE = Code(
+    "network.nvlink-unknown-node", "error", "an NVLink domain lists a node that is not defined"
+)
+NETWORK_NVLINK_NOT_A_TRAY = Code(
+    "network.nvlink-not-a-tray",
+    "error",
+    "an NVLink domain lists a node whose profile has no gpu.nvlink_domain",
+)
+NETWORK_NVLINK_TWO_DOMAINS = Code(
+    "network.nvlink-two-domains", "error", "a tray is listed in two NVLink domains"
+)
+NETWORK_NVLINK_DOMAIN_TOO_BIG = Code(
+    "network.nvlink-domain-too-big",
+    "error",
+    "an NVLink domain has more trays than its profile's gpu.nvlink_domain.trays",
+)
+NETWORK_NVLINK_TRAY_WITHOUT_DOMAIN = Code(
+    "network.nvlink-tray-without-domain",
+    "error",
+    "a compute tray of an NVLink system (gpu.nvlink_domain) is in no NVLink domain",
+)
+SLURM_PARTITION_NVLINK_SIZES_DIFFER = Code(
+    "slurm.partition-nvlink-sizes-differ",
+    "warning",
+    "a partition's nodes lie in NVLink domains of different sizes",
+)
+
 # racks
 PATTERN_NO_ROOM = Code(
     "pattern.no-room",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from clustergen.resolve import ResolvedCluster
 
@@ -48,37 +49,54 @@ def blocking(cluster: ResolvedCluster) -> tuple[Blocking, ...]:
 
 def tiers(cluster: ResolvedCluster) -> dict[str, int]:
     """Each switch's tier: 0 for a leaf, else one above its highest child (1 a spine, 2 a
-    core). A switch on a cycle (an error of its own) counts as a leaf."""
+    core). A child that closes a cycle (an error of its own) is not counted."""
     children = {row.name: [child for child, _ in row.down] for row in cluster.switch_ports}
-    tier: dict[str, int] = {}
-
-    def level(name: str, seen: frozenset[str]) -> int:
-        if name not in tier:
-            below = [c for c in children.get(name, ()) if c not in seen and c in children]
-            tier[name] = 1 + max(level(c, seen | {name}) for c in below) if below else 0
-        return tier[name]
-
-    for name in children:
-        level(name, frozenset())
-    return tier
+    return _upward(children, lambda name, below: 1 + max(below) if below else 0)
 
 
 def nodes_below(cluster: ResolvedCluster, names: Collection[str]) -> dict[str, frozenset[str]]:
     """The nodes cabled below each of `names`: a leaf's own, a spine's leaves' nodes."""
     children = {row.name: [child for child, _ in row.down] for row in cluster.switch_ports}
     own = {row.name: frozenset(node for node, _ in row.hcas) for row in cluster.switch_ports}
-    found: dict[str, frozenset[str]] = {}
 
-    def below(name: str, seen: frozenset[str]) -> frozenset[str]:
-        if name not in found:
-            nodes = set(own.get(name, ()))
-            for child in children.get(name, ()):
-                if child not in seen:
-                    nodes |= below(child, seen | {name})
-            found[name] = frozenset(nodes)
-        return found[name]
+    def union(name: str, below: list[frozenset[str]]) -> frozenset[str]:
+        return own.get(name, frozenset()).union(*below) if below else own.get(name, frozenset())
 
-    return {name: below(name, frozenset()) for name in names}
+    wanted = set(names)
+    # Only the switches below the wanted ones are walked.
+    reach: dict[str, list[str]] = {}
+    stack = [n for n in wanted if n in children]
+    while stack:
+        name = stack.pop()
+        if name not in reach:
+            reach[name] = children.get(name, [])
+            stack.extend(c for c in reach[name] if c in children)
+    found = _upward(reach, union)
+    return {name: found.get(name, frozenset()) for name in names}
+
+
+def _upward(children: dict[str, list[str]], combine: Any) -> dict[str, Any]:
+    """combine(switch, [value of each child]) for every switch, children first, without
+    recursion; a child on the path being walked (a cycle) is left out."""
+    done: dict[str, Any] = {}
+    on_path: set[str] = set()
+    for root in children:
+        if root in done:
+            continue
+        stack = [(root, iter(children.get(root, ())))]
+        on_path.add(root)
+        while stack:
+            name, walk = stack[-1]
+            child = next(walk, None)
+            if child is None:
+                stack.pop()
+                on_path.discard(name)
+                below = [done[c] for c in children.get(name, ()) if c in done and c != name]
+                done[name] = combine(name, below)
+            elif child not in done and child not in on_path and child in children:
+                on_path.add(child)
+                stack.append((child, iter(children.get(child, ()))))
+    return done
 
 
 @dataclass(frozen=True)

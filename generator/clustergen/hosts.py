@@ -121,12 +121,56 @@ def compress(names: Sequence[str]) -> str:
     """
     pieces = _fold(names)
     if pieces is None:
-        return str(hostlist.collect_hostlist(list(names)))
+        folded = str(hostlist.collect_hostlist(list(names)))
+        if _INNER_RANGE.search(folded) is None:
+            return folded
+        # python-hostlist folds numbers inside a name (su[1-4]-leaf1), which Slurm reads
+        # otherwise: fold only each name's last number, one prefix and width at a time.
+        return fold_last_numbers(names)
     # python-hostlist's second pass sees every piece as a name without a number
     # (no prefix has a digit) and sorts them as strings.
     return ",".join(sorted(pieces))
 
 
+def fold_last_numbers(names: Sequence[str]) -> str:
+    """A Slurm hostlist of names that differ only in their last number, fast: each prefix
+    and number width's names folded on their last number, in the order the prefixes first
+    come (gpu[01-03,07],su001-r1; a name without a number as it is). Unlike compress, it
+    never sorts prefixes as python-hostlist does."""
+    groups: dict[tuple[str, int], set[int]] = {}
+    for name in names:
+        match = _LAST_NUMBER.fullmatch(name)
+        if match is None:
+            groups.setdefault((name, -1), set())
+        else:
+            groups.setdefault((match[1], len(match[2])), set()).add(int(match[2]))
+    pieces = []
+    for (prefix, width), numbers in groups.items():
+        if width < 0:
+            pieces.append(prefix)
+            continue
+        runs = _runs(sorted(numbers), width)
+        single = len(runs) == 1 and "-" not in runs[0]
+        pieces.append(f"{prefix}{runs[0]}" if single else f"{prefix}[{','.join(runs)}]")
+    return ",".join(pieces)
+
+
+def _runs(numbers: list[int], width: int) -> list[str]:
+    runs: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        low, high = f"{start:0{width}d}", f"{previous:0{width}d}"
+        runs.append(low if start == previous else f"{low}-{high}")
+        if number is not None:
+            start = previous = number
+    return runs
+
+
+_INNER_RANGE = re.compile(r"\][^,\[]")  # a range that does not end its name
+_LAST_NUMBER = re.compile(r"(.*?)([0-9]+)")
 _DIGIT = re.compile(r"[0-9]")
 _PREFIX_AND_NUMBER = re.compile(r"(.*?)([0-9]+)")  # fullmatch: no newline slips in
 _NOT_A_PLAIN_NAME = re.compile(r"[][,]|^\s|\s$|^$")

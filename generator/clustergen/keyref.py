@@ -14,12 +14,19 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from clustergen.model import Spec
-from clustergen.model.patterns import RackPattern, RailFabric, SwitchGroup, TargetGroup
+from clustergen.model.patterns import (
+    NvlinkDomainGroup,
+    RackPattern,
+    RailFabric,
+    SwitchGroup,
+    TargetGroup,
+)
 
 PATTERNS = (
     ("racks[]", RackPattern),
     ("network.fabric.switches[]", SwitchGroup),
     ("network.fabric.switches[]", RailFabric),
+    ("network.nvlink_domains[]", NvlinkDomainGroup),
     ("storage.lustre.mdts[]", TargetGroup),
     ("storage.lustre.osts[]", TargetGroup),
 )

@@ -19,7 +19,7 @@ from pydantic_core import ErrorDetails
 
 from clustergen import codes
 from clustergen.errors import Problem, SpecPath
-from clustergen.hosts import compress
+from clustergen.hosts import compress, fold_last_numbers
 from clustergen.model.common import expand_hostlist
 
 _PLACEHOLDER = re.compile(r"\{(rack|index|node|n|unit|rail)(?::(0?[1-9]?[dxX]))?\}")
@@ -53,6 +53,11 @@ def expand(data: dict[str, Any]) -> Expansion:
             expanded = _items(out, ("network", net, "switches"), switches, _switch_pattern)
             network = {**out.data["network"], net: {**fabric, "switches": expanded}}
             out.data = {**out.data, "network": network}
+    domains = _at(data, ("network", "nvlink_domains"))
+    if isinstance(domains, list) and any(_is(item, "names") for item in domains):
+        where: SpecPath = ("network", "nvlink_domains")
+        expanded = _items(out, where, domains, _marked("names", _nvlink_domains))
+        out.data = {**out.data, "network": {**out.data["network"], "nvlink_domains": expanded}}
     lustre = _at(data, ("storage", "lustre"))
     for kind in ("mdts", "osts"):
         targets = lustre.get(kind) if isinstance(lustre, dict) else None
@@ -213,7 +218,7 @@ def _switches(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
 
 def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
     """A rail-optimised Clos: each unit's leaf of each rail (rail by rail within a unit),
-    then the spines over their leaves, then the cores over every spine."""
+    then the spines over their leaves, then the cores over the spines."""
     from clustergen.model.patterns import RailFabric  # built only for a spec with patterns
 
     fabric = _model(out, path, RailFabric, item)
@@ -222,8 +227,9 @@ def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]
     units = expand_hostlist(fabric.units)
     leaves = _rail_leaves(out, path, fabric, units)
     spines = expand_hostlist(fabric.spines) if fabric.spines else ()
-    spine_rails = _spine_rails(out, path, fabric, spines)
-    if leaves is None or spine_rails is None:
+    groups = _spine_groups(out, path, fabric, len(units), len(spines))
+    cores = _core_groups(out, path, fabric, spines, groups)
+    if leaves is None or groups is None or cores is None:
         return
     for leaf in leaves:
         yield (
@@ -231,20 +237,92 @@ def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]
             (f"switch {leaf['name']}"),
             {("nodes",): ("nodes",)},
         )
-    names = [leaf["name"] for leaf in leaves]
-    rails = [leaf["rail"] for leaf in leaves]
-    for spine, rail in zip(spines, spine_rails, strict=True):
-        below = [name for name, r in zip(names, rails, strict=True) if rail in (None, r)]
-        entry = {"name": spine, "switches": compress(below)}
+    by_place: dict[tuple[int | None, int | None], list[str]] = {}
+    for number, leaf in enumerate(leaves):
+        pod = number // fabric.rails // fabric.units_per_pod if fabric.units_per_pod else None
+        for place in ((pod, leaf["rail"]), (pod, None)):
+            by_place.setdefault(place, []).append(leaf["name"])
+    for spine, place in zip(spines, groups, strict=True):
+        entry = {"name": spine, "switches": fold_last_numbers(by_place.get(place, []))}
         up = fabric.core_uplinks if fabric.cores else 1
         yield (
             _switch_entry(entry, fabric.spine_model, fabric.spine_ports, up),
             (f"switch {spine}"),
             {},
         )
-    for core in expand_hostlist(fabric.cores) if fabric.cores else ():
-        entry = {"name": core, "switches": compress(list(spines))}
+    for core, below in cores:
+        entry = {"name": core, "switches": fold_last_numbers(below)}
         yield _switch_entry(entry, fabric.core_model, fabric.core_ports, 1), f"switch {core}", {}
+
+
+def _spine_groups(
+    out: Expansion, path: SpecPath, fabric: Any, units: int, spines: int
+) -> list[tuple[int | None, int | None]] | None:
+    """The pod and rail of each spine (None: every pod's, every rail's), spines dealt out pod
+    by pod, rail by rail within a pod; None (with the problem) on a count that does not fit."""
+    pods = -(-units // fabric.units_per_pod) if fabric.units_per_pod else None
+    per_rail = fabric.spines_per_rail
+    rails = fabric.rails if per_rail else 1
+    if per_rail is None and pods is None:
+        return [(None, None)] * spines
+    per_pod = rails * (per_rail or 1) if per_rail else spines // (pods or 1)
+    wanted = per_pod * (pods or 1)
+    if spines == 0 or spines != wanted or (pods and per_rail is None and spines % pods):
+        what = f"{per_rail} for each of {fabric.rails} rails" if per_rail else "as many"
+        where = f" in each of {pods} pods" if pods else ""
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "spines"),
+                f"{spines} spines are not {what}{where} ({wanted})",
+            )
+        )
+        return None
+    groups: list[tuple[int | None, int | None]] = []
+    for number in range(spines):
+        pod, within = divmod(number, per_pod)
+        rail = 1 + within // per_rail if per_rail else None
+        groups.append((pod if pods else None, rail))
+    return groups
+
+
+def _core_groups(
+    out: Expansion,
+    path: SpecPath,
+    fabric: Any,
+    spines: Sequence[str],
+    groups: list[tuple[int | None, int | None]] | None,
+) -> list[tuple[str, list[str]]] | None:
+    """Each core and the spines below it: every spine; or, with pods, the cores dealt out
+    over the spines' places in a pod, each core over the spine in its place in every pod."""
+    cores = expand_hostlist(fabric.cores) if fabric.cores else ()
+    if not cores:
+        return []
+    if not spines:
+        out.problems.append(
+            Problem(codes.PATTERN_NO_ROOM, (*path, "cores"), "cores need spines below them")
+        )
+        return None
+    if groups is None:
+        return None
+    if not fabric.units_per_pod:
+        return [(core, list(spines)) for core in cores]
+    pods = max(pod or 0 for pod, _ in groups) + 1
+    places = len(spines) // pods
+    if len(cores) % places:
+        out.problems.append(
+            Problem(
+                codes.PATTERN_NO_ROOM,
+                (*path, "cores"),
+                f"{len(cores)} cores do not divide over the {places} spine places of a pod",
+            )
+        )
+        return None
+    per_place = len(cores) // places
+    return [
+        (core, [spines[pod * places + number // per_place] for pod in range(pods)])
+        for number, core in enumerate(cores)
+    ]
 
 
 def _switch_entry(
@@ -301,23 +379,31 @@ def _rail_leaves(
     return leaves
 
 
-def _spine_rails(
-    out: Expansion, path: SpecPath, fabric: Any, spines: Sequence[str]
-) -> list[int | None] | None:
-    """The rail of each spine (None: every rail's); None (with the problem) on a mismatch."""
-    if fabric.spines_per_rail is None:
-        return [None] * len(spines)
-    if len(spines) != fabric.rails * fabric.spines_per_rail:
+def _nvlink_domains(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
+    from clustergen.model.patterns import NvlinkDomainGroup  # only for a spec with patterns
+
+    group = _model(out, path, NvlinkDomainGroup, item)
+    if group is None:
+        return
+    names = expand_hostlist(group.names)
+    trays = expand_hostlist(group.nodes)
+    shares = _deal(len(trays), len(names), group.per_domain)
+    if shares is None or 0 in shares:
         out.problems.append(
             Problem(
                 codes.PATTERN_NO_ROOM,
-                (*path, "spines"),
-                f"{len(spines)} spines are not {fabric.spines_per_rail} for each of "
-                f"{fabric.rails} rails ({fabric.rails * fabric.spines_per_rail})",
+                (*path, "per_domain" if shares is None else "names"),
+                f"{len(trays)} trays do not fill {len(names)} NVLink domains"
+                + (f" x {group.per_domain}" if group.per_domain else "")
+                + ("" if shares is None else ": a domain would have no tray"),
             )
         )
-        return None
-    return [1 + k // fabric.spines_per_rail for k in range(len(spines))]
+        return
+    start = 0
+    for name, share in zip(names, shares, strict=True):
+        members = compress(trays[start : start + share])
+        start += share
+        yield {"name": name, "nodes": members}, f"NVLink domain {name}", {("nodes",): ("nodes",)}
 
 
 def _targets(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -553,6 +553,7 @@ class SwitchPorts:
 
 def switch_ports(
     spec: Spec,
+    radix_of: Callable[[str | None, str], int | None],
     hosts: Mapping[str, Host],
     switch_nodes: tuple[tuple[str, ...], ...],
     switch_children: tuple[tuple[str, ...], ...],
@@ -585,8 +586,10 @@ def switch_ports(
                 index=index,
                 name=switch.name,
                 model=switch.model,
-                ports=switch.ports if switch.ports is not None else default,
-                assumed=switch.ports is None and default is not None,
+                ports=switch.ports or radix_of(switch.model, fabric.rate) or default,
+                assumed=switch.ports is None
+                and radix_of(switch.model, fabric.rate) is None
+                and default is not None,
                 hcas=hcas,
                 down=down,
                 up=up,

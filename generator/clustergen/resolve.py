@@ -34,7 +34,7 @@ from clustergen.catalog.packages import (
     role_group,
     with_overrides,
 )
-from clustergen.catalog.switches import INFINIBAND_SWITCH_PORTS
+from clustergen.catalog.switches import INFINIBAND_SWITCH_PORTS, switch_radix
 from clustergen.errors import Problem
 from clustergen.hosts import Host, expand_hosts, hosts_by_name
 from clustergen.model import Spec
@@ -51,6 +51,15 @@ class InventoryGroup:
 
 
 Members = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ResolvedDomain:
+    """A multi-node NVLink domain and its trays."""
+
+    name: str
+    nodes: Members  # in the order listed (or racked)
+    index: int | None  # in network.nvlink_domains; None for a rack's default domain
 
 
 def _expand(expression: str | None) -> Members:
@@ -112,6 +121,26 @@ class ResolvedCluster:
         fabric = self.spec.network.fabric
         return tuple(_expand(s.switches) for s in fabric.switches) if fabric else ()
 
+    @cached_property
+    def nvlink_domains(self) -> tuple[ResolvedDomain, ...]:
+        """The multi-node NVLink domains (reads network, racks, nodes and hardware): those
+        listed, or else one per rack of its trays (nodes whose profile has
+        gpu.nvlink_domain), named after the rack."""
+        listed = self.spec.network.nvlink_domains
+        if listed:
+            return tuple(
+                ResolvedDomain(d.name, _expand(d.nodes), index) for index, d in enumerate(listed)
+            )
+        trays = {h.name for h in self.hosts if h.profiled and is_tray(h)}
+        if not trays:
+            return ()
+        domains = []
+        for rack in self.spec.racks:
+            members = tuple(d.node for d in rack.devices if d.node is not None and d.node in trays)
+            if members:
+                domains.append(ResolvedDomain(rack.name, members, None))
+        return tuple(domains)
+
     # --- the physical layer ---------------------------------------------------------
 
     @cached_property
@@ -125,6 +154,7 @@ class ResolvedCluster:
         """What each fabric switch has cabled to it (reads network, nodes and hardware)."""
         return switch_ports(
             self.spec,
+            switch_radix,
             self.by_name,
             self.switch_nodes,
             self.switch_children,
@@ -168,6 +198,12 @@ class ResolvedCluster:
         for group in self.groups:
             members(group.name)
         return resolved
+
+
+def is_tray(host: Host) -> bool:
+    """A compute tray of a multi-node NVLink domain (its profile has gpu.nvlink_domain)."""
+    gpu = host.hardware.gpu
+    return gpu is not None and gpu.nvlink_domain is not None
 
 
 def resolve(spec: Spec, spec_name: str) -> ResolvedCluster:

@@ -8,7 +8,13 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from clustergen.model import Spec
-from clustergen.model.patterns import RackPattern, RailFabric, SwitchGroup, TargetGroup
+from clustergen.model.patterns import (
+    NvlinkDomainGroup,
+    RackPattern,
+    RailFabric,
+    SwitchGroup,
+    TargetGroup,
+)
 
 SCHEMA_ID = "https://clustergen.example.org/schemas/clustergen.schema.json"
 
@@ -18,6 +24,7 @@ PATTERN_PLACES = (
     (("properties", "racks"), RackPattern),
     (("$defs", "Fabric", "properties", "switches"), SwitchGroup),
     (("$defs", "Fabric", "properties", "switches"), RailFabric),
+    (("$defs", "Network", "properties", "nvlink_domains"), NvlinkDomainGroup),
     (("$defs", "Lustre", "properties", "mdts"), TargetGroup),
     (("$defs", "Lustre", "properties", "osts"), TargetGroup),
 )

@@ -2,7 +2,8 @@
 
 Source: NCCL's "Environment Variables" page of the user guide
 (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html, read for the 2.21 and
-2.26 releases the reference specs pin). The table holds the system-configuration
+2.26 releases the reference specs pin), plus NCCL_IBEXT_DISABLE, the SHARP plugin's own
+(NVIDIA HPC-X "NCCL-RDMA-SHARP Plugins"). The table holds the system-configuration
 variables an admin sets in /etc/nccl.conf; a name not listed here warns with the
 nearest known one rather than failing, because NCCL adds variables between releases.
 """
@@ -13,6 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+
+from clustergen.catalog.versions import VersionTuple
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ NCCL_VARIABLES: Mapping[str, ValueSyntax] = MappingProxyType(
         "NCCL_ALGO": FreeText(),
         "NCCL_BUFFSIZE": IntRange(1, 2**31 - 1),
         "NCCL_COLLNET_ENABLE": _BOOL,
+        "NCCL_COLLNET_NODE_THRESHOLD": IntRange(1, 2**31 - 1),
         "NCCL_CONF_FILE": FreeText(),
         "NCCL_CROSS_NIC": IntRange(0, 2),
         "NCCL_CUMEM_ENABLE": _BOOL,
@@ -62,6 +66,9 @@ NCCL_VARIABLES: Mapping[str, ValueSyntax] = MappingProxyType(
         "NCCL_IB_DISABLE": _BOOL,
         "NCCL_IB_GID_INDEX": IntRange(-1, 255),
         "NCCL_IB_HCA": InterfaceList(ports=True),
+        # The NCCL-RDMA-SHARP plugin's switch (HPC-X 2.26 'NCCL-RDMA-SHARP Plugins':
+        # NCCL_IBEXT_DISABLE=1 falls back to NCCL's internal transport).
+        "NCCL_IBEXT_DISABLE": _BOOL,
         "NCCL_IB_PCI_RELAXED_ORDERING": IntRange(0, 2),
         "NCCL_IB_QPS_PER_CONNECTION": IntRange(1, 128),
         "NCCL_IB_RETRY_CNT": IntRange(0, 7),
@@ -72,6 +79,7 @@ NCCL_VARIABLES: Mapping[str, ValueSyntax] = MappingProxyType(
         "NCCL_IB_TIMEOUT": IntRange(1, 31),
         "NCCL_IGNORE_CPU_AFFINITY": _BOOL,
         "NCCL_MAX_NCHANNELS": IntRange(1, 64),
+        "NCCL_MNNVL_ENABLE": IntRange(0, 2),
         "NCCL_MIN_NCHANNELS": IntRange(1, 64),
         "NCCL_NET": FreeText(),
         "NCCL_NET_GDR_LEVEL": _GDR_LEVELS,
@@ -91,6 +99,21 @@ NCCL_VARIABLES: Mapping[str, ValueSyntax] = MappingProxyType(
         "NCCL_SOCKET_NTHREADS": IntRange(1, 16),
         "NCCL_TOPO_DUMP_FILE": FreeText(),
         "NCCL_TOPO_FILE": FreeText(),
+    }
+)
+
+# The first NCCL release that reads each variable of the rail-optimised fabric, SHARP
+# and NVLink settings (docs/nccl.md): the first release tag of github.com/NVIDIA/nccl
+# whose src/ names it (NCCL_PARAM or ncclGetEnv), the tag before it not.
+NCCL_VARIABLE_SINCE: Mapping[str, VersionTuple] = MappingProxyType(
+    {
+        "NCCL_CROSS_NIC": (2, 5, 6),
+        "NCCL_COLLNET_ENABLE": (2, 6, 4),
+        "NCCL_COLLNET_NODE_THRESHOLD": (2, 9, 9),
+        "NCCL_IB_QPS_PER_CONNECTION": (2, 10, 3),
+        "NCCL_NVLS_ENABLE": (2, 17, 1),
+        "NCCL_IB_SPLIT_DATA_ON_QPS": (2, 18, 1),
+        "NCCL_MNNVL_ENABLE": (2, 21, 5),
     }
 )
 

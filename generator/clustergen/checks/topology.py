@@ -3,7 +3,7 @@ and every HCA of a node is cabled to one leaf (every HCA to one leaf, or one lea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from clustergen import codes
 from clustergen.checks.references import unknown_node
@@ -167,6 +167,7 @@ def _leaf_membership(cluster: ResolvedCluster, base: tuple[str | int, ...]) -> l
     assert fabric is not None
     switches, hosts, known = fabric.switches, cluster.hosts, cluster.by_name
     leaf_of: dict[str, dict[int | None, str]] = {}  # node -> rail -> leaf
+    hca_count = _hca_counter()
     problems = []
     for index, switch in enumerate(switches):
         if not switch.nodes:
@@ -186,7 +187,7 @@ def _leaf_membership(cluster: ResolvedCluster, base: tuple[str | int, ...]) -> l
                 continue
             taken[switch.rail] = switch.name
             host = known[name]
-            rails = len(host.hardware.compute_hcas()) if host.profiled else None
+            rails = hca_count(host) if host.profiled else None
             if switch.rail is not None and rails is not None and switch.rail > rails:
                 short.append(name)
         problems += _unknown_nodes(path, unknown, known)
@@ -214,6 +215,18 @@ def _leaf_membership(cluster: ResolvedCluster, base: tuple[str | int, ...]) -> l
             )
         )
     return problems
+
+
+def _hca_counter() -> Callable[[Host], int]:
+    """The number of compute HCAs of a host's profile, counted once per profile."""
+    counts: dict[str, int] = {}
+
+    def count(host: Host) -> int:
+        if host.hardware_name not in counts:
+            counts[host.hardware_name] = len(host.hardware.compute_hcas())
+        return counts[host.hardware_name]
+
+    return count
 
 
 def _two_leaves(path: SpecPath, name: str, clash: str, rail: int | None) -> Problem:
@@ -256,11 +269,12 @@ def _uncabled_rails(cluster: ResolvedCluster, base: tuple[str | int, ...]) -> li
             for name in nodes:
                 rails.setdefault(name, set()).add(switch.rail)
     missing: dict[tuple[int, ...], list[str]] = {}
+    hca_count = _hca_counter()
     for name, cabled in rails.items():
         host = cluster.by_name.get(name)
         if host is None or not host.profiled:
             continue
-        count = len(host.hardware.compute_hcas())
+        count = hca_count(host)
         absent = tuple(r for r in range(1, count + 1) if r not in cabled)
         if absent:
             missing.setdefault(absent, []).append(name)
@@ -335,6 +349,8 @@ def oversubscription(cluster: ResolvedCluster) -> list[Problem]:
     if not targets:
         return []
     on_a_leaf = {name for nodes in cluster.switch_nodes for name in nodes}
+    # Each partition's nodes on a leaf: only these send traffic through the fabric.
+    reaching = [(t, i, members & on_a_leaf) for t, i, members in targets]
     rows = blocking(cluster)
     below = nodes_below(cluster, {row.name for row in rows})
     problems = []
@@ -344,7 +360,9 @@ def oversubscription(cluster: ResolvedCluster) -> list[Problem]:
             continue
         # A partition whose nodes are all below here sends nothing up: its jobs stay here.
         crossing = [
-            (t, i) for t, i, members in targets if members & nodes and (members & on_a_leaf) - nodes
+            (t, i)
+            for t, i, reach in reaching
+            if not reach.isdisjoint(nodes) and len(reach & nodes) < len(reach)
         ]
         if not crossing:
             continue

@@ -9,7 +9,11 @@ topology tables and three partitions. It stays under 150 lines at any size.
 rack, device, switch and target on lines of their own (about 1.9 MB at 16,384 nodes).
 `clustergen validate` accepts both.
 
-Run: python -m clustergen.dev.large_spec 16384 [--long] > big.yaml
+`compact_rail_spec(nodes)` and `large_rail_spec(nodes)` are the same cluster on a
+rail-optimised three-tier fabric: 8 rails, units of 32 nodes, pods of 16 units with their
+own spines, and cores.
+
+Run: python -m clustergen.dev.large_spec 16384 [--long] [--rails] > big.yaml
 """
 
 from __future__ import annotations
@@ -105,13 +109,36 @@ network:
     switches:
 """
 
-_BODY = """\
+_TREE = """\
       - {{names: "ib-leaf[{leaf1}-{leafn}]", nodes: "{gpus}", per_switch: 32}}
       - {{names: "ib-svc[{svc1}-{svcn}]", nodes: "slurm-head,mds[01-02],{osses}", per_switch: 32}}
       - {{names: "ib-spine[{spine1}-{spinen}]", switches: "ib-leaf[{leaf1}-{leafn}]",
          per_switch: 32}}
       - {{name: ib-core, switches: "ib-spine[{spine1}-{spinen}],ib-svc[{svc1}-{svcn}]"}}
+"""
 
+# The rail-optimised form: 8 rails, units of 32 nodes (one leaf per rail), pods of 16 units
+# with 16 spines per rail each (every leaf sends 2 cables to each), and cores over the
+# spines of one place in every pod (2 cables from each spine): non-blocking at every tier.
+# The service nodes hang from leaves of their own under one spine, apart from the rails.
+_RAILS = """\
+      - rails: 8
+        units: "su[{unit1}-{unitn}]"
+        nodes: "{gpus}"
+        per_unit: 32
+        leaf: "{{{{unit}}}}-r{{{{rail}}}}"
+        units_per_pod: 16
+        spines: "ib-spine[{spine1}-{spinen}]"
+        spines_per_rail: 16
+        uplinks: 2
+        cores: "ib-core[{core1}-{coren}]"
+        core_uplinks: 2
+      - {{{{names: "ib-svc[{svc1}-{svcn}]", nodes: "slurm-head,mds[01-02],{osses}", per_switch: 32,
+         uplinks: 32}}}}
+      - {{{{name: ib-svc-spine, switches: "ib-svc[{svc1}-{svcn}]"}}}}
+"""
+
+_BODY = """\
 nodes:
   - names: {gpus}
     hardware: hgx-h100
@@ -200,7 +227,44 @@ def _range(count: int) -> tuple[str, str]:
     return f"{1:0{width}d}", f"{count:0{width}d}"
 
 
-def compact_spec(nodes: int) -> str:
+UNITS_PER_POD = 16
+RAILS = 8
+SPINES_PER_RAIL = 16  # per pod
+CORES_PER_PLACE = 16
+
+
+def compact_rail_spec(nodes: int) -> str:
+    """compact_spec(nodes) on a rail-optimised three-tier fabric (a multiple of 512 nodes)."""
+    if nodes < 512 or nodes % 512:
+        raise ValueError("nodes must be a multiple of 512")
+    units = nodes // NODES_PER_LEAF
+    pods = units // UNITS_PER_POD
+    spine1, spinen = _range(pods * RAILS * SPINES_PER_RAIL)
+    unit1, unitn = _range(units)
+    core1, coren = _range(RAILS * SPINES_PER_RAIL * CORES_PER_PLACE)
+    return compact_spec(
+        nodes,
+        _RAILS.format(
+            gpus=_gpus(nodes),
+            unit1=unit1,
+            unitn=unitn,
+            spine1=spine1,
+            spinen=spinen,
+            core1=core1,
+            coren=coren,
+            svc1="{svc1}",
+            svcn="{svcn}",
+            osses="{osses}",
+        ),
+    )
+
+
+def _gpus(nodes: int) -> str:
+    gpu1, gpun = _range(nodes)
+    return f"gpu[{gpu1}-{gpun}]"
+
+
+def compact_spec(nodes: int, fabric: str = _TREE) -> str:
     """The YAML text of a valid spec with `nodes` GPU nodes, written with patterns."""
     if nodes < 64 or nodes % 64:
         raise ValueError("nodes must be a multiple of 64")
@@ -219,7 +283,7 @@ def compact_spec(nodes: int) -> str:
     rack1, rackn = _range(nodes // NODES_PER_RACK)
     srack1, srackn = _range(server_racks)
     watts = nodes * NODE_WATTS + osses * SERVER_WATTS + 2 * SERVER_WATTS + HEAD_WATTS
-    text = _HEAD.format(nodes=nodes, node_watts=NODE_WATTS) + _BODY.format(
+    text = _HEAD.format(nodes=nodes, node_watts=NODE_WATTS) + (fabric + _BODY).format(
         gpus=f"gpu[{gpu1}-{gpun}]",
         debug=f"gpu[{gpu1}-{2:0{len(gpu1)}d}]",
         osses=f"oss[{oss1}-{ossn}]",
@@ -242,11 +306,24 @@ def compact_spec(nodes: int) -> str:
 
 def large_spec(nodes: int) -> str:
     """The same spec written out: what `clustergen expand` makes of compact_spec(nodes)."""
-    loaded = parse_spec(compact_spec(nodes), file="compact.yaml", name="compact.yaml")
+    return _written_out(compact_spec(nodes))
+
+
+def large_rail_spec(nodes: int) -> str:
+    """compact_rail_spec(nodes) written out."""
+    return _written_out(compact_rail_spec(nodes))
+
+
+def _written_out(text: str) -> str:
+    loaded = parse_spec(text, file="compact.yaml", name="compact.yaml")
     return long_form_text(expand(loaded.data).data)
 
 
 if __name__ == "__main__":
-    arguments = [a for a in sys.argv[1:] if a != "--long"]
+    arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
     size = int(arguments[0]) if arguments else 16384
-    sys.stdout.write(large_spec(size) if "--long" in sys.argv else compact_spec(size))
+    rails = "--rails" in sys.argv
+    if "--long" in sys.argv:
+        sys.stdout.write(large_rail_spec(size) if rails else large_spec(size))
+    else:
+        sys.stdout.write(compact_rail_spec(size) if rails else compact_spec(size))

@@ -31,6 +31,18 @@ class Cpu(StrictModel):
         return self.sockets * self.cores_per_socket * self.threads_per_core
 
 
+class NvlinkTrays(StrictModel):
+    """A compute tray of a multi-node NVLink domain (GB200/GB300 NVL72: 18 trays of 4 GPUs
+    and 9 NVLink switch trays per rack; NVIDIA GB200 NVL72 data sheet)."""
+
+    trays: Int = Field(
+        ge=2, le=576, description="Compute trays of a full domain (NVL72: 18; NVL36: 9)."
+    )
+    switch_trays: Int = Field(
+        ge=1, le=576, description="NVLink switch trays of a full domain (NVL72: 9)."
+    )
+
+
 class Gpu(StrictModel):
     """The GPUs of a profile; becomes Gres=gpu:<type>:<count> and gres.conf File= lines."""
 
@@ -43,6 +55,11 @@ class Gpu(StrictModel):
     gres_type: GresType | None = Field(
         default=None,
         description="Slurm GRES type; defaults to the catalog's type for the model (e.g. h100).",
+    )
+    nvlink_domain: NvlinkTrays | None = Field(
+        default=None,
+        description="The node is a compute tray of a multi-node NVLink domain (network."
+        "nvlink_domains); single-chassis NVSwitch (HGX) is nvswitch, not this.",
     )
 
 

@@ -19,7 +19,7 @@ from clustergen.model.common import (
     keys_set,
     when_equal,
 )
-from clustergen.model.syntax import DeviceModel
+from clustergen.model.syntax import DeviceModel, SlurmName
 
 # Rails (planes) of a rail-optimised fabric: more than any node has HCAs.
 MAX_RAILS = 64
@@ -194,9 +194,27 @@ class Fabric(StrictModel):
         return roce
 
 
+class NvlinkDomain(StrictModel):
+    """A multi-node NVLink domain: the compute trays one NVLink switch fabric joins (a GB200
+    NVL72 rack's 18 trays). A job's GPUs talk over NVLink only within its domain."""
+
+    name: SlurmName = Field(description="Domain name (Slurm BlockName), e.g. nvl01.")
+    nodes: Hostlist = Field(
+        description="The compute trays of the domain, e.g. gb[001-018]; their hardware "
+        "profile has gpu.nvlink_domain."
+    )
+
+
 class Network(StrictModel):
     """The cluster's networks; node addresses must lie inside them."""
 
     management: EthernetNetwork = Field(description="Management network (node management_ip).")
     bmc: EthernetNetwork | None = Field(default=None, description="BMC network (node bmc_ip).")
     fabric: Fabric | None = Field(default=None, description="High-speed fabric (node fabric_ip).")
+    nvlink_domains: list[NvlinkDomain] = Field(
+        default_factory=list,
+        description="Multi-node NVLink domains (GB200/GB300 NVL72 and alike): which trays each "
+        "joins. Default (none listed): one domain per rack, of the trays in it whose profile has "
+        "gpu.nvlink_domain, named after the rack. A pattern {names, nodes, per_domain} deals "
+        "nodes out in order.",
+    )

@@ -143,6 +143,14 @@ class RailFabric(StrictModel):
         "1, then to rail 2, ...; each leaf goes up to its rail's spines only. Default: every "
         "leaf goes up to every spine.",
     )
+    units_per_pod: Int | None = Field(
+        default=None,
+        ge=1,
+        description="Pods of a three-tier fabric: this many units share their own spines (the "
+        "spines are dealt out pod by pod), and the cores join the pods: the cores are dealt "
+        "out over a pod's spine places, and each goes up from the spine in its place in every "
+        "pod. Default: one pod, every spine up to every core.",
+    )
     uplinks: Int = Field(
         default=1, ge=1, le=1024, description="Cables from each leaf to each of its spines."
     )
@@ -160,4 +168,17 @@ class RailFabric(StrictModel):
     core_model: DeviceModel | None = Field(default=None, description="Model of the cores.")
     core_ports: Int | None = Field(
         default=None, ge=1, le=4096, description="Ports of each core, as switches[].ports."
+    )
+
+
+class NvlinkDomainGroup(StrictModel):
+    """NVLink domains alike: one domain per name, the trays dealt out in order, 'per_domain'
+    to each."""
+
+    names: Hostlist = Field(description="The domains' names, e.g. nvl[01-04].")
+    nodes: Hostlist = Field(description="The trays to deal out, e.g. gb[001-072].")
+    per_domain: Int | None = Field(
+        default=None,
+        ge=1,
+        description="Trays per domain; default: as evenly as they go (the first take one more).",
     )
