@@ -78,11 +78,11 @@ def test_the_reference_fabric_is_two_leaves_under_a_spine_and_their_nodes() -> N
 def test_a_rail_optimised_fabric_draws_its_rails_units_spines_and_cores() -> None:
     drawing = _drawing(_cluster(EXAMPLE))
     names = _names(drawing)
-    assert names[:9] == [f"r{rail}-leaf-su1" for rail in range(1, 9)] + ["r1-leaf-su2"]
+    assert names[:9] == [f"su1-leaf{rail}" for rail in range(1, 9)] + ["su2-leaf1"]
     assert names.count("spine01") == 1 and "core04" in names
     assert names[-4:] == ["gpu[001-032]", "gpu[033-064]", "gpu[065-096]", "gpu[097-128]"]
     fills = {box.name.text: box.box.fill for box in drawing.boxes}
-    assert fills["r3-leaf-su2"] == fills["spine05"] == rail_fill(3)
+    assert fills["su2-leaf3"] == fills["spine05"] == rail_fill(3)
     # 32 leaves to their unit's nodes, 2 spines each, 16 spines to 4 cores.
     assert len(drawing.links) == 32 + 32 * 2 + 16 * 4
     legend = " ".join(text.text for _, text in drawing.legend)

@@ -49,7 +49,7 @@ def test_the_reference_spec_loses_what_its_one_spine_and_two_leaves_carry() -> N
         "one leaf": ("ib-leaf01", 4, 32, 0.5, 0),
         # Without the spine the two leaves are apart: the larger group is one leaf's 4.
         "one spine": ("ib-spine01", 4, 32, 0.0, 0),
-        "one rail or plane": ("plane 1: ib-leaf[01-02],ib-spine01", 0, 0, 0.0, 0),
+        "one rail or plane": ("plane 1 (2 leaves, 1 spine)", 0, 0, 0.0, 0),
         # gpu01 and gpu02 keep 3 PSUs of 3000 W, below their 10200 W: underpowered.
         "one PDU": ("r01-pdu-a (rack r01)", 6, 48, 1.0, 2),
         "one feed in every rack": ("feed A in every rack", 0, 0, 1.0, 8),
@@ -65,14 +65,14 @@ def test_a_rail_lost_takes_every_node_and_a_leaf_lost_takes_its_units_nodes() ->
     cluster, _ = validate_cluster(load_spec(str(REPO / "docs" / "fabric-example.yaml")))
     assert cluster is not None
     worst = _worst(cluster)
-    # r1-leaf-su1 carries rail 1 of gpu[001-032]: those 32 nodes lose a rail; its 2 x 8
+    # su1-leaf1 carries rail 1 of gpu[001-032]: those 32 nodes lose a rail; its 2 x 8
     # of the 32 x 16 = 512 leaf-spine cables go with it.
-    assert worst["one leaf"] == ("r1-leaf-su1", 96, 768, 1 - 16 / 512, 0)
+    assert worst["one leaf"] == ("su1-leaf1", 96, 768, 1 - 16 / 512, 0)
     # A spine of rail 1 takes 4 x 8 of the 512 leaf cables and 4 x 2 of the 128 core cables.
     assert worst["one spine"] == ("spine01", 128, 1024, 1 - 32 / 512, 0)
     assert worst["one core"] == ("core01", 128, 1024, 1 - 32 / 128, 0)
     rail = worst["one rail or plane"]
-    assert rail[0] == "rail 1: r1-leaf-su[1-4],spine[01-02]" and rail[1:3] == (0, 0)
+    assert rail[0] == "rail 1 (4 leaves, 2 spines)" and rail[1:3] == (0, 0)
     assert "one PDU" not in worst  # no racks
 
 

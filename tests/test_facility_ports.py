@@ -57,7 +57,7 @@ def test_every_cable_is_listed_at_both_ends_with_its_tier_and_class() -> None:
     # NDR: node to leaf within the rack on passive copper, switch to switch optical.
     tiers = {(row[3], row[6]) for row in rows}
     assert tiers == {("node-leaf", "DAC"), ("leaf-spine", "optical"), ("spine-core", "optical")}
-    leaf = at[("r3-leaf-su2", "1")]
+    leaf = at[("su2-leaf3", "1")]
     assert leaf[0] == "rail 3" and leaf[4] == "gpu033" and leaf[7] == "3"
 
 
@@ -72,7 +72,7 @@ def test_each_rail_is_a_section_with_the_spines_that_serve_it_alone() -> None:
     sections, omitted = port_pages(ports, {})
     assert not omitted
     rail2 = sections[1].switches
-    assert [s.name for s in rail2] == [f"r2-leaf-su{u}" for u in range(1, 5)] + [
+    assert [s.name for s in rail2] == [f"su{u}-leaf2" for u in range(1, 5)] + [
         "spine03",
         "spine04",
     ]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from clustergen.fabric import tiers
 from clustergen.hosts import compress
 from clustergen.outputs.facility.elevation import CHAR_PX, Box, Text, fit
-from clustergen.outputs.facility.ports import switch_rails
+from clustergen.outputs.facility.ports import count_switches, switch_rails
 from clustergen.physical_plan import SwitchPorts
 from clustergen.resolve import ResolvedCluster
 
@@ -373,15 +373,9 @@ def fabric_drawing(cluster: ResolvedCluster) -> FabricDrawing | None:
 
 
 def _summary(cluster: ResolvedCluster) -> str:
-    """'32 leaves, 16 spines on 8 rails; 128 nodes'."""
-    tier = tiers(cluster)
-    counts: dict[int, int] = {}
-    for row in cluster.switch_ports:
-        level = tier.get(row.name, 0)
-        counts[level] = counts.get(level, 0) + 1
-    parts = [f"{count} {_tier_noun(level, count)}" for level, count in sorted(counts.items())]
+    """'32 leaves, 16 spines, 4 cores on 8 rails; 128 nodes cabled'."""
+    text = count_switches([row.name for row in cluster.switch_ports], tiers(cluster))
     rails = {row.rail for row in cluster.switch_ports if row.rail is not None}
-    text = ", ".join(parts)
     if rails:
         text += f" on {len(rails)} rail{'s' if len(rails) != 1 else ''}"
     nodes = {node for row in cluster.switch_ports for node, _ in row.hcas}
@@ -413,10 +407,3 @@ def _legend(
     for number, line in enumerate(lines, start=1):
         entries.append((None, Text(MARGIN, y + 10 + number * LEGEND_ROW, line)))
     return tuple(entries)
-
-
-def _tier_noun(level: int, count: int) -> str:
-    nouns = (("leaf", "leaves"), ("spine", "spines"), ("core", "cores"))
-    if level < len(nouns):
-        return nouns[level][count != 1]
-    return f"tier-{level} switch{'es' if count != 1 else ''}"

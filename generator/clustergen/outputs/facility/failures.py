@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from clustergen.fabric import tiers
-from clustergen.hosts import compress
-from clustergen.outputs.facility.ports import fabric_planes
+from clustergen.outputs.facility.ports import count_switches, fabric_planes
 from clustergen.physical_plan import Device, RackPlan
 from clustergen.resolve import ResolvedCluster
 
@@ -296,7 +295,11 @@ def _plane_losses(cluster: ResolvedCluster, fabric: _Fabric) -> list[Loss]:
     planes = fabric_planes(cluster.switch_ports, fabric.tier)
     rails = any(rail is not None for rail in fabric.rail.values())
     return [
-        Loss(f"{plane.label}: {compress(plane.switches)}", frozenset(plane.switches), frozenset())
+        Loss(
+            f"{plane.label} ({count_switches(plane.switches, fabric.tier)})",
+            frozenset(plane.switches),
+            frozenset(),
+        )
         for plane in planes
         if not rails or plane.rail is not None
     ]

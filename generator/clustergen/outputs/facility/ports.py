@@ -53,6 +53,19 @@ def switch_tier_name(tier: int) -> str:
     return SWITCH_TIER_NAMES[tier] if tier < len(SWITCH_TIER_NAMES) else f"tier {tier}"
 
 
+def count_switches(names: Sequence[str], tier: dict[str, int]) -> str:
+    """'4 leaves, 2 spines': how many switches of each tier, the lowest first."""
+    counts: dict[int, int] = {}
+    for name in names:
+        level = tier.get(name, 0)
+        counts[level] = counts.get(level, 0) + 1
+    nouns = (("leaf", "leaves"), ("spine", "spines"), ("core", "cores"))
+    return ", ".join(
+        f"{count} {nouns[level][count != 1] if level < len(nouns) else f'tier-{level} switches'}"
+        for level, count in sorted(counts.items())
+    )
+
+
 def link_tier(child_tier: int) -> Tier:
     """The tier of a cable from a switch of `child_tier` up to its parent; a fourth layer's
     cables go under spine-core, the last switch-to-switch class the catalog knows."""
