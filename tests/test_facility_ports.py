@@ -70,7 +70,7 @@ def test_each_rail_is_a_section_with_the_spines_that_serve_it_alone() -> None:
     ]
     assert ports.planes[-1].switches == ("core01", "core02", "core03", "core04")
     sections, omitted = port_pages(ports, {})
-    assert not omitted
+    assert omitted == ""
     rail2 = sections[1].switches
     assert [s.name for s in rail2] == [f"su{u}-leaf2" for u in range(1, 5)] + [
         "spine03",
@@ -123,6 +123,12 @@ def test_past_the_printed_limit_the_page_keeps_budgets_and_switch_links(
     assert table[-2][:6] == ["plane 1", "ib-spine01", "1", "leaf-spine", "ib-leaf01", "33"]
     assert table[-2][9] == "r01 U42"
     assert "### ib-spine01 (spine, plane 1, at r05 U42)" in page
+    # Past the limit in switch-to-switch ports too (2 cables, 4 ports), only the budgets.
+    monkeypatch.setattr(ports_module, "PRINTED_PORTS", 3)
+    page = render_all(_cluster(path=str(EXAMPLES / "ml-training-8node.yaml")))
+    text = page["facility/ports.md"].text
+    assert "every port is in ports.csv" in text and "| ib-leaf02 | leaf |" in text
+    assert "###" not in text and "leaf-spine | ib-spine01" not in text
 
 
 def test_a_node_cabled_to_a_leaf_in_another_rack_gets_the_class_for_any_length() -> None:

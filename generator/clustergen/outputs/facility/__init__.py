@@ -10,6 +10,7 @@ import re
 import jinja2
 
 from clustergen.artifacts import Artifact
+from clustergen.fabric import tiers
 from clustergen.outputs.facility.derive import FacilitySheets, derive_facility
 from clustergen.outputs.facility.elevation import PLACEHOLDER, PLACEHOLDERS, Elevation, Shape
 from clustergen.outputs.facility.fabric_drawing import fabric_drawing
@@ -61,11 +62,12 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         "pdu-outlets.csv": csv_text(OUTLET_HEADER, facility.outlet_rows),
         "cables.csv": csv_text(CABLE_HEADER, facility.cable_rows),
     }
-    ports = port_map(cluster, facility.cable_rows)
+    tier = tiers(cluster)  # once: the port map, the failures and the drawing read it
+    ports = port_map(cluster, facility.cable_rows, tier)
     if ports.rows:
         sheets["ports.csv"] = csv_text(PORT_HEADER, ports.rows)
     artifacts += [Artifact(f"facility/{name}", text) for name, text in sheets.items()]
-    drawing = fabric_drawing(cluster)
+    drawing = fabric_drawing(cluster, tier)
     if drawing is not None:
         text = render_template(env, "facility/fabric.svg.j2", cluster, drawing=drawing)
         artifacts.append(Artifact("facility/fabric.svg", text))
@@ -74,7 +76,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         "overview.html": _overview(facility, svgs),
         "racks.md": {},
         "pdus.md": _pdu_sheet(facility),
-        "failure-domains.md": {"failure_rows": failure_rows(failure_report(cluster))},
+        "failure-domains.md": {"failure_rows": failure_rows(failure_report(cluster, tier))},
     }
     if ports.rows:
         pages["ports.md"] = {"ports_page": _ports_page(cluster, ports)}
@@ -179,18 +181,15 @@ def _ports_page(cluster: ResolvedCluster, ports: PortMap) -> dict[str, object]:
     fabric = cluster.spec.network.fabric
     assert fabric is not None
     planes, omitted = port_pages(ports, locations(cluster))
-    # The class of each tier as the sheet gives it: a node's cable within its leaf's
-    # rack, and one that crosses racks (noted on its row).
-    classes: dict[str, str] = {}
-    for row in ports.rows:
-        tier = f"{row[3]} across racks" if "crosses racks" in row[8] else row[3]
-        classes.setdefault(tier, row[6])
     return {
         "planes": planes,
-        "node_ports_omitted": omitted,
+        "omitted": omitted,
+        "link_count": ports.links,
         "port_count": len(ports.rows),
         "over": ports.over,
         "rate": fabric.rate.upper(),
-        # In the rows' order: node-leaf first (a leaf's nodes come before its uplinks).
-        "classes": ", ".join(f"{tier} {name}" for tier, name in classes.items()),
+        "classes": ", ".join(
+            f"node-leaf across racks {name}" if tier == "across racks" else f"{tier} {name}"
+            for tier, name in ports.classes
+        ),
     }

@@ -157,11 +157,12 @@ class _Switches:
     rail_of: dict[str, int | None]
 
 
-def _rows(cluster: ResolvedCluster) -> tuple[list[list[_Item]], list[_Item], bool]:
+def _rows(
+    cluster: ResolvedCluster, tier: dict[str, int]
+) -> tuple[list[list[_Item]], list[_Item], bool]:
     """The boxes of each tier, leaves first, the node boxes, and whether some box stands
     for several switches or groups."""
     ports = cluster.switch_ports
-    tier = tiers(cluster)
     switches_of = _Switches({row.name: row for row in ports}, switch_rails(ports, tier))
     by_tier: dict[int, list[SwitchPorts]] = {}
     for row in ports:
@@ -334,12 +335,16 @@ def _links(
     return links, said
 
 
-def fabric_drawing(cluster: ResolvedCluster) -> FabricDrawing | None:
-    """The drawing of the compute fabric; None for a spec without fabric switches."""
+def fabric_drawing(
+    cluster: ResolvedCluster, tier: dict[str, int] | None = None
+) -> FabricDrawing | None:
+    """The drawing of the compute fabric; None for a spec without fabric switches.
+    `tier`: fabric.tiers(cluster), when the caller has it."""
     fabric = cluster.spec.network.fabric
     if fabric is None or not cluster.switch_ports:
         return None
-    rows, nodes, merged = _rows(cluster)
+    tier = tiers(cluster) if tier is None else tier
+    rows, nodes, merged = _rows(cluster, tier)
     top = TITLE_H
     leaf_y = top + (len(rows) - 1) * (BOX_H + ROW_GAP)
     right = _place_leaves(rows[0], nodes, leaf_y)
@@ -361,7 +366,9 @@ def fabric_drawing(cluster: ResolvedCluster) -> FabricDrawing | None:
         width=max([right] + [int(t.x + len(t.text) * CHAR_PX) for t in texts]) + MARGIN,
         height=max(text.y for text in texts) + MARGIN,
         title=Text(MARGIN, 28, f"Fabric of {cluster.spec.cluster.name}", "bold"),
-        subtitle=Text(MARGIN, 48, f"{fabric.rate.upper()} {fabric.type}: {_summary(cluster)}"),
+        subtitle=Text(
+            MARGIN, 48, f"{fabric.rate.upper()} {fabric.type}: {_summary(cluster, tier)}"
+        ),
         rows=tuple(row_names),
         links=tuple(links),
         boxes=tuple(
@@ -372,9 +379,9 @@ def fabric_drawing(cluster: ResolvedCluster) -> FabricDrawing | None:
     )
 
 
-def _summary(cluster: ResolvedCluster) -> str:
+def _summary(cluster: ResolvedCluster, tier: dict[str, int]) -> str:
     """'32 leaves, 16 spines, 4 cores on 8 rails; 128 nodes cabled'."""
-    text = count_switches([row.name for row in cluster.switch_ports], tiers(cluster))
+    text = count_switches([row.name for row in cluster.switch_ports], tier)
     rails = {row.rail for row in cluster.switch_ports if row.rail is not None}
     if rails:
         text += f" on {len(rails)} rail{'s' if len(rails) != 1 else ''}"

@@ -71,22 +71,33 @@ class FailureReport:
 class _Fabric:
     """The switch graph and the nodes' leaves, as the report needs them."""
 
-    def __init__(self, cluster: ResolvedCluster) -> None:
+    def __init__(self, cluster: ResolvedCluster, tier: dict[str, int] | None = None) -> None:
         rows = cluster.switch_ports
-        self.tier = tiers(cluster) if rows else {}
+        self.tier = (tiers(cluster) if tier is None else tier) if rows else {}
         self.names = tuple(row.name for row in rows)
         self.rail = {row.name: row.rail for row in rows}
         self.adjacent: dict[str, list[tuple[str, int]]] = {name: [] for name in self.names}
         self.layer_total: dict[int, int] = {}
+        # Each switch's cables to other switches, by layer (the lower switch's tier).
+        self.cables_of: dict[str, dict[int, int]] = {name: {} for name in self.names}
+        adjacent, cables_of, tier = self.adjacent, self.cables_of, self.tier
         for row in rows:
+            mine = cables_of[row.name]
             for child, count in row.down:
-                if child not in self.adjacent:
+                if child not in adjacent:
                     continue
-                self.adjacent[row.name].append((child, count))
-                self.adjacent[child].append((row.name, count))
-                layer = self.tier.get(child, 0)
+                adjacent[row.name].append((child, count))
+                adjacent[child].append((row.name, count))
+                layer = tier.get(child, 0)
                 self.layer_total[layer] = self.layer_total.get(layer, 0) + count
-        self.cut = articulation_points(self.adjacent)
+                mine[layer] = mine.get(layer, 0) + count
+                theirs = cables_of[child]
+                theirs[layer] = theirs.get(layer, 0) + count
+        self.neighbours = {
+            name: tuple(dict.fromkeys(other for other, _ in links))
+            for name, links in self.adjacent.items()
+        }
+        self.cut = articulation_points(self.neighbours)
         compute = {host.name: host for host in cluster.compute}
         leaves: dict[str, list[str]] = {}
         for row in rows:
@@ -119,20 +130,21 @@ class _Fabric:
         self.groups = self.group_totals(self.components, frozenset())
 
     def connected(self, lost: frozenset[str]) -> dict[str, str]:
-        """Each switch that is up -> a name for its connected set of switches."""
-        root = {name: name for name in self.names if name not in lost}
-
-        def find(name: str) -> str:
-            while root[name] != name:
-                root[name] = root[root[name]]
-                name = root[name]
-            return name
-
-        for name in root:
-            for other, _ in self.adjacent[name]:
-                if other in root:
-                    root[find(other)] = find(name)
-        return {name: find(name) for name in root}
+        """Each switch that is up -> the first switch of its connected set (a walk of the
+        switch graph without the lost switches)."""
+        label: dict[str, str] = {}
+        neighbours = self.neighbours
+        for start in self.names:
+            if start in label or start in lost:
+                continue
+            label[start] = start
+            stack = [start]
+            while stack:
+                for other in neighbours[stack.pop()]:
+                    if other not in label and other not in lost:
+                        label[other] = start
+                        stack.append(other)
+        return label
 
     def group_totals(
         self, components: dict[str, str], lost: frozenset[str]
@@ -150,7 +162,7 @@ class _Fabric:
 
     def left(self, loss: Loss, cache: dict[frozenset[str], dict[str, str]]) -> Left:
         """What is left after `loss`: the largest group of nodes, and the bisection share."""
-        lost = loss.switches.intersection(self.adjacent) if loss.switches else frozenset()
+        lost = frozenset(name for name in loss.switches if name in self.adjacent)
         if not lost and len(self.groups) == 1:
             # Only nodes lost, from the one group (a rack or a PDU, nearly every case).
             [(nodes, gpus)] = self.groups.values()
@@ -195,15 +207,18 @@ class _Fabric:
             return 1.0
         cut: dict[int, int] = {}
         for name in lost:
-            for other, count in self.adjacent[name]:
-                if other in lost and other < name:
-                    continue  # counted from the other end
-                layer = min(self.tier.get(name, 0), self.tier.get(other, 0))
+            for layer, count in self.cables_of[name].items():
                 cut[layer] = cut.get(layer, 0) + count
+        if len(lost) > 1:
+            # A cable between two lost switches was counted at both ends.
+            for name in lost:
+                for other, count in self.adjacent[name]:
+                    if other in lost and other < name:
+                        cut[min(self.tier.get(name, 0), self.tier.get(other, 0))] -= count
         return min((total - cut.get(layer, 0)) / total for layer, total in self.layer_total.items())
 
 
-def articulation_points(adjacent: dict[str, list[tuple[str, int]]]) -> frozenset[str]:
+def articulation_points(adjacent: dict[str, tuple[str, ...]]) -> frozenset[str]:
     """The switches whose loss splits their connected set (Tarjan, without recursion)."""
     order: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -225,7 +240,7 @@ def articulation_points(adjacent: dict[str, list[tuple[str, int]]]) -> frozenset
                     if above != start and low[name] >= order[above]:
                         points.add(above)
                 continue
-            other = step[0]
+            other = step
             if other not in order:
                 order[other] = low[other] = len(order)
                 if name == start:
@@ -241,12 +256,14 @@ def articulation_points(adjacent: dict[str, list[tuple[str, int]]]) -> frozenset
 KINDS = ("one leaf", "one spine", "one core")
 
 
-def failure_report(cluster: ResolvedCluster) -> FailureReport:
-    fabric = _Fabric(cluster)
+def failure_report(cluster: ResolvedCluster, tier: dict[str, int] | None = None) -> FailureReport:
+    """Each kind of failure's worst case; `tier`: fabric.tiers(cluster), when the caller
+    has it."""
+    fabric = _Fabric(cluster, tier)
     cache: dict[frozenset[str], dict[str, str]] = {}
     kinds: list[tuple[str, list[Loss]]] = []
-    for tier, kind in enumerate(KINDS):
-        names = [name for name in fabric.names if fabric.tier.get(name, 0) == tier]
+    for level, kind in enumerate(KINDS):
+        names = [name for name in fabric.names if fabric.tier.get(name, 0) == level]
         kinds.append((kind, [Loss(name, frozenset({name}), frozenset()) for name in names]))
     kinds.append(("one rail or plane", _plane_losses(cluster, fabric)))
     plans = cluster.rack_plans

@@ -126,63 +126,51 @@ class PortMap:
     rows: tuple[tuple[str, ...], ...]  # PORT_HEADER's cells; plane, then spec order, then port
     budgets: tuple[tuple[str, ...], ...]  # BUDGET_HEADER's cells; plane, then spec order
     over: tuple[str, ...]  # switches with more cables than ports
+    classes: tuple[tuple[str, str], ...] = ()  # ('node-leaf', 'DAC'), in the rows' order
+    links: int = 0  # the rows of switch-to-switch cables (each cable at both ends)
 
 
-def port_map(cluster: ResolvedCluster, cable_rows: Sequence[Sequence[str]]) -> PortMap:
+@dataclass(frozen=True)
+class _Cabling:
+    """What each row of the port map looks up, once."""
+
+    plane_of: dict[str, str]
+    rail_of: dict[str, str]
+    radix: dict[str, int | None]
+    at: dict[str, str]
+    rack_of: dict[str, str]
+    link_of: dict[int, Tier]  # a switch's tier -> the tier of its cables up
+    classes: dict[str, str]  # a tier -> its cable class; 'across racks' for a node's
+
+
+def port_map(
+    cluster: ResolvedCluster,
+    cable_rows: Sequence[Sequence[str]],
+    tier: dict[str, int] | None = None,
+) -> PortMap:
     """Every switch port with its cable, at both ends, and each switch's budget, from the
     rows of cables.csv (sheets.cable_sheet: switch, port, kind, peer, peer port, note)."""
     ports = cluster.switch_ports
     fabric = cluster.spec.network.fabric
     if fabric is None or not ports:
         return PortMap((), (), (), ())
-    tier = tiers(cluster)
+    tier = tiers(cluster) if tier is None else tier
     planes = fabric_planes(ports, tier)
-    plane_of = {name: plane.label for plane in planes for name in plane.switches}
-    rail_of = {row.name: "" if row.rail is None else str(row.rail) for row in ports}
-    radix = {row.name: row.ports for row in ports}
-    classes = {name: cable_class(fabric.rate, name) for name in TIERS}
-    node_class = classes["node-leaf"]
     placed = locations(cluster)
-    at = {name: place for name, (_, place) in placed.items()}
-    rack_of = {name: rack for name, (rack, _) in placed.items()}
-    # A switch's own cables come in port order (cables.csv's order); the ports its
-    # children's uplinks land on are sorted in after them.
-    own: dict[str, list[tuple[str, ...]]] = {row.name: [] for row in ports}
-    landed: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+    classes: dict[str, str] = {name: cable_class(fabric.rate, name) for name in TIERS}
     # A node cabled to a leaf in another rack: no in-rack run, and no length in the spec,
     # so the class that reaches any length (catalog/cables.py: optical).
-    across = cable_class(fabric.rate, "node-leaf", math.inf)
-    for switch, port, kind, peer, peer_port, note in cable_rows:
-        if kind == "node":
-            where, rail, kind_class = plane_of[switch], rail_of[switch], node_class
-            here, there = rack_of.get(switch), rack_of.get(peer)
-            if here is not None and there is not None and here != there:
-                kind_class = across
-                note = "; ".join(filter(None, (note, f"crosses racks: {here} to {there}")))
-            own[switch].append(
-                (
-                    where,
-                    switch,
-                    port,
-                    "node-leaf",
-                    peer,
-                    peer_port,
-                    kind_class,
-                    rail,
-                    note,
-                    at.get(peer, ""),
-                )
-            )
-            continue
-        link = link_tier(tier.get(switch, 0))
-        rail, kind_class = rail_of[switch], classes[link]
-        cells = (plane_of[switch], switch, port, link, peer, peer_port, kind_class, rail, note)
-        own[switch].append((*cells, at.get(peer, "")))
-        landing, last = int(peer_port), radix[peer]
-        past = BEYOND if last is not None and landing > last else ""
-        cells = (plane_of[peer], peer, peer_port, link, switch, port, kind_class, rail, past)
-        row = (*cells, at.get(switch, ""))
-        landed.setdefault(peer, []).append((landing, row))
+    classes["across racks"] = cable_class(fabric.rate, "node-leaf", math.inf)
+    look = _Cabling(
+        plane_of={name: plane.label for plane in planes for name in plane.switches},
+        rail_of={row.name: "" if row.rail is None else str(row.rail) for row in ports},
+        radix={row.name: row.ports for row in ports},
+        at={name: place for name, (_, place) in placed.items()},
+        rack_of={name: rack for name, (rack, _) in placed.items()},
+        link_of={level: link_tier(level) for level in set(tier.values()) | {0}},
+        classes=classes,
+    )
+    own, landed, used = _port_rows(ports, cable_rows, look, tier)
     rows: list[tuple[str, ...]] = []
     for plane in planes:
         for name in plane.switches:
@@ -191,8 +179,53 @@ def port_map(cluster: ResolvedCluster, cable_rows: Sequence[Sequence[str]]) -> P
                 rows += [row for _, row in sorted(mixed, key=lambda item: item[0])]
             else:
                 rows += own[name]
-    budgets, over = _budgets(ports, planes, plane_of, tier)
-    return PortMap(planes, tuple(rows), budgets, over)
+    budgets, over = _budgets(ports, planes, look.plane_of, tier)
+    shown = tuple((name, classes[name]) for name in ("node-leaf", "across racks", *TIERS[1:]))
+    links = 2 * sum(len(found) for found in landed.values())
+    return PortMap(
+        planes, tuple(rows), budgets, over, tuple(c for c in shown if c[0] in used), links
+    )
+
+
+def _port_rows(
+    ports: Sequence[SwitchPorts],
+    cable_rows: Sequence[Sequence[str]],
+    look: _Cabling,
+    tier: dict[str, int],
+) -> tuple[
+    dict[str, list[tuple[str, ...]]], dict[str, list[tuple[int, tuple[str, ...]]]], set[str]
+]:
+    """Each switch's own rows in port order (cables.csv's), the rows of the ports its
+    children's uplinks land on (to sort in), and the cable tiers used."""
+    own: dict[str, list[tuple[str, ...]]] = {row.name: [] for row in ports}
+    landed: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+    used: set[str] = set()
+    plane_of, rail_of, at, rack_of = look.plane_of, look.rail_of, look.at, look.rack_of
+    node_class = look.classes["node-leaf"]
+    for switch, port, kind, peer, peer_port, note in cable_rows:
+        if kind == "node":
+            kind_class, here, there = node_class, rack_of.get(switch), rack_of.get(peer)
+            if here is not None and there is not None and here != there:
+                kind_class = look.classes["across racks"]
+                note = "; ".join(filter(None, (note, f"crosses racks: {here} to {there}")))
+                used.add("across racks")
+            else:
+                used.add("node-leaf")
+            plane, rail, peer_at = plane_of[switch], rail_of[switch], at.get(peer, "")
+            own[switch].append(
+                (plane, switch, port, "node-leaf", peer, peer_port, kind_class, rail, note, peer_at)
+            )
+            continue
+        link = look.link_of[tier.get(switch, 0)]
+        used.add(link)
+        rail, kind_class = rail_of[switch], look.classes[link]
+        mine = (plane_of[switch], switch, port, link, peer, peer_port, kind_class, rail, note)
+        own[switch].append((*mine, at.get(peer, "")))
+        landing, last = int(peer_port), look.radix[peer]
+        past = BEYOND if last is not None and landing > last else ""
+        theirs = (plane_of[peer], peer, peer_port, link, switch, port, kind_class, rail, past)
+        landed.setdefault(peer, []).append((landing, (*theirs, at.get(switch, ""))))
+    return own, landed, used
 
 
 def _budgets(
@@ -258,13 +291,18 @@ class PlaneSection:
 
 def port_pages(
     ports: PortMap, placed: dict[str, tuple[str, str]]
-) -> tuple[tuple[PlaneSection, ...], bool]:
-    """ports.md's sections, one per plane, and whether the node ports are left to
-    ports.csv (past PRINTED_PORTS ports in all)."""
-    whole = len(ports.rows) <= PRINTED_PORTS
+) -> tuple[tuple[PlaneSection, ...], str]:
+    """ports.md's sections, one per plane, and what it leaves to ports.csv: '' (nothing),
+    'node' (past PRINTED_PORTS ports in all: the ports cabled to nodes) or 'all' (past
+    PRINTED_PORTS switch-to-switch ports as well: every port; the budgets stay)."""
+    links = sum(1 for row in ports.rows if row[3] != "node-leaf")
+    if len(ports.rows) <= PRINTED_PORTS:
+        omitted = ""
+    else:
+        omitted = "node" if links <= PRINTED_PORTS else "all"
     by_switch: dict[str, list[tuple[str, ...]]] = {}
     for row in ports.rows:
-        if whole or row[3] != "node-leaf":
+        if not omitted or (omitted == "node" and row[3] != "node-leaf"):
             cells = (row[2], row[3], row[4], row[5], row[9], row[6], row[7], row[8])
             by_switch.setdefault(row[1], []).append(cells)
     budget_of = {row[1]: row for row in ports.budgets}
@@ -285,4 +323,4 @@ def port_pages(
                 plane.label, switches, tuple(budget_of[name][1:] for name in plane.switches)
             )
         )
-    return tuple(sections), not whole
+    return tuple(sections), omitted
