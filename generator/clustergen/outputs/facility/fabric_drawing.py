@@ -51,6 +51,7 @@ GROUP_GAP = 24  # between groups
 MIN_BOX_W = 64
 MAX_BOX_W = 200
 LEGEND_ROW = 18
+WRITTEN_COUNTS = 64  # a layer of more lines than this says its total in the legend
 # Switch and node names are mostly digits and brackets, wider than the average glyph the
 # elevations' CHAR_PX stands for: DejaVu Sans Bold's digits are 0.696 em (7.7 px at 11 px).
 NAME_CHAR_PX = 7.7
@@ -309,11 +310,16 @@ def _links(
         counts = set(pairs.values())
         name = _layer_name(layer)
         uniform = len(counts) == 1
+        # Past WRITTEN_COUNTS lines in a layer the counts would overlap: the legend gives
+        # the layer's total instead.
+        written = not uniform and len(pairs) <= WRITTEN_COUNTS
         if uniform:
             count = min(counts)
             said.append(f"{name}: {count} cable{'s' if count != 1 else ''} on every line")
-        else:
+        elif written:
             said.append(f"{name}: each line's cable count is written on it")
+        else:
+            said.append(f"{name}: {sum(pairs.values()):,} cables on {len(pairs):,} lines")
         for (low, high), count in pairs.items():
             a = lower[low]
             b = rows[0][high] if layer == -1 else upper[high]
@@ -323,7 +329,7 @@ def _links(
             else:
                 y1, y2 = a.y, b.y + BOX_H
             label = None
-            if not uniform:
+            if written:
                 # A quarter of the way up from the lower box, where lines are apart.
                 label = Text(
                     x1 + (x2 - x1) // 4, y1 + (y2 - y1) // 4, str(count), "normal", "middle"
