@@ -62,6 +62,7 @@ def test_both_reference_specs_render_the_jobs(tmp_path: Path) -> None:
                 "nccl-allreduce.sbatch",
                 "nccl-allreduce-2node.sbatch",
                 "ib-rails.sbatch",
+                "bisection.sbatch",
                 "dcgm-diag.sbatch",
             ),
             "debug": ("nccl-allreduce.sbatch", "ib-rails.sbatch", "dcgm-diag.sbatch"),

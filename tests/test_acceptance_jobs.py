@@ -119,7 +119,7 @@ def test_allreduce_job_under_slurm(
     ("fixture", "state", "verdict"),
     [
         ("pass", "COMPLETED", "PASS: all 8 rails of all 8 nodes"),
-        ("fail", "FAILED", "FAIL: 64 rails below 180.0 Gb/s"),
+        ("fail", "FAILED", "FAIL: 64 rails below their threshold"),
     ],
 )
 def test_ib_rails_job_under_slurm(
@@ -129,17 +129,43 @@ def test_ib_rails_job_under_slurm(
     final, output = _run(twin, stubs, tmp_path, "ib-rails.sbatch", STUB_FIXTURE=str(fixture_path))
     assert final == state, output
     assert verdict in output, output
-    # Every node writes to the next on each of its 8 rails: 8 pairs of the ring x 8 rails.
+    # Each leaf's 4 nodes form a ring (4 pairs each), and node k of each leaf writes to node
+    # k of the other (4 pairs each way): 16 pairs x 8 rails. The failing fixture's 88.17
+    # Gb/s is below the 180 Gb/s on a leaf, above the 45 Gb/s across ib-leaf01's 1 uplink.
     verdicts = [
         line.split()[:3]
         for line in output.splitlines()
         if line.startswith(("PASS gpu", "FAIL gpu"))
     ]
-    assert len(verdicts) == 64, output
-    assert {v[0] for v in verdicts} == {"PASS" if fixture == "pass" else "FAIL"}, output
-    pairs = {tuple(v[1].split(">")) for v in verdicts}
+    assert len(verdicts) == 128, output
     nodes = [f"gpu{n:02d}" for n in range(1, 9)]
-    assert pairs == {(nodes[i], nodes[(i + 1) % 8]) for i in range(8)}, output
+    within = {(u[i], u[(i + 1) % 4]) for u in (nodes[:4], nodes[4:]) for i in range(4)}
+    across = {(nodes[k], nodes[k + 4]) for k in range(4)}
+    across |= {(b, a) for a, b in across}
+    for verdict_word, pairs in (
+        ("FAIL" if fixture == "fail" else "PASS", within),
+        ("PASS", across),
+    ):
+        seen = {tuple(v[1].split(">")) for v in verdicts if v[0] == verdict_word}
+        assert pairs <= seen, output
+    assert {tuple(v[1].split(">")) for v in verdicts} == within | across, output
+
+
+@pytest.mark.parametrize(
+    ("fixture", "state", "verdict"),
+    [
+        ("pass", "COMPLETED", "PASS: 32 flows, 6189.44 Gb/s in all, at or above 180.00 Gb/s"),
+        ("malformed", "FAILED", "MALFORMED: 32 of 32 flows unreadable"),
+    ],
+)
+def test_bisection_job_under_slurm(
+    twin: Twin, stubs: Path, tmp_path: Path, fixture: str, state: str, verdict: str
+) -> None:
+    # sbcast and srun of the job's own script on gpu[01-04] and gpu[05-08] at once.
+    fixture_path = FIXTURES / f"ib_write_bw-{fixture}.txt"
+    final, output = _run(twin, stubs, tmp_path, "bisection.sbatch", STUB_FIXTURE=str(fixture_path))
+    assert final == state, output
+    assert verdict in output, output
 
 
 @pytest.mark.parametrize(

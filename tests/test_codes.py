@@ -76,7 +76,6 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "nodes.duplicate-role": _set("nodes.0.roles", ["compute", "compute"]),
     "network.duplicate-switch": _set("network.fabric.switches.1.name", "ib-leaf01"),
     "network.gateway-not-host": _set("network.management.gateway", "10.0.1.255"),
-    "network.overlap": _set("network.bmc.cidr", "10.0.1.0/24"),
     "network.roce-on-infiniband": _set("network.fabric.roce", {}),
     "network.switch-own-child": _set("network.fabric.switches.2.switches", "ib-spine01"),
     "packages.cudnn8-cuda-suffix": _set("software.cudnn", "8.9.7.29"),
@@ -98,7 +97,6 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
         _set("slurm.partitions.0.nodes", "gpu[01-07]"),
     ),
     "slurm.option-defunct": _set("slurm.options", {"SchedulerAuth": "x"}),
-    "slurm.preempt-qos-without-qos": _set("slurm.qos", [{"name": "low"}]),
     "slurm.unkillable-below-message-timeout": _set(
         "slurm.options", {"MessageTimeout": 30, "UnkillableStepTimeout": 60}
     ),

@@ -160,6 +160,11 @@ def _every_string_spec() -> dict[str, Any]:
     document["software"]["slurm_repository"] = "site"  # it serves SchedMD's builds
     profile = document["hardware"]["hgx-h100"]
     profile["gpu"]["gres_type"] = "h100"
+    profile["gpu"]["nvlink_domain"] = {"trays": 4, "switch_trays": 2}
+    document["network"]["nvlink_domains"] = [
+        {"name": "nvl1", "nodes": "gpu[01-04]"},
+        {"name": "nvl2", "nodes": "gpu[05-08]"},
+    ]
     profile["nccl"] = {"env": {"NCCL_ALGO": "Ring"}}
     document["network"]["bmc"]["gateway"] = "10.0.2.1"
     document["network"]["fabric"]["switches"][0]["model"] = "QM8790"
@@ -213,7 +218,8 @@ def _patterned_spec() -> dict[str, Any]:
     document: dict[str, Any] = yaml.safe_load(compact_spec(64))
     document["storage"]["lustre"]["osts"][0]["mkfs_options"] = ["--reformat"]
     document["storage"]["lustre"]["osts"][0]["mount_options"] = ["errors=remount-ro"]
-    document["network"]["fabric"]["switches"][0]["model"] = "QM9790"
+    # A director-class switch (not in the catalog: its ports are the rate's usual, assumed).
+    document["network"]["fabric"]["switches"][0]["model"] = "CS9500"
     document["racks"][0]["devices"] = [
         {"u": 42, "name": "{rack}-tor", "height_u": 1, "max_watts": 50}
     ]

@@ -21,7 +21,8 @@ from clustergen.twin.conf import (
 )
 from clustergen.twin.process import DaemonError
 
-from support.paths import DATA
+from support.paths import DATA, GOLDEN, REPO
+from support.realslurm.chroot import INIT_SQL, prepare_conf
 from support.realslurm.parse import parse_slurmd_gres
 from support.realslurm.testbed import SlurmTestbed, require_real_slurm, run_slurmctld
 
@@ -229,3 +230,37 @@ def test_slurmd_gres_reports_a_type_mismatch(tmp_path: Path) -> None:
         report = bed.slurmd_gres("lab1", gpu_count=4)
     assert not report.ok
     assert any("WARNING" in line and "gpu:a100" in line for line in report.problems)
+
+
+def test_chroot_check_keeps_the_rendered_files_but_the_database_secret(tmp_path: Path) -> None:
+    """The newer releases' check (support/realslurm/chroot.py) binds the rendered conf dir
+    as it is: only StoragePass is added; the controller's rendered address goes on the
+    namespace's loopback, the database is created before slurmdbd starts."""
+    prepared = prepare_conf(REPO / "slurm", tmp_path)
+    rendered = {path.name for path in (REPO / "slurm").iterdir()}
+    assert rendered <= {path.name for path in prepared.conf_dir.iterdir()}
+    assert (prepared.conf_dir / "slurm.conf").read_text() == (REPO / "slurm/slurm.conf").read_text()
+    dbd = (prepared.conf_dir / "slurmdbd.conf").read_text()
+    assert dbd.startswith((REPO / "slurm/slurmdbd.conf").read_text())
+    assert dbd.rstrip().endswith("StoragePass=clustergen-local-only")
+    assert (prepared.conf_dir / "slurmdbd.conf").stat().st_mode & 0o777 == 0o600
+    assert (prepared.controller, prepared.addresses) == ("slurm-head", ("10.0.1.2",))
+    assert prepared.accounting and prepared.slurm_user == "slurm"
+    assert prepared.directories == (
+        "/var/spool/slurmctld",
+        "/var/spool/slurmd",
+        "/var/log/slurm",
+        "/run",
+    )
+    hosts = prepared.hosts_file.read_text().splitlines()
+    assert hosts[0] == "127.0.0.1 localhost slurm-head"
+    assert [line.split()[1] for line in hosts[1:]] == [f"gpu0{i}" for i in range(1, 9)]
+    init_sql = (prepared.conf_dir / INIT_SQL).read_text()
+    assert "CREATE DATABASE IF NOT EXISTS `slurm_acct_db`;" in init_sql
+
+
+def test_chroot_release_without_accounting(tmp_path: Path) -> None:
+    prepared = prepare_conf(GOLDEN / "edge-roce-2node" / "slurm", tmp_path)
+    assert not prepared.accounting
+    assert not (prepared.conf_dir / INIT_SQL).exists()
+    assert prepared.overridden == ()

@@ -36,6 +36,9 @@ NOT_FOR_CHECK_JSONSCHEMA: dict[str, str] = {
 
 _CROSS_REFERENCE = "cross-reference: a name must exist (or be unique) elsewhere in the spec"
 _ADDRESSES = "address arithmetic across node groups and networks"
+_INTERFACES = (
+    "relates a node group's addresses to its hardware profile's interfaces and the networks"
+)
 _COMPARISON = "compares two values; JSON Schema cannot relate one number to another"
 _CATALOG = "catalog knowledge: which CUDA, driver and GPU releases go together"
 _SLURM_VERSION = (
@@ -65,6 +68,8 @@ _WEAKENS = (
 # Each invalid case the schema cannot reject, with the reason. A case the schema
 # starts to reject must leave this list (the test below says so).
 SCHEMA_CANNOT_CATCH: dict[str, str] = {
+    "storage-fabric-switches": "network.storage has network.fabric's shape (one model); only "
+    "the storage fabric's switches are refused, by a check",
     "nvlink-domain-named-twice": "names unique across list items: " + _CROSS_REFERENCE,
     "nvlink-domain-unknown-tray": _CROSS_REFERENCE,
     "nvlink-tray-in-two-domains": "a name in two domains' hostlists: hostlists are strings to "
@@ -82,11 +87,27 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "rail-pattern-leaf-name-without-rail": "a template's placeholders against the pattern's "
     "counts: no schema compares a string's content with other keys",
     "rail-pattern-spines-per-rail": "a hostlist's length against a product of two keys",
+    "sharp-on-a-switch-without-sharp": "the switch catalog's SHARP support per model, for "
+    "every switch; " + _CATALOG,
     "duplicate-node-names": _CROSS_REFERENCE,
     "unknown-hardware-profile": _CROSS_REFERENCE,
     "unknown-role": "roles may be declared in cluster.extra_roles; " + _CROSS_REFERENCE,
     "address-outside-cidr": _ADDRESSES,
     "address-range-past-cidr": _ADDRESSES,
+    "rail-subnets-past-fabric-cidr": _ADDRESSES,
+    "storage-subnets-past-storage-cidr": _ADDRESSES,
+    "fabric-ip-outside-rail-one-subnet": _ADDRESSES,
+    "fabric-range-past-rail-one-subnet": _ADDRESSES,
+    "storage-ip-reused": _ADDRESSES,
+    "frontend-ip-is-gateway": _ADDRESSES,
+    "storage-network-overlaps-fabric": _ADDRESSES,
+    "rail-interfaces-fewer-than-hcas": _INTERFACES,
+    "storage-interfaces-without-rail-prefix": _INTERFACES,
+    "storage-interfaces-without-storage-network": _INTERFACES,
+    "storage-interfaces-without-storage-ip": _INTERFACES,
+    "storage-ip-without-storage-interface": _INTERFACES,
+    "frontend-interface-without-frontend-network": _INTERFACES,
+    "frontend-ip-without-frontend-interface": _INTERFACES,
     "address-used-twice": _ADDRESSES,
     "address-is-gateway": _ADDRESSES,
     "bmc-ip-without-bmc-network": "a node key that needs another section; " + _ADDRESSES,

@@ -160,6 +160,22 @@ NODES_ADDRESS_RANGE_PAST_NETWORK = Code(
 NODES_ADDRESS_REUSED = Code(
     "nodes.address-reused", "error", "one address given to two nodes, or to a node and a gateway"
 )
+NODES_ADDRESS_WITHOUT_INTERFACE = Code(
+    "nodes.address-without-interface",
+    "error",
+    "storage_ip or frontend_ip on a node group whose profile has no such interface",
+)
+NODES_INTERFACES_WITHOUT_NETWORK = Code(
+    "nodes.interfaces-without-network",
+    "error",
+    "a node group's profile has storage or front-end interfaces, but that network is not defined",
+)
+NODES_INTERFACES_WITHOUT_ADDRESS = Code(
+    "nodes.interfaces-without-address",
+    "error",
+    "a node group's storage or front-end interfaces get no address: storage_ip or frontend_ip "
+    "is missing",
+)
 
 # network
 NETWORK_OVERLAP = Code("network.overlap", "error", "two networks overlap")
@@ -171,6 +187,21 @@ NETWORK_FABRIC_RATE = Code(
 )
 NETWORK_ROCE_ON_INFINIBAND = Code(
     "network.roce-on-infiniband", "error", "roce settings on a fabric that is not RoCE"
+)
+NETWORK_RAIL_SUBNETS_PAST_CIDR = Code(
+    "network.rail-subnets-past-cidr",
+    "error",
+    "the rail subnets of rail_prefix (one per rail or storage interface) do not fit in the cidr",
+)
+NETWORK_STORAGE_NEEDS_RAIL_PREFIX = Code(
+    "network.storage-needs-rail-prefix",
+    "error",
+    "a profile with several storage interfaces on a storage network without rail_prefix",
+)
+NETWORK_RAIL_INTERFACES = Code(
+    "network.rail-interfaces",
+    "error",
+    "with rail_prefix, a profile's interfaces.rails do not match its compute HCAs",
 )
 NETWORK_SWITCH_LEAF_OR_SPINE = Code(
     "network.switch-leaf-or-spine", "error", "a switch that is not exactly one of a leaf or a spine"
@@ -227,6 +258,11 @@ NETWORK_LEAF_OVERSUBSCRIBED = Code(
     "a leaf's HCA ports exceed its uplinks by more than the max_blocking of a partition on it",
 )
 
+NETWORK_STORAGE_SWITCHES = Code(
+    "network.storage-switches",
+    "error",
+    "switches under network.storage, whose cabling clustergen does not model",
+)
 NETWORK_NVLINK_DOMAIN_DUPLICATE = Code(
     "network.nvlink-domain-duplicate", "error", "two NVLink domains with the same name"
 )
@@ -698,6 +734,22 @@ NCCL_ROCE_SETTINGS_MISSING = Code(
 )
 NCCL_ROCE_SETTING_ON_INFINIBAND = Code(
     "nccl.roce-setting-on-infiniband", "warning", "a RoCE-only NCCL setting on an InfiniBand fabric"
+)
+NCCL_SHARP_UNSUPPORTED = Code(
+    "nccl.sharp-unsupported",
+    "error",
+    "network.fabric.sharp on a fabric whose switches, technology or cabling NCCL's SHARP "
+    "plugin cannot use",
+)
+NCCL_NVLS_WITHOUT_NVSWITCH = Code(
+    "nccl.nvls-without-nvswitch",
+    "warning",
+    "NCCL_NVLS_ENABLE=1 on GPUs without NVSwitch or an NVLink domain",
+)
+NCCL_MNNVL_OFF = Code(
+    "nccl.nvlink-domain-off",
+    "warning",
+    "an NCCL setting that keeps jobs of a multi-node NVLink domain off its NVLink",
 )
 
 # facility: racks, power and cabling (docs/facility.md)

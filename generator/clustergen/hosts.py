@@ -2,6 +2,10 @@
 
 The checks and the resolved cluster both read this table; it is computed from the
 model alone. A group's addresses are its first address plus the node's position in the group.
+The addresses of a node's further interfaces (one per rail, per storage HCA) are its
+first address on that network plus a whole rail subnet per interface
+(`Host.rail_addresses`, `Host.storage_addresses`; docs/networks.md): they need the
+network's rail_prefix, so they are computed from it on demand, never stored per host.
 """
 
 from __future__ import annotations
@@ -10,14 +14,29 @@ import ipaddress
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import hostlist
 
 from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import HardwareProfile
+from clustergen.model.network import EthernetNetwork, Fabric
 
-ADDRESS_KINDS = ("management_ip", "bmc_ip", "fabric_ip")
+ADDRESS_KINDS = ("management_ip", "bmc_ip", "fabric_ip", "storage_ip", "frontend_ip")
+
+
+class InterfaceAddress(NamedTuple):
+    """One interface's address: its netdev, the address and the prefix length of its
+    (rail) subnet, as `ip address` writes it: 10.20.0.11/19. (A named tuple: a 16k-node
+    cluster has 131,072 rail addresses, and a tuple is the cheapest record to make.)"""
+
+    netdev: str
+    address: str
+    prefix: int
+
+    def __str__(self) -> str:
+        return f"{self.address}/{self.prefix}"
 
 
 @dataclass(frozen=True)
@@ -31,6 +50,8 @@ class Host:
     management_ip: str | None
     bmc_ip: str | None
     fabric_ip: str | None
+    storage_ip: str | None
+    frontend_ip: str | None
 
     @property
     def profiled(self) -> bool:
@@ -42,9 +63,66 @@ class Host:
     def is_slurm_compute(self) -> bool:
         return "compute" in self.roles
 
+    @property
+    def lnet_address(self) -> str | None:
+        """The address of the node's LNet NID: its storage_ip (the first storage
+        interface) when its profile has storage interfaces, else its fabric_ip
+        (docs/lustre.md). LNet's discovery finds a multi-rail peer's other NIDs from it."""
+        return self.storage_ip if self.storage_netdevs else self.fabric_ip
+
+    @property
+    def storage_netdevs(self) -> list[str]:
+        """The profile's interfaces.storage (none while the profile is unknown)."""
+        return self.hardware.interfaces.storage if self.profiled else []
+
     def address(self, kind: str) -> str | None:
         value: str | None = getattr(self, kind)
         return value
+
+    def rail_addresses(self, fabric: Fabric | None) -> tuple[InterfaceAddress, ...]:
+        """Each of interfaces.rails with its address, in rail order, when the fabric has a
+        rail_prefix: rail r is fabric_ip + (r - 1) x 2^(32 - rail_prefix). Without one, or
+        without fabric_ip, none (the node's one fabric_ip is on interfaces.fabric)."""
+        if fabric is None or fabric.rail_prefix is None or not self.profiled:
+            return ()
+        return _per_subnet(self.fabric_ip, self.hardware.interfaces.rails, fabric.rail_prefix)
+
+    def storage_addresses(self, storage: Fabric | None) -> tuple[InterfaceAddress, ...]:
+        """Each of interfaces.storage with its address: the first at storage_ip, storage
+        interface j (0-based) at storage_ip + j x 2^(32 - rail_prefix). Without a
+        rail_prefix only the first has one (the checks refuse several storage interfaces
+        then: network.storage-needs-rail-prefix)."""
+        netdevs = self.storage_netdevs
+        if storage is None:
+            return ()
+        if storage.rail_prefix is None:
+            return _per_subnet(self.storage_ip, netdevs[:1], _prefix_of(storage.cidr))
+        return _per_subnet(self.storage_ip, netdevs, storage.rail_prefix)
+
+    def frontend_address(self, frontend: EthernetNetwork | None) -> InterfaceAddress | None:
+        """interfaces.frontend with frontend_ip, when the node has both."""
+        netdev = self.hardware.interfaces.frontend if self.profiled else None
+        if frontend is None or netdev is None or self.frontend_ip is None:
+            return None
+        return InterfaceAddress(netdev, self.frontend_ip, _prefix_of(frontend.cidr))
+
+
+def _prefix_of(cidr: str) -> int:
+    return int(cidr.rpartition("/")[2])
+
+
+def _per_subnet(
+    first: str | None, netdevs: Sequence[str], prefix: int
+) -> tuple[InterfaceAddress, ...]:
+    """netdev j at first + j x 2^(32 - prefix), for the netdevs whose address exists."""
+    if first is None or not netdevs:
+        return ()
+    a, b, c, d = first.split(".")  # an IPv4 address: the spec's syntax checked it
+    start, step = (int(a) << 24) | (int(b) << 16) | (int(c) << 8) | int(d), 1 << (32 - prefix)
+    fits = min(len(netdevs), (_LAST_IPV4 - start) // step + 1)
+    return tuple(
+        [InterfaceAddress(netdevs[j], _dotted(start + j * step), prefix) for j in range(fits)]
+    )
 
 
 def nth_address(first: str, offset: int) -> str | None:
@@ -79,12 +157,10 @@ def expand_hosts(spec: Spec) -> list[Host]:
         hardware = spec.hardware.get(group.hardware, _UNKNOWN_PROFILE)
         roles = tuple(group.roles)
         for position, name in enumerate(expand_hostlist(group.names)):
-            addresses = {
-                kind: _dotted(firsts[kind] + position)
-                if kind in firsts and firsts[kind] + position <= _LAST_IPV4
-                else None
-                for kind in ADDRESS_KINDS
-            }
+            addresses: dict[str, str | None] = dict.fromkeys(ADDRESS_KINDS)
+            for kind, first in firsts.items():
+                if first + position <= _LAST_IPV4:
+                    addresses[kind] = _dotted(first + position)
             hosts.append(
                 Host(
                     name=name,

@@ -126,7 +126,7 @@ def missing_prerequisites() -> list[str]:
 # --- building ---------------------------------------------------------------------------
 
 
-def _in_tree(tree: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def in_tree(tree: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     """Run a command in the tree in its own mount and PID namespaces: anything a package
     script leaves running dies with the namespace, and never sees the host."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
@@ -145,7 +145,7 @@ def _host_sources(tree: Path) -> Iterator[None]:
     policy.write_text("#!/bin/sh\nexit 101\n", encoding="utf-8")
     policy.chmod(0o755)
     try:
-        _in_tree(tree, "apt-get", "update")
+        in_tree(tree, "apt-get", "update")
         yield
     finally:
         sources.unlink(missing_ok=True)
@@ -190,10 +190,10 @@ def node_base(scratch: Path) -> Path:
     def build(tree: Path) -> None:
         run(["cp", "-a", str(base), str(tree)])
         with _host_sources(tree):
-            _in_tree(tree, "apt-get", "install", "-y", "--no-install-recommends", *NODE_PACKAGES)
-            _in_tree(tree, "apt-get", "clean")
-        _in_tree(tree, "systemctl", "enable", "systemd-networkd", "ssh")
-        _in_tree(tree, "useradd", "--create-home", "--shell", "/bin/bash", ADMIN)
+            in_tree(tree, "apt-get", "install", "-y", "--no-install-recommends", *NODE_PACKAGES)
+            in_tree(tree, "apt-get", "clean")
+        in_tree(tree, "systemctl", "enable", "systemd-networkd", "ssh")
+        in_tree(tree, "useradd", "--create-home", "--shell", "/bin/bash", ADMIN)
         sudoers = tree / "etc/sudoers.d" / ADMIN
         sudoers.write_text(f"{ADMIN} ALL=(ALL) NOPASSWD:ALL\n", encoding="utf-8")
         sudoers.chmod(0o440)
@@ -203,7 +203,7 @@ def node_base(scratch: Path) -> Path:
         (tree / "etc/systemd/system/testbed-cgroup-rw.service").write_text(
             _CGROUP_RW_UNIT, encoding="utf-8"
         )
-        _in_tree(tree, "systemctl", "enable", "testbed-cgroup-rw.service")
+        in_tree(tree, "systemctl", "enable", "testbed-cgroup-rw.service")
         for key in (tree / "etc/ssh").glob("ssh_host_*"):
             key.unlink()
         (tree / "etc/machine-id").write_text("", encoding="utf-8")
@@ -222,7 +222,7 @@ def daemon_packages(base: Path, scratch: Path) -> Path:
         run(["cp", "-a", str(base), str(throwaway)])
         try:
             with _host_sources(throwaway):
-                _in_tree(
+                in_tree(
                     throwaway,
                     "apt-get",
                     "install",

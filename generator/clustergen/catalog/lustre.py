@@ -57,15 +57,20 @@ TUNING: dict[str, Param] = {
 
 
 def networks(spec: Spec, lustre: Lustre) -> list[LnetNet]:
-    """The spec's networks, or the `lnet` network on the fabric interface of every
-    hardware profile that has one."""
+    """The spec's networks, or the `lnet` network on every hardware profile's storage
+    interfaces (interfaces.storage, on network.storage: every one a local NI, multi-rail),
+    else on its fabric interface. A profile with storage interfaces needs network.storage
+    (the addresses check, nodes.interfaces-without-network), so a spec without a storage
+    network has today's LNet."""
     if lustre.networks:
         return lustre.networks
-    interfaces = {
-        name: [profile.interfaces.fabric]
-        for name, profile in spec.hardware.items()
-        if profile.interfaces.fabric is not None
-    }
+    interfaces: dict[str, list[str]] = {}
+    for name, profile in spec.hardware.items():
+        storage, fabric = profile.interfaces.storage, profile.interfaces.fabric
+        if storage:
+            interfaces[name] = list(storage)
+        elif fabric is not None:
+            interfaces[name] = [fabric]
     return [LnetNet(name=lustre.lnet, interfaces=interfaces)]
 
 

@@ -94,7 +94,10 @@ def servers(cluster: ResolvedCluster) -> list[Problem]:
                     )
                 )
             net = nets.get(lustre.lnet)
-            if host.fabric_ip is None:
+            # The NID is on the storage address with storage interfaces (a group without
+            # storage_ip is reported by the addresses check), else on fabric_ip.
+            address = host.lnet_address
+            if address is None and not host.storage_netdevs:
                 problems.append(
                     Problem(
                         codes.STORAGE_NID_NETWORK,
@@ -102,7 +105,9 @@ def servers(cluster: ResolvedCluster) -> list[Problem]:
                         f"node '{name}' has no fabric_ip for its NID on {lustre.lnet}",
                     )
                 )
-            elif net is None or not net.interfaces.get(host.hardware_name):
+            elif address is not None and (
+                net is None or not net.interfaces.get(host.hardware_name)
+            ):
                 problems.append(
                     Problem(
                         codes.STORAGE_NID_NETWORK,

@@ -12,6 +12,7 @@ from clustergen.catalog.nccl_vars import (
     parse_interface_list,
     value_problem,
 )
+from clustergen.catalog.switches import catalog_switch
 from clustergen.errors import Problem, SpecPath
 from clustergen.model.gpu_topology import core_ids
 from clustergen.model.hardware import HardwareProfile
@@ -222,3 +223,86 @@ def _numa(path: SpecPath, numa: int, profile: HardwareProfile) -> Problem:
         f"NUMA node {numa} is outside the profile's {profile.cpu.sockets} socket(s) "
         f"(0-{profile.cpu.sockets - 1})",
     )
+
+
+def sharp(cluster: ResolvedCluster) -> list[Problem]:
+    """network.fabric.sharp only where NCCL's SHARP plugin works: InfiniBand, rail leaves
+    (the plugin's streaming aggregation needs each leaf on one HCA rail of every node), and
+    every switch a catalog model of Quantum (HDR) or later (docs/nccl.md)."""
+    fabric = cluster.spec.network.fabric
+    if fabric is None or not fabric.sharp:
+        return []
+    why = []
+    if fabric.type != "infiniband":
+        why.append(f"SHARP for NCCL runs on InfiniBand, and this fabric is {fabric.type}")
+    if not any(switch.rail is not None for switch in fabric.switches):
+        why.append("no leaf carries a rail (the plugin needs each leaf on one HCA rail)")
+    unable = [s.name for s in fabric.switches if not _nccl_sharp(s.model)]
+    if unable:
+        why.append(
+            f"{len(unable)} of {len(fabric.switches)} switches are not a catalog model "
+            "whose SHARP NCCL's plugin can use, Quantum (HDR) or later "
+            f"({', '.join(unable[:3])}{', ...' if len(unable) > 3 else ''}); name each "
+            "switch's model (docs/fabric.md, Switch catalog)"
+        )
+    return [
+        Problem(
+            codes.NCCL_SHARP_UNSUPPORTED,
+            ("network", "fabric", "sharp"),
+            "network.fabric.sharp asks NCCL for SHARP (NCCL_COLLNET_ENABLE=1), but " + reason,
+        )
+        for reason in why
+    ]
+
+
+def _nccl_sharp(model: str | None) -> bool:
+    found = catalog_switch(model)
+    return found is not None and found.nccl_sharp
+
+
+# NCCL variables that keep a job off a multi-node NVLink domain's NVLink at 0: MNNVL
+# itself, and cuMem, which MNNVL needs (docs/nccl.md, NCCL_MNNVL_ENABLE).
+NVLINK_DOMAIN_OFF = ("NCCL_MNNVL_ENABLE", "NCCL_CUMEM_ENABLE")
+
+
+def nvlink_domain(cluster: ResolvedCluster) -> list[Problem]:
+    """A 0 for NCCL_MNNVL_ENABLE or NCCL_CUMEM_ENABLE reaching trays of an NVLink domain;
+    NCCL_NVLS_ENABLE=1 reaching GPUs with neither NVSwitch nor an NVLink domain."""
+    spec = cluster.spec
+    problems = []
+    for path, block, profiles in _settings(cluster):
+        trays = [
+            name
+            for name in profiles
+            if (gpu := spec.hardware[name].gpu) is not None and gpu.nvlink_domain is not None
+        ]
+        for variable in NVLINK_DOMAIN_OFF:
+            if trays and str(block.env.get(variable, "")).strip() == "0":
+                problems.append(
+                    Problem(
+                        codes.NCCL_MNNVL_OFF,
+                        (*path, "env", variable),
+                        f"{variable}=0 reaches profile {', '.join(trays)}, whose nodes are "
+                        "trays of a multi-node NVLink domain: NCCL then uses the fabric, not "
+                        "NVLink, between trays (NCCL_MNNVL_ENABLE needs cuMem); remove it "
+                        "unless that is the aim",
+                    )
+                )
+        flat = [
+            name
+            for name in profiles
+            if (gpu := spec.hardware[name].gpu) is not None
+            and not gpu.nvswitch
+            and gpu.nvlink_domain is None
+        ]
+        if flat and str(block.env.get("NCCL_NVLS_ENABLE", "")).strip() == "1":
+            problems.append(
+                Problem(
+                    codes.NCCL_NVLS_WITHOUT_NVSWITCH,
+                    (*path, "env", "NCCL_NVLS_ENABLE"),
+                    f"NCCL_NVLS_ENABLE=1 reaches profile {', '.join(flat)}, whose GPUs have no "
+                    "NVSwitch (gpu.nvswitch) or NVLink domain: 1 skips NCCL's test for "
+                    "NVLink SHARP; leave it unset (2, the default, finds it where it exists)",
+                )
+            )
+    return problems

@@ -70,6 +70,24 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
     return problems
 
 
+def storage_switches(cluster: ResolvedCluster) -> list[Problem]:
+    """The storage fabric's switches are not drawn yet: refused, so that none is silently
+    left off the cable sheets and port budgets."""
+    storage = cluster.spec.network.storage
+    if storage is None or not storage.switches:
+        return []
+    return [
+        Problem(
+            codes.NETWORK_STORAGE_SWITCHES,
+            ("network", "storage", "switches"),
+            "the storage fabric's switches are not modelled: clustergen derives cabling, "
+            "ports and topology from network.fabric only, so these would be left off every "
+            "sheet; leave them out (docs/networks.md)",
+            at="key",
+        )
+    ]
+
+
 def _cycles(
     children: dict[str, list[str]], index_of: dict[str, int], base: tuple[str | int, ...]
 ) -> list[Problem]:

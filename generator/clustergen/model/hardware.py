@@ -71,6 +71,23 @@ class Interfaces(StrictModel):
         default=None,
         description="High-speed fabric interface (IPoIB or RoCE netdev); NCCL_SOCKET_IFNAME.",
     )
+    rails: list[InterfaceName] = Field(
+        default_factory=list,
+        description="Netdev of each compute HCA, in rail order (ibdev2netdev), e.g. [ib0, ib1]: "
+        "with network.fabric.rail_prefix each gets its rail's address. As many as the compute "
+        "HCAs (topology hcas of role compute, else fabric_hcas).",
+    )
+    storage: list[InterfaceName] = Field(
+        default_factory=list,
+        description="Netdevs of the storage HCAs (topology role storage), on network.storage: "
+        "the first gets the node's storage_ip, the others one per rail subnet of "
+        "network.storage.rail_prefix. LNet runs on them (multi-rail over several).",
+    )
+    frontend: InterfaceName | None = Field(
+        default=None,
+        description="Front-end (Ethernet) interface on network.frontend, with the node's "
+        "frontend_ip.",
+    )
 
 
 Feed = Literal["A", "B"]

@@ -133,7 +133,8 @@ class Roce(StrictModel):
 
 
 class Fabric(StrictModel):
-    """The high-speed fabric NCCL uses (InfiniBand or RoCE)."""
+    """A high-speed fabric (InfiniBand or RoCE): network.fabric, the one NCCL uses, or
+    network.storage."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -159,10 +160,26 @@ class Fabric(StrictModel):
         description="Link rate: infiniband edr | hdr | ndr | xdr; roce 100g | 200g | 400g | 800g.",
     )
     cidr: CIDR = Field(description="Network of the fabric addresses (IPoIB or RoCE).")
+    rail_prefix: Int | None = Field(
+        default=None,
+        ge=1,
+        le=30,
+        description="Split cidr into subnets of this prefix length, one per rail (subnet 0 is "
+        "rail 1): a node's first address (fabric_ip, storage_ip) is its rail-1 address, and "
+        "rail r's is that plus (r - 1) x 2^(32 - rail_prefix). Without it every node has one "
+        "address on this network (docs/networks.md).",
+    )
     roce: Roce | None = Field(default=None, description="RoCE settings; only with type roce.")
     switches: list[Switch] = Field(
         default_factory=list,
         description="Fabric switches; becomes Slurm topology.conf (topology/tree).",
+    )
+    sharp: bool = Field(
+        default=False,
+        description="The fabric's switches run SHARP reductions for NCCL (CollNet, through "
+        "the NCCL-RDMA-SHARP plugin and an Aggregation Manager): NCCL_COLLNET_ENABLE=1. Needs "
+        "InfiniBand, rail leaves, and a catalog model with NCCL SHARP support on every switch "
+        "(docs/nccl.md).",
     )
 
     @field_validator("rate")
@@ -210,7 +227,20 @@ class Network(StrictModel):
 
     management: EthernetNetwork = Field(description="Management network (node management_ip).")
     bmc: EthernetNetwork | None = Field(default=None, description="BMC network (node bmc_ip).")
-    fabric: Fabric | None = Field(default=None, description="High-speed fabric (node fabric_ip).")
+    fabric: Fabric | None = Field(
+        default=None,
+        description="High-speed compute fabric (node fabric_ip; per rail with rail_prefix).",
+    )
+    storage: Fabric | None = Field(
+        default=None,
+        description="A separate storage fabric, of the same shape as fabric: the address of "
+        "each interface in hardware.<profile>.interfaces.storage (node storage_ip), and LNet's "
+        "interfaces and NIDs (docs/networks.md, docs/lustre.md).",
+    )
+    frontend: EthernetNetwork | None = Field(
+        default=None,
+        description="Ethernet front-end network (node frontend_ip on interfaces.frontend).",
+    )
     nvlink_domains: list[NvlinkDomain] = Field(
         default_factory=list,
         description="Multi-node NVLink domains (GB200/GB300 NVL72 and alike): which trays each "

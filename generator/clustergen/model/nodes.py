@@ -39,6 +39,15 @@ class NodeGroup(StrictModel):
     fabric_ip: IPv4 | None = Field(
         default=None, description="Fabric address of the first node; the others follow in order."
     )
+    storage_ip: IPv4 | None = Field(
+        default=None,
+        description="Storage network address of the first node's first storage interface; the "
+        "others follow in order (docs/networks.md).",
+    )
+    frontend_ip: IPv4 | None = Field(
+        default=None,
+        description="Front-end network address of the first node; the others follow in order.",
+    )
     features: list[SlurmName] = Field(
         default_factory=list,
         description="Extra Slurm node features. The hardware profile name and the GPU's GRES "

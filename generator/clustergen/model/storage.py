@@ -215,7 +215,8 @@ class Lustre(StrictModel):
     fsname: LustreFsname = Field(description="File system name, 1-8 of [A-Za-z0-9_-].")
     lnet: LnetNetwork = Field(
         default="tcp0",
-        description="LNet network of the servers' NIDs (fabric_ip@lnet), e.g. o2ib0.",
+        description="LNet network of the servers' NIDs, e.g. o2ib0: storage_ip@lnet on nodes "
+        "with storage interfaces (network.storage), else fabric_ip@lnet.",
     )
     backend: Literal["ldiskfs", "zfs"] = Field(
         default="ldiskfs",
@@ -227,7 +228,8 @@ class Lustre(StrictModel):
     mount: LustreMount = Field(description="Where and on which roles clients mount it.")
     networks: list[LnetNet] = Field(
         default_factory=list,
-        description="LNet networks; default: the lnet network on each profile's fabric interface.",
+        description="LNet networks; default: the lnet network on each profile's storage "
+        "interfaces (multi-rail over several), else on its fabric interface.",
     )
     routes: list[LnetRoute] = Field(default_factory=list, description="LNet routes.")
     lnd_tunables: LndTunables | None = Field(

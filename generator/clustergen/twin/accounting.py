@@ -66,12 +66,29 @@ def install_mariadb(db_dir: Path, user: str) -> Path:
         ]
     )
     init_sql = db_dir / "init.sql"
-    name = user.replace("'", "")
-    init_sql.write_text(
-        f"CREATE USER '{name}'@'127.0.0.1' IDENTIFIED BY '{DB_PASSWORD}';\n"
-        f"GRANT ALL PRIVILEGES ON *.* TO '{name}'@'127.0.0.1';\n"
-    )
+    init_sql.write_text(database_init_sql(user, "127.0.0.1"))
     return init_sql
+
+
+def database_init_sql(user: str, host: str, database: str | None = None) -> str:
+    """SQL that creates the slurmdbd user, and its database when `database` is given.
+
+    Create the database before slurmdbd starts, as the slurm role does (community.mysql
+    mysql_db in roles/slurm/tasks/database_user.yml): when slurmdbd 24.11 or 26.05 creates
+    it itself, it connects again on the same handle after the failed first connect, and
+    libmariadb 3.4 (MariaDB 11.8, Debian 13 and sid) then refuses every result set with
+    error 5027 "Number of columns in result (=1) set execeeds maxmimum allowed number of
+    columns (=0)", so slurmdbd dies in _check_mysql_concat_is_sane
+    (src/database/mysql_common.c, mysql_db_get_db_connection, slurm-24-11-5-1).
+    """
+    name = user.replace("'", "")
+    lines = [
+        f"CREATE USER '{name}'@'{host}' IDENTIFIED BY '{DB_PASSWORD}';",
+        f"GRANT ALL PRIVILEGES ON *.* TO '{name}'@'{host}';",
+    ]
+    if database is not None:
+        lines.append(f"CREATE DATABASE IF NOT EXISTS `{database.replace('`', '')}`;")
+    return "\n".join(lines) + "\n"
 
 
 def mariadb_argv(db_dir: Path, run_dir: Path, port: int, error_log: Path) -> list[str]:

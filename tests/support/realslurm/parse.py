@@ -187,14 +187,16 @@ def parse_switches(
 
 
 def problem_lines(text: str, noise: Sequence[str] = ()) -> list[str]:
-    """Lines with `error`, `fatal` or `WARNING`, minus noise.
+    """Lines with `error`, `fatal`, `WARNING` or `warning:`, minus noise.
 
-    Case-sensitive, as Slurm writes them and as testbed.md asks.
+    Case-sensitive, as Slurm writes them and as testbed.md asks. Slurm's warning() writes
+    "warning: " (src/common/log.c); 26.05 logs its deprecations that way ("warning:
+    JobContainerType has been replaced with NamespaceType").
     """
     return [
         line
         for line in text.splitlines()
-        if re.search(r"\berror\b|\bfatal\b|\bWARNING\b", line)
+        if re.search(r"\berror\b|\bfatal\b|\bWARNING\b|\bwarning:", line)
         and not any(pattern in line for pattern in noise)
     ]
 
@@ -219,15 +221,33 @@ class ControllerReport:
     slurmctld_log: str
     slurmdbd_log: str
     raw: dict[str, str]  # command -> output
+    # Further lines the sandbox causes (pattern -> why), e.g. a chroot's (realslurm.chroot).
+    sandbox_noise: dict[str, str] = field(default_factory=dict)
+
+    def _noise(self) -> dict[str, str]:
+        noise = {**ENVIRONMENT_NOISE, **self.sandbox_noise}
+        if self.accounting == "removed":
+            noise.update(ACCOUNTING_REMOVED_NOISE)
+        return noise
+
+    def _logs(self) -> tuple[tuple[str, str], ...]:
+        return (("slurmctld", self.slurmctld_log), ("slurmdbd", self.slurmdbd_log))
 
     def config_problems(self) -> list[str]:
         """error/fatal/WARNING lines of slurmctld and slurmdbd not caused by the test machine."""
-        noise = tuple(ENVIRONMENT_NOISE)
-        if self.accounting == "removed":
-            noise += tuple(ACCOUNTING_REMOVED_NOISE)
-        return [f"slurmctld: {line}" for line in problem_lines(self.slurmctld_log, noise)] + [
-            f"slurmdbd: {line}" for line in problem_lines(self.slurmdbd_log, noise)
-        ]
+        noise = tuple(self._noise())
+        logs = self._logs()
+        return [f"{daemon}: {line}" for daemon, log in logs for line in problem_lines(log, noise)]
+
+    def explained_lines(self) -> list[str]:
+        """error/fatal/WARNING lines the test machine causes, each with its reason."""
+        found = []
+        for daemon, log in self._logs():
+            for line in problem_lines(log):
+                reasons = [why for pattern, why in self._noise().items() if pattern in line]
+                if reasons:
+                    found.append(f"{daemon}: {line}  ({reasons[0]})")
+        return found
 
     def summary(self) -> str:
         """Human-readable account for test output: what was skipped and what Slurm saw."""

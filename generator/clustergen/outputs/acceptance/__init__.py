@@ -24,7 +24,10 @@ def _script(
     **values: object,
 ) -> Artifact:
     path = f"acceptance/{job.partition}/{name}"
-    template = "ib-rails" if name.startswith("ib-rails") else name.removesuffix(".sbatch")
+    template = next(
+        (kind for kind in ("ib-rails", "bisection") if name.startswith(kind)),
+        name.removesuffix(".sbatch"),
+    )
     template = template.removesuffix("-2node")
     text = render_template(
         env, f"acceptance/{template}.sbatch.j2", cluster, job=job, path=path, **values
@@ -63,7 +66,24 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
                     name,
                     rails=rails,
                     threshold=limit,
+                    cross_threshold=f"{rails.cross_threshold_gbits:.1f}",
+                    units=[shlex.quote(unit) for unit in rails.units],
                     perftest_args=perftest_args,
+                )
+            )
+        for bisection in job.bisection_jobs:
+            single = len(job.bisection_jobs) == 1
+            artifacts.append(
+                _script(
+                    cluster,
+                    env,
+                    job,
+                    "bisection.sbatch" if single else f"bisection-{bisection.profile}.sbatch",
+                    bisection=bisection,
+                    senders=shlex.quote(bisection.senders),
+                    receivers=shlex.quote(bisection.receivers),
+                    threshold=f"{bisection.threshold_gbits:.1f}",
+                    perftest_args=[shlex.quote(arg) for arg in bisection.perftest_args],
                 )
             )
         artifacts.append(_script(cluster, env, job, "dcgm-diag.sbatch"))

@@ -6,10 +6,11 @@ sentence the job prints, so an admin reading a FAIL sees where the number came f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from clustergen.fabric import ratio, uplink_share
-from clustergen.model.nccl import AcceptanceTools
+from clustergen.fabric import bisection, flow_share, ratio, units, uplink_share
+from clustergen.hosts import Host, compress
+from clustergen.model.nccl import AcceptanceTools, NcclSettings
 from clustergen.model.network import LINK_GBITS
 from clustergen.outputs.nccl.derive import NcclValue, settings_for
 from clustergen.resolve import ResolvedCluster
@@ -30,6 +31,25 @@ class RailJob:
     derivation: str
     # ib_write_bw's GID index (-x) and GRH traffic class (--tclass), from the NCCL
     # settings of these nodes, with the settings' sources
+    perftest_args: tuple[str, ...]
+    perftest_sources: tuple[str, ...]
+    # the nodes grouped by the leaves they hang from (hostlists), and the bar for a flow
+    # between two of them, when all of a unit's nodes send across at once
+    units: tuple[str, ...] = ()
+    cross_threshold_gbits: float = 0.0
+    cross_derivation: str = ""
+
+
+@dataclass(frozen=True)
+class BisectionJob:
+    profile: str
+    senders: str  # hostlist: the first half of the units
+    receivers: str  # hostlist: as many nodes of the other half, paired in order
+    nodes: str  # hostlist: both
+    pairs: int
+    rails: tuple[Rail, ...]
+    threshold_gbits: float  # the sum over every pair and rail
+    derivation: str
     perftest_args: tuple[str, ...]
     perftest_sources: tuple[str, ...]
 
@@ -69,6 +89,7 @@ class PartitionJobs:
     exports: tuple[tuple[str, str], ...]  # the partition's NCCL overrides for its jobs
     rail_jobs: tuple[RailJob, ...]
     tools: AcceptanceTools
+    bisection_jobs: tuple[BisectionJob, ...] = ()
 
 
 def _fmt(value: float) -> str:
@@ -108,26 +129,8 @@ def derive_acceptance(cluster: ResolvedCluster) -> list[PartitionJobs]:
             _allreduce(cluster, script, nodes, members, node_gbits, nic, link, alone, tools)
             for script, nodes, alone in sizes
         )
-        rail_threshold = link * tools.rail_fraction
         overrides = ((f"slurm.partitions[{index}].nccl", partition.nccl),)
-        rail_jobs = []
-        for name in profiles:
-            count = sum(1 for h in hosts if h.hardware_name == name)
-            if not rails[name] or count < 2:
-                continue
-            args, sources = _perftest_args(settings_for(cluster, name, overrides))
-            rail_jobs.append(
-                RailJob(
-                    name,
-                    count,
-                    tuple(Rail(hca, port) for hca, port in rails[name]),
-                    rail_threshold,
-                    f"{link} Gb/s ({fabric.type} {fabric.rate}) x rail_fraction "
-                    f"{tools.rail_fraction} = {_fmt(rail_threshold)} Gb/s per rail",
-                    args,
-                    sources,
-                )
-            )
+        rail_jobs, bisection_jobs = _fabric_jobs(cluster, hosts, rails, overrides, tools)
         gpu_counts = {h.hardware.gpu.count for h in hosts if h.hardware.gpu is not None}
         own = settings_for(cluster, slowest, overrides)
         exports = tuple(
@@ -140,11 +143,143 @@ def derive_acceptance(cluster: ResolvedCluster) -> list[PartitionJobs]:
                 min(gpu_counts),
                 allreduce,
                 exports,
-                tuple(rail_jobs),
+                rail_jobs,
                 tools,
+                bisection_jobs,
             )
         )
     return jobs
+
+
+Rails = dict[str, tuple[tuple[str, int], ...]]
+
+
+def _fabric_jobs(
+    cluster: ResolvedCluster,
+    hosts: list[Host],
+    rails: Rails,
+    overrides: tuple[tuple[str, NcclSettings | None], ...],
+    tools: AcceptanceTools,
+) -> tuple[tuple[RailJob, ...], tuple[BisectionJob, ...]]:
+    """Per hardware profile of at least two nodes with rails: the rail job, and the
+    bisection job when its nodes hang from more than one set of leaves."""
+    rail_jobs, bisection_jobs = [], []
+    for name, hcas in rails.items():
+        names = [h.name for h in hosts if h.hardware_name == name]
+        if not hcas or len(names) < 2:
+            continue
+        args, sources = _perftest_args(settings_for(cluster, name, overrides))
+        groups = units(cluster, set(names))
+        rail = _rail_job(cluster, name, names, hcas, groups, tools)
+        rail_jobs.append(replace(rail, perftest_args=args, perftest_sources=sources))
+        if len(groups) > 1:
+            job = _bisection_job(cluster, name, groups, hcas, tools)
+            bisection_jobs.append(replace(job, perftest_args=args, perftest_sources=sources))
+    return tuple(rail_jobs), tuple(bisection_jobs)
+
+
+def _link(cluster: ResolvedCluster) -> tuple[int, str]:
+    fabric = cluster.spec.network.fabric
+    assert fabric is not None  # the acceptance jobs need one
+    link = LINK_GBITS[fabric.rate]
+    return link, f"{link} Gb/s ({fabric.type} {fabric.rate})"
+
+
+def _rail_job(
+    cluster: ResolvedCluster,
+    name: str,
+    names: list[str],
+    hcas: tuple[tuple[str, int], ...],
+    groups: tuple[tuple[str, ...], ...],
+    tools: AcceptanceTools,
+) -> RailJob:
+    """Every rail of every node, to a node on its leaves and to one under other leaves. A
+    flow across leaves shares its leaves' uplinks with the flows of the unit's other nodes,
+    which send at the same time."""
+    link, rate = _link(cluster)
+    fraction = tools.rail_fraction
+    threshold = link * fraction
+    cross, why = threshold, ""
+    if len(groups) > 1:
+        share = flow_share(cluster, set(names))
+        cross = threshold * (share.share if share is not None else 1.0)
+        if share is None or share.share >= 1:
+            why = f"the same, {_fmt(cross)} Gb/s per rail: each flow has a whole uplink"
+        else:
+            up = share.switch.up_cables
+            cables = f"{up} uplinks carry" if up > 1 else "1 uplink carries"
+            flows = f"{round(share.flows, 2):g}"
+            why = (
+                f"{share.switch.name}'s {cables} {flows} flows at once: {link} Gb/s x {up}/"
+                f"{flows} x rail_fraction {fraction} = {_fmt(cross)} Gb/s per rail"
+            )
+    return RailJob(
+        name,
+        len(names),
+        tuple(Rail(hca, port) for hca, port in hcas),
+        threshold,
+        f"{rate} x rail_fraction {fraction} = {_fmt(threshold)} Gb/s per rail",
+        (),
+        (),
+        tuple(compress(group) if len(group) > 1 else group[0] for group in groups),
+        cross,
+        why,
+    )
+
+
+TIER_NAMES = ("leaves", "leaves and spines", "leaves, spines and cores")
+
+
+def _bisection_job(
+    cluster: ResolvedCluster,
+    name: str,
+    groups: tuple[tuple[str, ...], ...],
+    hcas: tuple[tuple[str, int], ...],
+    tools: AcceptanceTools,
+) -> BisectionJob:
+    """The first half of the units (by nodes) sends to the other half, node k to node k,
+    every rail at once: the pass mark is the least of their rails and the least cut of the
+    fabric between them."""
+    link, rate = _link(cluster)
+    total = sum(len(group) for group in groups)
+    first: list[str] = []
+    for group in groups:
+        if first and 2 * len(first) >= total:
+            break
+        first += group
+    taken = set(first)
+    second = [node for group in groups for node in group if node not in taken]
+    pairs = min(len(first), len(second))
+    senders, receivers = first[:pairs], second[:pairs]
+    cut = bisection(cluster, set(senders), set(receivers))
+    nic = pairs * len(hcas) * link
+    side = ("senders'", "receivers'")[cut.side]
+    if cut.tier < 0:
+        where = f"the {side} {cut.cables} HCA ports"
+    else:
+        cables = f"{cut.cables} cables" if cut.cables != 1 else "1 cable"
+        tiers = TIER_NAMES[cut.tier] if cut.tier < len(TIER_NAMES) else f"tiers 0-{cut.tier}"
+        where = f"the {cables} out of the {side} {tiers} ({compress(cut.switches)})"
+    bound = min(nic, cut.cables * link)
+    why = f"{pairs} pairs x {len(hcas)} rails x {rate} = {nic} Gb/s"
+    why += (
+        f", but {where} x {link} Gb/s = {cut.cables * link} Gb/s"
+        if bound < nic
+        else f", within {where} x {link} Gb/s = {cut.cables * link} Gb/s"
+    )
+    threshold = bound * tools.rail_fraction
+    return BisectionJob(
+        name,
+        compress(senders) if pairs > 1 else senders[0],
+        compress(receivers) if pairs > 1 else receivers[0],
+        compress(senders + receivers),
+        pairs,
+        tuple(Rail(hca, port) for hca, port in hcas),
+        threshold,
+        f"{why}; x rail_fraction {tools.rail_fraction} = {_fmt(threshold)} Gb/s in all",
+        (),
+        (),
+    )
 
 
 def _allreduce(
@@ -172,12 +307,20 @@ def _allreduce(
     else:
         bound = share.gbits
         up = share.switch.up_cables
+        sharing = f"{round(share.sharing_ports, 2):g}"
         shared = (
             f"all for one node when the pair spans switches: {_fmt(bound)} Gb/s"
             if alone
-            else f"shared by the partition's {share.sharing_ports} HCA ports under it: "
+            else f"shared by the partition's {sharing} HCA ports under it: "
             f"{share.node} ({share.node_ports} ports) gets {_fmt(bound)} Gb/s"
         )
+        if share.leaves > 1:  # a rail-optimised fabric: the node's share over each rail
+            shared = (
+                f"shared by {sharing} HCA ports{' (alone)' if alone else ''}: "
+                f"{share.node} ({share.node_ports} port{'s' if share.node_ports > 1 else ''}) "
+                f"gets {_fmt(share.there_gbits)} Gb/s there, {_fmt(bound)} Gb/s over its "
+                f"{share.leaves} leaves"
+            )
         why = (
             f"{nic}, but across switches {share.switch.name}'s {up} "
             f"uplink{'s' if up > 1 else ''} x {link} Gb/s = {up * link} Gb/s "

@@ -139,7 +139,9 @@ class LustreContext:
 
 
 def nid(host: Host, net: str) -> str:
-    return f"{host.fabric_ip}@{net}"
+    """The node's NID on `net`: its storage address when it has storage interfaces, else
+    its fabric address (Host.lnet_address)."""
+    return f"{host.lnet_address}@{net}"
 
 
 def derive_lustre(cluster: ResolvedCluster) -> LustreContext | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clustergen.catalog.packages import hardware_group
+from clustergen.fabric import rails_by_profile, rails_joined
 from clustergen.model.nccl import NcclSettings
 from clustergen.resolve import ResolvedCluster
 
@@ -69,11 +70,37 @@ def settings_for(
         put("NCCL_IB_GID_INDEX", fabric.roce.gid_index, "network.fabric.roce.gid_index")
         if fabric.roce.traffic_class is not None:
             put("NCCL_IB_TC", fabric.roce.traffic_class, "network.fabric.roce.traffic_class")
+    for variable, setting, source in _fabric_settings(cluster, name):
+        put(variable, setting, source)
     for path, block in blocks:
         if block is not None:
             for var, value in block.env.items():
                 put(var, value, f"{path}.env.{var}")
     return tuple(values.values())
+
+
+def _fabric_settings(cluster: ResolvedCluster, name: str) -> list[tuple[str, str, str]]:
+    """What the fabric as drawn says to NCCL on profile `name`'s nodes (docs/nccl.md):
+    NCCL_CROSS_NIC=0 where they hang from leaves of several rails and no switch joins two
+    rails (a ring or tree that crossed rails would have no path); NCCL_COLLNET_ENABLE=1
+    where the spec says the switches run SHARP (a check holds that they can)."""
+    fabric = cluster.spec.network.fabric
+    if fabric is None:
+        return []
+    out = []
+    rails = rails_by_profile(cluster).get(name, frozenset())
+    if len(rails) > 1 and not rails_joined(cluster):
+        out.append(
+            (
+                "NCCL_CROSS_NIC",
+                "0",
+                f"network.fabric.switches[].rail: these nodes hang from {len(rails)} rails "
+                "and no switch joins two, so NCCL keeps each ring and tree on one rail",
+            )
+        )
+    if fabric.sharp:
+        out.append(("NCCL_COLLNET_ENABLE", "1", "network.fabric.sharp: SHARP in the switches"))
+    return out
 
 
 def derive_nccl(cluster: ResolvedCluster) -> list[ProfileNccl]:
