@@ -62,6 +62,11 @@ def test_reference_specs_render_every_sheet(spec_path: Path) -> None:
         "facility/pdu-banks.csv",
         "facility/pdu-outlets.csv",
         "facility/cables.csv",
+        # the fabric's port map, failure domains and drawing (both specs have a fabric)
+        "facility/ports.csv",
+        "facility/ports.md",
+        "facility/failure-domains.md",
+        "facility/fabric.svg",
     }
     racks = {f"facility/racks/{rack.name}.svg" for rack in cluster.spec.racks}
     assert set(files) == sheets | racks

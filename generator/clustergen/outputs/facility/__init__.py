@@ -10,8 +10,18 @@ import re
 import jinja2
 
 from clustergen.artifacts import Artifact
+from clustergen.fabric import tiers
 from clustergen.outputs.facility.derive import FacilitySheets, derive_facility
 from clustergen.outputs.facility.elevation import PLACEHOLDER, PLACEHOLDERS, Elevation, Shape
+from clustergen.outputs.facility.fabric_drawing import fabric_drawing
+from clustergen.outputs.facility.failures import failure_report, failure_rows
+from clustergen.outputs.facility.ports import (
+    PORT_HEADER,
+    PortMap,
+    locations,
+    port_map,
+    port_pages,
+)
 from clustergen.outputs.facility.sheets import (
     BANK_HEADER,
     CABLE_HEADER,
@@ -52,13 +62,24 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         "pdu-outlets.csv": csv_text(OUTLET_HEADER, facility.outlet_rows),
         "cables.csv": csv_text(CABLE_HEADER, facility.cable_rows),
     }
+    tier = tiers(cluster)  # once: the port map, the failures and the drawing read it
+    ports = port_map(cluster, facility.cable_rows, tier)
+    if ports.rows:
+        sheets["ports.csv"] = csv_text(PORT_HEADER, ports.rows)
     artifacts += [Artifact(f"facility/{name}", text) for name, text in sheets.items()]
+    drawing = fabric_drawing(cluster, tier)
+    if drawing is not None:
+        text = render_template(env, "facility/fabric.svg.j2", cluster, drawing=drawing)
+        artifacts.append(Artifact("facility/fabric.svg", text))
     # The page carries each elevation inline, so it is one file with nothing to fetch.
-    pages = {
+    pages: dict[str, dict[str, object]] = {
         "overview.html": _overview(facility, svgs),
         "racks.md": {},
         "pdus.md": _pdu_sheet(facility),
+        "failure-domains.md": {"failure_rows": failure_rows(failure_report(cluster, tier))},
     }
+    if ports.rows:
+        pages["ports.md"] = {"ports_page": _ports_page(cluster, ports)}
     for name, values in pages.items():
         text = render_template(env, f"facility/{name}.j2", cluster, facility=facility, **values)
         artifacts.append(Artifact(f"facility/{name}", text))
@@ -153,4 +174,22 @@ def _overview(facility: FacilitySheets, svgs: list[str]) -> dict[str, object]:
         "racks": racks,
         "feeds": feeds[:SHOWN_FEEDS],
         "summary": {"racks": len(facility.shapes), "feeds": len(facility.feed_rows)},
+    }
+
+
+def _ports_page(cluster: ResolvedCluster, ports: PortMap) -> dict[str, object]:
+    fabric = cluster.spec.network.fabric
+    assert fabric is not None
+    planes, omitted = port_pages(ports, locations(cluster))
+    return {
+        "planes": planes,
+        "omitted": omitted,
+        "link_count": ports.links,
+        "port_count": len(ports.rows),
+        "over": ports.over,
+        "rate": fabric.rate.upper(),
+        "classes": ", ".join(
+            f"node-leaf across racks {name}" if tier == "across racks" else f"{tier} {name}"
+            for tier, name in ports.classes
+        ),
     }
