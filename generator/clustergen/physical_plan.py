@@ -621,12 +621,17 @@ def cables(spec: Spec, hosts: Mapping[str, Host], ports: tuple[SwitchPorts, ...]
                 port += 1
                 parent_port[(child, switch.name, k)] = port
     rows = []
+    cabled: dict[tuple[str, int | None], list[str]] = {}  # the HCAs, once per profile
     for switch in ports:
         # The switch's last port; with none known, no cable is beyond it.
         last = switch.ports if switch.ports is not None else math.inf
         port = 0
         for node, _count in switch.hcas:
-            for hca in cabled_hcas(hosts[node], switch.rail):
+            host = hosts[node]
+            key = (host.hardware_name, switch.rail)
+            if key not in cabled:
+                cabled[key] = cabled_hcas(host, switch.rail)
+            for hca in cabled[key]:
                 port += 1
                 rows.append(Cable(switch.name, port, node, hca, "node", port > last))
         port += sum(n for _, n in switch.down)
