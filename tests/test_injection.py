@@ -55,7 +55,7 @@ from clustergen.model.spec import Spec
 from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 
-from support.paths import DATA, REFERENCE_SPECS, REPO
+from support.paths import DATA, EXAMPLES, REFERENCE_SPECS, REPO
 
 SchemaPath = tuple[str, ...]
 HOSTILE = [";x", "$(x)", "`x`", "\nx=1", "/../..", "/x", "'", '"', "%n", "{{x}}", " x", "#x"]
@@ -167,7 +167,9 @@ def _every_string_spec() -> dict[str, Any]:
     ]
     profile["nccl"] = {"env": {"NCCL_ALGO": "Ring"}}
     document["network"]["bmc"]["gateway"] = "10.0.2.1"
-    document["network"]["fabric"]["switches"][0]["model"] = "QM8790"
+    # Not a catalog model: a catalog one gives the switch its ports, so a value appended
+    # to it changes the port budget, which is no injection.
+    document["network"]["fabric"]["switches"][0]["model"] = "QM8790-site"
     document["nodes"][0]["features"] = ["h100"]
     slurm = document["slurm"]
     slurm["accounting"]["database"] = {
@@ -256,8 +258,17 @@ def _zfs_patterned_spec() -> dict[str, Any]:
     return document
 
 
+def _rails_spec() -> dict[str, Any]:
+    """The superpod example (the rails pattern) with switch models outside the catalog."""
+    document: dict[str, Any] = yaml.safe_load((EXAMPLES / "superpod-rail-128node.yaml").read_text())
+    pattern = document["network"]["fabric"]["switches"][0]
+    pattern.update(leaf_model="QM9790-site", spine_model="QM9790-site")
+    return document
+
+
 SOURCES: dict[str, dict[str, Any]] = {
     "every-string": _every_string_spec(),
+    "rails": _rails_spec(),
     **{path.stem: yaml.safe_load(path.read_text()) for path in REFERENCE_SPECS},
     **{path.stem: yaml.safe_load(path.read_text()) for path in sorted(DATA.glob("*.yaml"))},
     "patterns": _patterned_spec(),

@@ -235,7 +235,7 @@ def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]
         yield (
             _switch_entry(leaf, fabric.leaf_model, fabric.leaf_ports, fabric.uplinks),
             (f"switch {leaf['name']}"),
-            {("nodes",): ("nodes",)},
+            {("nodes",): ("nodes",), ("name",): ("leaf",)},
         )
     by_place: dict[tuple[int | None, int | None], list[str]] = {}
     for number, leaf in enumerate(leaves):
@@ -248,11 +248,16 @@ def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]
         yield (
             _switch_entry(entry, fabric.spine_model, fabric.spine_ports, up),
             (f"switch {spine}"),
-            {},
+            {("name",): ("spines",), ("switches",): ("leaf",)},
         )
     for core, below in cores:
         entry = {"name": core, "switches": fold_last_numbers(below)}
-        yield _switch_entry(entry, fabric.core_model, fabric.core_ports, 1), f"switch {core}", {}
+        places = {("name",): ("cores",), ("switches",): ("spines",)}
+        yield (
+            _switch_entry(entry, fabric.core_model, fabric.core_ports, 1),
+            f"switch {core}",
+            places,
+        )
 
 
 def _spine_groups(
