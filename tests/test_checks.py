@@ -13,6 +13,7 @@ import pytest
 
 from clustergen.checks import CHECKS, Check
 from clustergen.load import load_spec
+from clustergen.long_form import expand
 from clustergen.resolve import ResolvedCluster
 from clustergen.validate import valid_sections
 
@@ -22,7 +23,7 @@ from support.paths import REFERENCE_SPECS
 @pytest.mark.parametrize("spec_file", REFERENCE_SPECS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: f"{c.run.__module__}.{c.run.__name__}")
 def test_check_reads_only_the_sections_it_needs(spec_file: Path, check: Check) -> None:
-    data = load_spec(str(spec_file)).data
+    data = expand(load_spec(str(spec_file)).data).data  # the long form, as checks see it
     others = {str(name) for name in data} - check.needs
     spec, valid = valid_sections(data, others)
     assert check.needs <= valid
