@@ -18,6 +18,7 @@ from clustergen.catalog.packages import driver_branch_packages, upstream_version
 from clustergen.checks import packages as package_checks
 from clustergen.checks import software as software_checks
 from clustergen.errors import Problem
+from clustergen.long_form import expand
 from clustergen.model import Spec
 from clustergen.outputs.ansible import handler_name, host_patterns
 from clustergen.render import render_all
@@ -423,7 +424,7 @@ def _ansible_inventory(inventory: Path, *args: str) -> Any:
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
 def test_inventory_as_ansible_reads_it(spec_path: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     assert cli("render", str(spec_path), "-o", str(tmp_path)).code == 0
-    spec = Spec.model_validate(YAML(typ="safe").load(spec_path.read_text()))
+    spec = Spec.model_validate(expand(YAML(typ="safe").load(spec_path.read_text())).data)
     hosts = resolve(spec, spec_path.name).hosts
     listing = _ansible_inventory(tmp_path / "inventory", "--list")
     hostvars = listing["_meta"]["hostvars"]
@@ -505,7 +506,7 @@ def test_every_installed_file_notifies_a_handler_its_family_role_defines(spec_pa
                 include = task.get("ansible.builtin.include_role", {})
                 if include.get("name") == "rendered_files":
                     installs_family[task["vars"]["rendered_files_family"]] = role.name
-    spec = Spec.model_validate(YAML(typ="safe").load(spec_path.read_text()))
+    spec = Spec.model_validate(expand(YAML(typ="safe").load(spec_path.read_text())).data)
     rendered = render_all(resolve(spec, spec_path.name))
     installed = [a for a in rendered.values() if a.install is not None]
     assert installed
