@@ -252,7 +252,7 @@ def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]
         )
     for core, below in cores:
         entry = {"name": core, "switches": fold_last_numbers(below)}
-        places = {("name",): ("cores",), ("switches",): ("spines",)}
+        places: dict[SpecPath, SpecPath] = {("name",): ("cores",), ("switches",): ("spines",)}
         yield (
             _switch_entry(entry, fabric.core_model, fabric.core_ports, 1),
             f"switch {core}",

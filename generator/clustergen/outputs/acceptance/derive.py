@@ -241,14 +241,13 @@ def _bisection_job(
     every rail at once: the pass mark is the least of their rails and the least cut of the
     fabric between them."""
     link, rate = _link(cluster)
+    # The split between units nearest half the nodes, with a unit on each side (units of
+    # 4 and 6 nodes: 4 against 6, never all 10 against none).
     total = sum(len(group) for group in groups)
-    first: list[str] = []
-    for group in groups:
-        if first and 2 * len(first) >= total:
-            break
-        first += group
-    taken = set(first)
-    second = [node for group in groups for node in group if node not in taken]
+    sizes = [sum(len(group) for group in groups[:k]) for k in range(1, len(groups))]
+    split = 1 + min(range(len(sizes)), key=lambda k: abs(2 * sizes[k] - total))
+    first = [node for group in groups[:split] for node in group]
+    second = [node for group in groups[split:] for node in group]
     pairs = min(len(first), len(second))
     senders, receivers = first[:pairs], second[:pairs]
     cut = bisection(cluster, set(senders), set(receivers))
