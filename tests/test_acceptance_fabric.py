@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from clustergen.load import LoadedSpec
 from clustergen.long_form import expand
@@ -21,7 +20,8 @@ from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 
 from support.ci import tool
-from support.paths import DATA, EXAMPLES
+from support.paths import DATA
+from support.specs import example_data
 
 FIXTURES = DATA / "acceptance"
 Data = dict[str, Any]
@@ -36,15 +36,10 @@ RAILS = {
 }
 
 
-def _reference() -> Data:
-    data: Data = yaml.safe_load((EXAMPLES / "ml-training-8node.yaml").read_text())
-    return data
-
-
 def _rail_spec(uplinks: int = 2) -> Data:
     """The 8-node reference spec on 8 rails: 2 units of 4 nodes, each rail leaf up to both
     spines with `uplinks` cables, the service nodes on a leaf under the spines too."""
-    data = _reference()
+    data = example_data()
     data["network"]["fabric"]["switches"] = [{**RAILS, "uplinks": uplinks}, SERVICE]
     out = expand(data)
     assert not out.errors and not out.problems, (out.errors, out.problems)
@@ -59,7 +54,7 @@ def _three_tiers() -> Data:
     """Four leaves of two GPU nodes, two spines of two leaves each, one core over both
     spines: the leaves go up with 2 cables, the spines with 1, so the spines' uplinks are
     the narrowest cut between gpu[01-04] and gpu[05-08]."""
-    data = _reference()
+    data = example_data()
     data["network"]["fabric"]["switches"] = [
         {"name": f"leaf{n}", "nodes": f"gpu[{2 * n - 1:02d}-{2 * n:02d}]", "uplinks": 2}
         for n in range(1, 5)
@@ -74,7 +69,7 @@ def _three_tiers() -> Data:
 
 def _uneven() -> Data:
     """Leaves of 3, 2 and 3 GPU nodes under one spine: units of different sizes."""
-    data = _reference()
+    data = example_data()
     data["network"]["fabric"]["switches"] = [
         {"name": "leaf1", "nodes": "gpu[01-03]", "uplinks": 24},
         {"name": "leaf2", "nodes": "gpu[04-05]", "uplinks": 16},
@@ -130,7 +125,7 @@ def test_the_rail_job_knows_the_units_and_the_cross_leaf_share() -> None:
     ("data", "threshold", "why"),
     [
         # One HDR uplink out of ib-leaf01: 200 Gb/s for 4 x 8 flows.
-        (_reference(), "180.0", "but the 1 cable out of the senders' leaves (ib-leaf01)"),
+        (example_data(), "180.0", "but the 1 cable out of the senders' leaves (ib-leaf01)"),
         (_rail_spec(), "5760.0", "within the senders' 32 HCA ports x 200 Gb/s = 6400 Gb/s"),
         (
             _rail_spec(uplinks=1),
@@ -312,7 +307,7 @@ def test_a_spine_shares_its_uplinks_only_with_the_traffic_that_reaches_it() -> N
     # leaf1-2 (gpu01-04) each go up to spine1 and spine2 with 2 cables; leaf3-4 likewise to
     # spine3 and spine4; each spine has 1 cable to the core. A leaf sends half of its 16
     # HCA ports' traffic to each spine: spine1 takes 8 + 8 = 16 ports' worth on 1 uplink.
-    data = _reference()
+    data = example_data()
     data["network"]["fabric"]["switches"] = [
         {"name": f"leaf{n}", "nodes": f"gpu[{2 * n - 1:02d}-{2 * n:02d}]", "uplinks": 2}
         for n in range(1, 5)

@@ -15,19 +15,15 @@ from clustergen.load import LoadedSpec
 from clustergen.outputs.facility.derive import derive_facility
 from clustergen.validate import validate, validate_cluster
 
-from support.paths import EXAMPLES, INVALID
+from support.paths import INVALID
+from support.specs import example_data
 
 Data = dict[str, Any]
 
 
-def _reference() -> Data:
-    data: Data = YAML(typ="safe").load((EXAMPLES / "ml-training-8node.yaml").read_text())
-    return data
-
-
 def _rail_optimised(rails: int = 8) -> Data:
     """A rail-optimised fabric written as a tree: every node under each of `rails` leaves."""
-    data = _reference()
+    data = example_data()
     data["network"]["fabric"]["switches"] = [
         {"name": f"rail{k}", "nodes": "gpu[01-08]", "ports": 64} for k in range(rails)
     ] + [{"name": "ib-spine01", "switches": f"rail[0-{rails - 1}]"}]
@@ -81,7 +77,7 @@ def test_a_few_alike_problems_keep_a_line_each_at_their_own_place() -> None:
 def test_identical_messages_at_several_places_name_the_places() -> None:
     # The same unknown node under five leaves: the message is the same each time, so the
     # places, not a name, tell the problems apart.
-    data = _reference()
+    data = example_data()
     data["network"]["fabric"]["switches"] = [
         {"name": f"leaf{k}", "nodes": "gpu[01-08],gpu99" if k == 0 else "gpu99"} for k in range(6)
     ] + [{"name": "ib-spine01", "switches": "leaf[0-5]"}]
@@ -97,7 +93,7 @@ def _overloaded_racks(count: int) -> Data:
     """The reference spec and `count` racks of seven shelves, one PSU per feed each, plugged
     onto L1, L2, L3, L1, ...: L1 carries 3500 + 3500 + 1500 = 8500 VA on failover, above
     80% of its 9584 VA pole though within it: a warning per rack and feed."""
-    data = _reference()
+    data = example_data()
     watts = [3500, 500, 500, 3500, 500, 500, 1500]
     for r in range(6, 6 + count):
         rack = f"r{r:02d}"

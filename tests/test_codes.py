@@ -13,21 +13,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from ruamel.yaml import YAML
 
 from clustergen.codes import CODES
 from clustergen.errors import SpecInvalid
 from clustergen.load import LoadedSpec, parse_spec
 from clustergen.validate import validate
 
-from support.paths import EXAMPLES, INVALID, WARNING_CASES
+from support.paths import INVALID, WARNING_CASES
+from support.specs import example_data
 
 Data = dict[str, Any]
-
-
-def _reference() -> Data:
-    loaded: Data = YAML(typ="safe").load((EXAMPLES / "ml-training-8node.yaml").read_text())
-    return loaded
 
 
 def _set(path: str, value: Any) -> Callable[[Data], None]:
@@ -149,7 +144,7 @@ def test_the_reference_spec_has_only_its_true_warnings() -> None:
     # rating but above the 80% continuous limit (issue 20). SchedMD's support for Slurm
     # 23.11 ended in May 2025 (tests run on 2026-11-25: conftest.py). Its Slurm is
     # SchedMD's by default and no repository is named that serves it (issue 20).
-    assert _codes_for(_reference()) == {
+    assert _codes_for(example_data()) == {
         "software.slurm-end-of-support",
         "software.slurm-schedmd-without-repository",
         "hardware.feed-loss-underpowers",
@@ -163,7 +158,7 @@ def test_the_reference_spec_has_only_its_true_warnings() -> None:
 
 @pytest.mark.parametrize("code", sorted(PRODUCED_BY_CHANGE))
 def test_change_produces_code(code: str) -> None:
-    data = _reference()
+    data = example_data()
     PRODUCED_BY_CHANGE[code](data)
     assert code in _codes_for(data)
 

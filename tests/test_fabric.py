@@ -7,21 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from clustergen.fabric import blocking, uplink_share
 from clustergen.load import LoadedSpec
 from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate, validate_cluster
 
-from support.paths import EXAMPLES
+from support.specs import example_data
 
 Data = dict[str, Any]
-
-
-def _reference() -> Data:
-    data: Data = yaml.safe_load((EXAMPLES / "ml-training-8node.yaml").read_text())
-    return data
 
 
 def _cluster(data: Data) -> ResolvedCluster:
@@ -42,7 +35,7 @@ def _oversubscribed(data: Data) -> list[str]:
 def test_blocking_factor_comes_from_the_cables() -> None:
     # ib-leaf01: gpu01-04, 8 HCAs each; ib-leaf02: gpu05-08 (32), slurm-head (1), mds01 and
     # oss01-04 (2 each): 43. One uplink each, as cables.csv lists them; the spine has none.
-    cluster = _cluster(_reference())
+    cluster = _cluster(example_data())
     assert [(b.name, b.hca_ports, b.up_cables, b.factor) for b in blocking(cluster)] == [
         ("ib-leaf01", 32, 1, 32.0),
         ("ib-leaf02", 43, 1, 43.0),
@@ -52,7 +45,7 @@ def test_blocking_factor_comes_from_the_cables() -> None:
 
 
 def test_gpu_partition_across_leaves_warns_once_per_leaf_by_default() -> None:
-    assert _oversubscribed(_reference()) == [
+    assert _oversubscribed(example_data()) == [
         f"network.fabric.switches.{index}: leaf blocked {ports}:1 ({ports} HCA ports down, "
         "1 uplink up, all at 200 Gb/s), above the 1:1 (non-blocking) that GPU partition "
         "'gpu-training' gets by default (slurm.partitions[0].max_blocking); a job across "
@@ -63,7 +56,7 @@ def test_gpu_partition_across_leaves_warns_once_per_leaf_by_default() -> None:
 
 
 def test_declared_max_blocking_is_the_target() -> None:
-    data = _reference()
+    data = example_data()
     data["slurm"]["partitions"][0]["max_blocking"] = 40
     # debug (gpu01-02) sits on ib-leaf01 alone: its jobs never cross the uplink.
     assert [line.split(":")[0] for line in _oversubscribed(data)] == ["network.fabric.switches.1"]
@@ -73,14 +66,14 @@ def test_declared_max_blocking_is_the_target() -> None:
 
 
 def test_a_partition_on_one_leaf_is_not_warned() -> None:
-    data = _reference()
+    data = example_data()
     data["slurm"]["partitions"][0]["nodes"] = "gpu[05-08]"
     data["slurm"]["partitions"][1]["nodes"] = "gpu[01-04]"
     assert _oversubscribed(data) == []
 
 
 def test_a_partition_without_gpus_is_checked_only_when_it_declares_a_target() -> None:
-    data = _reference()
+    data = example_data()
     # Make the GPU profile a CPU one: no default target any more.
     del data["hardware"]["hgx-h100"]["gpu"]
     data["software"].pop("fabric_manager", None)
@@ -95,7 +88,7 @@ def test_a_partition_without_gpus_is_checked_only_when_it_declares_a_target() ->
 
 
 def test_uplink_share_of_a_job_across_leaves() -> None:
-    cluster = _cluster(_reference())
+    cluster = _cluster(example_data())
     members = set(cluster.partition_nodes[0])  # gpu01-08 under both leaves
     shared = uplink_share(cluster, members, 200, alone=False)
     assert shared is not None

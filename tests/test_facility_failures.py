@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
 from clustergen.dev.large_spec import compact_spec
 from clustergen.load import LoadedSpec, load_spec, parse_spec
@@ -17,17 +16,13 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES, REPO
+from support.specs import example_data
 
 
 def _cluster(data: dict[str, Any]) -> ResolvedCluster:
     cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
     assert cluster is not None, [p.format() for p in problems]
     return cluster
-
-
-def _reference() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((EXAMPLES / "ml-training-8node.yaml").read_text())
-    return data
 
 
 def _worst(cluster: ResolvedCluster) -> dict[str, tuple[str, int, int, float | None, int]]:
@@ -78,7 +73,7 @@ def test_a_rail_lost_takes_every_node_and_a_leaf_lost_takes_its_units_nodes() ->
 
 def _split_spec() -> dict[str, Any]:
     """Two spines joined only through one leaf: losing that leaf splits the fabric."""
-    data = _reference()
+    data = example_data()
     data["network"]["fabric"]["switches"] = [
         {"name": "leaf1", "nodes": "gpu[01-03]"},
         {"name": "leaf2", "nodes": "gpu[04-05]"},
@@ -150,7 +145,7 @@ def test_at_scale_the_connected_sets_are_computed_again_only_for_cut_switches(
 
 
 def test_without_a_fabric_only_power_and_racks_take_nodes() -> None:
-    data = _reference()
+    data = example_data()
     del data["network"]["fabric"], data["storage"]
     for group in data["nodes"]:
         group.pop("fabric_ip", None)

@@ -9,7 +9,6 @@ import io
 from typing import Any
 
 import pytest
-import yaml
 
 from clustergen.load import LoadedSpec, load_spec
 from clustergen.outputs.facility import ports as ports_module
@@ -20,6 +19,7 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES, REPO
+from support.specs import example_data
 
 EXAMPLE = REPO / "docs" / "fabric-example.yaml"
 
@@ -33,11 +33,6 @@ def _cluster(data: dict[str, Any] | None = None, path: str | None = None) -> Res
     cluster, problems = validate_cluster(loaded)
     assert cluster is not None, [p.format() for p in problems]
     return cluster
-
-
-def _reference() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((EXAMPLES / "ml-training-8node.yaml").read_text())
-    return data
 
 
 def test_every_cable_is_listed_at_both_ends_with_its_tier_and_class() -> None:
@@ -87,7 +82,7 @@ def test_the_budget_counts_ports_down_up_and_free_and_flags_a_switch_over_it() -
     assert budget["ib-leaf02"][9].startswith("OVER BUDGET by 4")
     assert budget["ib-leaf01"][4:9] == ("40", "32", "1", "33", "7")
     assert ports.over == ("ib-leaf02",)
-    data = _reference()
+    data = example_data()
     data["network"]["fabric"]["switches"][1]["ports"] = 48
     ports = port_map(_cluster(data), cable_sheet(_cluster(data)))
     assert ports.over == ()

@@ -13,10 +13,10 @@ from clustergen.load import LoadedSpec
 from clustergen.long_form import expand
 from clustergen.physical_plan import cables
 from clustergen.render import render_all
-from clustergen.resolve import ResolvedCluster
-from clustergen.validate import validate, validate_cluster
+from clustergen.validate import validate
 
 from support.paths import EXAMPLES
+from support.specs import validated
 
 Data = dict[str, Any]
 RAILS = {
@@ -52,15 +52,8 @@ def _rail_only() -> Data:
     return _spec(pattern, joined=False)
 
 
-def _validated(data: Data) -> tuple[ResolvedCluster, list[str]]:
-    loaded = LoadedSpec(file="spec.yaml", name="spec.yaml", data=data)
-    cluster, problems = validate_cluster(loaded)
-    assert cluster is not None, [p.format() for p in problems]
-    return cluster, [p.code.name for p in problems]
-
-
 def _conf(data: Data, profile: str = "hgx-h100") -> str:
-    cluster, _ = _validated(data)
+    cluster, _ = validated(data)
     return render_all(cluster)[f"nccl/{profile}/nccl.conf"].text
 
 
@@ -68,7 +61,7 @@ def test_the_hca_list_is_in_rail_order_as_the_cables_are() -> None:
     data = _spec()
     profile = data["hardware"]["hgx-h100"]
     profile["fabric_hcas"] = HCAS
-    cluster, _ = _validated(data)
+    cluster, _ = validated(data)
     conf = render_all(cluster)["nccl/hgx-h100/nccl.conf"].text
     line = next(line for line in conf.splitlines() if line.startswith("NCCL_IB_HCA="))
     listed = [item.split(":")[0] for item in line.removeprefix("NCCL_IB_HCA==").split(",")]

@@ -13,10 +13,10 @@ from clustergen.fabric import blocking, tiers
 from clustergen.load import LoadedSpec
 from clustergen.long_form import expand
 from clustergen.physical_plan import cables
-from clustergen.resolve import ResolvedCluster
-from clustergen.validate import validate, validate_cluster
+from clustergen.validate import validate
 
 from support.paths import EXAMPLES
+from support.specs import validated
 
 Data = dict[str, Any]
 
@@ -45,12 +45,6 @@ def _long_form(data: Data) -> Data:
     assert not out.errors and not out.problems, (out.errors, out.problems)
     result: Data = out.data
     return result
-
-
-def _validated(data: Data) -> tuple[ResolvedCluster, list[str]]:
-    cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
-    assert cluster is not None, [p.format() for p in problems]
-    return cluster, [p.code.name for p in problems]
 
 
 def _with_service_under_spines(data: Data) -> Data:
@@ -90,7 +84,7 @@ def test_spines_per_rail_and_cores_make_three_tiers() -> None:
 
 
 def test_a_rail_optimised_fabric_with_two_spines_validates_without_a_network_problem() -> None:
-    cluster, found = _validated(_with_service_under_spines(_rail_spec()))
+    cluster, found = validated(_with_service_under_spines(_rail_spec()))
     assert not [code for code in found if code.split(".")[0] in ("network", "syntax")], found
     # Each rail leaf: 4 HCAs down, 2 cables to each of 2 spines up: non-blocking.
     rows = {b.name: b for b in blocking(cluster)}
@@ -101,7 +95,7 @@ def test_a_rail_optimised_fabric_with_two_spines_validates_without_a_network_pro
 
 
 def test_each_rail_leaf_takes_its_rails_hca_of_every_node_once() -> None:
-    cluster, _ = _validated(_with_service_under_spines(_rail_spec()))
+    cluster, _ = validated(_with_service_under_spines(_rail_spec()))
     rows = cables(cluster.spec, cluster.by_name, cluster.switch_ports)
     to_nodes = [(c.switch, c.peer, c.peer_port) for c in rows if c.kind == "node"]
     assert ("su1-leaf3", "gpu02", "mlx5_2") in to_nodes
@@ -113,7 +107,7 @@ def test_each_rail_leaf_takes_its_rails_hca_of_every_node_once() -> None:
 
 def test_a_leaf_under_two_spines_is_one_plane_and_a_spine_alone_splits_it() -> None:
     data = _with_service_under_spines(_rail_spec())
-    assert "network.switch-forest" not in _validated(data)[1]
+    assert "network.switch-forest" not in validated(data)[1]
     split = copy.deepcopy(data)
     for switch in split["network"]["fabric"]["switches"]:
         if switch["name"] == "spine2":
@@ -132,7 +126,7 @@ def test_rails_without_spines_are_planes_of_their_own() -> None:
     pattern["units"] = "su1"
     data = _rail_spec(pattern)
     data["network"]["fabric"]["switches"] = [pattern, {**SERVICE, "uplinks": 1}]
-    found = _validated(data)[1]
+    found = validated(data)[1]
     # The service leaf is a plane of its own, apart from the rails: no forest within a rail.
     assert "network.switch-forest" not in found, found
 
@@ -147,7 +141,7 @@ def test_a_catalog_model_gives_the_switch_its_ports() -> None:
             switch["model"] = "QM8700"
         if switch["name"] == "spine2":
             switch["model"] = "sn5600"
-    cluster, _ = _validated(data)
+    cluster, _ = validated(data)
     rows = {row.name: row for row in cluster.switch_ports}
     assert (rows["spine1"].ports, rows["spine1"].assumed, rows["spine1"].used) == (40, False, 34)
     assert (rows["spine2"].ports, rows["spine2"].assumed) == (40, True)
@@ -165,7 +159,7 @@ def test_hostlists_written_for_slurm_fold_only_the_last_number() -> None:
     assert compress(["su1-leaf1", "su2-leaf1", "su3-leaf1"]) == "su1-leaf1,su2-leaf1,su3-leaf1"
     assert compress(["su1-leaf1", "su1-leaf2", "su2-leaf1"]) == "su1-leaf[1-2],su2-leaf1"
     pattern = {**RAILS, "spines": "spine[01-16]", "spines_per_rail": 2}
-    cluster, found = _validated(_rail_spec(pattern))
+    cluster, found = validated(_rail_spec(pattern))
     assert "syntax.hostlist" not in found
     assert cluster.switch_children[16] == ("su1-leaf1", "su2-leaf1")
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ruamel.yaml import YAML
 
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, accepted_keys
 from clustergen.catalog.slurm_releases import RELEASES, upgrade_steps
@@ -17,14 +16,10 @@ from clustergen.validate import validate
 
 from support.paths import EXAMPLES
 from support.pull_request import edited
+from support.specs import example_data
 
 Data = dict[str, Any]
 ML = EXAMPLES / "ml-training-8node.yaml"
-
-
-def _reference() -> Data:
-    loaded: Data = YAML(typ="safe").load(ML.read_text())
-    return loaded
 
 
 def _problems(data: Data) -> list[tuple[str, str]]:
@@ -33,7 +28,7 @@ def _problems(data: Data) -> list[tuple[str, str]]:
 
 
 def _with(slurm: str, options: dict[str, object] | None = None) -> list[tuple[str, str]]:
-    data = _reference()
+    data = example_data()
     data["software"]["slurm"] = slurm
     if options is not None:
         data["slurm"]["options"] = options

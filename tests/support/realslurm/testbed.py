@@ -127,7 +127,9 @@ class SlurmTestbed(DaemonOwner):
     accounting: "slurmdbd" runs a real slurmdbd + MariaDB when slurm.conf uses
         accounting_storage/slurmdbd; "remove" drops the AccountingStorage*
         keys instead and lists them in `skipped`.
-    client_timeout_s: how long one client command may take (large clusters list slowly).
+    client_timeout_s: how long one client command, or slurmctld's start, may take
+        (a large cluster starts and lists slowly: slurmctld registers every node with
+        slurmdbd before it answers a ping).
     """
 
     def __init__(
@@ -305,7 +307,12 @@ class SlurmTestbed(DaemonOwner):
             ],
             log=self.paths.log / "slurmctld.log",
         )
-        wait_until(self._controller_up, self.daemons, "slurmctld to answer scontrol ping")
+        wait_until(
+            self._controller_up,
+            self.daemons,
+            "slurmctld to answer scontrol ping",
+            timeout=max(START_TIMEOUT_S, self.client_timeout_s),
+        )
         return daemon
 
     def _controller_up(self) -> bool:

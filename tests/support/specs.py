@@ -1,0 +1,28 @@
+"""The example specs as data, and a spec validated in memory: what many tests start from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from clustergen.load import LoadedSpec
+from clustergen.resolve import ResolvedCluster
+from clustergen.validate import validate_cluster
+
+from support.paths import EXAMPLES
+
+Data = dict[str, Any]
+
+
+def example_data(name: str = "ml-training-8node") -> Data:
+    """examples/<name>.yaml as written (patterns unexpanded), a fresh copy each call."""
+    data: Data = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
+    return data
+
+
+def validated(data: Data) -> tuple[ResolvedCluster, list[str]]:
+    """The resolved cluster of a valid spec, and the codes of its warnings, in order."""
+    cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
+    assert cluster is not None, [p.format() for p in problems]
+    return cluster, [p.code.name for p in problems]
