@@ -88,6 +88,10 @@ def test_shelf_and_heat_sheets_print_the_plan_the_checks_judge() -> None:
     )
     assert "| nvl1 | cdu1 | 21400 | 17590 | 3810 | 5000 | 1190 |" in files["facility/racks.md"]
     assert "| cdu1 | nvl1 | 20000 | 17590 | 2410 |" in files["facility/racks.md"]
+    # The elevation names the shelves and draws the load against them, not "no PDUs".
+    svg = files["facility/racks/nvl1.svg"]
+    assert "power shelves 2 x 33 kW (N+N)" in svg and "33.00 kW: 65% used" in svg
+    assert "No PDUs" not in svg
 
 
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
