@@ -79,6 +79,10 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "racks.device-needs-size": _set("racks.0.devices.2", {"u": 42, "name": "ib-leaf01"}),
     "racks.device-node-or-name": _set("racks.0.devices.0", {"u": 3}),
     "racks.node-with-size": _set("racks.0.devices.0.height_u", 6),
+    "facility.rack-on-two-cdus": _set(
+        "facility.cdus",
+        [{"name": f"cdu{n}", "capacity_kw": 100, "racks": "r01"} for n in (1, 2)],
+    ),
     "slurm.accounting-host-without-role": _set("nodes.1.roles", ["slurm_controller", "login"]),
     "slurm.controller-listed-twice": _set("slurm.controllers", ["slurm-head", "slurm-head"]),
     "slurm.controller-not-listed": _set("nodes.2.roles", ["lustre_mgs", "slurm_controller"]),

@@ -241,6 +241,13 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "facility-site-over-power-budget": _POWER_PLAN,
     "facility-site-cooling-exceeded": _POWER_PLAN,
     "facility-phase-over-limit": _POWER_PLAN,
+    "facility-power-shelves-over-capacity": _POWER_PLAN,
+    "facility-cdu-over-capacity": _POWER_PLAN,
+    "facility-rack-air-cooling-exceeded": _POWER_PLAN,
+    "facility-pdus-and-power-shelves": "a key that excludes another; the schema leaves pdus "
+    "open as a list that may be empty",
+    "facility-power-shelves-odd-for-n-plus-n": "the parity of a count against another key",
+    "facility-cdu-unknown-rack": _CROSS_REFERENCE,
 }
 
 

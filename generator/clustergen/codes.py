@@ -815,7 +815,41 @@ RACKS_TWO_PDUS_ON_FEED = Code("racks.two-pdus-on-feed", "error", "a rack has two
 RACKS_NODE_POWER_UNKNOWN = Code(
     "racks.node-power-unknown",
     "error",
-    "a node in a rack with PDUs has a hardware profile without power",
+    "a node in a rack with PDUs or power shelves has a hardware profile without power",
+)
+RACKS_PDUS_AND_SHELVES = Code(
+    "racks.pdus-and-shelves", "error", "a rack has both PDUs and power shelves"
+)
+RACKS_SHELF_COUNT_REDUNDANCY = Code(
+    "racks.shelf-count-redundancy",
+    "error",
+    "the count of power shelves cannot have the redundancy given (N+N odd, N+1 below 2)",
+)
+RACKS_SHELVES_OVER_CAPACITY = Code(
+    "racks.shelves-over-capacity",
+    "error",
+    "the rack's max draw is above what its power shelves carry with the redundancy spent",
+)
+RACKS_AIR_COOLING_EXCEEDED = Code(
+    "racks.air-cooling-exceeded",
+    "error",
+    "the air share of the rack's max draw is above its air_cooling_kw",
+)
+FACILITY_CDU_OVER_CAPACITY = Code(
+    "facility.cdu-over-capacity",
+    "error",
+    "the liquid share of the max draw of a CDU's racks is above its capacity_kw",
+)
+FACILITY_CDU_UNKNOWN_RACK = Code(
+    "facility.cdu-unknown-rack", "error", "a CDU names a rack that is not defined"
+)
+FACILITY_RACK_ON_TWO_CDUS = Code(
+    "facility.rack-on-two-cdus", "error", "a rack is listed under two CDUs"
+)
+FACILITY_LIQUID_RACK_WITHOUT_CDU = Code(
+    "facility.liquid-rack-without-cdu",
+    "warning",
+    "a rack sends heat to liquid but no CDU lists it, so that heat is not checked",
 )
 RACKS_PSU_FEED_MISSING = Code(
     "racks.psu-feed-missing", "error", "a node cables PSUs to a feed its rack does not have"

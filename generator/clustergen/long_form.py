@@ -146,7 +146,7 @@ def _racks(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
         devices += _fill(pattern.devices, rack=name)
         if devices:
             rack["devices"] = devices
-        for key in ("weight_kg", "cooling_kw"):
+        for key in ("weight_kg", "cooling_kw", "power_shelves", "air_cooling_kw"):
             if getattr(pattern, key) is not None:
                 rack[key] = getattr(pattern, key)
         if len(own) not in places_by_count:

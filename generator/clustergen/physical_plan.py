@@ -70,6 +70,11 @@ class Device:
     weight_kg: float | None
     psus: tuple[Psu, ...]
     unplugged_psus: int  # PSUs cabled to a feed the rack does not have
+    liquid_share: float = 0.0  # of its heat, to liquid; the rest to air
+
+    @property
+    def liquid_watts(self) -> float:
+        return self.max_watts * self.liquid_share
 
     @property
     def top(self) -> int:
@@ -221,6 +226,22 @@ class RackPlan:
         return sum(device.weight_kg or 0.0 for device in self.devices)
 
     @property
+    def liquid_watts(self) -> float:
+        """Heat to liquid at max draw: each device's max_watts x its liquid_share."""
+        return sum(device.liquid_watts for device in self.devices)
+
+    @property
+    def air_watts(self) -> float:
+        """Heat to air at max draw: what liquid does not take."""
+        return self.max_watts - self.liquid_watts
+
+    @property
+    def shelf_capacity_w(self) -> float | None:
+        """What the rack's power shelves carry with the redundancy spent; None without."""
+        shelves = self.rack.power_shelves
+        return None if shelves is None else shelves.carrying * shelves.shelf_kw * 1000
+
+    @property
     def limit_va(self) -> float:
         """What the rack may draw: the smallest feed's 80% (each feed must carry it alone)."""
         return min((load.limit_va for load in self.loads), default=0.0)
@@ -284,6 +305,7 @@ def rack_plans(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
                         entry.max_watts if entry.typical_watts is None else entry.typical_watts,
                         entry.weight_kg,
                         feeds,
+                        entry.liquid_share or 0.0,
                     )
                 )
         placed_devices = tuple(devices)
@@ -303,12 +325,15 @@ class _NodeKind(NamedTuple):
     power_factor: float
     psus: tuple[Psu, ...]
     unplugged_psus: int
+    liquid_share: float
 
 
 def _node_kind(profile: HardwareProfile, feeds: tuple[str, ...]) -> _NodeKind:
     power = profile.power
     if power is None:
-        return _NodeKind(profile.rack_units, profile.weight_kg, 0, 0, 1.0, (), 0)
+        return _NodeKind(
+            profile.rack_units, profile.weight_kg, 0, 0, 1.0, (), 0, profile.liquid_share or 0.0
+        )
     split: dict[str, int] = (
         {str(feed): count for feed, count in power.psus_per_feed.items()}
         if power.psus_per_feed is not None
@@ -325,6 +350,7 @@ def _node_kind(profile: HardwareProfile, feeds: tuple[str, ...]) -> _NodeKind:
         power_factor=power.power_factor,
         psus=psus,
         unplugged_psus=power.psu_count - len(psus) if feeds else 0,
+        liquid_share=profile.liquid_share or 0.0,
     )
 
 
@@ -344,6 +370,7 @@ def _node_device(rack_index: int, index: int, u: int, host: Host, kind: _NodeKin
         weight_kg=kind.weight_kg,
         psus=kind.psus,
         unplugged_psus=kind.unplugged_psus,
+        liquid_share=kind.liquid_share,
     )
 
 
@@ -357,6 +384,7 @@ def _other_device(
     typical_watts: int,
     weight_kg: float | None,
     feeds: tuple[str, ...],
+    liquid_share: float,
 ) -> Device:
     return Device(
         rack_index=rack_index,
@@ -373,6 +401,7 @@ def _other_device(
         weight_kg=weight_kg,
         psus=_psus(max_watts, typical_watts, 1.0, tuple((feed, 1) for feed in feeds)),
         unplugged_psus=0,
+        liquid_share=liquid_share,
     )
 
 

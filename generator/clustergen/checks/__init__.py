@@ -23,6 +23,7 @@ from clustergen.checks import (
     nccl,
     nvlink,
     packages,
+    rack_scale,
     references,
     slurm,
     slurm_network,
@@ -79,6 +80,9 @@ CHECKS: tuple[Check, ...] = (
     _check(facility.racked, "racks", "facility", "hardware", "nodes"),
     _check(facility.power, "racks", "hardware", "nodes"),
     _check(facility.site, "racks", "facility", "hardware", "nodes"),
+    _check(rack_scale.shelves, "racks", "hardware", "nodes"),
+    _check(rack_scale.air, "racks", "hardware", "nodes"),
+    _check(rack_scale.cdus, "racks", "facility", "hardware", "nodes"),
     _check(facility.ports, "network", "hardware", "nodes"),
 )
 

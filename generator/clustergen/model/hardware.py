@@ -214,6 +214,14 @@ class HardwareProfile(StrictModel):
     weight_kg: float | None = Field(
         default=None, gt=0, description="Weight of one node in kg, for the rack weight limit."
     )
+    liquid_share: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Share of the node's heat carried away by liquid (direct-to-chip cold "
+        "plates), 0-1; the rest goes to air. Default 0, air-cooled. A GB200 compute tray "
+        "sends most of its heat to liquid (docs/facility.md, 'Liquid cooling').",
+    )
 
     def compute_hcas(self) -> tuple[tuple[str, int], ...]:
         """The GPU rails, (HCA, port) in rail order: the topology table's compute HCAs, else

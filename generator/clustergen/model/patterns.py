@@ -48,6 +48,13 @@ class RackPattern(StrictModel):
     cooling_kw: float | None = Field(
         default=None, gt=0, description="Heat each rack's cooling removes, kW (max draw)."
     )
+    power_shelves: dict[str, Any] | None = Field(
+        default=None,
+        description="Each rack's power shelves, as racks[].power_shelves (in place of pdus).",
+    )
+    air_cooling_kw: float | None = Field(
+        default=None, gt=0, description="Heat each rack's air cooling removes, kW."
+    )
 
 
 class SwitchGroup(StrictModel):

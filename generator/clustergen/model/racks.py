@@ -50,6 +50,62 @@ class Pdu(StrictModel):
         return self
 
 
+# Rack-scale systems (GB200/GB300 NVL72) take power from shelves of rectifiers on a DC
+# busbar, not from PDUs. NVIDIA's reference GB200 rack has 8 shelves, each of 6 PSUs of
+# 5.5 kW, 33 kW a shelf (NVIDIA Base Command Manager manual, "BCM Power Shelf Integration",
+# docs.nvidia.com/base-command-manager/product-manuals/nvidia-mission-control/powershelf);
+# the rack draws about 120-132 kW (Supermicro's GB200 NVL72 data, as quoted at
+# introl.com/blog/why-nvidia-gb300-nvl72-blackwell-ultra-matters: 8 shelves, 132 kW), so
+# 8 x 33 kW in N+N carries it on 4 shelves. docs/facility.md, "Power shelves".
+
+
+class PowerShelves(StrictModel):
+    """Power shelves on the rack's busbar, in place of PDUs: count shelves of shelf_kw each,
+    of which the redundancy leaves count / 2 (N+N), count - 1 (N+1) or count (N) to carry
+    the rack."""
+
+    count: Int = Field(ge=1, le=32, description="Power shelves on the rack's busbar.")
+    shelf_kw: float = Field(
+        gt=0, le=200, description="Output rating of one shelf in kW (GB200 NVL72: 33 kW)."
+    )
+    redundancy: Literal["N", "N+1", "N+N"] = Field(
+        default="N+N",
+        description="What the site keeps in reserve: N+N (half the shelves, one feed's, may "
+        "be lost; the default), N+1 (one shelf) or N (none). The rack's max draw must fit on "
+        "the shelves left.",
+    )
+
+    @model_validator(mode="after")
+    def _redundancy_leaves_shelves(self) -> Self:
+        if (self.redundancy == "N+N" and self.count % 2) or (
+            self.redundancy == "N+1" and self.count < 2
+        ):
+            raise invalid(
+                codes.RACKS_SHELF_COUNT_REDUNDANCY,
+                f"{self.count} power shel{'f' if self.count == 1 else 'ves'} cannot be "
+                f"{self.redundancy}: N+N needs an even count, N+1 at least 2",
+            )
+        return self
+
+    @property
+    def carrying(self) -> int:
+        """The shelves left to carry the rack when the redundancy is spent."""
+        if self.redundancy == "N+N":
+            return self.count // 2
+        return self.count - 1 if self.redundancy == "N+1" else self.count
+
+
+LiquidShare = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=1,
+        description="Share of the heat carried away by liquid (cold plates), 0-1; the rest "
+        "goes to air.",
+    ),
+]
+
+
 class RackDevice(StrictModel):
     """Something mounted in a rack: a node, or another device with its own height and power."""
 
@@ -57,7 +113,15 @@ class RackDevice(StrictModel):
         json_schema_extra={
             "oneOf": [
                 keys_set(
-                    "node", unset=("name", "height_u", "max_watts", "typical_watts", "weight_kg")
+                    "node",
+                    unset=(
+                        "name",
+                        "height_u",
+                        "max_watts",
+                        "typical_watts",
+                        "weight_kg",
+                        "liquid_share",
+                    ),
                 ),
                 keys_set("name", "height_u", "max_watts", unset=("node",)),
             ]
@@ -85,6 +149,11 @@ class RackDevice(StrictModel):
     weight_kg: float | None = Field(
         default=None, gt=0, description="Weight of a non-node device in kg."
     )
+    liquid_share: LiquidShare | None = Field(
+        default=None,
+        description="Share of a non-node device's heat carried away by liquid (an NVLink "
+        "switch tray's cold plates), 0-1; default 0, all to air.",
+    )
 
     @model_validator(mode="after")
     def _node_or_device(self) -> Self:
@@ -96,12 +165,18 @@ class RackDevice(StrictModel):
             raise invalid(
                 codes.RACKS_DEVICE_NEEDS_SIZE, f"device '{self.name}' needs height_u and max_watts"
             )
-        own = (self.height_u, self.max_watts, self.typical_watts, self.weight_kg)
+        own = (
+            self.height_u,
+            self.max_watts,
+            self.typical_watts,
+            self.weight_kg,
+            self.liquid_share,
+        )
         if self.node is not None and any(value is not None for value in own):
             raise invalid(
                 codes.RACKS_NODE_WITH_SIZE,
-                f"node '{self.node}' takes height_u, max_watts, typical_watts and weight_kg "
-                "from its hardware profile",
+                f"node '{self.node}' takes height_u, max_watts, typical_watts, weight_kg and "
+                "liquid_share from its hardware profile",
             )
         if (
             self.max_watts is not None
@@ -132,6 +207,36 @@ class Rack(StrictModel):
     cooling_kw: float | None = Field(
         default=None, gt=0, description="Heat the rack's cooling removes, kW (max draw)."
     )
+    power_shelves: PowerShelves | None = Field(
+        default=None,
+        description="Power shelves on a busbar feeding the rack, in place of PDUs (a GB200 "
+        "NVL72 rack); a rack has PDUs or power shelves, not both.",
+    )
+    air_cooling_kw: float | None = Field(
+        default=None,
+        gt=0,
+        description="Heat the rack's air cooling removes, kW: checked against the air share "
+        "of its devices' max draw (what liquid_share leaves to air).",
+    )
+
+    @model_validator(mode="after")
+    def _pdus_or_shelves(self) -> Self:
+        if self.pdus and self.power_shelves is not None:
+            raise invalid(
+                codes.RACKS_PDUS_AND_SHELVES,
+                f"rack '{self.name}' has both PDUs and power_shelves; describe one",
+            )
+        return self
+
+
+class Cdu(StrictModel):
+    """A coolant distribution unit and the racks whose liquid loops it serves (a row)."""
+
+    name: Hostname = Field(description="CDU name.")
+    capacity_kw: float = Field(
+        gt=0, le=10_000, description="Heat the CDU moves to the facility water, kW."
+    )
+    racks: Hostlist = Field(description="The racks it serves, e.g. nvl[1-4].")
 
 
 class Facility(StrictModel):
@@ -142,6 +247,12 @@ class Facility(StrictModel):
     )
     cooling_kw: float | None = Field(
         default=None, gt=0, description="Heat the site's cooling removes from all racks, kW."
+    )
+    cdus: list[Cdu] = Field(
+        default_factory=list,
+        description="Coolant distribution units, each with the racks it serves: the liquid "
+        "share of those racks' max draw must fit its capacity_kw. Without any, liquid heat "
+        "is shown but not checked.",
     )
     unracked: Hostlist | None = Field(
         default=None,

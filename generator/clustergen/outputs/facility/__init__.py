@@ -25,12 +25,15 @@ from clustergen.outputs.facility.ports import (
 from clustergen.outputs.facility.sheets import (
     BANK_HEADER,
     CABLE_HEADER,
+    CDU_HEADER,
     DEVICE_HEADER,
     FEED_HEADER,
+    HEAT_HEADER,
     OUTLET_HEADER,
     PHASE_HEADER,
     RACK_HEADER,
     RACK_HEADER_W,
+    SHELF_HEADER,
     csv_text,
 )
 from clustergen.resolve import ResolvedCluster
@@ -62,6 +65,13 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         "pdu-outlets.csv": csv_text(OUTLET_HEADER, facility.outlet_rows),
         "cables.csv": csv_text(CABLE_HEADER, facility.cable_rows),
     }
+    for name, header, rows in (
+        ("power-shelves.csv", SHELF_HEADER, facility.shelf_rows),
+        ("cooling.csv", HEAT_HEADER, facility.heat_rows),
+        ("cdus.csv", CDU_HEADER, facility.cdu_rows),
+    ):
+        if rows:  # only where the spec uses them: a spec without renders as before
+            sheets[name] = csv_text(header, rows)
     tier = tiers(cluster)  # once: the port map, the failures and the drawing read it
     ports = port_map(cluster, facility.cable_rows, tier)
     if ports.rows:

@@ -19,12 +19,15 @@ from clustergen.outputs.facility.sheets import (
     FeedRow,
     bank_sheet,
     cable_sheet,
+    cdu_sheet,
     device_sheet,
     feed_row,
+    heat_sheet,
     outlet_sheet,
     phase_sheet,
     rack_sheet,
     rack_totals,
+    shelf_sheet,
 )
 from clustergen.physical_plan import RackPlan, kilo
 from clustergen.resolve import ResolvedCluster
@@ -51,6 +54,9 @@ class FacilitySheets:
     cable_rows: tuple[tuple[str, ...], ...]
     site: tuple[str, ...]  # summary lines
     warnings: tuple[SpecWarning, ...]
+    shelf_rows: tuple[tuple[str, ...], ...] = ()  # racks on power shelves
+    heat_rows: tuple[tuple[str, ...], ...] = ()  # heat to liquid and air; () where unused
+    cdu_rows: tuple[tuple[str, ...], ...] = ()
 
     @functools.cached_property
     def elevations(self) -> tuple[Elevation, ...]:
@@ -79,6 +85,9 @@ def derive_facility(cluster: ResolvedCluster) -> FacilitySheets | None:
         cable_rows=cable_sheet(cluster),
         site=site_summary(cluster, plans),
         warnings=spec_warnings(cluster),
+        shelf_rows=shelf_sheet(plans),
+        heat_rows=heat_sheet(cluster),
+        cdu_rows=cdu_sheet(cluster),
     )
 
 

@@ -280,6 +280,8 @@ def elevation(
     if rack.loads:
         drawn = sum(load.normal_va for load in rack.loads)
         load_texts, rack_bar = _load_lines(below, drawn, rack.limit_va)
+    elif rack.shelf_capacity_w is not None:
+        load_texts, rack_bar = _shelf_lines(below, rack.max_watts, rack.shelf_capacity_w)
     else:
         load_texts, rack_bar = (Text(RACK_X, below + 20, "No PDUs: power not planned"),), None
     legend_y = below + 72
@@ -293,7 +295,7 @@ def elevation(
         subtitle=Text(
             RACK_X,
             40,
-            f"{height_u}U, front view; " + (f"PDUs {pdus}" if pdus else "no PDUs"),
+            f"{height_u}U, front view; " + _feeding(rack, pdus),
         ),
         frame=Box(RACK_X, TITLE_H, RACK_W, frame_h, "none"),
         grid=unit_grid(height_u),
@@ -355,6 +357,30 @@ def _free_runs(height_u: int, spans: tuple[tuple[int, int], ...]) -> tuple[Text,
             free.append(Text(RACK_X + RACK_W // 2, middle + 4, text, anchor="middle"))
             run = []
     return tuple(free)
+
+
+def _feeding(rack: RackPlan, pdus: str) -> str:
+    """What feeds the rack, for its subtitle: its PDUs, or its power shelves."""
+    shelves = rack.rack.power_shelves
+    if shelves is not None:
+        return f"power shelves {shelves.count} x {shelves.shelf_kw:g} kW ({shelves.redundancy})"
+    return f"PDUs {pdus}" if pdus else "no PDUs"
+
+
+@functools.lru_cache(maxsize=1024)
+def _shelf_lines(below: int, max_watts: int, capacity_w: float) -> tuple[tuple[Text, ...], Bar]:
+    """The load of a rack on power shelves against what the shelves left when the
+    redundancy is spent carry (checks.rack_scale.shelves), and its bar."""
+    texts = (
+        Text(RACK_X, below + 20, f"Load at max draw {kilo(max_watts, 'W')}"),
+        Text(
+            RACK_X,
+            below + 34,
+            f"Shelves with the redundancy spent {kilo(capacity_w, 'W')}: "
+            f"{percent(max_watts, capacity_w)} used",
+        ),
+    )
+    return texts, bar(RACK_X, below + 42, BAR_W, 14, max_watts, capacity_w)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -15,6 +15,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from clustergen.model.common import expand_hostlist
 from clustergen.outputs.facility.elevation import Bar, bar, power_given, role_and_hardware
 from clustergen.physical_plan import FEEDS, Device, FeedLoad, RackPlan, cables
 from clustergen.resolve import ResolvedCluster
@@ -105,6 +106,27 @@ BANK_HEADER = (
     "normal_va",
     "failover_va",
 )
+SHELF_HEADER = (
+    "rack",
+    "shelves",
+    "shelf_kw",
+    "redundancy",
+    "carrying_shelves",
+    "capacity_w",
+    "typical_watts",
+    "max_watts",
+    "headroom_w",
+)
+HEAT_HEADER = (
+    "rack",
+    "cdu",
+    "max_watts",
+    "liquid_watts",
+    "air_watts",
+    "air_cooling_w",
+    "air_headroom_w",
+)
+CDU_HEADER = ("cdu", "racks", "capacity_w", "liquid_watts", "headroom_w")
 OUTLET_HEADER = ("rack", "pdu", "device", "psu", "bank", "phase", "normal_va", "failover_va")
 CABLE_HEADER = ("switch", "port", "kind", "peer", "peer_port", "note")
 
@@ -334,6 +356,79 @@ def bank_sheet(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
         for load in rack.loads
         for bank in load.banks
     )
+
+
+def shelf_sheet(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
+    """The rows of power-shelves.csv: each rack on power shelves, what the shelves left
+    when the redundancy is spent carry, and the headroom at max draw."""
+    rows = []
+    for rack in plans:
+        shelves, capacity = rack.rack.power_shelves, rack.shelf_capacity_w
+        if shelves is None or capacity is None:
+            continue
+        rows.append(
+            (
+                rack.rack.name,
+                str(shelves.count),
+                f"{shelves.shelf_kw:g}",
+                shelves.redundancy,
+                str(shelves.carrying),
+                number(capacity),
+                str(rack.typical_watts),
+                str(rack.max_watts),
+                number(capacity - rack.max_watts),
+            )
+        )
+    return tuple(rows)
+
+
+def rack_cdus(cluster: ResolvedCluster) -> dict[str, str]:
+    """Each rack's CDU by the rack's name (the first that lists it)."""
+    facility = cluster.spec.facility
+    served: dict[str, str] = {}
+    for cdu in facility.cdus if facility is not None else ():
+        for name in expand_hostlist(cdu.racks):
+            served.setdefault(name, cdu.name)
+    return served
+
+
+def heat_sheet(cluster: ResolvedCluster) -> tuple[tuple[str, ...], ...]:
+    """The rows of cooling.csv: each rack's heat at max draw split to liquid and to air,
+    and its air cooling's headroom; none where no rack sends heat to liquid, gives
+    air_cooling_kw or is on a CDU."""
+    plans = cluster.rack_plans
+    served = rack_cdus(cluster)
+    if not served and not any(
+        rack.liquid_watts or rack.rack.air_cooling_kw is not None for rack in plans
+    ):
+        return ()
+    rows = []
+    for rack in plans:
+        air_kw = rack.rack.air_cooling_kw
+        rows.append(
+            (
+                rack.rack.name,
+                served.get(rack.rack.name, ""),
+                str(rack.max_watts),
+                number(rack.liquid_watts),
+                number(rack.air_watts),
+                "" if air_kw is None else number(air_kw * 1000),
+                "" if air_kw is None else number(air_kw * 1000 - rack.air_watts),
+            )
+        )
+    return tuple(rows)
+
+
+def cdu_sheet(cluster: ResolvedCluster) -> tuple[tuple[str, ...], ...]:
+    """The rows of cdus.csv: each CDU, its racks' heat to liquid and its headroom."""
+    facility = cluster.spec.facility
+    liquid = {rack.rack.name: rack.liquid_watts for rack in cluster.rack_plans}
+    rows = []
+    for cdu in facility.cdus if facility is not None else ():
+        heat = sum(liquid.get(name, 0.0) for name in expand_hostlist(cdu.racks))
+        capacity = cdu.capacity_kw * 1000
+        rows.append((cdu.name, cdu.racks, number(capacity), number(heat), number(capacity - heat)))
+    return tuple(rows)
 
 
 def cable_sheet(cluster: ResolvedCluster) -> tuple[tuple[str, ...], ...]:
