@@ -24,6 +24,7 @@ from clustergen.lock import carries, nearest_versions, parse_apt_packages, parse
 
 from support.ci import skip_or_fail
 from support.debian import debian_mirror
+from support.os_matrix import on_os
 from support.paths import DATA, EXAMPLES
 
 LOCK = DATA / "lock"
@@ -36,6 +37,7 @@ ML = EXAMPLES / "ml-training-8node.yaml"
 def spec_file(tmp_path: Path, **software: Any) -> Path:
     document = yaml.safe_load(ML.read_text(encoding="utf-8"))
     document["software"].update(software)
+    on_os(document["software"], document["software"]["os"])
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return path

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import CONCERNS
 from clustergen.errors import ExitCode
 from clustergen.load import load_spec
@@ -158,7 +159,10 @@ def test_new_nodes_restart_what_the_slurm_role_restarts(  # type: ignore[no-unty
     the daemon. The role installs them with the handlers that metadata names and has no
     hand-written notify of its own; the plan names the same restarts on the same nodes."""
     text = ML.read_text().replace("slurm: 23.11.10", f"slurm: {slurm}")
-    spec, tree = applied(cli, text.replace("os: ubuntu-22.04", f"os: {os}"), tmp_path)
+    # NVIDIA's repository moves with the OS (checks/platform.py).
+    codename = DISTRIBUTIONS[os].nvidia_codename
+    text = text.replace("os: ubuntu-22.04", f"os: {os}").replace("/ubuntu2204/", f"/{codename}/")
+    spec, tree = applied(cli, text, tmp_path)
     edit(spec, *ADD_TWO_NODES)
     document = json.loads(cli("plan", str(spec), "-o", str(tree), "--format", "json").out)
     steps = {(s["action"], s["service"]): s for s in document["steps"]}

@@ -122,6 +122,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "cuda-too-old-for-b200": _CATALOG,
     "v100-with-cuda-13": _CATALOG,
     "driver-below-cuda-minimum": _CATALOG,
+    "driver-too-old-for-os": "catalog knowledge: which driver branches NVIDIA publishes per OS",
+    "nvidia-repository-other-os": "catalog knowledge: NVIDIA's repository directory per OS",
     "no-cuda-12-7": _CATALOG,
     "fabric-manager-missing": "depends on the hardware profiles; " + _CATALOG,
     "fabric-manager-differs-from-driver": _COMPARISON,

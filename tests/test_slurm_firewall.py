@@ -21,6 +21,7 @@ from clustergen.cli import main
 
 from support.ansible_testbed import READ_SLURM_SETTINGS
 from support.ci import require, tool
+from support.os_matrix import on_os
 from support.paths import EXAMPLES
 
 # Ports moved off Slurm's defaults, so the test can tell the rendered files from a default.
@@ -53,7 +54,7 @@ def _el_tree(tmp_path: Path, firewall_sources: bool = True) -> Path:
     spec: dict[str, Any] = yaml.safe_load((EXAMPLES / "ml-training-8node.yaml").read_text())
     spec["slurm"]["isolation"] = {"firewall_sources": firewall_sources}
     tmp_path.mkdir(exist_ok=True)
-    spec["software"]["os"] = "rocky-9"
+    on_os(spec["software"], "rocky-9")
     spec["slurm"]["accounting"]["port"] = int(DBD_PORT)
     spec["slurm"]["options"].update(
         # Slurm reads keys in any case, and slurm.options keeps the case it is given.

@@ -18,6 +18,7 @@ from clustergen.load import LoadedSpec
 from clustergen.render import render_all
 from clustergen.validate import validate, validate_cluster
 
+from support.os_matrix import on_os
 from support.paths import EXAMPLES
 
 Data = dict[str, Any]
@@ -128,7 +129,7 @@ def test_job_container_keys_follow_the_slurm_release() -> None:
     data = _spec()
     data["software"]["slurm"] = "22.05.8"
     data["software"]["slurm_packages"] = "distribution"
-    data["software"]["os"] = "debian-12"
+    on_os(data["software"], "debian-12")
     old = _render(data)
     assert _conf(old)["JobContainerType"] == "job_container/tmpfs"
     # 22.05's plugin knows no Dirs (it always mounts /tmp and /dev/shm).
@@ -147,7 +148,7 @@ def test_the_pam_module_is_pinned_with_slurm_on_compute_nodes() -> None:
     compute = lock["groups"]["compute"]["packages"]
     assert compute["slurm-smd-libpam-slurm-adopt"] == compute["slurm-smd-slurmd"]
     data = _spec()
-    data["software"].update(os="rocky-9")
+    on_os(data["software"], "rocky-9")
     lock = YAML(typ="safe").load(_render(data)["versions.lock"].text)
     compute = lock["groups"]["compute"]["packages"]
     assert compute["slurm-pam_slurm"] == compute["slurm-slurmd"]

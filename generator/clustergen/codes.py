@@ -476,6 +476,16 @@ SOFTWARE_DRIVER_BELOW_CUDA_MINIMUM = Code(
     "error",
     "the NVIDIA driver is older than the pinned CUDA needs",
 )
+SOFTWARE_DRIVER_TOO_OLD_FOR_OS = Code(
+    "software.driver-too-old-for-os",
+    "error",
+    "a driver branch NVIDIA publishes no packages of for the operating system",
+)
+SOFTWARE_NVIDIA_REPOSITORY_OTHER_OS = Code(
+    "software.nvidia-repository-other-os",
+    "error",
+    "NVIDIA's CUDA repository of another operating system than software.os",
+)
 SOFTWARE_CUDA_TOO_OLD_FOR_GPU = Code(
     "software.cuda-too-old-for-gpu", "error", "the pinned CUDA cannot target a GPU the hardware has"
 )

@@ -38,21 +38,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clustergen.artifacts import NO_CHANGE, NodeChange
+from clustergen.catalog.distributions import DISTRIBUTIONS
+from clustergen.catalog.distributions import PackageFamily as PackageFamily
 from clustergen.catalog.versions import parse_version
 from clustergen.model.software import SlurmPackaging, Software
 
-PackageFamily = Literal["apt", "dnf"]
+# apt or dnf per software.os (catalog/distributions.py).
+OS_PACKAGE_FAMILY: dict[str, PackageFamily] = {n: d.family for n, d in DISTRIBUTIONS.items()}
 
-OS_PACKAGE_FAMILY: dict[str, PackageFamily] = {
-    "ubuntu-22.04": "apt",
-    "ubuntu-24.04": "apt",
-    "debian-12": "apt",
-    "rocky-9": "dnf",
-    "rhel-9": "dnf",
-}
 
-# RPM release suffix of packages built per distribution (Slurm, Lustre, drivers).
-_EL_DIST = ".el9"
+def _el_dist(s: Software) -> str:
+    """RPM release suffix of packages built per EL release (Slurm, Lustre, drivers):
+    `.el9`, `.el10` (catalog/distributions.py)."""
+    return DISTRIBUTIONS[s.os].el_dist or ""
+
 
 # NVIDIA's driver RPMs (and the fabric manager built with them) carry `Epoch: 3`; the lock
 # records it so installed and locked versions compare equal (domain-facts: version locking).
@@ -217,7 +216,7 @@ def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
     driver = s.nvidia_driver
     names = driver_branch_packages(family, _branch(driver))
     if family == "dnf":
-        version = f"{_NVIDIA_RPM_EPOCH}:{driver}-1{_EL_DIST}"
+        version = f"{_NVIDIA_RPM_EPOCH}:{driver}-1{_el_dist(s)}"
     elif s.os.startswith("ubuntu-"):
         version = f"{driver}-{_UBUNTU_DRIVER_REVISION}"
     else:
@@ -282,13 +281,11 @@ def _dcgm(family: PackageFamily, s: Software) -> Pins:
 
 _SlurmKind = Literal["controller", "dbd", "compute", "login"]
 
-# The Slurm release each distribution ships in its own archive [domain-facts: "Where Slurm
-# packages come from"]. EL is absent: EPEL's build moves within a release (checks.software
-# asks the site to confirm it).
+# The Slurm release each distribution ships in its own archive (catalog/distributions.py,
+# with sources). EL is absent: EPEL's build moves within a release (checks.software asks
+# the site to confirm it).
 DISTRIBUTION_SLURM: dict[str, str] = {
-    "debian-12": "22.05.8",
-    "ubuntu-22.04": "21.08.5",
-    "ubuntu-24.04": "23.11.4",
+    n: d.slurm for n, d in DISTRIBUTIONS.items() if d.slurm is not None
 }
 # The first release SchedMD's own debian/ packaging (slurm-smd-*) builds.
 SCHEDMD_APT_FIRST: tuple[int, int] = (23, 11)
@@ -346,7 +343,7 @@ def _slurm(kind: _SlurmKind) -> Callable[[PackageFamily, Software], Pins]:
             names = (_APT_DISTRIBUTION_SLURM if family == "apt" else _DNF_SLURM)[kind]
             return dict.fromkeys(names, distribution_version_pin(s.slurm))
         if family == "dnf":
-            return dict.fromkeys(_DNF_SLURM[kind], f"{s.slurm}-1{_EL_DIST}")
+            return dict.fromkeys(_DNF_SLURM[kind], f"{s.slurm}-1{_el_dist(s)}")
         return dict.fromkeys(_APT_SCHEDMD_SLURM[kind], f"{s.slurm}-1")
 
     return pins
@@ -358,7 +355,7 @@ def _lustre_client(family: PackageFamily, s: Software) -> Pins:
     if family == "apt":
         version = f"{s.lustre}-1"
         return {"lustre-client-utils": version, "lustre-client-modules-dkms": version}
-    version = f"{s.lustre}-1{_EL_DIST}"
+    version = f"{s.lustre}-1{_el_dist(s)}"
     return {"lustre-client": version, "kmod-lustre-client": version}
 
 
@@ -371,7 +368,7 @@ def _lustre_server(family: PackageFamily, s: Software) -> Pins:
     if family == "apt":
         version = f"{s.lustre}-1"
         return {"lustre-server-utils": version, "lustre-server-modules-dkms": version}
-    version = f"{s.lustre}-1{_EL_DIST}"
+    version = f"{s.lustre}-1{_el_dist(s)}"
     return dict.fromkeys(("lustre", "kmod-lustre"), version)
 
 
@@ -382,7 +379,7 @@ def _lustre_server(family: PackageFamily, s: Software) -> Pins:
 def _lustre_ldiskfs(family: PackageFamily, s: Software) -> Pins:
     if s.lustre is None or family == "apt":
         return {}
-    version = f"{s.lustre}-1{_EL_DIST}"
+    version = f"{s.lustre}-1{_el_dist(s)}"
     return dict.fromkeys(("kmod-lustre-osd-ldiskfs", "lustre-osd-ldiskfs-mount"), version)
 
 
@@ -398,12 +395,12 @@ def _lustre_zfs(family: PackageFamily, s: Software) -> Pins:
         return {}
     pins: Pins = {}
     if family == "dnf":
-        version = f"{s.lustre}-1{_EL_DIST}"
+        version = f"{s.lustre}-1{_el_dist(s)}"
         pins.update(dict.fromkeys(("kmod-lustre-osd-zfs", "lustre-osd-zfs-mount"), version))
     if s.zfs is None:
         return pins  # checks.packages reports the missing version
     if family == "dnf":
-        pins.update(dict.fromkeys(("kmod-zfs", "zfs"), f"{s.zfs}-1{_EL_DIST}"))
+        pins.update(dict.fromkeys(("kmod-zfs", "zfs"), f"{s.zfs}-1{_el_dist(s)}"))
     else:
         pins.update(dict.fromkeys(("zfs-dkms", "zfsutils-linux"), distribution_version_pin(s.zfs)))
     return pins

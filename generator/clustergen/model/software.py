@@ -12,7 +12,19 @@ from clustergen.codes import invalid
 from clustergen.model.common import Identifier, StrictModel, Version
 from clustergen.model.syntax import AptComponent, AptSuite, KeyFingerprint, PackageVersion, Url
 
-OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "debian-12", "rocky-9", "rhel-9"]
+# Every one has a record in catalog/distributions.py (packaging, NVIDIA's repository, the
+# distribution's Slurm); tests/test_distributions.py keeps the two the same.
+OperatingSystem = Literal[
+    "ubuntu-22.04",
+    "ubuntu-24.04",
+    "ubuntu-26.04",
+    "debian-12",
+    "debian-13",
+    "rocky-9",
+    "rhel-9",
+    "rocky-10",
+    "rhel-10",
+]
 SlurmPackaging = Literal["distribution", "schedmd"]
 
 

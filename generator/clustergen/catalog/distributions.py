@@ -1,0 +1,81 @@
+"""The operating systems clustergen renders for: packaging, NVIDIA's repository, own Slurm.
+
+One record per `software.os`. Sources (docs/platforms.md has the table and what is proven):
+- NVIDIA's repository directory ("codename") per distribution [doc: NVIDIA Driver
+  Installation Guide, "Linux System Requirements" table, branch 590 (Dec 2025) and branch
+  610 (docs.nvidia.com/datacenter/tesla/driver-installation-guide/610/introduction.html)]:
+  rhel9 and rhel10 serve RHEL and Rocky Linux alike; ubuntu2204, ubuntu2404, debian12 and
+  debian13 are in both guides; ubuntu2604 only in the 610 guide, not in the 590 one. The
+  repository is developer.download.nvidia.com/compute/cuda/repos/<codename>/<arch>/.
+- The Slurm each distribution ships (slurm-wlm's binaries slurmctld, slurmd, slurmdbd,
+  slurm-client) [src: packages.debian.org / packages.ubuntu.com, as recorded in
+  shared/reference/domain-facts.md "Where Slurm packages come from" and "Releases in
+  Debian's registry"]: Debian 12 22.05.8, Debian 13 24.11.5 (24.11.5-4+deb13u1), Ubuntu
+  22.04 21.08.5, Ubuntu 24.04 23.11.4 (23.11.4-1.2ubuntu5), Ubuntu 26.04 25.11.2
+  (packages.ubuntu.com/resolute/slurm-wlm: 25.11.2-1ubuntu2). RHEL and Rocky ship none:
+  EPEL builds `slurm-*` and moves within a release.
+- The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
+  `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
+  redhat-rpm-config defines as `.el<major>`].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+PackageFamily = Literal["apt", "dnf"]
+
+NVIDIA_CUDA_REPOSITORIES = "https://developer.download.nvidia.com/compute/cuda/repos/"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One `software.os`: how its packages are named and where NVIDIA's come from."""
+
+    name: str  # as the spec writes it: ubuntu-24.04
+    title: str  # for messages and docs: Ubuntu 24.04 LTS
+    family: PackageFamily
+    # The directory of NVIDIA's CUDA repository for it (docs: the guide's "Codename").
+    nvidia_codename: str
+    # The Slurm release of the distribution's own packages; None where it ships none (EL).
+    slurm: str | None = None
+    # The RPM dist tag of per-release builds (EL only).
+    el_dist: str | None = None
+    # The first driver branch whose NVIDIA installation guide lists the distribution, where
+    # an older branch is known not to (0: every branch the catalog knows).
+    first_driver_branch: int = 0
+    first_driver_source: str = ""
+
+
+DISTRIBUTIONS: dict[str, Distribution] = {
+    d.name: d
+    for d in (
+        Distribution("ubuntu-22.04", "Ubuntu 22.04 LTS", "apt", "ubuntu2204", "21.08.5"),
+        Distribution("ubuntu-24.04", "Ubuntu 24.04 LTS", "apt", "ubuntu2404", "23.11.4"),
+        Distribution(
+            "ubuntu-26.04",
+            "Ubuntu 26.04 LTS",
+            "apt",
+            "ubuntu2604",
+            "25.11.2",
+            # The 590 guide's table (Dec 2025) has no ubuntu2604; 595.91.07 is the driver of
+            # AWS's Ubuntu 26.04 GPU images (DLAMI GPU base OSS, 2026-08) [2nd], and the 610
+            # guide lists ubuntu2604 [doc].
+            first_driver_branch=595,
+            first_driver_source="NVIDIA's driver installation guide for branch 590 lists no "
+            "ubuntu2604 repository; the 610 guide does",
+        ),
+        Distribution("debian-12", "Debian 12", "apt", "debian12", "22.05.8"),
+        Distribution("debian-13", "Debian 13", "apt", "debian13", "24.11.5"),
+        Distribution("rocky-9", "Rocky Linux 9", "dnf", "rhel9", el_dist=".el9"),
+        Distribution("rhel-9", "Red Hat Enterprise Linux 9", "dnf", "rhel9", el_dist=".el9"),
+        Distribution("rocky-10", "Rocky Linux 10", "dnf", "rhel10", el_dist=".el10"),
+        Distribution("rhel-10", "Red Hat Enterprise Linux 10", "dnf", "rhel10", el_dist=".el10"),
+    )
+}
+
+
+def nvidia_repository(os: str, arch: str = "x86_64") -> str:
+    """NVIDIA's CUDA repository for the distribution (the base URL apt or dnf is given)."""
+    return f"{NVIDIA_CUDA_REPOSITORIES}{DISTRIBUTIONS[os].nvidia_codename}/{arch}/"
