@@ -7,10 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support.ci import skip_or_fail, tool
 from support.paths import REPO
 
 
+@pytest.mark.slow
 def test_ansible_lint_production_profile() -> None:
     lint = tool("ansible-lint")
     if lint is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_codes import NOT_PRODUCED, PRODUCED_BY_CHANGE, _reference
+from test_codes import NOT_PRODUCED, PRODUCED_BY_CHANGE
 
 from clustergen.codes import CODES
 from clustergen.codes_doc import Example, errors_markdown
@@ -12,6 +12,7 @@ from clustergen.validate import validate
 
 from support.paths import INVALID, REPO, WARNING_CASES
 from support.regen import check_current
+from support.specs import example_data
 
 DOC = REPO / "docs" / "errors.md"
 
@@ -35,7 +36,7 @@ def examples() -> dict[str, Example]:
     for name, change in PRODUCED_BY_CHANGE.items():
         if name in found:
             continue
-        data = _reference()
+        data = example_data()
         change(data)
         loaded = LoadedSpec(file="spec.yaml", name="spec.yaml", data=data)
         problem = next(p for p in validate(loaded)[1] if p.code.name == name)

@@ -234,6 +234,7 @@ def _rgb(fill: str) -> tuple[int, ...]:
     return tuple(int(fill[i : i + 2], 16) for i in (1, 3, 5))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
 def test_browser_draws_the_elevations_and_the_overview(spec_path: Path, tmp_path: Path) -> None:
     """Headless Chromium draws every elevation at its own size and the overview page; each

@@ -150,6 +150,7 @@ def _rgb(fill: str) -> tuple[int, ...]:
     return tuple(int(fill[i : i + 2], 16) for i in (1, 3, 5))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [REFERENCE, EXAMPLE], ids=lambda p: p.stem)
 def test_browser_draws_the_fabric(spec: Path, tmp_path: Path) -> None:
     """Headless Chromium draws the SVG at its own size, with every box's fill in it."""

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support.ci import require, tool
 from support.paths import EXAMPLES, README, REPO
 from support.trees import generated_only, golden_tree, site_sources, tree_on_disk
@@ -58,6 +60,7 @@ def _fresh_clone(target: Path) -> None:
             shutil.copy2(source, target / name)
 
 
+@pytest.mark.slow
 def test_quick_start_renders_a_tree_that_applies_with_only_the_wheel_and_ansible(
     tmp_path: Path,
 ) -> None:
@@ -118,6 +121,7 @@ def test_ruff_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_mypy_strict_is_clean() -> None:
     """Plain `mypy` at the repository root: pyproject.toml names the package, no tricks."""
     require("mypy")

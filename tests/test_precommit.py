@@ -60,6 +60,7 @@ def test_manifest_is_valid_for_pre_commit(home: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_validate_hook(site: Path, home: Path) -> None:
     passed = try_repo(site, "clustergen-validate", home)
     assert passed.returncode == 0, passed.stdout + passed.stderr
@@ -72,6 +73,7 @@ def test_validate_hook(site: Path, home: Path) -> None:
     assert "spec.yaml:" in failed.stdout and "defualt" in failed.stdout
 
 
+@pytest.mark.slow
 def test_check_hook(site: Path, home: Path) -> None:
     passed = try_repo(site, "clustergen-check", home)
     assert passed.returncode == 0, passed.stdout + passed.stderr
