@@ -60,6 +60,8 @@ def test_the_trays_get_sbsa_repositories_and_the_head_node_x86_64(tmp_path: Path
         ("doca", MIXED["software"]["repositories"][1]["url"]),
         ("slurm", "https://repo.grace.example.org/slurm/"),
     ]
+    lock = yaml.safe_load(files["versions.lock"])
+    assert lock["architectures"] == {"x86_64": "head1", "aarch64": "gb[1-4]"}
     # The GRES type of the common name's model, on the trays' node line.
     assert "Gres=gpu:gb200:4" in files["slurm/slurm.conf"]
     # Ansible itself resolves each host's variables: the arch group's list wins over all.yml's.

@@ -98,6 +98,7 @@ def render(
                 hosts=cluster.hosts,
                 groups=groups,
                 addresses=interface_addresses(cluster),
+                architectures=arch_nodes(cluster),
             ),
         ),
         Artifact(
@@ -108,6 +109,7 @@ def render(
                 cluster,
                 family=cluster.pins.family,
                 lock_groups=lock_groups(cluster),
+                architectures=arch_nodes(cluster),
             ),
         ),
     ]
@@ -280,6 +282,17 @@ def lock_groups(cluster: ResolvedCluster) -> list[LockGroup]:
                 hostlists[members] = compress(in_order)
             groups.append(LockGroup(name, hostlists[members], dict(sorted(packages.items()))))
     return groups
+
+
+def arch_nodes(cluster: ResolvedCluster) -> dict[str, str]:
+    """CPU architecture -> its nodes as a hostlist, where any node is aarch64; else empty
+    (an all-x86_64 cluster's inventory and lock stay as they were)."""
+    nodes = {}
+    for arch in CPU_ARCHES:
+        members = cluster.members.get(arch_group(arch), frozenset())
+        if members:
+            nodes[arch] = compress([host.name for host in cluster.hosts if host.name in members])
+    return nodes
 
 
 # --- group_vars -------------------------------------------------------------------
