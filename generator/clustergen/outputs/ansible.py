@@ -287,7 +287,7 @@ def lock_groups(cluster: ResolvedCluster) -> list[LockGroup]:
 def arch_nodes(cluster: ResolvedCluster) -> dict[str, str]:
     """CPU architecture -> its nodes as a hostlist, where any node is aarch64; else empty
     (an all-x86_64 cluster's inventory and lock stay as they were)."""
-    nodes = {}
+    nodes: dict[str, str] = {}
     for arch in CPU_ARCHES:
         members = cluster.members.get(arch_group(arch), frozenset())
         if members:
