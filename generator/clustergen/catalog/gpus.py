@@ -10,9 +10,12 @@ Blackwell and Grace (issue 24):
 - Compute capability: NVIDIA's "CUDA GPU Compute Capability" table
   (developer.nvidia.com/cuda-gpus): B200 and GB200 10.0, B300 and GB300 10.3
   (Blackwell Ultra), RTX PRO 6000 Blackwell 12.0, GH200 9.0 (its GPU is a Hopper H100).
-- First CUDA: CUDA 12.8 release notes add sm_100 and sm_120 (Blackwell data centre
-  and RTX Blackwell); CUDA 12.9 release notes add sm_103 (and sm_121). The CUDA
-  Features Archive, "CUDA 12.8 Features" / "CUDA 12.9 Features".
+- First CUDA: the CUDA Features Archive (docs.nvidia.com/cuda/archive/12.9.1/
+  cuda-features-archive/): "CUDA 12.8 Features" adds compiler targets sm_100 and sm_120
+  (Blackwell data centre and RTX Blackwell); "CUDA 12.9 Features": "CUDA Toolkit 12.9
+  adds compiler target support for SM architecture 10.3 (sm_103, sm_103f, sm_103a) and
+  12.1 (sm_121)". The driver minimum of each follows from the first CUDA's row of
+  catalog/cuda.py (checks/software.py: software.driver-too-old-for-gpu).
 - Memory and power: NVIDIA Blackwell data sheet and GB200 NVL72 data sheet: HGX
   B200 180 GB HBM3e at up to 1,000 W; GB200 NVL72 13.4 TB HBM3e over 72 GPUs (186 GB
   each) at up to 1,200 W per GPU. Blackwell Ultra data sheet (HGX B300, GB300 NVL72):
