@@ -119,6 +119,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "reserved-memory-not-below-installed": _COMPARISON,
     "compute-profile-without-reserved-memory": "depends on which nodes use the profile",
     "unknown-gpu-model": "the GPU catalog, with a did-you-mean; " + _CATALOG,
+    "gpu-model-names-several": "a family name the GPU catalog holds several models of; " + _CATALOG,
+    "cpu-arch-beside-grace": "the CPU a GPU model comes with; " + _CATALOG,
     "cuda-too-old-for-b200": _CATALOG,
     "v100-with-cuda-13": _CATALOG,
     "driver-below-cuda-minimum": _CATALOG,

@@ -113,6 +113,11 @@ HARDWARE_UNUSED_PROFILE = Code(
 HARDWARE_UNKNOWN_GPU_MODEL = Code(
     "hardware.unknown-gpu-model", "error", "a GPU model not in clustergen's GPU catalog"
 )
+HARDWARE_CPU_ARCH_MISMATCH = Code(
+    "hardware.cpu-arch-mismatch",
+    "error",
+    "cpu.arch differs from the CPU the profile's GPU model comes with (Grace: aarch64)",
+)
 HARDWARE_RESERVED_MEMORY_MISSING = Code(
     "hardware.reserved-memory-missing",
     "error",
@@ -465,6 +470,12 @@ SOFTWARE_REPOSITORY_TRUSTED = Code(
     "a repository marked trusted: its packages are installed as root without a signature "
     "check, or fetched over plain http://",
 )
+SOFTWARE_REPOSITORY_ARCHITECTURE = Code(
+    "software.repository-architecture",
+    "warning",
+    "a repository whose path names one CPU architecture reaches nodes of another, or whose "
+    "architectures no node has",
+)
 SOFTWARE_NO_CUDA_12_7 = Code("software.no-cuda-12-7", "error", "CUDA 12.7 was never released")
 SOFTWARE_CUDA_NOT_IN_DRIVER_TABLE = Code(
     "software.cuda-not-in-driver-table",
@@ -488,6 +499,11 @@ SOFTWARE_NVIDIA_REPOSITORY_OTHER_OS = Code(
 )
 SOFTWARE_CUDA_TOO_OLD_FOR_GPU = Code(
     "software.cuda-too-old-for-gpu", "error", "the pinned CUDA cannot target a GPU the hardware has"
+)
+SOFTWARE_DRIVER_TOO_OLD_FOR_GPU = Code(
+    "software.driver-too-old-for-gpu",
+    "error",
+    "an NVIDIA driver older than the first driver for a hardware profile's GPU architecture",
 )
 SOFTWARE_CUDA_TOO_NEW_FOR_GPU = Code(
     "software.cuda-too-new-for-gpu",

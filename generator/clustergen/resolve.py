@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from clustergen.catalog.architectures import CPU_ARCHES, arch_group
+from clustergen.catalog.gpus import profile_cpu_arch
 from clustergen.catalog.packages import (
     GPU_GROUP,
     LUSTRE_CLIENT_GROUP,
@@ -253,4 +255,22 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
             else set()
         )
         groups.append(InventoryGroup(group, tuple(h.name for h in hosts if h.name in serving), ()))
+    groups += arch_groups(spec, hosts)
     return tuple(sorted(groups, key=lambda g: g.name))
+
+
+def arch_groups(spec: Spec, hosts: tuple[Host, ...]) -> list[InventoryGroup]:
+    """One group per CPU architecture, of the hardware profile groups, where any node is
+    not x86_64; none in an all-x86_64 cluster, whose inventory stays as it was."""
+    arches = {name: profile_cpu_arch(profile) for name, profile in spec.hardware.items()}
+    used = {arches[h.hardware_name] for h in hosts if h.hardware_name in arches}
+    if used <= {"x86_64"}:
+        return []
+    return [
+        InventoryGroup(
+            arch_group(arch),
+            (),
+            tuple(sorted(hardware_group(n) for n, a in arches.items() if a == arch)),
+        )
+        for arch in CPU_ARCHES
+    ]

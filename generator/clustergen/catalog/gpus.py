@@ -5,13 +5,41 @@ the SXM or PCIe board); compute capability and the first CUDA release that
 targets it from CMake's CUDA architecture table; V100 (sm_70) was dropped by
 CUDA 13.0. The GRES type is clustergen's convention: lowercase, one word,
 identical in slurm.conf and gres.conf.
+
+Blackwell and Grace (issue 24):
+- Compute capability: NVIDIA's "CUDA GPU Compute Capability" table
+  (developer.nvidia.com/cuda-gpus): B200 and GB200 10.0, B300 and GB300 10.3
+  (Blackwell Ultra), RTX PRO 6000 Blackwell 12.0, GH200 9.0 (its GPU is a Hopper H100).
+- First CUDA: the CUDA Features Archive (docs.nvidia.com/cuda/archive/12.9.1/
+  cuda-features-archive/): "CUDA 12.8 Features" adds compiler targets sm_100 and sm_120
+  (Blackwell data centre and RTX Blackwell); "CUDA 12.9 Features": "CUDA Toolkit 12.9
+  adds compiler target support for SM architecture 10.3 (sm_103, sm_103f, sm_103a) and
+  12.1 (sm_121)". The driver minimum of each follows from the first CUDA's row of
+  catalog/cuda.py (checks/software.py: software.driver-too-old-for-gpu).
+- Memory and power: NVIDIA Blackwell data sheet and GB200 NVL72 data sheet: HGX
+  B200 180 GB HBM3e at up to 1,000 W; GB200 NVL72 13.4 TB HBM3e over 72 GPUs (186 GB
+  each) at up to 1,200 W per GPU. Blackwell Ultra data sheet (HGX B300, GB300 NVL72):
+  288 GB HBM3e per GPU, up to 1,100 W (HGX B300) and 1,400 W (GB300 NVL72) per GPU.
+  NVIDIA GH200 Grace Hopper Superchip data sheet: 96 GB HBM3 or 144 GB HBM3e, the
+  superchip (Grace CPU, GPU and memory) programmable from 450 W to 1,000 W; one GH200
+  module is one GPU, so board_watts is the superchip's 1,000 W. NVIDIA RTX PRO 6000
+  Blackwell Server Edition data sheet: 96 GB GDDR7 with ECC, max power 600 W
+  (configurable down to 400 W).
+- The Grace-based models (GB200, GB300, GH200) sit beside Grace CPUs, which are Arm
+  Neoverse V2 (aarch64; NVIDIA Grace CPU data sheet): a node with them is arm64, and
+  NVIDIA serves it the `sbsa` build of its CUDA repository (CUDA Installation Guide
+  for Linux, "Network Repository Installation": $arch is x86_64 or sbsa).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from clustergen.catalog.versions import VersionTuple
+from clustergen.model.hardware import CpuArch, HardwareProfile
+
+DEFAULT_CPU_ARCH: CpuArch = "x86_64"
 
 
 @dataclass(frozen=True)
@@ -31,6 +59,8 @@ AMPERE = Architecture("ampere", "8.0", first_cuda=(11, 0))
 ADA = Architecture("ada", "8.9", first_cuda=(11, 8))
 HOPPER = Architecture("hopper", "9.0", first_cuda=(11, 8))
 BLACKWELL = Architecture("blackwell", "10.0", first_cuda=(12, 8))
+BLACKWELL_ULTRA = Architecture("blackwell-ultra", "10.3", first_cuda=(12, 9))
+BLACKWELL_RTX = Architecture("blackwell-rtx", "12.0", first_cuda=(12, 8))
 
 
 @dataclass(frozen=True)
@@ -40,6 +70,7 @@ class GpuModel:
     memory_gib: int
     gres_type: str
     board_watts: int
+    host_cpu_arch: CpuArch | None = None  # set where the GPU only comes beside one CPU (Grace)
 
 
 GPU_MODELS: dict[str, GpuModel] = {
@@ -58,6 +89,84 @@ GPU_MODELS: dict[str, GpuModel] = {
         GpuModel("h100-nvl-94gb", HOPPER, memory_gib=94, gres_type="h100nvl", board_watts=400),
         GpuModel("h200-sxm-141gb", HOPPER, memory_gib=141, gres_type="h200", board_watts=700),
         GpuModel("h200-nvl-141gb", HOPPER, memory_gib=141, gres_type="h200", board_watts=600),
+        GpuModel(
+            "gh200-96gb", HOPPER, 96, gres_type="gh200", board_watts=1000, host_cpu_arch="aarch64"
+        ),
+        GpuModel(
+            "gh200-144gb", HOPPER, 144, gres_type="gh200", board_watts=1000, host_cpu_arch="aarch64"
+        ),
         GpuModel("b200-sxm-180gb", BLACKWELL, memory_gib=180, gres_type="b200", board_watts=1000),
+        GpuModel(
+            "gb200-186gb",
+            BLACKWELL,
+            186,
+            gres_type="gb200",
+            board_watts=1200,
+            host_cpu_arch="aarch64",
+        ),
+        GpuModel("b300-sxm-288gb", BLACKWELL_ULTRA, 288, gres_type="b300", board_watts=1100),
+        GpuModel(
+            "gb300-288gb",
+            BLACKWELL_ULTRA,
+            288,
+            gres_type="gb300",
+            board_watts=1400,
+            host_cpu_arch="aarch64",
+        ),
+        GpuModel(
+            "rtx-pro-6000-blackwell-server-96gb",
+            BLACKWELL_RTX,
+            96,
+            gres_type="rtxpro6000",
+            board_watts=600,
+        ),
     )
 }
+
+# The names people write for a model (NVIDIA's product names, as in `nvidia-smi -L`),
+# each naming exactly one catalog model. A name that fits several (h100, gh200) is not
+# here: gpu_model_candidates lists the models it could mean.
+GPU_ALIASES: dict[str, str] = {
+    "b200": "b200-sxm-180gb",
+    "gb200": "gb200-186gb",
+    "b300": "b300-sxm-288gb",
+    "gb300": "gb300-288gb",
+    "l40s": "l40s",
+    "rtx-pro-6000": "rtx-pro-6000-blackwell-server-96gb",
+    "rtx-pro-6000-blackwell": "rtx-pro-6000-blackwell-server-96gb",
+    "rtx-pro-6000-blackwell-server": "rtx-pro-6000-blackwell-server-96gb",
+    "rtx-pro-6000-blackwell-server-edition": "rtx-pro-6000-blackwell-server-96gb",
+}
+
+_SEPARATORS = re.compile(r"[\s_]+")
+
+
+def _normal(name: str) -> str:
+    """'NVIDIA GB200' -> 'gb200': case, spaces and '_' as '-', the vendor's prefix dropped."""
+    word = _SEPARATORS.sub("-", name.strip().lower())
+    return word.removeprefix("nvidia-")
+
+
+def gpu_model(name: str) -> GpuModel | None:
+    """The catalog model a spec's gpu.model names: its catalog name or a common name
+    (GPU_ALIASES), in any case; None when it names none or several."""
+    word = _normal(name)
+    return GPU_MODELS.get(word) or GPU_MODELS.get(GPU_ALIASES.get(word, ""))
+
+
+def gpu_model_candidates(name: str) -> list[str]:
+    """The catalog models a family name could mean ('gh200' -> both GH200 sizes), for the
+    message of a name that names several."""
+    word = _normal(name)
+    return [model for model in GPU_MODELS if model.startswith(word + "-")]
+
+
+def profile_cpu_arch(profile: HardwareProfile) -> CpuArch:
+    """A profile's CPU architecture: cpu.arch where the spec says it, else aarch64 beside a
+    Grace superchip's GPU (GB200, GB300, GH200), else x86_64."""
+    if profile.cpu.arch is not None:
+        return profile.cpu.arch
+    model = gpu_model(profile.gpu.model) if profile.gpu is not None else None
+    if model is not None and model.host_cpu_arch is not None:
+        return model.host_cpu_arch
+    return DEFAULT_CPU_ARCH

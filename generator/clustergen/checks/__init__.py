@@ -61,6 +61,7 @@ CHECKS: tuple[Check, ...] = (
     _check(software.repositories, "software"),
     _check(platform.check, "software"),
     _check(software.gpus, "software", "hardware"),
+    _check(software.repository_architectures, "software", "hardware", "nodes"),
     _check(slurm.nodes, "slurm", "cluster", "hardware", "nodes"),
     _check(slurm.options, "slurm", "software"),
     _check(slurm.folders, "slurm"),

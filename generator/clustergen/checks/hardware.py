@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from clustergen import codes
-from clustergen.catalog.gpus import GPU_MODELS
+from clustergen.catalog.gpus import GPU_ALIASES, GPU_MODELS, gpu_model, gpu_model_candidates
 from clustergen.errors import Problem
 from clustergen.hosts import compress
+from clustergen.model.hardware import HardwareProfile
 from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean
 
@@ -15,16 +16,7 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
     hosts = cluster.hosts
     problems = []
     for name, profile in spec.hardware.items():
-        if profile.gpu is not None and profile.gpu.model not in GPU_MODELS:
-            problems.append(
-                Problem(
-                    codes.HARDWARE_UNKNOWN_GPU_MODEL,
-                    ("hardware", name, "gpu", "model"),
-                    f"unknown GPU model '{profile.gpu.model}'"
-                    f"{did_you_mean(profile.gpu.model, GPU_MODELS)}; known models: "
-                    + ", ".join(GPU_MODELS),
-                )
-            )
+        problems += _gpu_model(name, profile) + _cpu_arch(name, profile)
     compute_nodes: dict[str, list[str]] = {}
     for host in hosts:
         if host.is_slurm_compute:
@@ -43,3 +35,39 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _gpu_model(name: str, profile: HardwareProfile) -> list[Problem]:
+    """A GPU model the catalog does not know: the models a family name could mean, or the
+    nearest catalog or common name."""
+    if profile.gpu is None or gpu_model(profile.gpu.model) is not None:
+        return []
+    written = profile.gpu.model
+    candidates = gpu_model_candidates(written)
+    if candidates:
+        message = (
+            f"GPU model '{written}' could be any of {', '.join(candidates)}: write the one "
+            "the nodes have"
+        )
+    else:
+        message = (
+            f"unknown GPU model '{written}'{did_you_mean(written, [*GPU_MODELS, *GPU_ALIASES])}"
+            "; known models: " + ", ".join(GPU_MODELS)
+        )
+    return [Problem(codes.HARDWARE_UNKNOWN_GPU_MODEL, ("hardware", name, "gpu", "model"), message)]
+
+
+def _cpu_arch(name: str, profile: HardwareProfile) -> list[Problem]:
+    """cpu.arch against a GPU that only comes beside one kind of CPU (Grace: aarch64)."""
+    model = gpu_model(profile.gpu.model) if profile.gpu is not None else None
+    arch = profile.cpu.arch
+    if model is None or model.host_cpu_arch is None or arch in (None, model.host_cpu_arch):
+        return []
+    return [
+        Problem(
+            codes.HARDWARE_CPU_ARCH_MISMATCH,
+            ("hardware", name, "cpu", "arch"),
+            f"cpu.arch is {arch}, but {model.name} GPUs sit beside NVIDIA Grace CPUs, which "
+            f"are {model.host_cpu_arch}: write {model.host_cpu_arch} or leave cpu.arch out",
+        )
+    ]

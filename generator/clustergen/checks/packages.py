@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from clustergen import codes
+from clustergen.catalog.architectures import ARCH_GROUPS
 from clustergen.catalog.packages import (
     DERIVED_GROUPS,
     StackPins,
@@ -143,7 +144,9 @@ def _cudnn8_suffix(spec: Spec, pins: StackPins) -> list[Problem]:
 
 def _group_names(spec: Spec) -> list[Problem]:
     """Two spec names that become one Ansible group would merge their pins silently."""
-    taken: dict[str, str] = {group: "a group clustergen derives" for group in DERIVED_GROUPS}
+    taken: dict[str, str] = {
+        group: "a group clustergen derives" for group in (*DERIVED_GROUPS, *ARCH_GROUPS)
+    }
     taken.update({role_group(role): f"role {role}" for role in KNOWN_ROLES})
     problems = []
     named: list[tuple[tuple[str | int, ...], str, str]] = [

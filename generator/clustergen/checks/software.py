@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from clustergen import codes
+from clustergen.catalog.architectures import is_nvidia_cuda_repository
 from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
-from clustergen.catalog.gpus import GPU_MODELS
+from clustergen.catalog.gpus import GpuModel, gpu_model, profile_cpu_arch
 from clustergen.catalog.packages import (
     DISTRIBUTION_SLURM,
     OS_PACKAGE_FAMILY,
@@ -152,9 +155,9 @@ def _gpu_architectures(spec: Spec) -> list[Problem]:
     cuda = parse_version(spec.software.cuda)[:2]
     problems = []
     for name, profile in spec.hardware.items():
-        if profile.gpu is None or profile.gpu.model not in GPU_MODELS:
+        model = gpu_model(profile.gpu.model) if profile.gpu is not None else None
+        if model is None:
             continue
-        model = GPU_MODELS[profile.gpu.model]
         arch = model.architecture
         if cuda < arch.first_cuda:
             problems.append(
@@ -175,7 +178,29 @@ def _gpu_architectures(spec: Spec) -> list[Problem]:
                     f"{_dotted(arch.last_cuda_exclusive)}",
                 )
             )
+        problems += _driver_for_gpu(spec, name, model)
     return problems
+
+
+def _driver_for_gpu(spec: Spec, profile: str, model: GpuModel) -> list[Problem]:
+    """A driver older than the one of the first CUDA that targets the GPU's architecture
+    does not know the GPU, whatever CUDA is pinned (the driver table of catalog/cuda.py).
+    Said only where the pinned CUDA's own row does not already ask for as much."""
+    arch = model.architecture
+    needed = minimum_driver(arch.first_cuda)
+    pinned = minimum_driver(parse_version(spec.software.cuda))
+    driver = parse_version(spec.software.nvidia_driver)
+    if needed is None or driver >= needed[0] or (pinned and pinned[0] >= needed[0]):
+        return []
+    return [
+        Problem(
+            codes.SOFTWARE_DRIVER_TOO_OLD_FOR_GPU,
+            ("software", "nvidia_driver"),
+            f"driver {spec.software.nvidia_driver} predates {model.name} ({arch.sm}, "
+            f"hardware.{profile}): it needs {_dotted(needed[0])} or newer, the driver of "
+            f"CUDA {_dotted(arch.first_cuda)}, the first CUDA for {arch.sm}",
+        )
+    ]
 
 
 def _fabric_manager(spec: Spec) -> list[Problem]:
@@ -372,3 +397,44 @@ def _slurm_source(software: Software) -> list[Problem]:
             "distribution's packages (slurm_packages: distribution)",
         )
     ]
+
+
+# A path segment that names one CPU architecture: Debian's (amd64, arm64), the kernel's
+# (x86_64, aarch64) and NVIDIA's (sbsa, arm64-sbsa: the DOCA and CUDA repositories).
+_ARCH_SEGMENT = re.compile(r"/(x86_64|amd64|aarch64|arm64|sbsa|arm64-sbsa)(?:/|$)")
+
+
+def repository_architectures(cluster: ResolvedCluster) -> list[Problem]:
+    """Repositories against the nodes' CPU architectures (catalog/architectures.py)."""
+    arches = {name: profile_cpu_arch(p) for name, p in cluster.spec.hardware.items()}
+    nodes: dict[str, list[str]] = {}
+    for host in cluster.hosts:
+        if host.hardware_name in arches:
+            nodes.setdefault(arches[host.hardware_name], []).append(host.name)
+    problems = []
+    for index, repository in enumerate(cluster.spec.software.repositories):
+        path = ("software", "repositories", index)
+        if repository.architectures is not None:
+            unused = [a for a in repository.architectures if a not in nodes]
+            if unused:
+                problems.append(
+                    Problem(
+                        codes.SOFTWARE_REPOSITORY_ARCHITECTURE,
+                        (*path, "architectures"),
+                        f"repository '{repository.name}' is for {', '.join(unused)}, but no "
+                        "node is (the hardware profiles' cpu.arch)",
+                    )
+                )
+            continue
+        named = _ARCH_SEGMENT.search(repository.url)
+        if len(nodes) > 1 and named and not is_nvidia_cuda_repository(repository.url):
+            problems.append(
+                Problem(
+                    codes.SOFTWARE_REPOSITORY_ARCHITECTURE,
+                    (*path, "url"),
+                    f"repository '{repository.name}' serves {named[1]} (its path says so), "
+                    f"but every node gets it, the {' and '.join(sorted(nodes))} ones alike: "
+                    "say which in architectures, with a repository for the others",
+                )
+            )
+    return problems

@@ -14,6 +14,10 @@ from clustergen.model.gpu_topology import Topology
 from clustergen.model.nccl import NcclSettings
 from clustergen.model.syntax import GresType, InterfaceName
 
+# The CPU architectures a node may have: x86_64, or aarch64 (Arm servers such as NVIDIA
+# Grace, whose packages NVIDIA builds as `sbsa`).
+CpuArch = Literal["x86_64", "aarch64"]
+
 
 class Cpu(StrictModel):
     """CPU topology; Slurm CPUs = sockets x cores_per_socket x threads_per_core."""
@@ -24,6 +28,13 @@ class Cpu(StrictModel):
     )
     threads_per_core: Int = Field(
         ge=1, le=8, description="Hardware threads per core; 2 with SMT/Hyper-Threading on."
+    )
+    arch: CpuArch | None = Field(
+        default=None,
+        description="CPU architecture: x86_64 or aarch64. Default: aarch64 for the GPU models "
+        "that only come beside NVIDIA Grace CPUs (GB200, GB300, GH200), x86_64 otherwise. "
+        "Selects the packages and repositories (NVIDIA's sbsa builds on aarch64) of the "
+        "profile's nodes.",
     )
 
     @property
@@ -46,7 +57,10 @@ class NvlinkTrays(StrictModel):
 class Gpu(StrictModel):
     """The GPUs of a profile; becomes Gres=gpu:<type>:<count> and gres.conf File= lines."""
 
-    model: str = Field(description="GPU model from the catalog, e.g. h100-sxm5-80gb, l40s.")
+    model: str = Field(
+        description="GPU model from the catalog, e.g. h100-sxm5-80gb, l40s, gb200-186gb, or a "
+        "common name that names one model (b200, gb200, b300, gb300, rtx-pro-6000), in any case."
+    )
     count: Int = Field(ge=1, le=64, description="GPUs per node.")
     nvswitch: bool = Field(
         default=False,

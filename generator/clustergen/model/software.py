@@ -10,6 +10,7 @@ from typing_extensions import Self
 from clustergen import codes
 from clustergen.codes import invalid
 from clustergen.model.common import Identifier, StrictModel, Version
+from clustergen.model.hardware import CpuArch
 from clustergen.model.syntax import AptComponent, AptSuite, KeyFingerprint, PackageVersion, Url
 
 # Every one has a record in catalog/distributions.py (packaging, NVIDIA's repository, the
@@ -84,6 +85,15 @@ class Repository(StrictModel):
         default_factory=list,
         description="apt: the components of a suite, e.g. [main, contrib]; none for a flat "
         "repository.",
+    )
+    architectures: list[CpuArch] | None = Field(
+        default=None,
+        min_length=1,
+        description="The CPU architectures (x86_64, aarch64) whose nodes get this repository; "
+        "default: every node. NVIDIA's CUDA repository (developer.download.nvidia.com/compute/"
+        "cuda/repos/<distro>/x86_64/ or .../sbsa/) needs none: each node gets the build of its "
+        "own architecture (sbsa on aarch64). Name it for a mirror or another repository "
+        "that serves one architecture.",
     )
 
     @model_validator(mode="after")

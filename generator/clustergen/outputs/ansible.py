@@ -25,8 +25,17 @@ from dataclasses import dataclass
 import jinja2
 
 from clustergen.artifacts import Artifact, Install
+from clustergen.catalog.architectures import (
+    ARCH_GROUP_TITLES,
+    CPU_ARCHES,
+    arch_group,
+    nvidia_repository_url,
+    serves,
+)
+from clustergen.catalog.gpus import DEFAULT_CPU_ARCH
 from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, Pins
 from clustergen.hosts import InterfaceAddress, compress
+from clustergen.model.hardware import CpuArch
 from clustergen.resolve import InventoryGroup, ResolvedCluster
 from clustergen.templating import render_template
 
@@ -89,6 +98,7 @@ def render(
                 hosts=cluster.hosts,
                 groups=groups,
                 addresses=interface_addresses(cluster),
+                architectures=arch_nodes(cluster),
             ),
         ),
         Artifact(
@@ -99,6 +109,7 @@ def render(
                 cluster,
                 family=cluster.pins.family,
                 lock_groups=lock_groups(cluster),
+                architectures=arch_nodes(cluster),
             ),
         ),
     ]
@@ -273,6 +284,17 @@ def lock_groups(cluster: ResolvedCluster) -> list[LockGroup]:
     return groups
 
 
+def arch_nodes(cluster: ResolvedCluster) -> dict[str, str]:
+    """CPU architecture -> its nodes as a hostlist, where any node is aarch64; else empty
+    (an all-x86_64 cluster's inventory and lock stay as they were)."""
+    nodes: dict[str, str] = {}
+    for arch in CPU_ARCHES:
+        members = cluster.members.get(arch_group(arch), frozenset())
+        if members:
+            nodes[arch] = compress([host.name for host in cluster.hosts if host.name in members])
+    return nodes
+
+
 # --- group_vars -------------------------------------------------------------------
 
 
@@ -310,7 +332,7 @@ def all_group_vars(
                 entries,
             )
         )
-    files = [_all_vars(cluster)]
+    files = [_all_vars(cluster), *_arch_vars(cluster)]
     files += [
         GroupVars(group, GROUP_TITLES.get(group, f"Nodes of group {group}"), group_variables)
         for group, group_variables in variables.items()
@@ -373,23 +395,55 @@ def handler_name(install: Install) -> str | None:
     return f"{change.action.capitalize()} {change.service}"
 
 
-def _all_vars(cluster: ResolvedCluster) -> GroupVars:
-    software = cluster.spec.software
+def _repositories(
+    cluster: ResolvedCluster, arch: CpuArch
+) -> list[dict[str, str | bool | list[str]]]:
+    """The repositories the nodes of one CPU architecture get (catalog/architectures.py)."""
     family = cluster.pins.family
     repositories: list[dict[str, str | bool | list[str]]] = []
-    for repository in software.repositories:
-        entry: dict[str, str | bool | list[str]] = {"name": repository.name, "url": repository.url}
+    for repository in cluster.spec.software.repositories:
+        if not serves(repository, arch):
+            continue
+        url = nvidia_repository_url(repository.url, arch)
+        entry: dict[str, str | bool | list[str]] = {"name": repository.name, "url": url}
         if family == "apt":
             entry["suite"] = repository.suite
             entry["components"] = list(repository.components)
         if repository.key_url is not None:
-            entry["key_url"] = repository.key_url
+            entry["key_url"] = nvidia_repository_url(repository.key_url, arch)
             if repository.key_fingerprint is not None:
                 entry["key_fingerprint"] = repository.key_fingerprint
         else:
             # Only the spec's trusted: true gets here (software.repository-unsigned).
             entry["trusted"] = True
         repositories.append(entry)
+    return repositories
+
+
+def _arch_vars(cluster: ResolvedCluster) -> list[GroupVars]:
+    """Where any node is aarch64: each architecture group's repositories, over all.yml's."""
+    return [
+        GroupVars(
+            arch_group(arch),
+            ARCH_GROUP_TITLES[arch],
+            [
+                Variable("clustergen_cpu_arch", "from the hardware profiles (cpu.arch)", arch),
+                Variable(
+                    "repositories_list",
+                    f"software.repositories for {arch} nodes",
+                    _repositories(cluster, arch),
+                ),
+            ],
+        )
+        for arch in CPU_ARCHES
+        if cluster.members.get(arch_group(arch))
+    ]
+
+
+def _all_vars(cluster: ResolvedCluster) -> GroupVars:
+    software = cluster.spec.software
+    family = cluster.pins.family
+    repositories = _repositories(cluster, DEFAULT_CPU_ARCH)
     return GroupVars(
         "all",
         "Every node",

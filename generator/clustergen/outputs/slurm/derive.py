@@ -10,7 +10,7 @@ import ipaddress
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from clustergen.catalog.gpus import GPU_MODELS
+from clustergen.catalog.gpus import gpu_model
 from clustergen.catalog.slurm_keys import PRIVATE_DATA
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.catalog.xids import DRAIN_XIDS, DrainXid
@@ -208,7 +208,11 @@ class SlurmContext:
 def gres_type(profile: HardwareProfile) -> str | None:
     if profile.gpu is None:
         return None
-    return profile.gpu.gres_type or GPU_MODELS[profile.gpu.model].gres_type
+    if profile.gpu.gres_type:
+        return profile.gpu.gres_type
+    model = gpu_model(profile.gpu.model)
+    assert model is not None, "validation refuses an unknown GPU model"
+    return model.gres_type
 
 
 def real_memory_mib(profile: HardwareProfile) -> int:
