@@ -210,7 +210,7 @@ def place_problems(
 
 
 # The golden specs: between them every family that installs files (test below).
-SPECS = [*REFERENCE_SPECS, DATA / "mixed-fleet.yaml"]
+SPECS = [*REFERENCE_SPECS, DATA / "mixed-fleet.yaml", DATA / "nvlink-2domain.yaml"]
 
 
 @cache

@@ -128,6 +128,9 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "nvidia-repository-other-os": "catalog knowledge: NVIDIA's repository directory per OS",
     "no-cuda-12-7": _CATALOG,
     "fabric-manager-missing": "depends on the hardware profiles; " + _CATALOG,
+    "nvlsm-missing-on-hgx-b200": "depends on the hardware profiles' GPU architecture; " + _CATALOG,
+    "nvlsm-without-fourth-generation-nvswitch": "depends on the hardware profiles' GPU "
+    "architecture; " + _CATALOG,
     "fabric-manager-differs-from-driver": _COMPARISON,
     "fabric-manager-without-nvswitch": "depends on the hardware profiles",
     "controller-not-a-node": _CROSS_REFERENCE,

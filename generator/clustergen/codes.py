@@ -521,6 +521,16 @@ SOFTWARE_FABRIC_MANAGER_WITHOUT_NVSWITCH = Code(
     "error",
     "fabric_manager set but no hardware has NVSwitch",
 )
+SOFTWARE_NVLSM_MISSING = Code(
+    "software.nvlsm-missing",
+    "error",
+    "fourth-generation NVSwitch hardware (HGX B200/B300) without nvlsm",
+)
+SOFTWARE_NVLSM_WITHOUT_NVSWITCH = Code(
+    "software.nvlsm-without-nvswitch",
+    "error",
+    "nvlsm set but no hardware has fourth-generation NVSwitch",
+)
 SOFTWARE_SLURM_TOO_OLD = Code(
     "software.slurm-too-old", "error", "a Slurm release older than clustergen supports"
 )

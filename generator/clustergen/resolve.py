@@ -27,6 +27,7 @@ from clustergen.catalog.packages import (
     LUSTRE_SERVER_GROUP,
     LUSTRE_SERVER_ROLES,
     LUSTRE_ZFS_GROUP,
+    NVLINK_GROUP,
     NVSWITCH_GROUP,
     SLURM_GROUP,
     SLURM_ROLES,
@@ -168,7 +169,10 @@ class ResolvedCluster:
     @cached_property
     def derived_pins(self) -> StackPins:
         """The catalog's packages and versions for software, before overrides."""
-        return derived_pins(self.spec.software)
+        # Read from the hardware alone: a spec that failed its shape checks has no more.
+        hardware = getattr(self.spec, "hardware", None) or {}
+        trays = any(p.gpu is not None and p.gpu.nvlink_domain for p in hardware.values())
+        return derived_pins(self.spec.software, frozenset([NVLINK_GROUP] if trays else []))
 
     @cached_property
     def pins(self) -> StackPins:
@@ -233,6 +237,13 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
     def derived(name: str, children: set[str]) -> InventoryGroup:
         return InventoryGroup(name, (), tuple(sorted(children)))
 
+    tray_profiles = {
+        hardware_group(n)
+        for n in gpu_profiles
+        if (gpu := spec.hardware[n].gpu) and gpu.nvlink_domain
+    }
+    if tray_profiles:  # only then: clusters without NVLink domains keep their inventory
+        groups.append(derived(NVLINK_GROUP, tray_profiles))
     groups += [
         derived(GPU_GROUP, {hardware_group(n) for n in gpu_profiles}),
         derived(NVSWITCH_GROUP, {hardware_group(n) for n in nvswitch_profiles}),

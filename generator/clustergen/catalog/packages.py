@@ -63,6 +63,9 @@ Pins = dict[str, str]  # package name -> exact version string
 # derived from the hardware and the roles, and site.yml targets them.
 GPU_GROUP = "nvidia_gpu"  # nodes whose hardware profile has GPUs
 NVSWITCH_GROUP = "nvswitch"  # nodes whose GPUs sit on NVSwitch (fabric manager)
+# Compute trays of multi-node NVLink domains (gpu.nvlink_domain): IMEX. The inventory has
+# the group only when the spec has such trays.
+NVLINK_GROUP = "nvlink_tray"
 SLURM_GROUP = "slurm"  # every node with a Slurm role
 LUSTRE_CLIENT_GROUP = "lustre_client"  # nodes of the roles that mount Lustre
 LUSTRE_SERVER_GROUP = "lustre_server"  # nodes with lustre_mgs, lustre_mds or lustre_oss
@@ -73,6 +76,7 @@ LUSTRE_ZFS_GROUP = "lustre_zfs"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
+    NVLINK_GROUP,
     SLURM_GROUP,
     LUSTRE_CLIENT_GROUP,
     LUSTRE_SERVER_GROUP,
@@ -83,6 +87,7 @@ DERIVED_GROUPS: tuple[str, ...] = (
 GROUP_TITLES: dict[str, str] = {
     GPU_GROUP: "The pinned NVIDIA stack on every GPU node",
     NVSWITCH_GROUP: "NVIDIA fabric manager on NVSwitch nodes (equal to the driver)",
+    NVLINK_GROUP: "NVIDIA IMEX on the compute trays of NVLink domains (equal to the driver)",
     SLURM_GROUP: "Every Slurm node",
     LUSTRE_CLIENT_GROUP: "Lustre clients",
     LUSTRE_SERVER_GROUP: "Lustre servers (MGS, MDS, OSS)",
@@ -224,12 +229,32 @@ def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
     return dict.fromkeys(names, version)
 
 
+# NVIDIA's NVLink Subnet Manager, beside the fabric manager on fourth-generation NVSwitch
+# (HGX B200/B300) [doc: NVIDIA Fabric Manager User Guide, release 2.3, 1.5 "What is NVLink
+# Subnet Manager?" and the installation chapter: package `nvlsm` from the CUDA repository].
+# Its version is its own (software.nvlsm), not the driver's; `clustergen lock` checks it
+# against the repository's index.
+NVLSM_PACKAGE = "nvlsm"
+
+
 def _fabric_manager(family: PackageFamily, s: Software) -> Pins:
     if s.fabric_manager is None:
         return {}
+    nvlsm = {NVLSM_PACKAGE: f"{s.nvlsm}-1"} if s.nvlsm is not None else {}
     if family == "apt":
-        return {f"nvidia-fabricmanager-{_branch(s.fabric_manager)}": f"{s.fabric_manager}-1"}
-    return {"nvidia-fabric-manager": f"{_NVIDIA_RPM_EPOCH}:{s.fabric_manager}-1"}
+        fm = f"nvidia-fabricmanager-{_branch(s.fabric_manager)}"
+        return {fm: f"{s.fabric_manager}-1", **nvlsm}
+    return {"nvidia-fabric-manager": f"{_NVIDIA_RPM_EPOCH}:{s.fabric_manager}-1", **nvlsm}
+
+
+# NVIDIA's IMEX service on the compute trays of NVLink domains, built with the driver and
+# at its version: `nvidia-imex-<branch>` (apt) / `nvidia-imex` (dnf) [doc: NVIDIA IMEX
+# Service User Guide, "Installation" (docs.nvidia.com/multi-node-nvlink-systems/imex-guide)].
+def _imex(family: PackageFamily, s: Software) -> Pins:
+    driver = s.nvidia_driver
+    if family == "apt":
+        return {f"nvidia-imex-{_branch(driver)}": f"{driver}-1"}
+    return {"nvidia-imex": f"{_NVIDIA_RPM_EPOCH}:{driver}-1"}
 
 
 def _cuda(family: PackageFamily, s: Software) -> Pins:
@@ -426,6 +451,8 @@ class Concern:
     # Installed in each batch of the driver roll-out too (site.yml's roll-out play runs
     # its role), before the batch reboots: its nodes in the batches need nothing more.
     with_driver: bool = False
+    # Derived only where the spec has its group (IMEX: only clusters with NVLink trays).
+    only_with_nodes: bool = False
 
 
 # In the order versions.lock lists them.
@@ -447,6 +474,17 @@ CONCERNS: tuple[Concern, ...] = (
         _fabric_manager,
         change=NodeChange("restart", "nvidia-fabricmanager"),
         with_driver=True,
+    ),
+    Concern(
+        "imex",
+        "NVIDIA IMEX",
+        NVLINK_GROUP,
+        "imex",
+        _imex,
+        # Installed by the NVIDIA stack play after the roll-out (it installs the trays'
+        # node lists too, which the roll-out play, narrowed to the rolled nodes, must not).
+        change=NodeChange("restart", "nvidia-imex"),
+        only_with_nodes=True,
     ),
     Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),
     Concern("nccl", "NCCL runtime and headers", GPU_GROUP, "nccl", _nccl),
@@ -514,10 +552,19 @@ CONCERNS: tuple[Concern, ...] = (
 )
 
 
-def derived_pins(software: Software) -> StackPins:
-    """The catalog's packages and versions, before software.packages overrides."""
+def derived_pins(software: Software, with_nodes: frozenset[str]) -> StackPins:
+    """The catalog's packages and versions, before software.packages overrides;
+    `with_nodes`: the groups of the concerns derived only where the spec has them."""
     family = OS_PACKAGE_FAMILY[software.os]
-    return StackPins(family, {c.name: c.packages(family, software) for c in CONCERNS})
+    return StackPins(
+        family,
+        {
+            c.name: c.packages(family, software)
+            if not c.only_with_nodes or c.group in with_nodes
+            else {}
+            for c in CONCERNS
+        },
+    )
 
 
 def with_overrides(derived: StackPins, overrides: Mapping[str, str]) -> StackPins:

@@ -111,7 +111,7 @@ def repositories(cluster: ResolvedCluster) -> list[Problem]:
 def gpus(cluster: ResolvedCluster) -> list[Problem]:
     """The stack against the GPUs the hardware profiles have."""
     spec = cluster.spec
-    return [*_gpu_architectures(spec), *_fabric_manager(spec)]
+    return [*_gpu_architectures(spec), *_fabric_manager(spec), *_nvlsm(spec)]
 
 
 def _cuda_and_driver(spec: Spec) -> list[Problem]:
@@ -234,6 +234,50 @@ def _fabric_manager(spec: Spec) -> list[Problem]:
                 ("software", "fabric_manager"),
                 "fabric_manager is set but no node's hardware has NVSwitch (gpu.nvswitch: true); "
                 "remove it",
+            )
+        ]
+    return []
+
+
+# Blackwell (compute capability 10.x, and every later architecture) is the first with
+# fourth-generation NVSwitch on HGX baseboards [Fabric Manager User Guide 2.3, 1.6.4
+# "NVIDIA HGX B200/B100 GPU Baseboard"].
+NVLSM_FROM_CC_MAJOR = 10
+
+
+def _nvlsm(spec: Spec) -> list[Problem]:
+    """HGX B200/B300 (fourth-generation NVSwitch) need the NVLink Subnet Manager beside the
+    fabric manager; nothing earlier runs it [NVIDIA Fabric Manager User Guide, release 2.3,
+    1.3.2 "Systems Using Fourth Generation NVSwitches" and 1.5 "What is NVLink Subnet
+    Manager?"]."""
+    needing = sorted(
+        name
+        for name, p in spec.hardware.items()
+        if p.gpu
+        and p.gpu.nvswitch
+        and (model := gpu_model(p.gpu.model)) is not None
+        and parse_version(model.architecture.compute_capability)[0] >= NVLSM_FROM_CC_MAJOR
+    )
+    nvlsm = spec.software.nvlsm
+    if needing and nvlsm is None:
+        return [
+            Problem(
+                codes.SOFTWARE_NVLSM_MISSING,
+                ("software",),
+                f"nvlsm is required: hardware {', '.join(needing)} has fourth-generation "
+                "NVSwitch (Blackwell HGX), which the fabric manager brings up only with NVIDIA's "
+                "NVLink Subnet Manager; set it to the NVLSM version of driver branch "
+                f"{parse_version(spec.software.nvidia_driver)[0]}",
+                at="key",
+            )
+        ]
+    if not needing and nvlsm is not None:
+        return [
+            Problem(
+                codes.SOFTWARE_NVLSM_WITHOUT_NVSWITCH,
+                ("software", "nvlsm"),
+                "nvlsm is set but no hardware has fourth-generation NVSwitch (gpu.nvswitch with "
+                "Blackwell GPUs); remove it",
             )
         ]
     return []

@@ -404,6 +404,15 @@ class Slurm(StrictModel):
         "Slurm 25.05, topology.yaml) is derived from network.fabric.switches and "
         "network.nvlink_domains (docs/slurm.md).",
     )
+    imex: Literal["per_job", "global"] = Field(
+        default="per_job",
+        description="How NVIDIA IMEX runs on the trays of network.nvlink_domains (nothing without "
+        "NVLink domains; docs/imex.md). per_job (NVIDIA's recommendation for Slurm): each job gets "
+        "its own IMEX channel from SwitchType=switch/nvidia_imex (Slurm 24.05.2 on), or, on "
+        "older Slurm, the Prolog starts IMEX on the job's trays only and the Epilog stops it, so "
+        "one user's job cannot map another's GPU memory. global: IMEX runs on every tray of the "
+        "domain from boot and every job shares channel 0 (one trusted user or tenant only).",
+    )
     isolation: Isolation = Field(
         default_factory=Isolation,
         description="Users kept inside their jobs and out of each other's data: each part on "

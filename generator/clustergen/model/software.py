@@ -135,6 +135,13 @@ class Software(StrictModel):
         description="NVIDIA Fabric Manager version. Required, and equal to nvidia_driver, when any "
         "hardware profile has NVSwitch; must be absent otherwise.",
     )
+    nvlsm: Version | None = Field(
+        default=None,
+        description="NVIDIA NVLink Subnet Manager (NVLSM) version, as NVIDIA's repository lists "
+        "it for the driver branch. Required when a hardware profile has NVSwitch and Blackwell "
+        "GPUs (HGX B200/B300: fourth-generation NVSwitch), installed beside the fabric manager; "
+        "must be absent otherwise.",
+    )
     cuda: Version = Field(
         description="CUDA toolkit version, e.g. 12.4.1. Checked against the driver."
     )

@@ -33,8 +33,9 @@ from clustergen.catalog.architectures import (
     serves,
 )
 from clustergen.catalog.gpus import DEFAULT_CPU_ARCH
-from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, Pins
+from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, NVLINK_GROUP, Pins
 from clustergen.hosts import InterfaceAddress, compress
+from clustergen.imex_mode import imex_start
 from clustergen.model.hardware import CpuArch
 from clustergen.resolve import InventoryGroup, ResolvedCluster
 from clustergen.templating import render_template
@@ -323,6 +324,16 @@ def all_group_vars(
                     str(getattr(software, concern.reports)),
                 )
             )
+    start = imex_start(cluster)
+    if start is not None:
+        variables.setdefault(NVLINK_GROUP, []).append(
+            Variable(
+                "imex_always_on",
+                f"slurm.imex ({start.mode}): IMEX runs from boot; false: the Slurm Prolog "
+                "starts it per job",
+                start.always_on,
+            )
+        )
     for group, entries in _installed_files(by_family).items():
         variables.setdefault(group, []).append(
             Variable(

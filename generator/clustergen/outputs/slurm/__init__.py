@@ -19,14 +19,17 @@ import jinja2
 
 from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange, Secret
 from clustergen.catalog.packages import SLURM_GROUP
+from clustergen.imex_mode import EPILOG_DIR, PROLOG_PATH
 from clustergen.outputs.slurm.derive import (
     EPILOG_NAME,
     PAM_ADOPT_ACCESS,
     PAM_ADOPT_INCLUDE,
     QOS_SCRIPT_NAME,
     SLURM_ETC,
+    ImexScripts,
     SlurmContext,
     derive_slurm,
+    health_epilog_path,
 )
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
@@ -96,7 +99,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         artifacts.append(_slurmdbd_conf(cluster, env, slurm))
     if slurm.epilog_checks is not None:
         text = render_template(env, "slurm/health-epilog.sh.j2", cluster, slurm=slurm)
-        dest = f"{SLURM_ETC}/{EPILOG_NAME}"
+        dest = health_epilog_path(cluster)
         artifacts.append(
             Artifact(
                 f"slurm/{EPILOG_NAME}",
@@ -105,6 +108,8 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
                 install=Install(dest, "compute", NO_CHANGE, mode=0o755),
             )
         )
+    if slurm.imex is not None:
+        artifacts += _imex_scripts(cluster, env, slurm.imex)
     if slurm.qos:
         # Applied by the slurm_accounting role (sacctmgr), not by a daemon reading it.
         text = render_template(env, "slurm/qos.sh.j2", cluster, slurm=slurm)
@@ -118,6 +123,22 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
                 ),
             )
         )
+    return artifacts
+
+
+def _imex_scripts(
+    cluster: ResolvedCluster, env: jinja2.Environment, imex: ImexScripts
+) -> list[Artifact]:
+    """The IMEX Prolog and Epilog on every compute node (a node that is no tray does
+    nothing); slurmd runs them afresh for every job."""
+    artifacts = []
+    for name, dest in (
+        ("imex-prolog.sh", PROLOG_PATH),
+        ("imex-epilog.sh", f"{EPILOG_DIR}/imex-epilog.sh"),
+    ):
+        text = render_template(env, f"slurm/{name}.j2", cluster, imex=imex)
+        install = Install(dest, "compute", NO_CHANGE, mode=0o755)
+        artifacts.append(Artifact(f"slurm/{name}", text, mode=0o755, install=install))
     return artifacts
 
 

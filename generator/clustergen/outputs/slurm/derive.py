@@ -15,6 +15,15 @@ from clustergen.catalog.slurm_keys import PRIVATE_DATA
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.catalog.xids import DRAIN_XIDS, DrainXid
 from clustergen.hosts import NUMBERED_NAME, Host, compress
+from clustergen.imex_mode import (
+    EPILOG_DIR,
+    IMEX_ETC,
+    IMEX_SERVICE,
+    NODES_CONFIG,
+    PROLOG_PATH,
+    SWITCH_IMEX,
+    imex_start,
+)
 from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
@@ -184,6 +193,15 @@ class SshAdopt:
 
 
 @dataclass(frozen=True)
+class ImexScripts:
+    """What the IMEX Prolog and Epilog print."""
+
+    trays: list[tuple[str, str, str]]  # (tray, domain, management address)
+    config: str = f"{IMEX_ETC}/{NODES_CONFIG}"
+    service: str = IMEX_SERVICE
+
+
+@dataclass(frozen=True)
 class SlurmContext:
     sections: list[ConfSection]
     nodes: list[NodeLine]
@@ -202,6 +220,7 @@ class SlurmContext:
     qos: list[QosLine]
     ssh_adopt: SshAdopt | None  # pam_slurm_adopt on the compute nodes
     job_container: list[Setting] | None  # job_container.conf
+    imex: ImexScripts | None  # the IMEX Prolog and Epilog (slurm.imex per job, prolog mode)
     epilog_timeouts: EpilogTimeouts = EPILOG_TIMEOUTS
 
 
@@ -250,7 +269,13 @@ def derive_slurm(cluster: ResolvedCluster) -> SlurmContext:
         qos=_qos_lines(spec),
         ssh_adopt=_ssh_adopt(spec) if spec.slurm.isolation.ssh_adopt else None,
         job_container=_job_container(spec) if spec.slurm.isolation.job_tmpfs else None,
+        imex=ImexScripts(imex_trays(cluster)) if _imex_scripts(cluster) else None,
     )
+
+
+def _imex_scripts(cluster: ResolvedCluster) -> bool:
+    start = imex_start(cluster)
+    return start is not None and start.mode == "prolog"
 
 
 def _ssh_adopt(spec: Spec) -> SshAdopt:
@@ -387,12 +412,7 @@ def _slurm_sections(
         sections.append(
             ConfSection("Priority and preemption (slurm.priority, slurm.preemption)", scheduling)
         )
-    if epilog:
-        sections.append(
-            ConfSection(
-                "Health check (slurm.health_check)", [("Epilog", f"{SLURM_ETC}/{EPILOG_NAME}")]
-            )
-        )
+    sections += _script_sections(cluster, epilog)
     # topology.yaml, when rendered, names each topology's plugin and is read instead of
     # TopologyPlugin (topology.yaml(5), src/interfaces/topology.c of 25.05).
     if network.kind == "tree":
@@ -410,6 +430,56 @@ def _slurm_sections(
             )
         )
     return sections
+
+
+def health_epilog_path(cluster: ResolvedCluster) -> str:
+    """Where the health Epilog goes: beside the IMEX Epilog in the Epilog directory when
+    the Prolog and Epilog start IMEX per job (slurm.conf's Epilog is then a glob)."""
+    start = imex_start(cluster)
+    if start is not None and start.mode == "prolog":
+        return f"{EPILOG_DIR}/{EPILOG_NAME}"
+    return f"{SLURM_ETC}/{EPILOG_NAME}"
+
+
+def _script_sections(cluster: ResolvedCluster, epilog: bool) -> list[ConfSection]:
+    """The health Epilog (slurm.health_check) and how IMEX starts per job (slurm.imex,
+    clustergen.imex_mode): switch/nvidia_imex, or the Prolog and an Epilog of its own."""
+    start = imex_start(cluster)
+    if start is None or start.mode == "global":
+        if not epilog:
+            return []
+        return [
+            ConfSection(
+                "Health check (slurm.health_check)", [("Epilog", f"{SLURM_ETC}/{EPILOG_NAME}")]
+            )
+        ]
+    if start.mode == "switch":
+        # A site that wrote SwitchType in slurm.options already has its line there.
+        overridden = {key.lower() for key in cluster.spec.slurm.options}
+        imex: list[Setting] = [] if "switchtype" in overridden else [("SwitchType", SWITCH_IMEX)]
+        health = [("Epilog", f"{SLURM_ETC}/{EPILOG_NAME}")] if epilog else []
+        return [
+            *([ConfSection("Health check (slurm.health_check)", health)] if health else []),
+            *([ConfSection("IMEX per job (slurm.imex: a channel per job)", imex)] if imex else []),
+        ]
+    what = "the IMEX Epilog and the health Epilog" if epilog else "the IMEX Epilog"
+    return [
+        ConfSection(
+            f"IMEX per job (slurm.imex): the Prolog starts it; Epilog runs {what}",
+            [("Prolog", PROLOG_PATH), ("Epilog", f"{EPILOG_DIR}/*")],
+        )
+    ]
+
+
+def imex_trays(cluster: ResolvedCluster) -> list[tuple[str, str, str]]:
+    """(tray, its NVLink domain, its management address) for the IMEX Prolog."""
+    table = cluster.by_name
+    return [
+        (name, domain.name, table[name].management_ip or "")
+        for domain in cluster.nvlink_domains
+        for name in domain.nodes
+        if name in table
+    ]
 
 
 def _priority_settings(spec: Spec) -> list[Setting]:
