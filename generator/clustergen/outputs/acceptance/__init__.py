@@ -11,6 +11,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact
 from clustergen.outputs.acceptance.derive import PartitionJobs, derive_acceptance
+from clustergen.outputs.acceptance.nvlink import MNNVL_EXPORTS, derive_nvlink
 from clustergen.outputs.nccl.derive import JOB_ENV
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
@@ -87,4 +88,27 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
                 )
             )
         artifacts.append(_script(cluster, env, job, "dcgm-diag.sbatch"))
+    artifacts.extend(_nvlink_scripts(cluster, env))
+    return artifacts
+
+
+def _nvlink_scripts(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
+    """Per multi-node NVLink domain: the all-reduce over NVLink and the fabric check, in
+    the directory of the partition that holds the domain's trays."""
+    artifacts = []
+    for job in derive_nvlink(cluster):
+        for kind in ("nvlink-allreduce", "nvlink-fabric"):
+            path = f"acceptance/{job.partition}/{kind}-{job.domain}.sbatch"
+            text = render_template(
+                env,
+                f"acceptance/{kind}.sbatch.j2",
+                cluster,
+                job=job,
+                path=path,
+                threshold=f"{job.busbw_threshold_gbytes:.1f}",
+                exports=[(name, shlex.quote(value)) for name, value in job.exports],
+                mnnvl=MNNVL_EXPORTS,
+                job_env=JOB_ENV,
+            )
+            artifacts.append(Artifact(path, text, mode=0o755))
     return artifacts
