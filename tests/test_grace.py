@@ -163,3 +163,49 @@ def test_cuda_and_driver_minimums_follow_from_the_architecture() -> None:
         "software.cuda-not-in-driver-table",
         "software.driver-too-old-for-gpu",
     ]
+
+
+def _gres(data: Data) -> list[str]:
+    cluster, _ = _validate(data)
+    assert cluster is not None
+    text = render_all(cluster)["slurm/gres.conf"].text
+    return [line.split(" Name=gpu ")[1] for line in text.splitlines() if " Name=gpu " in line]
+
+
+def test_each_grace_gpu_is_bound_to_its_own_superchips_cpu() -> None:
+    # GB200 tray: GPUs 0-1 with the first Grace CPU, 2-3 with the second (whole sockets).
+    assert _gres(_mixed()) == [
+        "Type=gb200 File=/dev/nvidia0 Cores=0-71",
+        "Type=gb200 File=/dev/nvidia1 Cores=0-71",
+        "Type=gb200 File=/dev/nvidia2 Cores=72-143",
+        "Type=gb200 File=/dev/nvidia3 Cores=72-143",
+    ]
+    # A GH200 node: one Grace CPU, one GPU.
+    data = _mixed()
+    data["hardware"]["gb200-tray"]["gpu"] = {"model": "gh200-144gb", "count": 1}
+    data["hardware"]["gb200-tray"]["cpu"]["sockets"] = 1
+    assert _gres(data) == ["Type=gh200 File=/dev/nvidia0 Cores=0-71"]
+    # GPUs that do not split evenly over the sockets: no superchip to follow, no Cores=.
+    data["hardware"]["gb200-tray"]["cpu"]["sockets"] = 2
+    data["hardware"]["gb200-tray"]["gpu"]["count"] = 3
+    assert _gres(data) == ["Type=gh200 File=/dev/nvidia[0-2]"]
+
+
+def test_the_topology_table_overrides_the_superchips_and_x86_gpus_get_none() -> None:
+    data = _mixed()
+    data["hardware"]["gb200-tray"]["topology"] = {
+        "hcas": [{"name": "mlx5_0", "numa_node": 0, "role": "compute"}],
+        "gpus": [{"index": i, "numa_node": 0, "cores": "0-35", "hca": "mlx5_0"} for i in range(4)],
+    }
+    assert {line.split(" Cores=")[1] for line in _gres(data)} == {"0-35"}
+    data = _mixed()
+    data["hardware"]["gb200-tray"]["gpu"] = {"model": "b200", "count": 4}
+    assert _gres(data) == ["Type=b200 File=/dev/nvidia[0-3]"]
+
+
+def test_without_a_table_a_grace_profile_loses_only_the_rails() -> None:
+    data = _mixed()
+    data["nccl"] = {"debug": "WARN"}
+    problems = [p for p in _validate(data)[1] if "topology-missing" in p]
+    assert len(problems) == 1 and "gres.conf" not in problems[0], problems
+    assert "NCCL_IB_HCA and the ib-rails job" in problems[0]

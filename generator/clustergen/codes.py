@@ -749,7 +749,8 @@ SLURM_UNKILLABLE_BELOW_MESSAGE_TIMEOUT = Code(
 HARDWARE_TOPOLOGY_MISSING = Code(
     "hardware.topology-missing",
     "warning",
-    "a GPU compute profile without a topology table: no gres.conf Cores= (GPU-CPU affinity)",
+    "a GPU compute profile without a topology table: no gres.conf Cores= (GPU-CPU affinity; "
+    "a Grace superchip's GPUs take their own CPU's) and no rails told from storage HCAs",
 )
 HARDWARE_TOPOLOGY_GPU_INDEX = Code(
     "hardware.topology-gpu-index",

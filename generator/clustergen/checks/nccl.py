@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from clustergen import codes
+from clustergen.catalog.gpus import superchip_cores
 from clustergen.catalog.nccl_vars import (
     NCCL_VARIABLES,
     ROCE_ONLY,
@@ -135,6 +136,22 @@ def _hcas_exist(
     return problems
 
 
+def _topology_missing(name: str, profile: HardwareProfile) -> Problem:
+    # A Grace superchip's GPUs get Cores= from their own CPU without a table.
+    lost = (
+        ""
+        if superchip_cores(profile) is not None
+        else "gres.conf has no Cores= (jobs get no GPU-CPU affinity), and "
+    )
+    return Problem(
+        codes.HARDWARE_TOPOLOGY_MISSING,
+        ("hardware", name),
+        f"GPU profile '{name}' has no topology table, so {lost}NCCL_IB_HCA and the ib-rails "
+        "job take fabric_hcas as they stand, with no rail told from a storage HCA",
+        at="key",
+    )
+
+
 def topology(cluster: ResolvedCluster) -> list[Problem]:
     """The topology table against the profile; its absence on GPU compute profiles when the
     spec asks for NCCL settings (the `nccl` section), whose HCA list and rail tests it feeds."""
@@ -145,16 +162,7 @@ def topology(cluster: ResolvedCluster) -> list[Problem]:
         table = profile.topology
         if table is None:
             if spec.nccl is not None and profile.gpu is not None and name in compute_profiles:
-                problems.append(
-                    Problem(
-                        codes.HARDWARE_TOPOLOGY_MISSING,
-                        ("hardware", name),
-                        f"GPU profile '{name}' has no topology table, so gres.conf has no "
-                        "Cores= (jobs get no GPU-CPU affinity), and NCCL_IB_HCA and the ib-rails "
-                        "job take fabric_hcas as they stand, with no rail told from a storage HCA",
-                        at="key",
-                    )
-                )
+                problems.append(_topology_missing(name, profile))
             continue
         base = ("hardware", name, "topology")
         hca_names = [hca.name for hca in table.hcas]
