@@ -209,3 +209,47 @@ def test_without_a_table_a_grace_profile_loses_only_the_rails() -> None:
     problems = [p for p in _validate(data)[1] if "topology-missing" in p]
     assert len(problems) == 1 and "gres.conf" not in problems[0], problems
     assert "NCCL_IB_HCA and the ib-rails job" in problems[0]
+
+
+def _with_switch_trays(data: Data) -> Data:
+    """gb[1-4] with the 2 NVLink switch trays their domain calls for, at U 5-6."""
+    data["racks"][0]["devices"] += [
+        {
+            "u": u,
+            "name": f"nvsw{u - 4}",
+            "height_u": 1,
+            "max_watts": 1500,
+            "nvlink_switch_tray": True,
+        }
+        for u in (5, 6)
+    ]
+    return data
+
+
+def test_the_rack_sheet_counts_compute_and_switch_trays() -> None:
+    cluster, problems = _validate(_with_switch_trays(_mixed()))
+    assert cluster is not None and problems == []
+    files = {path: a.text for path, a in render_all(cluster).items()}
+    rows = [line.split(",") for line in files["facility/racks.csv"].splitlines()]
+    assert [r[3:5] for r in rows if r[1] in ("4", "5", "6")] == [
+        ["gb4", "compute"],
+        ["nvsw1", "nvlink-switch"],
+        ["nvsw2", "nvlink-switch"],
+    ]
+    racks_md = files["facility/racks.md"]
+    # 4 compute trays (no power in their profile) and 2 switch trays of 1500 W; the domain
+    # (2 switch trays per 4 compute trays) wants 2.
+    assert "| nvl1 | 4 | 4 |  | 2 | 2 | 3000 | 2 |" in racks_md
+    assert "| nvl1 | 48 | 7 | 41 | 3000 | 3000 |" in racks_md  # the rack's totals
+    assert "nvlink-switch" in files["facility/racks/nvl1.svg"]
+    # Without the switch trays the sheet says what the domain wants and none is there.
+    cluster, _ = _validate(_mixed())
+    assert cluster is not None
+    assert "| nvl1 | 4 | 4 |  | 0 | 0 |  | 2 |" in render_all(cluster)["facility/racks.md"].text
+
+
+def test_a_node_is_no_switch_tray() -> None:
+    data = _mixed()
+    data["racks"][0]["devices"][0]["nvlink_switch_tray"] = True
+    problems = _validate(data)[1]
+    assert len(problems) == 1 and "is a node, not an NVLink switch tray" in problems[0]

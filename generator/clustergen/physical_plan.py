@@ -43,6 +43,10 @@ ROLE_ORDER = (
 )
 
 
+# The role of a rack device that is an NVLink switch tray (racks[].devices[].nvlink_switch_tray).
+NVLINK_SWITCH_ROLE = "nvlink-switch"
+
+
 @dataclass(frozen=True)
 class Psu:
     """One power supply of a device, and the load it carries (VA)."""
@@ -61,7 +65,7 @@ class Device:
     name: str
     node: bool
     hardware: str  # the node's profile; "" for what is not a node
-    role: str  # compute, controller, storage, login, service; device for what is not a node
+    role: str  # compute, controller, storage, login, service; nvlink-switch or device if no node
     u: int
     height: int
     typical_watts: int
@@ -306,6 +310,7 @@ def rack_plans(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
                         entry.weight_kg,
                         feeds,
                         entry.liquid_share or 0.0,
+                        NVLINK_SWITCH_ROLE if entry.nvlink_switch_tray else "device",
                     )
                 )
         placed_devices = tuple(devices)
@@ -385,6 +390,7 @@ def _other_device(
     weight_kg: float | None,
     feeds: tuple[str, ...],
     liquid_share: float,
+    role: str,
 ) -> Device:
     return Device(
         rack_index=rack_index,
@@ -392,7 +398,7 @@ def _other_device(
         name=name,
         node=False,
         hardware="",
-        role="device",
+        role=role,
         u=u,
         height=height,
         typical_watts=typical_watts,

@@ -12,12 +12,21 @@ from __future__ import annotations
 import csv
 import functools
 import io
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clustergen.model.common import expand_hostlist
+from clustergen.model.hardware import NvlinkTrays
 from clustergen.outputs.facility.elevation import Bar, bar, power_given, role_and_hardware
-from clustergen.physical_plan import FEEDS, Device, FeedLoad, RackPlan, cables
+from clustergen.physical_plan import (
+    FEEDS,
+    NVLINK_SWITCH_ROLE,
+    Device,
+    FeedLoad,
+    RackPlan,
+    cables,
+)
 from clustergen.resolve import ResolvedCluster
 
 
@@ -125,6 +134,16 @@ HEAT_HEADER = (
     "air_watts",
     "air_cooling_w",
     "air_headroom_w",
+)
+TRAY_HEADER = (
+    "rack",
+    "compute_trays",
+    "compute_u",
+    "compute_max_watts",
+    "switch_trays",
+    "switch_u",
+    "switch_max_watts",
+    "switch_trays_wanted",
 )
 CDU_HEADER = ("cdu", "racks", "capacity_w", "liquid_watts", "headroom_w")
 OUTLET_HEADER = ("rack", "pdu", "device", "psu", "bank", "phase", "normal_va", "failover_va")
@@ -317,6 +336,41 @@ def rack_totals(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
         )
         for rack in plans
     )
+
+
+def tray_sheet(cluster: ResolvedCluster) -> tuple[tuple[str, ...], ...]:
+    """The NVLink trays of each rack (racks.md): its compute trays (nodes whose profile has
+    gpu.nvlink_domain) and its NVLink switch trays (racks[].devices[].nvlink_switch_tray),
+    each with the units and max draw they take, and the switch trays the compute trays'
+    domains call for (switch_trays per trays of the domain, rounded up: 9 for a full NVL72
+    rack). None where no rack holds a tray."""
+    hardware = cluster.spec.hardware
+    rows = []
+    for rack in cluster.rack_plans:
+        domains: dict[str, NvlinkTrays] = {}  # by profile
+        counts: Counter[str] = Counter()
+        compute, switches = [], []
+        for device in rack.devices:
+            profile = hardware.get(device.hardware) if device.node else None
+            domain = profile.gpu.nvlink_domain if profile and profile.gpu else None
+            if domain is not None:
+                compute.append(device)
+                domains[device.hardware] = domain
+                counts[device.hardware] += 1
+            elif device.role == NVLINK_SWITCH_ROLE:
+                switches.append(device)
+        if not compute and not switches:
+            continue
+        wanted = sum(-(-n * domains[p].switch_trays // domains[p].trays) for p, n in counts.items())
+        rows.append((rack.rack.name, *_trays(compute), *_trays(switches), str(wanted)))
+    return tuple(rows)
+
+
+def _trays(devices: Sequence[Device]) -> tuple[str, str, str]:
+    """A kind of tray's count, units and max draw ('' for the draw where none is given)."""
+    watts = sum(d.max_watts for d in devices)
+    given = any(power_given(d) for d in devices)
+    return str(len(devices)), str(sum(d.height for d in devices)), str(watts) if given else ""
 
 
 def phase_sheet(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
