@@ -253,3 +253,14 @@ def test_a_node_is_no_switch_tray() -> None:
     data["racks"][0]["devices"][0]["nvlink_switch_tray"] = True
     problems = _validate(data)[1]
     assert len(problems) == 1 and "is a node, not an NVLink switch tray" in problems[0]
+
+
+def test_an_nccl_before_2_25_2_warns_only_where_trays_of_a_domain_are() -> None:
+    data = _mixed()
+    data["software"]["nccl"] = "2.25.1"
+    assert _codes(data) == ["nccl.too-old-for-mnnvl"]
+    data["software"]["nccl"] = "2.25.2"  # the first NVIDIA supports GB200 MNNVL with
+    assert _codes(data) == []
+    data["software"]["nccl"] = "2.25.1"
+    del data["hardware"]["gb200-tray"]["gpu"]["nvlink_domain"]  # GB200 trays, no domain given
+    assert _codes(data) == []

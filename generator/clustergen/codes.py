@@ -802,6 +802,12 @@ NCCL_NVLS_WITHOUT_NVSWITCH = Code(
     "warning",
     "NCCL_NVLS_ENABLE=1 on GPUs without NVSwitch or an NVLink domain",
 )
+NCCL_TOO_OLD_FOR_MNNVL = Code(
+    "nccl.too-old-for-mnnvl",
+    "warning",
+    "software.nccl older than 2.25.2, the first NCCL NVIDIA supports multi-node NVLink on "
+    "GB200 with, on the trays of an NVLink domain",
+)
 NCCL_MNNVL_OFF = Code(
     "nccl.nvlink-domain-off",
     "warning",

@@ -78,6 +78,7 @@ CHECKS: tuple[Check, ...] = (
     _check(nccl.topology, "nccl", "hardware", "nodes"),
     _check(nccl.sharp, "network"),
     _check(nccl.nvlink_domain, "nccl", "hardware", "nodes", "slurm"),
+    _check(nccl.mnnvl_release, "software", "hardware", "nodes", "slurm"),
     _check(facility.psus, "hardware"),
     _check(facility.placement, "racks", "hardware", "nodes"),
     _check(facility.racked, "racks", "facility", "hardware", "nodes"),

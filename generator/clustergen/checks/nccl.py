@@ -14,6 +14,7 @@ from clustergen.catalog.nccl_vars import (
     value_problem,
 )
 from clustergen.catalog.switches import catalog_switch
+from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem, SpecPath
 from clustergen.model.gpu_topology import core_ids
 from clustergen.model.hardware import HardwareProfile
@@ -271,6 +272,41 @@ def _nccl_sharp(model: str | None) -> bool:
 # NCCL variables that keep a job off a multi-node NVLink domain's NVLink at 0: MNNVL
 # itself, and cuMem, which MNNVL needs (docs/nccl.md, NCCL_MNNVL_ENABLE).
 NVLINK_DOMAIN_OFF = ("NCCL_MNNVL_ENABLE", "NCCL_CUMEM_ENABLE")
+
+
+# NVIDIA GB200 NVL Multi-Node Tuning Guide, "NVIDIA NCCL": "GB200 MNNVL is supported in
+# NCCL version 2.25.2 and later."
+MNNVL_MIN_NCCL = (2, 25, 2)
+
+
+def mnnvl_release(cluster: ResolvedCluster) -> list[Problem]:
+    """A pinned NCCL older than MNNVL_MIN_NCCL on a cluster whose compute nodes are trays of
+    a multi-node NVLink domain: jobs would cross the trays over the fabric, not NVLink."""
+    spec = cluster.spec
+    if parse_version(spec.software.nccl)[:3] >= MNNVL_MIN_NCCL:
+        return []
+    trays = sorted(
+        {
+            host.hardware_name
+            for host in cluster.hosts
+            if host.is_slurm_compute
+            and host.hardware.gpu is not None
+            and host.hardware.gpu.nvlink_domain is not None
+        }
+    )
+    if not trays:
+        return []
+    least = ".".join(map(str, MNNVL_MIN_NCCL))
+    return [
+        Problem(
+            codes.NCCL_TOO_OLD_FOR_MNNVL,
+            ("software", "nccl"),
+            f"NCCL {spec.software.nccl} predates {least}, the first release NVIDIA supports "
+            f"multi-node NVLink with (GB200 NVL Multi-Node Tuning Guide); profile "
+            f"{', '.join(trays)} is a tray of an NVLink domain, whose jobs would then cross "
+            f"the trays over the fabric, not NVLink: pin NCCL {least} or later",
+        )
+    ]
 
 
 def nvlink_domain(cluster: ResolvedCluster) -> list[Problem]:
