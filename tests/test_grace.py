@@ -264,3 +264,12 @@ def test_an_nccl_before_2_25_2_warns_only_where_trays_of_a_domain_are() -> None:
     data["software"]["nccl"] = "2.25.1"
     del data["hardware"]["gb200-tray"]["gpu"]["nvlink_domain"]  # GB200 trays, no domain given
     assert _codes(data) == []
+
+
+def test_a_rack_short_of_the_switch_trays_it_lists_warns() -> None:
+    data = _with_switch_trays(_mixed())
+    assert _codes(data) == []
+    del data["racks"][0]["devices"][-1]  # one of the two switch trays
+    assert _codes(data) == ["racks.nvlink-switch-trays-short"]
+    del data["racks"][0]["devices"][-1]  # none listed: shown on the sheet, not warned
+    assert _codes(data) == []

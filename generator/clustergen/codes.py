@@ -863,6 +863,11 @@ RACKS_SHELVES_OVER_CAPACITY = Code(
     "error",
     "the rack's max draw is above what its power shelves carry with the redundancy spent",
 )
+RACKS_NVLINK_SWITCH_TRAYS_SHORT = Code(
+    "racks.nvlink-switch-trays-short",
+    "warning",
+    "a rack lists fewer NVLink switch trays than its compute trays' NVLink domains call for",
+)
 RACKS_AIR_COOLING_EXCEEDED = Code(
     "racks.air-cooling-exceeded",
     "error",

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from clustergen.hosts import Host
 from clustergen.model import Spec
-from clustergen.model.hardware import HardwareProfile
+from clustergen.model.hardware import HardwareProfile, NvlinkTrays
 from clustergen.model.racks import Pdu, Rack
 
 SQRT3 = math.sqrt(3)
@@ -249,6 +249,32 @@ class RackPlan:
     def limit_va(self) -> float:
         """What the rack may draw: the smallest feed's 80% (each feed must carry it alone)."""
         return min((load.limit_va for load in self.loads), default=0.0)
+
+
+class NvlinkTrayCount(NamedTuple):
+    compute: tuple[Device, ...]  # nodes whose profile has gpu.nvlink_domain
+    switches: tuple[Device, ...]  # devices with nvlink_switch_tray
+    switches_wanted: int  # what the compute trays' domains call for
+
+
+def nvlink_trays(rack: RackPlan, hardware: Mapping[str, HardwareProfile]) -> NvlinkTrayCount:
+    """A rack's NVLink compute and switch trays, and the switch trays its compute trays'
+    domains call for: switch_trays per trays of each profile's gpu.nvlink_domain, rounded
+    up (9 for the 18 trays of a GB200 NVL72 rack)."""
+    domains: dict[str, NvlinkTrays] = {}  # by profile
+    counts: dict[str, int] = {}
+    compute, switches = [], []
+    for device in rack.devices:
+        profile = hardware.get(device.hardware) if device.node else None
+        domain = profile.gpu.nvlink_domain if profile and profile.gpu else None
+        if domain is not None:
+            compute.append(device)
+            domains[device.hardware] = domain
+            counts[device.hardware] = counts.get(device.hardware, 0) + 1
+        elif device.role == NVLINK_SWITCH_ROLE:
+            switches.append(device)
+    wanted = sum(-(-n * domains[p].switch_trays // domains[p].trays) for p, n in counts.items())
+    return NvlinkTrayCount(tuple(compute), tuple(switches), wanted)
 
 
 def feed_capacity_va(pdu: Pdu) -> float:

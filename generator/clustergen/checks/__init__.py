@@ -83,6 +83,7 @@ CHECKS: tuple[Check, ...] = (
     _check(facility.placement, "racks", "hardware", "nodes"),
     _check(facility.racked, "racks", "facility", "hardware", "nodes"),
     _check(facility.power, "racks", "hardware", "nodes"),
+    _check(facility.switch_trays, "racks", "hardware", "nodes"),
     _check(facility.site, "racks", "facility", "hardware", "nodes"),
     _check(rack_scale.shelves, "racks", "hardware", "nodes"),
     _check(rack_scale.air, "racks", "hardware", "nodes"),

@@ -12,20 +12,18 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clustergen.model.common import expand_hostlist
-from clustergen.model.hardware import NvlinkTrays
 from clustergen.outputs.facility.elevation import Bar, bar, power_given, role_and_hardware
 from clustergen.physical_plan import (
     FEEDS,
-    NVLINK_SWITCH_ROLE,
     Device,
     FeedLoad,
     RackPlan,
     cables,
+    nvlink_trays,
 )
 from clustergen.resolve import ResolvedCluster
 
@@ -339,30 +337,21 @@ def rack_totals(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
 
 
 def tray_sheet(cluster: ResolvedCluster) -> tuple[tuple[str, ...], ...]:
-    """The NVLink trays of each rack (racks.md): its compute trays (nodes whose profile has
-    gpu.nvlink_domain) and its NVLink switch trays (racks[].devices[].nvlink_switch_tray),
-    each with the units and max draw they take, and the switch trays the compute trays'
-    domains call for (switch_trays per trays of the domain, rounded up: 9 for a full NVL72
-    rack). None where no rack holds a tray."""
-    hardware = cluster.spec.hardware
+    """The NVLink trays of each rack (racks.md; physical_plan.nvlink_trays): its compute
+    and switch trays, each with the units and max draw they take, and the switch trays the
+    compute trays' domains call for. None where no rack holds a tray."""
     rows = []
     for rack in cluster.rack_plans:
-        domains: dict[str, NvlinkTrays] = {}  # by profile
-        counts: Counter[str] = Counter()
-        compute, switches = [], []
-        for device in rack.devices:
-            profile = hardware.get(device.hardware) if device.node else None
-            domain = profile.gpu.nvlink_domain if profile and profile.gpu else None
-            if domain is not None:
-                compute.append(device)
-                domains[device.hardware] = domain
-                counts[device.hardware] += 1
-            elif device.role == NVLINK_SWITCH_ROLE:
-                switches.append(device)
-        if not compute and not switches:
-            continue
-        wanted = sum(-(-n * domains[p].switch_trays // domains[p].trays) for p, n in counts.items())
-        rows.append((rack.rack.name, *_trays(compute), *_trays(switches), str(wanted)))
+        trays = nvlink_trays(rack, cluster.spec.hardware)
+        if trays.compute or trays.switches:
+            rows.append(
+                (
+                    rack.rack.name,
+                    *_trays(trays.compute),
+                    *_trays(trays.switches),
+                    str(trays.switches_wanted),
+                )
+            )
     return tuple(rows)
 
 
