@@ -163,3 +163,113 @@ def test_cuda_and_driver_minimums_follow_from_the_architecture() -> None:
         "software.cuda-not-in-driver-table",
         "software.driver-too-old-for-gpu",
     ]
+
+
+def _gres(data: Data) -> list[str]:
+    cluster, _ = _validate(data)
+    assert cluster is not None
+    text = render_all(cluster)["slurm/gres.conf"].text
+    return [line.split(" Name=gpu ")[1] for line in text.splitlines() if " Name=gpu " in line]
+
+
+def test_each_grace_gpu_is_bound_to_its_own_superchips_cpu() -> None:
+    # GB200 tray: GPUs 0-1 with the first Grace CPU, 2-3 with the second (whole sockets).
+    assert _gres(_mixed()) == [
+        "Type=gb200 File=/dev/nvidia0 Cores=0-71",
+        "Type=gb200 File=/dev/nvidia1 Cores=0-71",
+        "Type=gb200 File=/dev/nvidia2 Cores=72-143",
+        "Type=gb200 File=/dev/nvidia3 Cores=72-143",
+    ]
+    # A GH200 node: one Grace CPU, one GPU.
+    data = _mixed()
+    data["hardware"]["gb200-tray"]["gpu"] = {"model": "gh200-144gb", "count": 1}
+    data["hardware"]["gb200-tray"]["cpu"]["sockets"] = 1
+    assert _gres(data) == ["Type=gh200 File=/dev/nvidia0 Cores=0-71"]
+    # GPUs that do not split evenly over the sockets: no superchip to follow, no Cores=.
+    data["hardware"]["gb200-tray"]["cpu"]["sockets"] = 2
+    data["hardware"]["gb200-tray"]["gpu"]["count"] = 3
+    assert _gres(data) == ["Type=gh200 File=/dev/nvidia[0-2]"]
+
+
+def test_the_topology_table_overrides_the_superchips_and_x86_gpus_get_none() -> None:
+    data = _mixed()
+    data["hardware"]["gb200-tray"]["topology"] = {
+        "hcas": [{"name": "mlx5_0", "numa_node": 0, "role": "compute"}],
+        "gpus": [{"index": i, "numa_node": 0, "cores": "0-35", "hca": "mlx5_0"} for i in range(4)],
+    }
+    assert {line.split(" Cores=")[1] for line in _gres(data)} == {"0-35"}
+    data = _mixed()
+    data["hardware"]["gb200-tray"]["gpu"] = {"model": "b200", "count": 4}
+    assert _gres(data) == ["Type=b200 File=/dev/nvidia[0-3]"]
+
+
+def test_without_a_table_a_grace_profile_loses_only_the_rails() -> None:
+    data = _mixed()
+    data["nccl"] = {"debug": "WARN"}
+    problems = [p for p in _validate(data)[1] if "topology-missing" in p]
+    assert len(problems) == 1 and "gres.conf" not in problems[0], problems
+    assert "NCCL_IB_HCA and the ib-rails job" in problems[0]
+
+
+def _with_switch_trays(data: Data) -> Data:
+    """gb[1-4] with the 2 NVLink switch trays their domain calls for, at U 5-6."""
+    data["racks"][0]["devices"] += [
+        {
+            "u": u,
+            "name": f"nvsw{u - 4}",
+            "height_u": 1,
+            "max_watts": 1500,
+            "nvlink_switch_tray": True,
+        }
+        for u in (5, 6)
+    ]
+    return data
+
+
+def test_the_rack_sheet_counts_compute_and_switch_trays() -> None:
+    cluster, problems = _validate(_with_switch_trays(_mixed()))
+    assert cluster is not None and problems == []
+    files = {path: a.text for path, a in render_all(cluster).items()}
+    rows = [line.split(",") for line in files["facility/racks.csv"].splitlines()]
+    assert [r[3:5] for r in rows if r[1] in ("4", "5", "6")] == [
+        ["gb4", "compute"],
+        ["nvsw1", "nvlink-switch"],
+        ["nvsw2", "nvlink-switch"],
+    ]
+    racks_md = files["facility/racks.md"]
+    # 4 compute trays (no power in their profile) and 2 switch trays of 1500 W; the domain
+    # (2 switch trays per 4 compute trays) wants 2.
+    assert "| nvl1 | 4 | 4 |  | 2 | 2 | 3000 | 2 |" in racks_md
+    assert "| nvl1 | 48 | 7 | 41 | 3000 | 3000 |" in racks_md  # the rack's totals
+    assert "nvlink-switch" in files["facility/racks/nvl1.svg"]
+    # Without the switch trays the sheet says what the domain wants and none is there.
+    cluster, _ = _validate(_mixed())
+    assert cluster is not None
+    assert "| nvl1 | 4 | 4 |  | 0 | 0 |  | 2 |" in render_all(cluster)["facility/racks.md"].text
+
+
+def test_a_node_is_no_switch_tray() -> None:
+    data = _mixed()
+    data["racks"][0]["devices"][0]["nvlink_switch_tray"] = True
+    problems = _validate(data)[1]
+    assert len(problems) == 1 and "is a node, not an NVLink switch tray" in problems[0]
+
+
+def test_an_nccl_before_2_25_2_warns_only_where_trays_of_a_domain_are() -> None:
+    data = _mixed()
+    data["software"]["nccl"] = "2.25.1"
+    assert _codes(data) == ["nccl.too-old-for-mnnvl"]
+    data["software"]["nccl"] = "2.25.2"  # the first NVIDIA supports GB200 MNNVL with
+    assert _codes(data) == []
+    data["software"]["nccl"] = "2.25.1"
+    del data["hardware"]["gb200-tray"]["gpu"]["nvlink_domain"]  # GB200 trays, no domain given
+    assert _codes(data) == []
+
+
+def test_a_rack_short_of_the_switch_trays_it_lists_warns() -> None:
+    data = _with_switch_trays(_mixed())
+    assert _codes(data) == []
+    del data["racks"][0]["devices"][-1]  # one of the two switch trays
+    assert _codes(data) == ["racks.nvlink-switch-trays-short"]
+    del data["racks"][0]["devices"][-1]  # none listed: shown on the sheet, not warned
+    assert _codes(data) == []

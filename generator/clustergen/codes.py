@@ -759,7 +759,8 @@ SLURM_UNKILLABLE_BELOW_MESSAGE_TIMEOUT = Code(
 HARDWARE_TOPOLOGY_MISSING = Code(
     "hardware.topology-missing",
     "warning",
-    "a GPU compute profile without a topology table: no gres.conf Cores= (GPU-CPU affinity)",
+    "a GPU compute profile without a topology table: no gres.conf Cores= (GPU-CPU affinity; "
+    "a Grace superchip's GPUs take their own CPU's) and no rails told from storage HCAs",
 )
 HARDWARE_TOPOLOGY_GPU_INDEX = Code(
     "hardware.topology-gpu-index",
@@ -810,6 +811,12 @@ NCCL_NVLS_WITHOUT_NVSWITCH = Code(
     "nccl.nvls-without-nvswitch",
     "warning",
     "NCCL_NVLS_ENABLE=1 on GPUs without NVSwitch or an NVLink domain",
+)
+NCCL_TOO_OLD_FOR_MNNVL = Code(
+    "nccl.too-old-for-mnnvl",
+    "warning",
+    "software.nccl older than 2.25.2, the first NCCL NVIDIA supports multi-node NVLink on "
+    "GB200 with, on the trays of an NVLink domain",
 )
 NCCL_MNNVL_OFF = Code(
     "nccl.nvlink-domain-off",
@@ -865,6 +872,11 @@ RACKS_SHELVES_OVER_CAPACITY = Code(
     "racks.shelves-over-capacity",
     "error",
     "the rack's max draw is above what its power shelves carry with the redundancy spent",
+)
+RACKS_NVLINK_SWITCH_TRAYS_SHORT = Code(
+    "racks.nvlink-switch-trays-short",
+    "warning",
+    "a rack lists fewer NVLink switch trays than its compute trays' NVLink domains call for",
 )
 RACKS_AIR_COOLING_EXCEEDED = Code(
     "racks.air-cooling-exceeded",

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from clustergen.hosts import Host
 from clustergen.model import Spec
-from clustergen.model.hardware import HardwareProfile
+from clustergen.model.hardware import HardwareProfile, NvlinkTrays
 from clustergen.model.racks import Pdu, Rack
 
 SQRT3 = math.sqrt(3)
@@ -43,6 +43,10 @@ ROLE_ORDER = (
 )
 
 
+# The role of a rack device that is an NVLink switch tray (racks[].devices[].nvlink_switch_tray).
+NVLINK_SWITCH_ROLE = "nvlink-switch"
+
+
 @dataclass(frozen=True)
 class Psu:
     """One power supply of a device, and the load it carries (VA)."""
@@ -61,7 +65,7 @@ class Device:
     name: str
     node: bool
     hardware: str  # the node's profile; "" for what is not a node
-    role: str  # compute, controller, storage, login, service; device for what is not a node
+    role: str  # compute, controller, storage, login, service; nvlink-switch or device if no node
     u: int
     height: int
     typical_watts: int
@@ -247,6 +251,32 @@ class RackPlan:
         return min((load.limit_va for load in self.loads), default=0.0)
 
 
+class NvlinkTrayCount(NamedTuple):
+    compute: tuple[Device, ...]  # nodes whose profile has gpu.nvlink_domain
+    switches: tuple[Device, ...]  # devices with nvlink_switch_tray
+    switches_wanted: int  # what the compute trays' domains call for
+
+
+def nvlink_trays(rack: RackPlan, hardware: Mapping[str, HardwareProfile]) -> NvlinkTrayCount:
+    """A rack's NVLink compute and switch trays, and the switch trays its compute trays'
+    domains call for: switch_trays per trays of each profile's gpu.nvlink_domain, rounded
+    up (9 for the 18 trays of a GB200 NVL72 rack)."""
+    domains: dict[str, NvlinkTrays] = {}  # by profile
+    counts: dict[str, int] = {}
+    compute, switches = [], []
+    for device in rack.devices:
+        profile = hardware.get(device.hardware) if device.node else None
+        domain = profile.gpu.nvlink_domain if profile and profile.gpu else None
+        if domain is not None:
+            compute.append(device)
+            domains[device.hardware] = domain
+            counts[device.hardware] = counts.get(device.hardware, 0) + 1
+        elif device.role == NVLINK_SWITCH_ROLE:
+            switches.append(device)
+    wanted = sum(-(-n * domains[p].switch_trays // domains[p].trays) for p, n in counts.items())
+    return NvlinkTrayCount(tuple(compute), tuple(switches), wanted)
+
+
 def feed_capacity_va(pdu: Pdu) -> float:
     return pdu.volts * pdu.amps * (SQRT3 if pdu.phases == 3 else 1.0)
 
@@ -306,6 +336,7 @@ def rack_plans(spec: Spec, hosts: Mapping[str, Host]) -> tuple[RackPlan, ...]:
                         entry.weight_kg,
                         feeds,
                         entry.liquid_share or 0.0,
+                        NVLINK_SWITCH_ROLE if entry.nvlink_switch_tray else "device",
                     )
                 )
         placed_devices = tuple(devices)
@@ -385,6 +416,7 @@ def _other_device(
     weight_kg: float | None,
     feeds: tuple[str, ...],
     liquid_share: float,
+    role: str,
 ) -> Device:
     return Device(
         rack_index=rack_index,
@@ -392,7 +424,7 @@ def _other_device(
         name=name,
         node=False,
         hardware="",
-        role="device",
+        role=role,
         u=u,
         height=height,
         typical_watts=typical_watts,

@@ -161,6 +161,28 @@ def gpu_model_candidates(name: str) -> list[str]:
     return [model for model in GPU_MODELS if model.startswith(word + "-")]
 
 
+def superchip_cores(profile: HardwareProfile) -> tuple[str, ...] | None:
+    """Per GPU index, the Slurm core IDs of the Grace CPU that GPU shares a superchip with,
+    for a Grace GPU model (GB200, GB300, GH200) whose count splits evenly over the sockets;
+    None otherwise. A GB200 superchip is one Grace CPU and two Blackwell GPUs on NVLink-C2C,
+    a GB200 compute tray two of them: GPUs 0-1 beside socket 0's cores, 2-3 beside socket
+    1's (NVIDIA GB200 NVL Multi-Node Tuning Guide, "The NVIDIA Grace Blackwell Superchip";
+    a GH200 is one Grace CPU and one GPU). Cores= takes logical core indexes, core 0 the
+    first of the first socket, and a whole socket at a time (gres.conf(5), Cores), so
+    socket s is cores s x cores_per_socket upwards. A topology table overrides this."""
+    gpu, cpu = profile.gpu, profile.cpu
+    model = gpu_model(gpu.model) if gpu is not None else None
+    if gpu is None or model is None or model.host_cpu_arch != "aarch64":
+        return None
+    if gpu.count % cpu.sockets:
+        return None
+    per_socket, width = gpu.count // cpu.sockets, cpu.cores_per_socket
+    return tuple(
+        f"{s * width}-{(s + 1) * width - 1}" if width > 1 else str(s)
+        for s in (index // per_socket for index in range(gpu.count))
+    )
+
+
 def profile_cpu_arch(profile: HardwareProfile) -> CpuArch:
     """A profile's CPU architecture: cpu.arch where the spec says it, else aarch64 beside a
     Grace superchip's GPU (GB200, GB300, GH200), else x86_64."""

@@ -19,6 +19,7 @@ from clustergen.physical_plan import (
     kilo,
     largest,
     most,
+    nvlink_trays,
 )
 from clustergen.resolve import ResolvedCluster
 
@@ -162,6 +163,28 @@ def power(cluster: ResolvedCluster) -> list[Problem]:
             problems += _banks(rack, load)
         problems += _rack_limits(rack)
     problems += _feed_loss(cluster, plans)
+    return problems
+
+
+def switch_trays(cluster: ResolvedCluster) -> list[Problem]:
+    """A rack that lists NVLink switch trays, but fewer than its compute trays' domains
+    call for (physical_plan.nvlink_trays). A rack that lists none is only shown so on the
+    rack sheet: its switch trays may simply not be described yet."""
+    problems = []
+    for rack in cluster.rack_plans:
+        trays = nvlink_trays(rack, cluster.spec.hardware)
+        listed, wanted = len(trays.switches), trays.switches_wanted
+        if listed and listed < wanted:
+            problems.append(
+                Problem(
+                    codes.RACKS_NVLINK_SWITCH_TRAYS_SHORT,
+                    ("racks", rack.index, "devices"),
+                    f"rack '{rack.rack.name}' lists {listed} NVLink switch tray"
+                    f"{'s' if listed != 1 else ''}, but its {len(trays.compute)} compute trays' "
+                    f"domains call for {wanted} (gpu.nvlink_domain switch_trays per trays): "
+                    "the missing trays' units and power are on none of its sheets",
+                )
+            )
     return problems
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from clustergen import codes
+from clustergen.catalog.gpus import superchip_cores
 from clustergen.catalog.nccl_vars import (
     NCCL_VARIABLES,
     ROCE_ONLY,
@@ -13,6 +14,7 @@ from clustergen.catalog.nccl_vars import (
     value_problem,
 )
 from clustergen.catalog.switches import catalog_switch
+from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem, SpecPath
 from clustergen.model.gpu_topology import core_ids
 from clustergen.model.hardware import HardwareProfile
@@ -135,6 +137,22 @@ def _hcas_exist(
     return problems
 
 
+def _topology_missing(name: str, profile: HardwareProfile) -> Problem:
+    # A Grace superchip's GPUs get Cores= from their own CPU without a table.
+    lost = (
+        ""
+        if superchip_cores(profile) is not None
+        else "gres.conf has no Cores= (jobs get no GPU-CPU affinity), and "
+    )
+    return Problem(
+        codes.HARDWARE_TOPOLOGY_MISSING,
+        ("hardware", name),
+        f"GPU profile '{name}' has no topology table, so {lost}NCCL_IB_HCA and the ib-rails "
+        "job take fabric_hcas as they stand, with no rail told from a storage HCA",
+        at="key",
+    )
+
+
 def topology(cluster: ResolvedCluster) -> list[Problem]:
     """The topology table against the profile; its absence on GPU compute profiles when the
     spec asks for NCCL settings (the `nccl` section), whose HCA list and rail tests it feeds."""
@@ -145,16 +163,7 @@ def topology(cluster: ResolvedCluster) -> list[Problem]:
         table = profile.topology
         if table is None:
             if spec.nccl is not None and profile.gpu is not None and name in compute_profiles:
-                problems.append(
-                    Problem(
-                        codes.HARDWARE_TOPOLOGY_MISSING,
-                        ("hardware", name),
-                        f"GPU profile '{name}' has no topology table, so gres.conf has no "
-                        "Cores= (jobs get no GPU-CPU affinity), and NCCL_IB_HCA and the ib-rails "
-                        "job take fabric_hcas as they stand, with no rail told from a storage HCA",
-                        at="key",
-                    )
-                )
+                problems.append(_topology_missing(name, profile))
             continue
         base = ("hardware", name, "topology")
         hca_names = [hca.name for hca in table.hcas]
@@ -263,6 +272,41 @@ def _nccl_sharp(model: str | None) -> bool:
 # NCCL variables that keep a job off a multi-node NVLink domain's NVLink at 0: MNNVL
 # itself, and cuMem, which MNNVL needs (docs/nccl.md, NCCL_MNNVL_ENABLE).
 NVLINK_DOMAIN_OFF = ("NCCL_MNNVL_ENABLE", "NCCL_CUMEM_ENABLE")
+
+
+# NVIDIA GB200 NVL Multi-Node Tuning Guide, "NVIDIA NCCL": "GB200 MNNVL is supported in
+# NCCL version 2.25.2 and later."
+MNNVL_MIN_NCCL = (2, 25, 2)
+
+
+def mnnvl_release(cluster: ResolvedCluster) -> list[Problem]:
+    """A pinned NCCL older than MNNVL_MIN_NCCL on a cluster whose compute nodes are trays of
+    a multi-node NVLink domain: jobs would cross the trays over the fabric, not NVLink."""
+    spec = cluster.spec
+    if parse_version(spec.software.nccl)[:3] >= MNNVL_MIN_NCCL:
+        return []
+    trays = sorted(
+        {
+            host.hardware_name
+            for host in cluster.hosts
+            if host.is_slurm_compute
+            and host.hardware.gpu is not None
+            and host.hardware.gpu.nvlink_domain is not None
+        }
+    )
+    if not trays:
+        return []
+    least = ".".join(map(str, MNNVL_MIN_NCCL))
+    return [
+        Problem(
+            codes.NCCL_TOO_OLD_FOR_MNNVL,
+            ("software", "nccl"),
+            f"NCCL {spec.software.nccl} predates {least}, the first release NVIDIA supports "
+            f"multi-node NVLink with (GB200 NVL Multi-Node Tuning Guide); profile "
+            f"{', '.join(trays)} is a tray of an NVLink domain, whose jobs would then cross "
+            f"the trays over the fabric, not NVLink: pin NCCL {least} or later",
+        )
+    ]
 
 
 def nvlink_domain(cluster: ResolvedCluster) -> list[Problem]:

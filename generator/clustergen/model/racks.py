@@ -121,6 +121,7 @@ class RackDevice(StrictModel):
                         "typical_watts",
                         "weight_kg",
                         "liquid_share",
+                        "nvlink_switch_tray",
                     ),
                 ),
                 keys_set("name", "height_u", "max_watts", unset=("node",)),
@@ -155,6 +156,13 @@ class RackDevice(StrictModel):
         "switch tray's cold plates), 0-1; default 0, all to air.",
     )
 
+    nvlink_switch_tray: bool | None = Field(
+        default=None,
+        description="True for an NVLink switch tray of a rack-scale NVLink system (GB200/GB300 "
+        "NVL72: 9 per rack beside 18 compute trays). It is not a node; the rack sheet counts "
+        "it beside the rack's compute trays (docs/facility.md, 'NVLink trays').",
+    )
+
     @model_validator(mode="after")
     def _node_or_device(self) -> Self:
         if (self.node is None) == (self.name is None):
@@ -172,6 +180,12 @@ class RackDevice(StrictModel):
             self.weight_kg,
             self.liquid_share,
         )
+        if self.node is not None and self.nvlink_switch_tray is not None:
+            raise invalid(
+                codes.RACKS_NODE_WITH_SIZE,
+                f"node '{self.node}' is a node, not an NVLink switch tray: nvlink_switch_tray "
+                "is for the switch trays, which are no nodes",
+            )
         if self.node is not None and any(value is not None for value in own):
             raise invalid(
                 codes.RACKS_NODE_WITH_SIZE,

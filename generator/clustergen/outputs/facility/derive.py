@@ -28,6 +28,7 @@ from clustergen.outputs.facility.sheets import (
     rack_sheet,
     rack_totals,
     shelf_sheet,
+    tray_sheet,
 )
 from clustergen.physical_plan import RackPlan, kilo
 from clustergen.resolve import ResolvedCluster
@@ -57,6 +58,7 @@ class FacilitySheets:
     shelf_rows: tuple[tuple[str, ...], ...] = ()  # racks on power shelves
     heat_rows: tuple[tuple[str, ...], ...] = ()  # heat to liquid and air; () where unused
     cdu_rows: tuple[tuple[str, ...], ...] = ()
+    tray_rows: tuple[tuple[str, ...], ...] = ()  # NVLink compute and switch trays per rack
 
     @functools.cached_property
     def elevations(self) -> tuple[Elevation, ...]:
@@ -88,6 +90,7 @@ def derive_facility(cluster: ResolvedCluster) -> FacilitySheets | None:
         shelf_rows=shelf_sheet(plans),
         heat_rows=heat_sheet(cluster),
         cdu_rows=cdu_sheet(cluster),
+        tray_rows=tray_sheet(cluster),
     )
 
 

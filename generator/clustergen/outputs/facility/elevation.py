@@ -26,6 +26,7 @@ ROLE_FILLS = {
     "login": "#d4b5d0",
     "service": "#e6d3b3",
     "switch": "#9fd8d3",
+    "nvlink-switch": "#c9e29b",
     "device": "#d9d9d9",
 }
 OK_FILL = "#59a14f"

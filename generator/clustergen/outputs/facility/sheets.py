@@ -17,7 +17,14 @@ from dataclasses import dataclass
 
 from clustergen.model.common import expand_hostlist
 from clustergen.outputs.facility.elevation import Bar, bar, power_given, role_and_hardware
-from clustergen.physical_plan import FEEDS, Device, FeedLoad, RackPlan, cables
+from clustergen.physical_plan import (
+    FEEDS,
+    Device,
+    FeedLoad,
+    RackPlan,
+    cables,
+    nvlink_trays,
+)
 from clustergen.resolve import ResolvedCluster
 
 
@@ -125,6 +132,16 @@ HEAT_HEADER = (
     "air_watts",
     "air_cooling_w",
     "air_headroom_w",
+)
+TRAY_HEADER = (
+    "rack",
+    "compute_trays",
+    "compute_u",
+    "compute_max_watts",
+    "switch_trays",
+    "switch_u",
+    "switch_max_watts",
+    "switch_trays_wanted",
 )
 CDU_HEADER = ("cdu", "racks", "capacity_w", "liquid_watts", "headroom_w")
 OUTLET_HEADER = ("rack", "pdu", "device", "psu", "bank", "phase", "normal_va", "failover_va")
@@ -317,6 +334,32 @@ def rack_totals(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:
         )
         for rack in plans
     )
+
+
+def tray_sheet(cluster: ResolvedCluster) -> tuple[tuple[str, ...], ...]:
+    """The NVLink trays of each rack (racks.md; physical_plan.nvlink_trays): its compute
+    and switch trays, each with the units and max draw they take, and the switch trays the
+    compute trays' domains call for. None where no rack holds a tray."""
+    rows = []
+    for rack in cluster.rack_plans:
+        trays = nvlink_trays(rack, cluster.spec.hardware)
+        if trays.compute or trays.switches:
+            rows.append(
+                (
+                    rack.rack.name,
+                    *_trays(trays.compute),
+                    *_trays(trays.switches),
+                    str(trays.switches_wanted),
+                )
+            )
+    return tuple(rows)
+
+
+def _trays(devices: Sequence[Device]) -> tuple[str, str, str]:
+    """A kind of tray's count, units and max draw ('' for the draw where none is given)."""
+    watts = sum(d.max_watts for d in devices)
+    given = any(power_given(d) for d in devices)
+    return str(len(devices)), str(sum(d.height for d in devices)), str(watts) if given else ""
 
 
 def phase_sheet(plans: Sequence[RackPlan]) -> tuple[tuple[str, ...], ...]:

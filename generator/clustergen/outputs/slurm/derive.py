@@ -10,7 +10,7 @@ import ipaddress
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from clustergen.catalog.gpus import gpu_model
+from clustergen.catalog.gpus import gpu_model, superchip_cores
 from clustergen.catalog.slurm_keys import PRIVATE_DATA
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.catalog.xids import DRAIN_XIDS, DrainXid
@@ -118,7 +118,7 @@ class GresLine:
     names: str
     gres_type: str
     files: str
-    cores: str | None = None  # Cores= from the profile's topology table, one line per GPU
+    cores: str | None = None  # Cores= from the topology table or the superchips, one per GPU
 
 
 @dataclass(frozen=True)
@@ -758,6 +758,13 @@ def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
             lines += [
                 GresLine(names, kind, f"/dev/nvidia{gpu.index}", gpu.cores)
                 for gpu in sorted(profile.topology.gpus, key=lambda g: g.index)
+            ]
+            continue
+        cores = superchip_cores(profile)
+        if cores is not None:  # a Grace superchip's GPUs: each by its own CPU's cores
+            lines += [
+                GresLine(names, kind, f"/dev/nvidia{index}", core)
+                for index, core in enumerate(cores)
             ]
             continue
         files = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
