@@ -21,7 +21,7 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
 from support.ci import tool
-from support.paths import DATA, EXAMPLES, REFERENCE_SPECS
+from support.paths import CLASSIC_SPECS, DATA, EXAMPLES
 
 Data = dict[str, Any]
 TWO_DOMAINS = DATA / "nvlink-2domain.yaml"
@@ -131,7 +131,7 @@ def test_imex_is_pinned_at_the_driver_on_the_trays_only() -> None:
     assert derived_pins(rocky, frozenset()).by_concern["imex"] == {}
 
 
-@pytest.mark.parametrize("spec", REFERENCE_SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("spec", CLASSIC_SPECS, ids=lambda p: p.stem)
 def test_without_nvlink_domains_nothing_of_imex(spec: Path) -> None:
     cluster, _ = validate_cluster(load_spec(str(spec)))
     assert cluster is not None

@@ -18,7 +18,7 @@ from clustergen.load import LoadedSpec, load_spec
 from clustergen.render import render_all
 from clustergen.validate import validate, validate_cluster
 
-from support.paths import REFERENCE_SPECS
+from support.paths import CLASSIC_SPECS
 
 SPEC = Path(__file__).parent / "data" / "rack-scale-liquid.yaml"
 NEW_SHEETS = ("facility/power-shelves.csv", "facility/cooling.csv", "facility/cdus.csv")
@@ -94,7 +94,7 @@ def test_shelf_and_heat_sheets_print_the_plan_the_checks_judge() -> None:
     assert "No PDUs" not in svg
 
 
-@pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("spec_path", CLASSIC_SPECS, ids=lambda p: p.stem)
 def test_a_spec_without_shelves_liquid_or_cdus_renders_none_of_their_sheets(
     spec_path: Path,
 ) -> None:

@@ -42,6 +42,8 @@ LOOKS_SECRET = {
     "base64 blob": re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{43,}={0,2}(?![A-Za-z0-9+/])"),
 }
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+# A URL's path (.../repos/ubuntu2404/sbsa/3bf863cc.pub) is made of base64's characters.
+URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'<>]*")
 
 
 def _vault(spec: Path) -> dict[str, str]:
@@ -64,11 +66,20 @@ def _secret_like(text: str) -> list[str]:
         for kind, pattern in LOOKS_SECRET.items():
             if kind == "password assignment" and line.lstrip().startswith("#"):
                 continue  # prose ("the secret: ..."); a value would be caught as itself
+            urls = [url.span() for url in URL.finditer(line)]
             found += [
                 f"{kind}: {line.strip()!r}"
                 for match in pattern.finditer(line)
-                # A sha256 in hex (group_vars' file digests, the release) hides nothing.
-                if not (kind == "base64 blob" and SHA256_HEX.fullmatch(match[0]))
+                # A sha256 in hex (group_vars' file digests, the release) hides nothing,
+                # nor does a URL's path (a key in a URL would be the vault's value, which
+                # the test looks for as itself).
+                if not (
+                    kind == "base64 blob"
+                    and (
+                        SHA256_HEX.fullmatch(match[0])
+                        or any(start < match.start() and match.end() <= end for start, end in urls)
+                    )
+                )
             ]
     return found
 
@@ -120,8 +131,11 @@ def test_the_scan_finds_what_it_looks_for() -> None:
         "DB_PASS: \"{{ lookup('ansible.builtin.vars', slurm_dbd_password_variable) }}\"",
         'echo "PASS: all ${#RAILS[@]} rails"',
         "# Rendered without their secret: the KEY=value line comes from the vault here.",
+        'key_url: "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/sbsa/3bf863cc.pub"',
     ):
         assert not _secret_like(text), text
+    # beside a URL, a key is still a key
+    assert _secret_like(f"url: https://repo.example.org/ key: {key}")
 
 
 def test_the_output_scan_finds_values_and_digests() -> None:
