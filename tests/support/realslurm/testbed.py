@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from clustergen.catalog.versions import VersionTuple, parse_version
+from clustergen.imex_mode import SWITCH_IMEX, SWITCH_IMEX_FROM
+from clustergen.slurm_topology import BLOCK_FROM
 from clustergen.twin.accounting import DEFAULT_DB_USER, start_mariadb, write_slurmdbd_conf
 from clustergen.twin.conf import (
     SITE_ONLY_ACCOUNTING_SLURM_CONF,
@@ -117,6 +120,14 @@ def find_slurm_dir(rendered: Path) -> Path:
     raise DaemonError(f"no slurm.conf in {rendered} or {rendered / 'slurm'}")
 
 
+# Plugins that came with a later release than some a rendered file may meet: slurm.conf
+# key (lower case) and plugin -> the first release that has it.
+NEWER_PLUGINS: dict[tuple[str, str], VersionTuple] = {
+    ("switchtype", SWITCH_IMEX): SWITCH_IMEX_FROM,
+    ("topologyplugin", "topology/block"): BLOCK_FROM,
+}
+
+
 class SlurmTestbed(DaemonOwner):
     """Rendered Slurm files installed in a private work dir, ready for the real daemons.
 
@@ -218,6 +229,7 @@ class SlurmTestbed(DaemonOwner):
             drop |= SITE_ONLY_ACCOUNTING_SLURM_CONF
         elif self.accounting == "removed":
             remove["accountingstorage*"] = "accounting removed for this test (no slurmdbd)"
+        remove |= self._newer_plugins(rendered_conf)
         known = known_keys(self.slurm_version)
         return rewrite_conf(
             rendered_conf,
@@ -227,6 +239,17 @@ class SlurmTestbed(DaemonOwner):
             remove=remove,
             unknown_reason=f"not a Slurm {self.slurm_version} slurm.conf key",
         )
+
+    def _newer_plugins(self, rendered_conf: str) -> dict[str, str]:
+        """The lines naming a plugin the installed Slurm predates (a spec pinned to a
+        newer release, on Debian 12's 22.05), left out and reported as an unknown key is."""
+        installed = parse_version(self.slurm_version)
+        return {
+            key: f"{plugin} is first in Slurm {'.'.join(f'{n:02d}' for n in first[:2])}"
+            for (key, plugin), first in NEWER_PLUGINS.items()
+            if installed < first
+            and plugin in (value.lower() for value in conf_values(rendered_conf, key))
+        }
 
     def _write_slurmdbd_conf(self) -> None:
         rendered = self.source / "slurmdbd.conf"
