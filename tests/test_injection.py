@@ -228,6 +228,22 @@ def _patterned_spec() -> dict[str, Any]:
     return document
 
 
+def _shelf_patterned_spec() -> dict[str, Any]:
+    """tests/data/rack-scale-liquid.yaml with its shelf racks written as a rack pattern, and
+    trays without PSUs of their own (fed from the busbar)."""
+    document: dict[str, Any] = yaml.safe_load((DATA / "rack-scale-liquid.yaml").read_text())
+    document["hardware"]["hgx"]["power"] = {"max_watts": 10200}
+    document["racks"][0] = {
+        "names": "nvl[1-2]",
+        "height_u": 48,
+        "nodes": "gpu[1-2]",
+        "units": [1],
+        "power_shelves": {"count": 2, "shelf_kw": 33},
+    }
+    document["facility"]["cdus"] = [{"name": "cdu1", "capacity_kw": 40, "racks": "nvl[1-2]"}]
+    return document
+
+
 def _zfs_patterned_spec() -> dict[str, Any]:
     """tests/data/lustre-zfs.yaml with its targets written as target groups."""
     document: dict[str, Any] = yaml.safe_load((DATA / "lustre-zfs.yaml").read_text())
@@ -273,6 +289,7 @@ SOURCES: dict[str, dict[str, Any]] = {
     **{path.stem: yaml.safe_load(path.read_text()) for path in sorted(DATA.glob("*.yaml"))},
     "patterns": _patterned_spec(),
     "zfs-patterns": _zfs_patterned_spec(),
+    "shelf-patterns": _shelf_patterned_spec(),
 }
 
 

@@ -157,3 +157,66 @@ def test_rack_pattern_carries_shelves_and_air_cooling() -> None:
         ("racks.shelves-over-capacity", "racks[0].power_shelves.count"),
     ]
     assert all("nvl1" in message for _, _, message in problems)
+
+
+def test_busbar_fed_trays_without_psus_validate_and_render_in_a_shelf_rack() -> None:
+    data = _data()
+    data["hardware"]["hgx"]["power"] = {"max_watts": 10200}  # no psu_count: busbar-fed
+    cluster, problems = validate_cluster(_loaded(data))
+    assert cluster is not None, [p.format() for p in problems]
+    assert not [p.format() for p in problems if p.severity == "error"]
+    files = {name: a.text for name, a in render_all(cluster).items()}
+    # The trays draw from the shelves as with PSUs: the same rack total and headroom.
+    (shelves,) = _rows(files["facility/power-shelves.csv"])
+    assert (shelves["max_watts"], shelves["headroom_w"]) == ("21400", "11600")
+    racked = {row["device"]: row for row in _rows(files["facility/racks.csv"])}
+    assert (racked["gpu1"]["rack"], racked["gpu1"]["max_watts"]) == ("nvl1", "10200")
+    # No outlet, PDU device row or feed for them; the PDU rack keeps its own.
+    assert [row["device"] for row in _rows(files["facility/pdu-devices.csv"])] == ["head1"]
+    assert {row["device"] for row in _rows(files["facility/pdu-outlets.csv"])} == {"head1"}
+    assert "a tray with no PSUs of its own (no psu_count) as well" in files["facility/pdus.md"]
+    # A feed lost under every rack leaves the busbar-fed trays running.
+    assert (
+        "| one feed in every rack | 1 | feed A in every rack | 2 of 2 (100%) |"
+        in (files["facility/failure-domains.md"])
+    )
+
+
+def test_a_node_without_psus_is_refused_outside_a_shelf_rack() -> None:
+    data = _data()
+    data["hardware"]["hgx"]["power"] = {"max_watts": 10200}
+    data["racks"][0]["devices"].pop(1)  # gpu2 goes to the PDU rack svc1
+    data["racks"][1]["devices"].append({"u": 10, "node": "gpu2"})
+    found = [(c, w, m) for c, w, m in _problems(data) if c == "racks.node-without-psus"]
+    assert [(c, w) for c, w, _ in found] == [
+        ("racks.node-without-psus", "racks[1].devices[1].node")
+    ]
+    assert (
+        "'gpu2' is in rack 'svc1', which has PDUs, but its hardware profile 'hgx'" in (found[0][2])
+    )
+    del data["racks"][1]["pdus"]  # neither PDUs nor shelves: still no busbar
+    ((_, _, message),) = [p for p in _problems(data) if p[0] == "racks.node-without-psus"]
+    assert "which has neither PDUs nor power_shelves" in message
+    # PSUs back on the profile: the PDU rack plugs them in again.
+    data["hardware"]["hgx"]["power"].update(psu_count=6, psu_watts=3500)
+    assert not [p for p in _problems(data) if p[0] == "racks.node-without-psus"]
+
+
+@pytest.mark.parametrize(
+    ("power", "message"),
+    [
+        ({"psu_count": 6}, "psu_count is given without psu_watts"),
+        ({"psu_watts": 3500}, "psu_watts is given without psu_count"),
+        ({"psus_per_feed": {"A": 3}}, "psus_per_feed counts PSUs, but psu_count is not given"),
+        (
+            {"redundant_psus": 0, "psus_per_feed": {"A": 3}},
+            "redundant_psus and psus_per_feed count PSUs",
+        ),
+    ],
+)
+def test_psu_keys_without_psu_count_are_refused(power: dict[str, Any], message: str) -> None:
+    data = _data()
+    data["hardware"]["hgx"]["power"] = {"max_watts": 10200, **power}
+    ((code, where, text),) = _problems(data)
+    assert (code, where) == ("hardware.psus-incomplete", "hardware.hgx.power")
+    assert message in text

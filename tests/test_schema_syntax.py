@@ -236,6 +236,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "facility-typical-above-max": _COMPARISON,
     "facility-psu-split-not-psu-count": "a sum of a mapping's values; " + _COMPARISON,
     "facility-psu-on-missing-feed": "the node's feeds depend on its rack's PDUs",
+    "facility-node-without-psus-in-pdu-rack": "whether a node's profile may lack PSUs "
+    "depends on the rack a device entry elsewhere places it in",
     "facility-single-feed-over-limit": _POWER_PLAN,
     "facility-ab-feed-cannot-carry-rack-alone": _POWER_PLAN,
     "facility-bank-over-limit": _POWER_PLAN,

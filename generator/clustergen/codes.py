@@ -831,6 +831,12 @@ HARDWARE_TYPICAL_ABOVE_MAX = Code(
 HARDWARE_PSU_SPLIT = Code(
     "hardware.psu-split", "error", "psus_per_feed does not add up to psu_count"
 )
+HARDWARE_PSUS_INCOMPLETE = Code(
+    "hardware.psus-incomplete",
+    "error",
+    "psu_count without psu_watts (or the reverse), or redundant_psus or psus_per_feed "
+    "without psu_count",
+)
 HARDWARE_PSUS_BELOW_MAX_WATTS = Code(
     "hardware.psus-below-max-watts",
     "error",
@@ -855,6 +861,11 @@ RACKS_NODE_NOT_RACKED = Code(
     "racks.node-not-racked", "error", "a node is in no rack and not listed in facility.unracked"
 )
 RACKS_TWO_PDUS_ON_FEED = Code("racks.two-pdus-on-feed", "error", "a rack has two PDUs on a feed")
+RACKS_NODE_WITHOUT_PSUS = Code(
+    "racks.node-without-psus",
+    "error",
+    "a node whose hardware profile has no PSUs (busbar-fed) in a rack without power shelves",
+)
 RACKS_NODE_POWER_UNKNOWN = Code(
     "racks.node-power-unknown",
     "error",

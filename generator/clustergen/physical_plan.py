@@ -365,10 +365,12 @@ def _node_kind(profile: HardwareProfile, feeds: tuple[str, ...]) -> _NodeKind:
         return _NodeKind(
             profile.rack_units, profile.weight_kg, 0, 0, 1.0, (), 0, profile.liquid_share or 0.0
         )
+    # Without psu_count the device is fed from its rack's busbar and plugs into no PDU
+    # (in a rack with PDUs, checks.facility says racks.node-without-psus).
     split: dict[str, int] = (
         {str(feed): count for feed, count in power.psus_per_feed.items()}
         if power.psus_per_feed is not None
-        else even_split(power.psu_count, feeds)
+        else even_split(power.psu_count or 0, feeds)
     )
     plugged = {feed: count for feed in feeds if (count := split.get(feed, 0))}
     typical = power.max_watts if power.typical_watts is None else power.typical_watts
@@ -380,7 +382,7 @@ def _node_kind(profile: HardwareProfile, feeds: tuple[str, ...]) -> _NodeKind:
         max_watts=power.max_watts,
         power_factor=power.power_factor,
         psus=psus,
-        unplugged_psus=power.psu_count - len(psus) if feeds else 0,
+        unplugged_psus=(power.psu_count or 0) - len(psus) if feeds else 0,
         liquid_share=profile.liquid_share or 0.0,
     )
 

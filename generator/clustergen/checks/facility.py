@@ -32,8 +32,8 @@ def psus(cluster: ResolvedCluster) -> list[Problem]:
         if power is None:
             continue
         path: SpecPath = ("hardware", name, "power")
-        usable = power.psu_count - power.redundant_psus
-        if usable * power.psu_watts < power.max_watts:
+        usable = (power.psu_count or 0) - power.redundant_psus
+        if power.psu_watts is not None and usable * power.psu_watts < power.max_watts:
             problems.append(
                 Problem(
                     codes.HARDWARE_PSUS_BELOW_MAX_WATTS,
@@ -157,6 +157,7 @@ def power(cluster: ResolvedCluster) -> list[Problem]:
     problems: list[Problem] = []
     for rack in plans:
         problems += _rack_pdus(cluster, rack)
+        problems += _busbar_fed(cluster, rack)
         for load in rack.loads:
             problems += _feed(rack, load)
             problems += _phases(rack, load)
@@ -300,6 +301,30 @@ def _rack_pdus(cluster: ResolvedCluster, rack: RackPlan) -> list[Problem]:
                     f"'{rack.rack.name}' has PDUs on feed {', '.join(rack.feeds)} only",
                 )
             )
+    return problems
+
+
+def _busbar_fed(cluster: ResolvedCluster, rack: RackPlan) -> list[Problem]:
+    """A node without PSUs of its own (no psu_count) takes DC from a busbar: only a rack
+    on power shelves has one. A rack with PDUs would plan it on no outlet and no feed."""
+    if rack.rack.power_shelves is not None:
+        return []
+    has = "PDUs" if rack.rack.pdus else "neither PDUs nor power_shelves"
+    problems = []
+    for device in rack.devices:
+        power = _power(cluster, device)
+        if power is None or power.psu_count is not None:
+            continue
+        problems.append(
+            Problem(
+                codes.RACKS_NODE_WITHOUT_PSUS,
+                ("racks", rack.index, "devices", device.index, "node"),
+                f"'{device.name}' is in rack '{rack.rack.name}', which has {has}, but its "
+                f"hardware profile '{device.hardware}' has no PSUs (no psu_count): a device "
+                "fed from a busbar goes in a rack with power_shelves; give the profile "
+                "psu_count and psu_watts to plug it into PDUs",
+            )
+        )
     return problems
 
 
@@ -487,8 +512,8 @@ def _feed_loss(cluster: ResolvedCluster, plans: tuple[RackPlan, ...]) -> list[Pr
             continue
         for device in rack.devices:
             power = _power(cluster, device)
-            if power is None:
-                continue
+            if power is None or power.psu_watts is None:
+                continue  # no power, or no PSUs: racks.node-power-unknown, -without-psus
             for lost in rack.feeds:
                 left = kept.get((id(device.psus), lost), -1)
                 if left < 0:
@@ -503,7 +528,7 @@ def _feed_loss(cluster: ResolvedCluster, plans: tuple[RackPlan, ...]) -> list[Pr
     problems = []
     for name, cases in sorted(short.items()):
         power = cluster.spec.hardware[name].power
-        assert power is not None
+        assert power is not None and power.psu_watts is not None
         detail = "; ".join(
             f"{compress(nodes)} keep {left} of {power.psu_count} PSUs when "
             f"feed {lost} is lost: {left} x {power.psu_watts} W = {left * power.psu_watts} W"

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from typing_extensions import Self
 
 from clustergen import codes
 from clustergen.codes import invalid
-from clustergen.model.common import Int, StrictModel
+from clustergen.model.common import Int, StrictModel, whole_number
 from clustergen.model.gpu_topology import Topology
 from clustergen.model.nccl import NcclSettings
 from clustergen.model.syntax import GresType, InterfaceName
@@ -111,8 +118,29 @@ Feed = Literal["A", "B"]
 MAX_PSUS = 32
 
 
+# The bounds inside the whole-number check, not on the optional field's union, so that
+# the JSON schema keeps them as minimum and maximum.
+PsuCount = Annotated[int, Field(ge=1, le=MAX_PSUS), BeforeValidator(whole_number)]
+PsuWatts = Annotated[int, Field(ge=1, le=100_000), BeforeValidator(whole_number)]
+
+# psu_count and psu_watts go together; redundant_psus and psus_per_feed count PSUs, so
+# they need psu_count (the model's own check, _psus_given, for editors).
+_PSU_RULES: dict[str, Any] = {
+    "dependentRequired": {
+        "psu_count": ["psu_watts"],
+        "psu_watts": ["psu_count"],
+        "redundant_psus": ["psu_count"],
+        "psus_per_feed": ["psu_count"],
+    }
+}
+
+
 class Power(StrictModel):
-    """Power supplies: (psu_count - redundant_psus) x psu_watts must cover max_watts."""
+    """Power supplies: (psu_count - redundant_psus) x psu_watts must cover max_watts. A
+    device fed from its rack's busbar (racks[].power_shelves) has no PSUs of its own:
+    leave psu_count and psu_watts out."""
+
+    model_config = ConfigDict(json_schema_extra=_PSU_RULES)
 
     max_watts: Int = Field(
         ge=1, le=1_000_000, description="Maximum power draw of the whole device in watts."
@@ -123,10 +151,19 @@ class Power(StrictModel):
         description="Power draw under a typical load in watts, for the normal-load columns of "
         "the rack and PDU sheets; defaults to max_watts. The circuit checks use max_watts.",
     )
-    psu_count: Int = Field(ge=1, le=MAX_PSUS, description="Installed power supplies.")
-    psu_watts: Int = Field(ge=1, le=100_000, description="Rating of one power supply in watts.")
+    psu_count: PsuCount | None = Field(
+        default=None,
+        description="Installed power supplies. Leave psu_count and psu_watts out for a device "
+        "fed from its rack's busbar (racks[].power_shelves), such as a GB200 NVL72 compute or "
+        "NVLink switch tray.",
+    )
+    psu_watts: PsuWatts | None = Field(
+        default=None, description="Rating of one power supply in watts; given with psu_count."
+    )
     redundant_psus: Int = Field(
-        default=0, ge=0, description="Power supplies that may fail without losing the node."
+        default=0,
+        ge=0,
+        description="Power supplies that may fail without losing the node; needs psu_count.",
     )
 
     @field_validator("redundant_psus")
@@ -153,6 +190,30 @@ class Power(StrictModel):
         description="Power factor of the PSUs: the circuit carries watts / power_factor VA. "
         "Default 1.0 (watts taken as VA).",
     )
+
+    @model_validator(mode="after")
+    def _psus_given(self) -> Self:
+        if (self.psu_count is None) != (self.psu_watts is None):
+            given, missing = (
+                ("psu_count", "psu_watts") if self.psu_watts is None else ("psu_watts", "psu_count")
+            )
+            raise invalid(
+                codes.HARDWARE_PSUS_INCOMPLETE,
+                f"{given} is given without {missing}: give both, or leave both out for a "
+                "device fed from its rack's busbar (racks[].power_shelves)",
+            )
+        if self.psu_count is None:
+            counted = [
+                key for key in ("redundant_psus", "psus_per_feed") if key in self.model_fields_set
+            ]
+            if counted:
+                raise invalid(
+                    codes.HARDWARE_PSUS_INCOMPLETE,
+                    f"{' and '.join(counted)} {'count' if len(counted) > 1 else 'counts'} PSUs, "
+                    "but psu_count is not given (a device "
+                    "without psu_count has no PSUs of its own: it is fed from its rack's busbar)",
+                )
+        return self
 
     @model_validator(mode="after")
     def _typical_and_split(self) -> Self:

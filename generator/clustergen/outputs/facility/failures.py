@@ -331,7 +331,11 @@ def _down_on(cluster: ResolvedCluster, device: Device, lost: Sequence[str]) -> t
     if not device.node:
         return False, False
     power = cluster.spec.hardware[device.hardware].power
-    if power is not None and kept * power.psu_watts < power.max_watts:
+    if (
+        power is not None
+        and power.psu_watts is not None
+        and kept * power.psu_watts < power.max_watts
+    ):
         return True, True
     return False, False
 
