@@ -40,6 +40,9 @@ from clustergen.validate import allowed_keys, validate_cluster
 
 from support.paths import DATA, REFERENCE_SPECS, REPO
 
+# Thousands of mutants through load, validate and render: the main run has them (slow).
+pytestmark = pytest.mark.slow
+
 _LONG_RUN = os.environ.get("CLUSTERGEN_FUZZ_EXAMPLES")
 FUZZ = settings(
     max_examples=int(_LONG_RUN) if _LONG_RUN else 100,

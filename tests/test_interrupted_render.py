@@ -41,6 +41,10 @@ def slow_replace(source, target, **options):
     real_replace(source, target, **options)
 os.replace = slow_replace
 from clustergen.entry import configured_main
+
+# Kills renders at measured moments: timing that a loaded machine bends; the main run has
+# them, with the machine to itself (slow).
+pytestmark = pytest.mark.slow
 sys.exit(configured_main(sys.argv[1:]))
 """
 
