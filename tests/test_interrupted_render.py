@@ -23,6 +23,10 @@ from clustergen.write import JOURNAL, TEMPORARY, recover
 
 from support.paths import EXAMPLES
 
+# Kills renders at measured moments: timing that a loaded machine bends; the main run has
+# them, with the machine to itself (slow).
+pytestmark = pytest.mark.slow
+
 OLD = EXAMPLES / "ml-training-8node.yaml"
 NEW = EXAMPLES / "edge-roce-2node.yaml"
 RENAME_DELAY_S = 0.02
@@ -41,10 +45,6 @@ def slow_replace(source, target, **options):
     real_replace(source, target, **options)
 os.replace = slow_replace
 from clustergen.entry import configured_main
-
-# Kills renders at measured moments: timing that a loaded machine bends; the main run has
-# them, with the machine to itself (slow).
-pytestmark = pytest.mark.slow
 sys.exit(configured_main(sys.argv[1:]))
 """
 
