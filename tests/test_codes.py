@@ -60,6 +60,10 @@ def _copy_profile(name: str) -> Callable[[Data], None]:
 PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "software.slurm-newer-than-key-lists": _set("software.slurm", "26.11.0"),
     "shape.missing-key": _delete("slurm"),
+    "software.rdma-unpinned": _set("software.os", "debian-13"),
+    "software.rdma-repository-unknown": _set(
+        "software.rdma", {"stack": "doca-ofed", "version": "2.9.1", "repository": "doca"}
+    ),
     "shape.null-value": _set("cluster.domain", None),
     "shape.wrong-length": _set("nodes", []),
     "syntax.conf-boolean": _set("slurm.options", {"SlurmdTimeout": True}),

@@ -161,6 +161,22 @@ def test_changed_files_modes_and_secrets_converge(tmp_path: Path) -> None:
     ]
 
 
+def test_a_recorded_rdma_device_that_is_gone_converges(tmp_path: Path) -> None:
+    """The record keeps only the devices the node had (roles/clustergen_state); while
+    they are there the node is current, and one that is gone sends it back to converge."""
+    sysfs = tmp_path / "infiniband"
+    (sysfs / "mlx5_0").mkdir(parents=True)
+    (sysfs / "mlx5_1").mkdir()
+    rdma = {"sysfs": str(sysfs), "devices": ["mlx5_0", "mlx5_1"]}
+    assert _check(tmp_path, _state(tmp_path, rdma=rdma), _request(tmp_path)) == ["current"]
+    (sysfs / "mlx5_1").rmdir()
+    lines = _check(tmp_path, _state(tmp_path, rdma=rdma), _request(tmp_path))
+    assert lines == ["converge", f"rdma device mlx5_1: gone from {sysfs} since the last converge"]
+    # A node that recorded none (no HCA: the booted test nodes) is current.
+    no_hca = {"sysfs": str(tmp_path / "none"), "devices": []}
+    assert _check(tmp_path, _state(tmp_path, rdma=no_hca), _request(tmp_path)) == ["current"]
+
+
 def test_a_missing_file_or_secret_converges(tmp_path: Path) -> None:
     state = _state(tmp_path)
     (tmp_path / "node.conf").unlink()

@@ -31,6 +31,9 @@ LOCK = DATA / "lock"
 NVIDIA_UBUNTU = LOCK / "nvidia-cuda-ubuntu2204-x86_64.Packages"
 NVIDIA_RHEL = LOCK / "nvidia-cuda-rhel9-x86_64.primary.xml"
 SITE_UBUNTU = LOCK / "site-ubuntu2204.Packages"
+# Ubuntu 22.04's own archive, for the RDMA stack (docs/rdma.md): the stanzas of rdma-core's
+# binaries and perftest at the versions packages.ubuntu.com lists for jammy.
+JAMMY_RDMA = LOCK / "ubuntu-jammy-rdma.Packages"
 ML = EXAMPLES / "ml-training-8node.yaml"
 
 
@@ -54,17 +57,22 @@ def reported(out: str) -> dict[str, str]:
 def test_every_reference_pin_is_in_the_repositories(cli) -> None:  # type: ignore[no-untyped-def]
     """The driver packages at the revision NVIDIA's repository serves (-0ubuntu1), the
     fabric manager at -1: the rolling play finds every pin."""
-    result = cli("lock", str(ML), "--index", str(NVIDIA_UBUNTU), str(SITE_UBUNTU))
+    result = cli("lock", str(ML), "--index", str(NVIDIA_UBUNTU), str(SITE_UBUNTU), str(JAMMY_RDMA))
     assert result.code == ExitCode.OK, result.out + result.err
-    assert "all 25 pinned package version(s) are in" in result.out
+    assert "all 29 pinned package version(s) are in" in result.out
 
 
 def test_pins_no_index_carries_exit_1_with_their_groups(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("lock", str(ML), "--index", str(NVIDIA_UBUNTU))
     assert result.code == ExitCode.INVALID_SPEC
     lines = reported(result.out)
-    # SchedMD's and Lustre's packages are the site's own: NVIDIA's repository has none.
+    # SchedMD's and Lustre's packages are the site's own, the RDMA stack Ubuntu's:
+    # NVIDIA's repository has none.
     assert set(lines) == {
+        "ibverbs-utils",
+        "infiniband-diags",
+        "perftest",
+        "rdma-core",
         "lustre-client-modules-dkms",
         "lustre-client-utils",
         "lustre-server-modules-dkms",
@@ -79,14 +87,15 @@ def test_pins_no_index_carries_exit_1_with_their_groups(cli) -> None:  # type: i
     assert lines["slurm-smd-slurmd"] == (
         "slurm-smd-slurmd 23.11.10-1 (groups: compute): no index carries a package of that name"
     )
-    assert "10 of 25 pinned package version(s) not in" in result.err
+    assert "14 of 29 pinned package version(s) not in" in result.err
 
 
 def test_a_guessed_revision_is_reported_with_the_nearest_versions(  # type: ignore[no-untyped-def]
     cli, tmp_path: Path
 ) -> None:
     spec = spec_file(tmp_path, packages={"nvidia-utils-550": "550.90.07-1"})
-    result = cli("lock", str(spec), "--index", str(NVIDIA_UBUNTU), str(SITE_UBUNTU))
+    indexes = (str(NVIDIA_UBUNTU), str(SITE_UBUNTU), str(JAMMY_RDMA))
+    result = cli("lock", str(spec), "--index", *indexes)
     assert result.code == ExitCode.INVALID_SPEC
     assert result.out == (
         "nvidia-utils-550 550.90.07-1 (groups: nvidia_gpu): not in the indexes; nearest "
@@ -99,7 +108,9 @@ def test_compressed_indexes_are_read(cli, tmp_path: Path) -> None:  # type: igno
     packed_gz.write_bytes(gzip.compress(NVIDIA_UBUNTU.read_bytes()))
     packed_xz = tmp_path / "Packages.xz"
     packed_xz.write_bytes(lzma.compress(SITE_UBUNTU.read_bytes()))
-    result = cli("lock", str(ML), "--index", str(packed_gz), "--index", str(packed_xz))
+    result = cli(
+        "lock", str(ML), "--index", str(packed_gz), "--index", str(packed_xz), str(JAMMY_RDMA)
+    )
     assert result.code == ExitCode.OK, result.out + result.err
 
 
@@ -240,7 +251,7 @@ def test_debian_served_pins_against_debians_index(  # type: ignore[no-untyped-de
 
 def test_warnings_go_to_stderr_and_can_be_ignored(cli) -> None:  # type: ignore[no-untyped-def]
     warning = "[software.slurm-schedmd-without-repository]"
-    indexes = ("--index", str(NVIDIA_UBUNTU), str(SITE_UBUNTU))
+    indexes = ("--index", str(NVIDIA_UBUNTU), str(SITE_UBUNTU), str(JAMMY_RDMA))
     result = cli("lock", str(ML), *indexes)
     assert warning in result.err and warning not in result.out
     ignored = cli(

@@ -444,6 +444,22 @@ STORAGE_PAGES_PER_RPC = Code(
 )
 
 # software
+SOFTWARE_RDMA_STACK = Code(
+    "software.rdma-stack",
+    "error",
+    "software.rdma keys that do not fit its stack (doca-ofed needs version and repository)",
+)
+SOFTWARE_RDMA_UNPINNED = Code(
+    "software.rdma-unpinned",
+    "warning",
+    "nodes with fabric HCAs whose RDMA packages clustergen does not install: DOCA-OFED, which "
+    "the site installs, or an OS whose rdma-core version the catalog does not know",
+)
+SOFTWARE_RDMA_REPOSITORY_UNKNOWN = Code(
+    "software.rdma-repository-unknown",
+    "error",
+    "software.rdma.repository names no entry of software.repositories",
+)
 SOFTWARE_FLAT_REPOSITORY_COMPONENTS = Code(
     "software.repository-suite",
     "error",

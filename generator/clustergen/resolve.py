@@ -15,6 +15,7 @@ checks already computed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -29,6 +30,7 @@ from clustergen.catalog.packages import (
     LUSTRE_ZFS_GROUP,
     NVLINK_GROUP,
     NVSWITCH_GROUP,
+    RDMA_GROUP,
     SLURM_GROUP,
     SLURM_ROLES,
     StackPins,
@@ -42,6 +44,8 @@ from clustergen.errors import Problem
 from clustergen.hosts import Host, expand_hosts, hosts_by_name
 from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
+from clustergen.model.hardware import HardwareProfile
+from clustergen.model.network import Network
 from clustergen.model.nodes import KNOWN_ROLES
 from clustergen.physical_plan import RackPlan, SwitchPorts, rack_plans, switch_ports
 
@@ -172,7 +176,10 @@ class ResolvedCluster:
         # Read from the hardware alone: a spec that failed its shape checks has no more.
         hardware = getattr(self.spec, "hardware", None) or {}
         trays = any(p.gpu is not None and p.gpu.nvlink_domain for p in hardware.values())
-        return derived_pins(self.spec.software, frozenset([NVLINK_GROUP] if trays else []))
+        network = getattr(self.spec, "network", None)
+        rdma = bool(rdma_profiles(hardware, network))
+        with_nodes = [*([NVLINK_GROUP] if trays else []), *([RDMA_GROUP] if rdma else [])]
+        return derived_pins(self.spec.software, frozenset(with_nodes))
 
     @cached_property
     def pins(self) -> StackPins:
@@ -216,6 +223,18 @@ def resolve(spec: Spec, spec_name: str) -> ResolvedCluster:
     return ResolvedCluster(spec, spec_name)
 
 
+def rdma_profiles(hardware: Mapping[str, HardwareProfile], network: Network | None) -> list[str]:
+    """The hardware profiles whose nodes run the RDMA stack: those with fabric HCAs (or
+    topology HCAs), where the spec has a fabric (network.fabric or network.storage)."""
+    if network is None or (network.fabric is None and network.storage is None):
+        return []
+    return [
+        name
+        for name, profile in hardware.items()
+        if profile.fabric_hcas or (profile.topology is not None and profile.topology.hcas)
+    ]
+
+
 def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGroup, ...]:
     """Role groups, hardware profile groups and the derived groups, sorted by name."""
     roles = list(dict.fromkeys([*KNOWN_ROLES, *spec.cluster.extra_roles]))
@@ -244,6 +263,9 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
     }
     if tray_profiles:  # only then: clusters without NVLink domains keep their inventory
         groups.append(derived(NVLINK_GROUP, tray_profiles))
+    rdma = rdma_profiles(spec.hardware, spec.network)
+    if rdma:  # only then: Ethernet-only clusters keep their inventory
+        groups.append(derived(RDMA_GROUP, {hardware_group(n) for n in rdma}))
     groups += [
         derived(GPU_GROUP, {hardware_group(n) for n in gpu_profiles}),
         derived(NVSWITCH_GROUP, {hardware_group(n) for n in nvswitch_profiles}),

@@ -14,6 +14,14 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
   22.04 21.08.5, Ubuntu 24.04 23.11.4 (23.11.4-1.2ubuntu5), Ubuntu 26.04 25.11.2
   (packages.ubuntu.com/resolute/slurm-wlm: 25.11.2-1ubuntu2). RHEL and Rocky ship none:
   EPEL builds `slurm-*` and moves within a release.
+- The rdma-core and perftest each distribution ships (the RDMA stack's default, docs/rdma.md)
+  [src: packages.ubuntu.com jammy/net/rdma-core 39.0-1, noble/amd64/rdma-core 50.0-2build2,
+  source/jammy/perftest 4.4+0.37-1, source/noble/perftest 24.01.0+0.38-1build2,
+  source/resolute/perftest 25.01.0+0.80-1build1; packages.debian.org/perftest: bookworm
+  4.5+0.17-1, trixie 25.01.0+0.80-1; `apt-cache policy rdma-core` on Debian 12: 44.0-2].
+  rdma-core is pinned as its upstream version with any revision (noble-updates moves the
+  revision); perftest exactly. Not known here: rdma-core of Debian 13 and Ubuntu 26.04, and
+  anything on EL (AppStream moves rdma-core within a release): software.rdma.version sets it.
 - The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
   `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
   redhat-rpm-config defines as `.el<major>`].
@@ -46,13 +54,32 @@ class Distribution:
     # an older branch is known not to (0: every branch the catalog knows).
     first_driver_branch: int = 0
     first_driver_source: str = ""
+    # The distribution's rdma-core (upstream version) and perftest (exact), where known.
+    rdma_core: str | None = None
+    perftest: str | None = None
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {
     d.name: d
     for d in (
-        Distribution("ubuntu-22.04", "Ubuntu 22.04 LTS", "apt", "ubuntu2204", "21.08.5"),
-        Distribution("ubuntu-24.04", "Ubuntu 24.04 LTS", "apt", "ubuntu2404", "23.11.4"),
+        Distribution(
+            "ubuntu-22.04",
+            "Ubuntu 22.04 LTS",
+            "apt",
+            "ubuntu2204",
+            "21.08.5",
+            rdma_core="39.0",
+            perftest="4.4+0.37-1",
+        ),
+        Distribution(
+            "ubuntu-24.04",
+            "Ubuntu 24.04 LTS",
+            "apt",
+            "ubuntu2404",
+            "23.11.4",
+            rdma_core="50.0",
+            perftest="24.01.0+0.38-1build2",
+        ),
         Distribution(
             "ubuntu-26.04",
             "Ubuntu 26.04 LTS",
@@ -65,9 +92,20 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             first_driver_branch=595,
             first_driver_source="NVIDIA's driver installation guide for branch 590 lists no "
             "ubuntu2604 repository; the 610 guide does",
+            perftest="25.01.0+0.80-1build1",
         ),
-        Distribution("debian-12", "Debian 12", "apt", "debian12", "22.05.8"),
-        Distribution("debian-13", "Debian 13", "apt", "debian13", "24.11.5"),
+        Distribution(
+            "debian-12",
+            "Debian 12",
+            "apt",
+            "debian12",
+            "22.05.8",
+            rdma_core="44.0",
+            perftest="4.5+0.17-1",
+        ),
+        Distribution(
+            "debian-13", "Debian 13", "apt", "debian13", "24.11.5", perftest="25.01.0+0.80-1"
+        ),
         Distribution("rocky-9", "Rocky Linux 9", "dnf", "rhel9", el_dist=".el9"),
         Distribution("rhel-9", "Red Hat Enterprise Linux 9", "dnf", "rhel9", el_dist=".el9"),
         Distribution("rocky-10", "Rocky Linux 10", "dnf", "rhel10", el_dist=".el10"),

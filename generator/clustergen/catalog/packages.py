@@ -73,6 +73,9 @@ LUSTRE_SERVER_ROLES: tuple[str, ...] = ("lustre_mgs", "lustre_mds", "lustre_oss"
 # The service nodes (primary and failover) of the targets of each backend.
 LUSTRE_LDISKFS_GROUP = "lustre_ldiskfs"
 LUSTRE_ZFS_GROUP = "lustre_zfs"
+# Nodes whose hardware profile has fabric HCAs, in a spec with network.fabric or
+# network.storage: the RDMA stack (roles/rdma). The inventory has it only then.
+RDMA_GROUP = "rdma"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
@@ -82,6 +85,7 @@ DERIVED_GROUPS: tuple[str, ...] = (
     LUSTRE_SERVER_GROUP,
     LUSTRE_LDISKFS_GROUP,
     LUSTRE_ZFS_GROUP,
+    RDMA_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -93,6 +97,7 @@ GROUP_TITLES: dict[str, str] = {
     LUSTRE_SERVER_GROUP: "Lustre servers (MGS, MDS, OSS)",
     LUSTRE_LDISKFS_GROUP: "Lustre servers of ldiskfs targets (the ldiskfs OSD)",
     LUSTRE_ZFS_GROUP: "Lustre servers of zfs targets (the zfs OSD and OpenZFS)",
+    RDMA_GROUP: "Nodes with fabric HCAs: the RDMA stack, nvidia-peermem, locked memory",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
@@ -431,6 +436,39 @@ def _lustre_zfs(family: PackageFamily, s: Software) -> Pins:
     return pins
 
 
+# The RDMA user space of the distribution (software.rdma, docs/rdma.md): rdma-core with its
+# verbs tools (ibv_devinfo: ibverbs-utils on apt, libibverbs-utils on EL) and diagnostics
+# (ibstat: infiniband-diags), all binaries of the rdma-core source package and so of its
+# version [src: rdma-core debian/control and redhat/rdma-core.spec]; perftest (ib_write_bw,
+# which the acceptance jobs run) is its own source package.
+_RDMA_CORE_PACKAGES: dict[PackageFamily, tuple[str, ...]] = {
+    "apt": ("ibverbs-utils", "infiniband-diags", "rdma-core"),
+    "dnf": ("infiniband-diags", "libibverbs-utils", "rdma-core"),
+}
+
+
+def rdma_versions(s: Software) -> tuple[str | None, str | None]:
+    """(rdma-core upstream version, perftest package version) of the distribution stack:
+    software.rdma's, else the catalog's for the OS; (None, None) with stack doca-ofed."""
+    if s.rdma is not None and s.rdma.stack == "doca-ofed":
+        return None, None
+    given = s.rdma
+    distribution = DISTRIBUTIONS[s.os]
+    core = given.version if given and given.version else distribution.rdma_core
+    perftest = given.perftest if given and given.perftest else distribution.perftest
+    return core, perftest
+
+
+def _rdma(family: PackageFamily, s: Software) -> Pins:
+    core, perftest = rdma_versions(s)
+    if core is None:
+        return {}  # checks.software warns: nothing of the stack is installed
+    pins = dict.fromkeys(_RDMA_CORE_PACKAGES[family], distribution_version_pin(core))
+    if perftest is not None:
+        pins["perftest"] = perftest
+    return pins
+
+
 @dataclass(frozen=True)
 class Concern:
     """One part of the pinned stack: its packages, who gets them and which role
@@ -548,6 +586,16 @@ CONCERNS: tuple[Concern, ...] = (
         "lustre_server",
         _lustre_zfs,
         change=NodeChange("reboot"),
+    ),
+    Concern(
+        "rdma",
+        "RDMA user space (rdma-core, perftest)",
+        RDMA_GROUP,
+        "rdma",
+        _rdma,
+        without_packages="none: software.rdma says doca-ofed (the site installs it), or the "
+        "catalog knows no rdma-core version for the OS and software.rdma.version is not set",
+        only_with_nodes=True,
     ),
 )
 

@@ -123,6 +123,78 @@ class Repository(StrictModel):
         return self
 
 
+RdmaStackKind = Literal["distribution", "doca-ofed"]
+
+
+# The rules of Rdma._fits_the_stack, for editors.
+_RDMA_RULES: dict[str, Any] = {
+    "if": {"required": ["stack"], "properties": {"stack": {"const": "doca-ofed"}}},
+    "then": {
+        "required": ["version", "repository"],
+        "properties": {
+            "version": {"not": {"type": "null"}},
+            "repository": {"not": {"type": "null"}},
+            "perftest": {"type": "null"},
+        },
+    },
+    "else": {"properties": {"repository": {"type": "null"}}},
+}
+
+
+class Rdma(StrictModel):
+    """The RDMA user space on the nodes with fabric HCAs (docs/rdma.md)."""
+
+    model_config = ConfigDict(json_schema_extra=_RDMA_RULES)
+
+    stack: RdmaStackKind = Field(
+        default="distribution",
+        description="distribution: the OS's own rdma-core, its diagnostics (ibverbs-utils, "
+        "infiniband-diags) and perftest (ib_write_bw), installed, pinned and held by the rdma "
+        "role on every node with fabric HCAs. doca-ofed: the site installs NVIDIA DOCA-OFED "
+        "(host profile) itself; clustergen installs no RDMA package then (DOCA's packages "
+        "replace rdma-core's), and says so in a warning, but still loads nvidia-peermem, sets "
+        "the locked-memory limits and checks the devices.",
+    )
+    version: Version | None = Field(
+        default=None,
+        description="stack distribution: the upstream rdma-core version the OS ships (e.g. "
+        "50.0), pinned with any packaging revision (50.0-*). Default: the version of the "
+        "catalog for software.os (docs/rdma.md), where it has one. stack doca-ofed: the DOCA "
+        "version the site installs (e.g. 2.9.1), recorded for the reader.",
+    )
+    perftest: PackageVersion | None = Field(
+        default=None,
+        description="stack distribution: perftest's exact package version (e.g. "
+        "24.01.0+0.38-1build2). Default: the catalog's for software.os, where it has one.",
+    )
+    repository: Identifier | None = Field(
+        default=None,
+        description="stack doca-ofed: the software.repositories entry that serves DOCA "
+        "(linux.mellanox.com/public/repo/doca/<version>/...), named for the reader and the "
+        "site's own installation; required with doca-ofed.",
+    )
+
+    @model_validator(mode="after")
+    def _fits_the_stack(self) -> Self:
+        if self.stack == "doca-ofed" and (self.version is None or self.repository is None):
+            raise invalid(
+                codes.SOFTWARE_RDMA_STACK,
+                "rdma stack doca-ofed needs 'version' (the DOCA release) and 'repository' "
+                "(the software.repositories entry that serves it)",
+            )
+        if self.stack == "distribution" and self.repository is not None:
+            raise invalid(
+                codes.SOFTWARE_RDMA_STACK,
+                "rdma stack distribution takes no 'repository': the OS's archive serves it",
+            )
+        if self.stack == "doca-ofed" and self.perftest is not None:
+            raise invalid(
+                codes.SOFTWARE_RDMA_STACK,
+                "rdma stack doca-ofed takes no 'perftest': DOCA ships its own",
+            )
+        return self
+
+
 class Software(StrictModel):
     """The pinned software stack, identical on every node that runs it."""
 
@@ -178,6 +250,12 @@ class Software(StrictModel):
         description="OpenZFS version on the Lustre servers of zfs targets, e.g. 2.1.11: the "
         "zfs utilities and kernel module are pinned to it (the version the site's Lustre "
         "server packages are built against). Required when a Lustre target uses zfs.",
+    )
+    rdma: Rdma | None = Field(
+        default=None,
+        description="The RDMA stack of the nodes with fabric HCAs (docs/rdma.md). Default: "
+        "stack distribution at the catalog's versions for software.os; ignored without "
+        "network.fabric or network.storage.",
     )
     repositories: list[Repository] = Field(
         default_factory=list, description="Extra package repositories configured on every node."

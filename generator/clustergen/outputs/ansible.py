@@ -33,11 +33,18 @@ from clustergen.catalog.architectures import (
     serves,
 )
 from clustergen.catalog.gpus import DEFAULT_CPU_ARCH
-from clustergen.catalog.packages import CONCERNS, GROUP_TITLES, NVLINK_GROUP, Pins
+from clustergen.catalog.packages import (
+    CONCERNS,
+    GROUP_TITLES,
+    NVLINK_GROUP,
+    RDMA_GROUP,
+    Pins,
+    hardware_group,
+)
 from clustergen.hosts import InterfaceAddress, compress
 from clustergen.imex_mode import imex_start
-from clustergen.model.hardware import CpuArch
-from clustergen.resolve import InventoryGroup, ResolvedCluster
+from clustergen.model.hardware import CpuArch, HardwareProfile
+from clustergen.resolve import InventoryGroup, ResolvedCluster, rdma_profiles
 from clustergen.templating import render_template
 
 # Keeps the vault file, an interrupted render's journal and temporaries, and the
@@ -334,6 +341,24 @@ def all_group_vars(
                 start.always_on,
             )
         )
+    rdma = software.rdma
+    variables.setdefault(RDMA_GROUP, []).append(
+        Variable(
+            "rdma_stack",
+            "software.rdma.stack: distribution (the packages above) or doca-ofed (the site "
+            "installs DOCA-OFED; the rdma role then loads nvidia-peermem on GPU nodes)",
+            rdma.stack if rdma is not None else "distribution",
+        )
+    )
+    for profile in rdma_profiles(cluster.spec.hardware, cluster.spec.network):
+        variables.setdefault(hardware_group(profile), []).append(
+            Variable(
+                "rdma_devices",
+                "the RDMA devices of this profile (fabric_hcas, topology hcas): the converge "
+                "check records those the node has and reports the others (docs/rdma.md)",
+                rdma_device_names(cluster.spec.hardware[profile]),
+            )
+        )
     for group, entries in _installed_files(by_family).items():
         variables.setdefault(group, []).append(
             Variable(
@@ -350,6 +375,13 @@ def all_group_vars(
         if cluster.members.get(group)
     ]
     return sorted(files, key=lambda f: f.group)
+
+
+def rdma_device_names(profile: HardwareProfile) -> list[str]:
+    """The profile's RDMA devices: its topology table's HCAs (compute and storage), else
+    fabric_hcas, each once, in order."""
+    names = [h.name for h in profile.topology.hcas] if profile.topology is not None else []
+    return list(dict.fromkeys(names or profile.fabric_hcas))
 
 
 def _installed_files(
