@@ -61,6 +61,10 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "software.slurm-newer-than-key-lists": _set("software.slurm", "26.11.0"),
     "shape.missing-key": _delete("slurm"),
     "software.rdma-unpinned": _set("software.os", "debian-13"),
+    "network.subnet-manager-keys": _set("network.fabric.subnet_manager", {"kind": "opensm"}),
+    "network.subnet-manager-node": _set(
+        "network.fabric.subnet_manager", {"kind": "opensm", "nodes": ["login99", "gpu01"]}
+    ),
     "software.rdma-repository-unknown": _set(
         "software.rdma", {"stack": "doca-ofed", "version": "2.9.1", "repository": "doca"}
     ),
@@ -151,8 +155,10 @@ def test_the_reference_spec_has_only_its_true_warnings() -> None:
     # 1 switch) put 8520 VA on L1 when a feed is lost: 35.6 A on a 40 A pole, within its
     # rating but above the 80% continuous limit (issue 20). SchedMD's support for Slurm
     # 23.11 ended in May 2025 (tests run on 2026-11-25: conftest.py). Its Slurm is
-    # SchedMD's by default and no repository is named that serves it (issue 20).
+    # SchedMD's by default and no repository is named that serves it (issue 20). Its
+    # InfiniBand fabric does not say what runs the subnet manager (issue 25).
     assert _codes_for(example_data()) == {
+        "network.subnet-manager-unset",
         "software.slurm-end-of-support",
         "software.slurm-schedmd-without-repository",
         "hardware.feed-loss-underpowers",

@@ -64,6 +64,7 @@ def test_render_prints_problems_as_json(cli, tmp_path: Path) -> None:  # type: i
         "software.driver-below-cuda-minimum",
         "software.slurm-end-of-support",
         "software.slurm-schedmd-without-repository",
+        "network.subnet-manager-unset",
     ]
     assert not (tmp_path / "out").exists()
 

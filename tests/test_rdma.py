@@ -103,3 +103,86 @@ def test_doca_ofed_installs_nothing_and_says_so(tmp_path: Path) -> None:
         p.startswith("software.rdma-unpinned") and "rdma-core version of Debian 13" in p
         for p in problems
     ), problems
+
+
+# --- the subnet manager (docs/subnet-manager.md) -----------------------------------
+
+MIXED = DATA / "mixed-fleet.yaml"
+# The opensm.conf keys clustergen writes, as OpenSM's option table spells them
+# (opensm/osm_subnet.c of linux-rdma/opensm: sm_priority, routing_engine, root_guid_file,
+# partition_config_file) and the engines opensm(8) lists for -R.
+OPENSM_KEYS = {"sm_priority", "routing_engine", "root_guid_file", "partition_config_file"}
+OPENSM_ENGINES = {"minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS"}
+
+
+def _opensm_conf(text: str) -> dict[str, str]:
+    """opensm.conf as OpenSM reads it: '#' comments, then one 'key value' a line."""
+    pairs = [line.split(" ", 1) for line in text.splitlines() if line and line[0] != "#"]
+    assert all(len(pair) == 2 for pair in pairs), pairs
+    conf = dict((key, value) for key, value in pairs)
+    assert len(conf) == len(pairs) and set(conf) <= OPENSM_KEYS, conf
+    return conf
+
+
+def test_opensm_runs_on_the_named_nodes_primary_first(tmp_path: Path) -> None:
+    """mixed-fleet (a spine, so ftree then updn): slurm-head is master at priority 15 and
+    mds01 stands by at 14, each with its own file on itself only; the partitions file is
+    the default partition in opensm(8)'s grammar; root GUIDs, when given, are a file the
+    configuration names; an explicit engine is taken as written."""
+    cluster, problems = _validated(tmp_path, MIXED.read_text(encoding="utf-8"))
+    assert cluster is not None, problems
+    tree = render_all(cluster)
+    confs = {n: _opensm_conf(tree[f"opensm/{n}/opensm.conf"].text) for n in ("slurm-head", "mds01")}
+    assert [confs[n]["sm_priority"] for n in ("slurm-head", "mds01")] == ["15", "14"]
+    for node, conf in confs.items():
+        assert conf["routing_engine"] == "ftree,updn"
+        assert set(conf["routing_engine"].split(",")) <= OPENSM_ENGINES
+        assert conf["partition_config_file"] == "/etc/opensm/partitions.conf"
+        install = tree[f"opensm/{node}/opensm.conf"].install
+        assert install is not None and install.hosts == (node,)
+        assert install.dest == "/etc/opensm/opensm.conf"
+    rules = [line for line in tree["opensm/partitions.conf"].text.splitlines() if line[:1] != "#"]
+    assert rules == ["Default=0x7fff, ipoib : ALL=full ;"]
+    assert cluster.members["opensm"] == {"slurm-head", "mds01"}
+    assert yaml.safe_load(tree["versions.lock"].text)["groups"]["opensm"]["packages"] == {
+        "opensm": "3.3.23-2"
+    }
+
+    given = MIXED.read_text(encoding="utf-8").replace(
+        "      nodes: [slurm-head, mds01]\n",
+        "      nodes: [slurm-head, mds01]\n      routing_engine: updn\n"
+        "      root_guids: ['0x0C42A10300A1B2C3']\n",
+    )
+    cluster, problems = _validated(tmp_path, given)
+    assert cluster is not None, problems
+    tree = render_all(cluster)
+    conf = _opensm_conf(tree["opensm/mds01/opensm.conf"].text)
+    assert conf["routing_engine"] == "updn"
+    assert conf["root_guid_file"] == "/etc/opensm/clustergen-root-guids.conf"
+    assert tree["opensm/root-guids.conf"].text == "0x0c42a10300a1b2c3\n"
+
+
+def test_ufm_or_switch_renders_no_subnet_manager_and_no_node_is_left_without_hca(
+    tmp_path: Path,
+) -> None:
+    text = MIXED.read_text(encoding="utf-8")
+    ufm = text.replace(
+        "      kind: opensm\n      nodes: [slurm-head, mds01]\n", "      kind: ufm\n"
+    )
+    cluster, problems = _validated(tmp_path, ufm)
+    assert cluster is not None, problems
+    assert not any(p.startswith("network.subnet-manager") for p in problems), problems
+    tree = render_all(cluster)
+    assert not [
+        path for path in tree if path.startswith(("opensm/", "inventory/group_vars/opensm"))
+    ]
+    assert "opensm" not in cluster.members
+
+    # login01 is not a node; a profile without HCAs cannot reach the fabric.
+    unknown = text.replace("nodes: [slurm-head, mds01]", "nodes: [slurm-head, login01, slurm-head]")
+    cluster, problems = _validated(tmp_path, unknown)
+    assert cluster is None
+    assert [p for p in problems if p.startswith("network.subnet-manager-node")] == [
+        "network.subnet-manager-node subnet_manager node 'login01' is not a node of the spec",
+        "network.subnet-manager-node subnet_manager node 'slurm-head' is named twice",
+    ]

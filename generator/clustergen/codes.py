@@ -443,6 +443,28 @@ STORAGE_PAGES_PER_RPC = Code(
     "osc max_pages_per_rpc above the servers' obdfilter brw_size",
 )
 
+NETWORK_SUBNET_MANAGER_ON_ROCE = Code(
+    "network.subnet-manager-on-roce",
+    "error",
+    "a subnet_manager on a RoCE fabric (Ethernet has no InfiniBand subnet manager)",
+)
+NETWORK_SUBNET_MANAGER_KEYS = Code(
+    "network.subnet-manager-keys",
+    "error",
+    "subnet_manager keys that do not fit its kind (opensm needs nodes; ufm and switch take "
+    "none of the OpenSM settings)",
+)
+NETWORK_SUBNET_MANAGER_UNSET = Code(
+    "network.subnet-manager-unset",
+    "warning",
+    "an InfiniBand fabric that does not say what runs its subnet manager",
+)
+NETWORK_SUBNET_MANAGER_NODE = Code(
+    "network.subnet-manager-node",
+    "error",
+    "a subnet_manager node that is not in the spec, or has no fabric HCA",
+)
+
 # software
 SOFTWARE_RDMA_STACK = Code(
     "software.rdma-stack",

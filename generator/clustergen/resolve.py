@@ -30,6 +30,7 @@ from clustergen.catalog.packages import (
     LUSTRE_ZFS_GROUP,
     NVLINK_GROUP,
     NVSWITCH_GROUP,
+    OPENSM_GROUP,
     RDMA_GROUP,
     SLURM_GROUP,
     SLURM_ROLES,
@@ -179,6 +180,7 @@ class ResolvedCluster:
         network = getattr(self.spec, "network", None)
         rdma = bool(rdma_profiles(hardware, network))
         with_nodes = [*([NVLINK_GROUP] if trays else []), *([RDMA_GROUP] if rdma else [])]
+        with_nodes += [OPENSM_GROUP] if opensm_nodes(network) else []
         return derived_pins(self.spec.software, frozenset(with_nodes))
 
     @cached_property
@@ -235,6 +237,16 @@ def rdma_profiles(hardware: Mapping[str, HardwareProfile], network: Network | No
     ]
 
 
+def opensm_nodes(network: Network | None) -> tuple[str, ...]:
+    """The nodes that run OpenSM for network.fabric, primary first; none unless its
+    subnet_manager says kind opensm."""
+    fabric = network.fabric if network is not None else None
+    manager = fabric.subnet_manager if fabric is not None else None
+    if manager is None or manager.kind != "opensm":
+        return ()
+    return tuple(manager.nodes)
+
+
 def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGroup, ...]:
     """Role groups, hardware profile groups and the derived groups, sorted by name."""
     roles = list(dict.fromkeys([*KNOWN_ROLES, *spec.cluster.extra_roles]))
@@ -266,6 +278,11 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
     rdma = rdma_profiles(spec.hardware, spec.network)
     if rdma:  # only then: Ethernet-only clusters keep their inventory
         groups.append(derived(RDMA_GROUP, {hardware_group(n) for n in rdma}))
+    sm_nodes = set(opensm_nodes(spec.network))
+    if sm_nodes:  # only with kind opensm
+        groups.append(
+            InventoryGroup(OPENSM_GROUP, tuple(h.name for h in hosts if h.name in sm_nodes), ())
+        )
     groups += [
         derived(GPU_GROUP, {hardware_group(n) for n in gpu_profiles}),
         derived(NVSWITCH_GROUP, {hardware_group(n) for n in nvswitch_profiles}),

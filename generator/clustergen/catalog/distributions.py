@@ -22,6 +22,10 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
   rdma-core is pinned as its upstream version with any revision (noble-updates moves the
   revision); perftest exactly. Not known here: rdma-core of Debian 13 and Ubuntu 26.04, and
   anything on EL (AppStream moves rdma-core within a release): software.rdma.version sets it.
+- OpenSM, the distribution's InfiniBand subnet manager (docs/subnet-manager.md) [src:
+  packages.ubuntu.com noble/opensm and jammy/libopensm-dev (source opensm) 3.3.23-2;
+  `apt-cache policy opensm` on Debian 12: 3.3.23-2+b1]. Not known here: Debian 13, Ubuntu
+  26.04, EL.
 - The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
   `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
   redhat-rpm-config defines as `.el<major>`].
@@ -57,6 +61,7 @@ class Distribution:
     # The distribution's rdma-core (upstream version) and perftest (exact), where known.
     rdma_core: str | None = None
     perftest: str | None = None
+    opensm: str | None = None  # the opensm package's exact version, where known
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {
@@ -70,6 +75,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             "21.08.5",
             rdma_core="39.0",
             perftest="4.4+0.37-1",
+            opensm="3.3.23-2",
         ),
         Distribution(
             "ubuntu-24.04",
@@ -79,6 +85,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             "23.11.4",
             rdma_core="50.0",
             perftest="24.01.0+0.38-1build2",
+            opensm="3.3.23-2",
         ),
         Distribution(
             "ubuntu-26.04",
@@ -102,6 +109,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             "22.05.8",
             rdma_core="44.0",
             perftest="4.5+0.17-1",
+            opensm="3.3.23-2+b1",
         ),
         Distribution(
             "debian-13", "Debian 13", "apt", "debian13", "24.11.5", perftest="25.01.0+0.80-1"

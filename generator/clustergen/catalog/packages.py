@@ -76,6 +76,9 @@ LUSTRE_ZFS_GROUP = "lustre_zfs"
 # Nodes whose hardware profile has fabric HCAs, in a spec with network.fabric or
 # network.storage: the RDMA stack (roles/rdma). The inventory has it only then.
 RDMA_GROUP = "rdma"
+# The nodes network.fabric.subnet_manager names with kind opensm (roles/opensm); the
+# inventory has the group only then.
+OPENSM_GROUP = "opensm"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
@@ -86,6 +89,7 @@ DERIVED_GROUPS: tuple[str, ...] = (
     LUSTRE_LDISKFS_GROUP,
     LUSTRE_ZFS_GROUP,
     RDMA_GROUP,
+    OPENSM_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -98,6 +102,7 @@ GROUP_TITLES: dict[str, str] = {
     LUSTRE_LDISKFS_GROUP: "Lustre servers of ldiskfs targets (the ldiskfs OSD)",
     LUSTRE_ZFS_GROUP: "Lustre servers of zfs targets (the zfs OSD and OpenZFS)",
     RDMA_GROUP: "Nodes with fabric HCAs: the RDMA stack, nvidia-peermem, locked memory",
+    OPENSM_GROUP: "OpenSM, the InfiniBand subnet manager (network.fabric.subnet_manager)",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
@@ -469,6 +474,13 @@ def _rdma(family: PackageFamily, s: Software) -> Pins:
     return pins
 
 
+def _opensm(family: PackageFamily, s: Software) -> Pins:
+    """The distribution's OpenSM at the catalog's version for the OS (its own source
+    package, not rdma-core's); none where the catalog knows no version."""
+    version = DISTRIBUTIONS[s.os].opensm
+    return {"opensm": version} if version is not None else {}
+
+
 @dataclass(frozen=True)
 class Concern:
     """One part of the pinned stack: its packages, who gets them and which role
@@ -595,6 +607,16 @@ CONCERNS: tuple[Concern, ...] = (
         _rdma,
         without_packages="none: software.rdma says doca-ofed (the site installs it), or the "
         "catalog knows no rdma-core version for the OS and software.rdma.version is not set",
+        only_with_nodes=True,
+    ),
+    Concern(
+        "opensm",
+        "OpenSM subnet manager",
+        OPENSM_GROUP,
+        "opensm",
+        _opensm,
+        change=NodeChange("restart", "opensm"),
+        without_packages="none: the catalog knows no opensm version for the OS",
         only_with_nodes=True,
     ),
 )

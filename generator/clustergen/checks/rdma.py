@@ -6,7 +6,7 @@ from clustergen import codes
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import rdma_versions
 from clustergen.errors import Problem
-from clustergen.resolve import ResolvedCluster, rdma_profiles
+from clustergen.resolve import ResolvedCluster, opensm_nodes, rdma_profiles
 
 
 def stack(cluster: ResolvedCluster) -> list[Problem]:
@@ -47,4 +47,74 @@ def stack(cluster: ResolvedCluster) -> list[Problem]:
     else:
         return problems
     problems.append(Problem(codes.SOFTWARE_RDMA_UNPINNED, where, message))
+    return problems
+
+
+def subnet_manager(cluster: ResolvedCluster) -> list[Problem]:
+    """Every InfiniBand fabric says what runs its subnet manager; OpenSM's nodes exist,
+    have a fabric HCA and are named once (docs/subnet-manager.md)."""
+    spec = cluster.spec
+    problems = []
+    for key in ("fabric", "storage"):
+        fabric = getattr(spec.network, key)
+        if fabric is None or fabric.type != "infiniband":
+            continue
+        manager = fabric.subnet_manager
+        if manager is None:
+            problems.append(
+                Problem(
+                    codes.NETWORK_SUBNET_MANAGER_UNSET,
+                    ("network", key, "type"),
+                    f"InfiniBand network.{key} does not say what runs its subnet manager, and "
+                    "its links stay down without one: set subnet_manager (kind opensm with "
+                    "the nodes that run it, or ufm or switch when those manage the fabric)",
+                )
+            )
+        elif key == "storage" and manager.kind == "opensm":
+            problems.append(
+                Problem(
+                    codes.NETWORK_SUBNET_MANAGER_KEYS,
+                    ("network", key, "subnet_manager", "kind"),
+                    "OpenSM is rendered for network.fabric only; run the storage fabric's "
+                    "subnet manager on its switches or UFM (kind switch or ufm)",
+                )
+            )
+    return problems + _opensm_nodes(cluster)
+
+
+def _opensm_nodes(cluster: ResolvedCluster) -> list[Problem]:
+    spec = cluster.spec
+    nodes = opensm_nodes(spec.network)
+    with_hcas = set(rdma_profiles(spec.hardware, spec.network))
+    problems = []
+    for index, name in enumerate(nodes):
+        host = cluster.by_name.get(name)
+        reason = (
+            "is named twice"
+            if nodes.index(name) != index
+            else "is not a node of the spec"
+            if host is None
+            else f"has no fabric HCA (hardware '{host.hardware_name}')"
+            if host.hardware_name not in with_hcas
+            else None
+        )
+        if reason is not None:
+            problems.append(
+                Problem(
+                    codes.NETWORK_SUBNET_MANAGER_NODE,
+                    ("network", "fabric", "subnet_manager", "nodes", index),
+                    f"subnet_manager node '{name}' {reason}",
+                )
+            )
+    if nodes and DISTRIBUTIONS[spec.software.os].opensm is None:
+        problems.append(
+            Problem(
+                codes.SOFTWARE_RDMA_UNPINNED,
+                ("network", "fabric", "subnet_manager"),
+                f"clustergen knows no opensm version of "
+                f"{DISTRIBUTIONS[spec.software.os].title}: the opensm role configures and "
+                "starts OpenSM but installs no package: install opensm on "
+                f"{', '.join(nodes)} before site.yml",
+            )
+        )
     return problems

@@ -19,7 +19,7 @@ from clustergen.model.common import (
     keys_set,
     when_equal,
 )
-from clustergen.model.syntax import DeviceModel, SlurmName
+from clustergen.model.syntax import DeviceModel, PortGuid, SlurmName
 
 # Rails (planes) of a rail-optimised fabric: more than any node has HCAs.
 MAX_RAILS = 64
@@ -132,6 +132,75 @@ class Roce(StrictModel):
     )
 
 
+SubnetManagerKind = Literal["opensm", "ufm", "switch"]
+RoutingEngine = Literal["ftree", "updn", "minhop"]
+# OpenSM's priority range (opensm(8), -p/--priority: 0 lowest to 15 highest).
+SM_PRIORITY_MAX = 15
+
+
+class SubnetManager(StrictModel):
+    """What runs the InfiniBand subnet manager (docs/subnet-manager.md)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                when_equal("kind", "opensm", {"required": ["nodes"]}),
+                {
+                    "if": {"properties": {"kind": {"enum": ["ufm", "switch"]}}},
+                    "then": {
+                        "properties": {
+                            "nodes": {"maxItems": 0},
+                            "routing_engine": {"type": "null"},
+                            "root_guids": {"maxItems": 0},
+                        }
+                    },
+                },
+            ]
+        }
+    )
+
+    kind: SubnetManagerKind = Field(
+        description="opensm: the distribution's OpenSM on the nodes listed, installed, "
+        "configured and started by the opensm role. ufm: NVIDIA UFM manages the fabric; "
+        "switch: the managed switches' embedded SM does. With ufm or switch clustergen "
+        "installs and configures no subnet manager."
+    )
+    nodes: list[Hostname] = Field(
+        default_factory=list,
+        max_length=SM_PRIORITY_MAX + 1,
+        description="opensm: the nodes that run OpenSM, primary first: each gets sm_priority "
+        "15, 14, ... in this order (the highest priority is master; the rest are standbys "
+        "that take over). Each must have a fabric HCA.",
+    )
+    routing_engine: RoutingEngine | None = Field(
+        default=None,
+        description="opensm: OpenSM's routing engine. Default: 'ftree,updn' (fat-tree "
+        "routing, falling back to up/down where the fabric is not a pure fat tree) when "
+        "the fabric has spine switches, else updn.",
+    )
+    root_guids: list[PortGuid] = Field(
+        default_factory=list,
+        description="opensm: port GUIDs of the root (top-level) switches, as ibstat prints "
+        "them, written to root_guid_file for ftree and updn. The spec cannot know them from "
+        "its switch names; without them both engines find the roots themselves.",
+    )
+
+    @model_validator(mode="after")
+    def _fits_the_kind(self) -> Self:
+        if self.kind == "opensm" and not self.nodes:
+            raise invalid(
+                codes.NETWORK_SUBNET_MANAGER_KEYS,
+                "subnet_manager kind opensm needs 'nodes': where OpenSM runs, primary first",
+            )
+        if self.kind != "opensm" and (self.nodes or self.routing_engine or self.root_guids):
+            raise invalid(
+                codes.NETWORK_SUBNET_MANAGER_KEYS,
+                f"subnet_manager kind {self.kind} runs outside clustergen: 'nodes', "
+                "'routing_engine' and 'root_guids' are OpenSM's (kind opensm)",
+            )
+        return self
+
+
 class Fabric(StrictModel):
     """A high-speed fabric (InfiniBand or RoCE): network.fabric, the one NCCL uses, or
     network.storage."""
@@ -149,7 +218,16 @@ class Fabric(StrictModel):
                         }
                     },
                 ),
-                when_equal("type", "roce", {"properties": {"rate": {"enum": list(ROCE_RATES)}}}),
+                when_equal(
+                    "type",
+                    "roce",
+                    {
+                        "properties": {
+                            "rate": {"enum": list(ROCE_RATES)},
+                            "subnet_manager": {"type": "null"},
+                        }
+                    },
+                ),
             ]
         }
     )
@@ -182,6 +260,13 @@ class Fabric(StrictModel):
         "(docs/nccl.md).",
     )
 
+    subnet_manager: SubnetManager | None = Field(
+        default=None,
+        description="InfiniBand only: what runs the subnet manager (docs/subnet-manager.md): "
+        "OpenSM on named nodes, or UFM or the switches, which clustergen leaves alone. "
+        "Without it validate warns that nothing in the spec runs one.",
+    )
+
     @field_validator("rate")
     @classmethod
     def _rate_fits_type(cls, rate: str, info: ValidationInfo) -> str:
@@ -209,6 +294,18 @@ class Fabric(StrictModel):
                 "'roce' settings apply only to a fabric of type roce",
             )
         return roce
+
+    @field_validator("subnet_manager")
+    @classmethod
+    def _no_subnet_manager_on_roce(
+        cls, manager: SubnetManager | None, info: ValidationInfo
+    ) -> SubnetManager | None:
+        if manager is not None and info.data.get("type") == "roce":
+            raise invalid(
+                codes.NETWORK_SUBNET_MANAGER_ON_ROCE,
+                "a RoCE fabric is Ethernet and has no subnet manager; remove subnet_manager",
+            )
+        return manager
 
 
 class NvlinkDomain(StrictModel):

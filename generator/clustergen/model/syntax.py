@@ -188,6 +188,10 @@ DEVICE_MODEL = Syntax(
     "a device model such as QM9700 or MQM8790-HS2F: letters, digits and ._/+- (no spaces), "
     "up to 64 characters",
 )
+PORT_GUID = Syntax(
+    r"^0x[0-9a-fA-F]{16}$",
+    "an InfiniBand port GUID as ibstat prints it: 0x and 16 hex digits",
+)
 GRES_TYPE = Syntax(r"^[a-z0-9][a-z0-9_]*$", "lowercase letters, digits and '_'")
 INTERFACE = Syntax(
     r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
@@ -256,6 +260,7 @@ DeviceModel = Annotated[str, DEVICE_MODEL]
 AptComponent = Annotated[str, APT_COMPONENT]
 GresType = Annotated[str, GRES_TYPE]
 InterfaceName = Annotated[str, INTERFACE]
+PortGuid = Annotated[str, PORT_GUID]
 BlockDevice = Annotated[str, BLOCK_DEVICE]
 AbsolutePath = Annotated[str, ABSOLUTE_PATH]
 LustreFsname = Annotated[str, LUSTRE_FSNAME]

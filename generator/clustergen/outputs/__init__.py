@@ -9,7 +9,7 @@ from collections.abc import Callable
 import jinja2
 
 from clustergen.artifacts import Artifact
-from clustergen.outputs import acceptance, facility, imex, lustre, nccl, slurm
+from clustergen.outputs import acceptance, facility, imex, lustre, nccl, opensm, slurm
 from clustergen.resolve import ResolvedCluster
 
 Family = Callable[[ResolvedCluster, jinja2.Environment], list[Artifact]]
@@ -23,6 +23,7 @@ FAMILIES: dict[str, Family] = {
     "acceptance": acceptance.render,
     "facility": facility.render,
     "imex": imex.render,
+    "opensm": opensm.render,
 }
 
 # The families whose files stay in the output tree: none is installed on a node, so

@@ -1,0 +1,73 @@
+"""OpenSM: the InfiniBand subnet manager on the nodes network.fabric.subnet_manager names
+(kind opensm). Nothing for kind ufm or switch, a RoCE fabric, or no fabric.
+docs/subnet-manager.md.
+
+[src: opensm(8) and opensm/osm_subnet.c of linux-rdma/opensm: the opensm.conf keys
+sm_priority (0 lowest to 15 highest; the highest is master, the others standby and take
+over), routing_engine (a comma list tried in order, min hop last unless no_fallback;
+ftree detects the roots itself when no root_guid_file is given), root_guid_file,
+partition_config_file; "PARTITION CONFIGURATION": without a rule for the default partition
+the other ports are limited members, and `Default=0x7fff,ipoib:ALL=full;` is how OpenSM ran
+before the partition manager.] The configuration directory is the packages' own:
+/etc/opensm on Debian and Ubuntu (the opensm binary's compiled-in default, opensm
+3.3.23-2+b1 of Debian 12), /etc/rdma on EL (Red Hat Enterprise Linux 7 Networking Guide,
+"Configuring the Subnet Manager").
+"""
+
+from __future__ import annotations
+
+import jinja2
+
+from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.catalog.packages import OPENSM_GROUP
+from clustergen.model.network import SM_PRIORITY_MAX, Fabric
+from clustergen.resolve import ResolvedCluster, opensm_nodes
+from clustergen.templating import render_template
+
+RESTART_OPENSM = NodeChange("restart", "opensm")
+CONF_DIR = {"apt": "/etc/opensm", "dnf": "/etc/rdma"}
+
+
+def routing_engine(fabric: Fabric) -> str:
+    """The spec's engine, else fat-tree routing (falling back to up/down) where the fabric
+    has spine switches, else up/down."""
+    manager = fabric.subnet_manager
+    if manager is not None and manager.routing_engine is not None:
+        return manager.routing_engine
+    return "ftree,updn" if any(s.switches for s in fabric.switches) else "updn"
+
+
+def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
+    """One opensm.conf per OpenSM node (its priority is its own), the partitions and,
+    when the spec gives them, the root GUIDs."""
+    fabric = cluster.spec.network.fabric
+    nodes = opensm_nodes(cluster.spec.network)
+    if fabric is None or fabric.subnet_manager is None or not nodes:
+        return []
+    conf_dir = CONF_DIR[cluster.pins.family]
+    root_guids = fabric.subnet_manager.root_guids
+    root_file = f"{conf_dir}/clustergen-root-guids.conf" if root_guids else None
+    artifacts = []
+    for index, node in enumerate(nodes):
+        text = render_template(
+            env,
+            "opensm/opensm.conf.j2",
+            cluster,
+            node=node,
+            primary=nodes[0],
+            priority=SM_PRIORITY_MAX - index,
+            routing_engine=routing_engine(fabric),
+            root_file=root_file,
+            partitions=f"{conf_dir}/partitions.conf",
+        )
+        install = Install(f"{conf_dir}/opensm.conf", OPENSM_GROUP, RESTART_OPENSM, hosts=(node,))
+        artifacts.append(Artifact(f"opensm/{node}/opensm.conf", text, install=install))
+    text = render_template(env, "opensm/partitions.conf.j2", cluster)
+    install = Install(f"{conf_dir}/partitions.conf", OPENSM_GROUP, RESTART_OPENSM)
+    artifacts.append(Artifact("opensm/partitions.conf", text, install=install))
+    if root_file is not None:
+        # opensm(8): one GUID per line; the file carries nothing else.
+        text = "".join(f"{guid.lower()}\n" for guid in root_guids)
+        install = Install(root_file, OPENSM_GROUP, RESTART_OPENSM)
+        artifacts.append(Artifact("opensm/root-guids.conf", text, install=install))
+    return artifacts
