@@ -12,6 +12,7 @@ that carries one).
 from __future__ import annotations
 
 import base64
+import fnmatch
 import os
 import re
 import stat
@@ -69,13 +70,16 @@ def _succeeded(run: PlaybookRun, what: str) -> None:
 def _assert_pinned(
     nodes: list[Node], expected: dict[str, dict[str, str]], stand_ins: set[str]
 ) -> None:
-    """Exactly the lock's packages at exactly its versions, each held; no other stand-in."""
+    """Exactly the lock's packages at exactly its versions (a `39.0-*` pin: at any
+    revision of 39.0, as apt preferences match it), each held; no other stand-in."""
     for node in nodes:
         status = node.dpkg_status()
         wrong = {
             name: status.get(name, ("not installed", "-"))
             for name, version in expected[node.name].items()
-            if status.get(name) != (version, "hold")
+            if name not in status
+            or status[name][1] != "hold"
+            or not fnmatch.fnmatchcase(status[name][0], version)
         }
         assert not wrong, f"{node.name}: not at the locked version and held: {wrong}"
         extra = sorted((stand_ins & set(status)) - set(expected[node.name]))

@@ -197,6 +197,12 @@ def _every_string_spec() -> dict[str, Any]:
         "ssh_admins": {"users": ["root"], "groups": ["hpc-admins"]},
     }
     document["software"]["packages"] = {"libnccl2": "2.21.5-1+cuda12.4"}
+    document["software"]["rdma"] = {"version": "39.0", "perftest": "4.4+0.37-1"}
+    document["network"]["fabric"]["subnet_manager"] = {
+        "kind": "opensm",
+        "nodes": ["slurm-head"],
+        "root_guids": ["0x0c42a10300a1b2c3"],
+    }
     lustre = document["storage"]["lustre"]
     lustre["client_tuning"]["osc.*.checksum_type"] = "adler"
     lustre["persistent_tuning"] = {"mdt.*.identity_upcall": "NONE"}  # unchecked: a warning
@@ -282,8 +288,23 @@ def _rails_spec() -> dict[str, Any]:
     return document
 
 
+def _doca_spec() -> dict[str, Any]:
+    """The RoCE reference spec on DOCA-OFED from a named repository (software.rdma)."""
+    document: dict[str, Any] = yaml.safe_load((REPO / "examples/edge-roce-2node.yaml").read_text())
+    document["software"]["repositories"] = [
+        {
+            "name": "doca",
+            "url": "https://linux.mellanox.com/public/repo/doca/2.9.1/ubuntu24.04/x86_64/",
+            "key_url": "https://linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub",
+        }
+    ]
+    document["software"]["rdma"] = {"stack": "doca-ofed", "version": "2.9.1", "repository": "doca"}
+    return document
+
+
 SOURCES: dict[str, dict[str, Any]] = {
     "every-string": _every_string_spec(),
+    "doca": _doca_spec(),
     "rails": _rails_spec(),
     **{path.stem: yaml.safe_load(path.read_text()) for path in REFERENCE_SPECS},
     **{path.stem: yaml.safe_load(path.read_text()) for path in sorted(DATA.glob("*.yaml"))},
@@ -307,8 +328,18 @@ PLACES = _find_places()
 # The storage fabric's switches share the compute fabric's model but are refused by a
 # check (network.storage-switches; tests/invalid/storage-fabric-switches): no valid spec
 # holds them, and nothing renders them.
-REFUSED = ("network", "storage", "switches")
-FIELDS = {field for field in string_fields(Spec) if field[: len(REFUSED)] != REFUSED}
+# Likewise OpenSM on the storage fabric (network.subnet-manager-keys: OpenSM is rendered
+# for network.fabric only, docs/subnet-manager.md).
+REFUSED_PLACES = (
+    ("network", "storage", "switches"),
+    ("network", "storage", "subnet_manager", "nodes"),
+    ("network", "storage", "subnet_manager", "root_guids"),
+)
+FIELDS = {
+    field
+    for field in string_fields(Spec)
+    if not any(field[: len(refused)] == refused for refused in REFUSED_PLACES)
+}
 
 
 def test_every_string_field_is_tried() -> None:

@@ -207,8 +207,18 @@ def _stand_in_control(name: str, version: str) -> str:
 
 
 def stand_ins_wanted(pins: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Every pinned package at its pin and at one newer version."""
-    return sorted({(name, v) for name, pin in pins.items() for v in (pin, newer_version(pin))})
+    """Every pinned package at its pin and at one newer version. A distribution's pin that
+    takes any packaging revision (`39.0-*`, the RDMA stack's) is built at revision 1, which
+    the glob matches as apt preferences match it, and its newer version is the next
+    upstream one (`39.0.1-1`), which the glob does not match."""
+    wanted = set()
+    for name, pin in pins.items():
+        if pin.endswith("-*"):
+            upstream = pin[:-2]
+            wanted |= {(name, f"{upstream}-1"), (name, f"{upstream}.1-1")}
+        else:
+            wanted |= {(name, pin), (name, newer_version(pin))}
+    return sorted(wanted)
 
 
 def build_stand_ins(
