@@ -73,6 +73,10 @@ LUSTRE_SERVER_ROLES: tuple[str, ...] = ("lustre_mgs", "lustre_mds", "lustre_oss"
 # The service nodes (primary and failover) of the targets of each backend.
 LUSTRE_LDISKFS_GROUP = "lustre_ldiskfs"
 LUSTRE_ZFS_GROUP = "lustre_zfs"
+# Nodes that mount NFS (storage.nfs), and the nodes of the spec that export it. The
+# inventory has them only when the spec has NFS mounts.
+NFS_CLIENT_GROUP = "nfs_client"
+NFS_SERVER_GROUP = "nfs_server"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
@@ -82,6 +86,8 @@ DERIVED_GROUPS: tuple[str, ...] = (
     LUSTRE_SERVER_GROUP,
     LUSTRE_LDISKFS_GROUP,
     LUSTRE_ZFS_GROUP,
+    NFS_CLIENT_GROUP,
+    NFS_SERVER_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -93,6 +99,8 @@ GROUP_TITLES: dict[str, str] = {
     LUSTRE_SERVER_GROUP: "Lustre servers (MGS, MDS, OSS)",
     LUSTRE_LDISKFS_GROUP: "Lustre servers of ldiskfs targets (the ldiskfs OSD)",
     LUSTRE_ZFS_GROUP: "Lustre servers of zfs targets (the zfs OSD and OpenZFS)",
+    NFS_CLIENT_GROUP: "NFS clients (storage.nfs)",
+    NFS_SERVER_GROUP: "NFS servers: nodes of the spec that export storage.nfs paths",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
