@@ -1,5 +1,9 @@
 """site.yml on booted Debian nodes over SSH with become, as a site runs it.
 
+Debian 12 nodes run the whole of it below; Debian 13 nodes (trixie's systemd 257, MariaDB
+11.8 and Slurm 24.11.5) converge, run a two-node job and run site.yml again with no change
+(test_site_converges_on_debian_13_nodes).
+
 Three nodes of tests/data/booted-3node.yaml (head: slurmctld and slurmdbd; gpu1, gpu2:
 8 fake GPUs each) are booted with systemd-nspawn on a bridge the test creates
 (tests/support/booted.py). Ansible reaches them only over SSH as the admin user, with
@@ -26,6 +30,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import hardware_group
 from clustergen.cli import main
 
@@ -123,19 +128,22 @@ def _pins(out: Path) -> dict[str, str]:
     return {n: v for group in lock["groups"].values() for n, v in group["packages"].items()}
 
 
-def _site_spec(debs: Path) -> str:
+def _site_spec(debs: Path, version: str = SLURM_VERSION) -> str:
     """The test spec as it stands. Debian's Slurm packages carry a revision suffix
     (22.05.8-4+deb12uN) that changes with Debian's point releases; the spec's
     `slurm_packages: distribution` pins them at 22.05.8-*, which matches the revision the
     mirror offers today (the downloaded packages), so the spec names no revision."""
     real = dict(deb.name.split("_")[:2] for deb in debs.glob("*.deb"))
     for name in SLURM_PACKAGES:
-        assert real[name].startswith(SLURM_VERSION + "-"), (name, real[name])
+        assert real[name].startswith(version + "-"), (name, real[name])
     return SPEC.read_text()
 
 
 def _render(
-    tmp_path: Path, spec_text: str, slurm_packages: tuple[str, ...] = SLURM_PACKAGES
+    tmp_path: Path,
+    spec_text: str,
+    slurm_packages: tuple[str, ...] = SLURM_PACKAGES,
+    version: str = SLURM_VERSION,
 ) -> Rendered:
     out = tmp_path / "out"
     spec_path = tmp_path / SPEC.name
@@ -163,7 +171,7 @@ def _render(
     pins = (_pins(out), _pins(tmp_path / "upgraded" / "out"))
     # Debian's own Slurm, at any Debian revision of the spec's version.
     assert {name: pins[0].get(name) for name in SLURM_PACKAGES} == {
-        name: SLURM_VERSION + "-*" if name in slurm_packages else None for name in SLURM_PACKAGES
+        name: version + "-*" if name in slurm_packages else None for name in SLURM_PACKAGES
     }
     return Rendered(
         out,
@@ -346,6 +354,115 @@ def test_site_converges_with_every_optional_component_absent(
         print(
             f"\nbooted, every optional component absent: first site.yml {first.seconds:.1f}s, "
             f"no-op {second.seconds:.1f}s, forced {forced.seconds:.1f}s"
+        )
+
+
+# --- Debian 13 ----------------------------------------------------------------------------
+
+# The module's spec on trixie: its Slurm as the catalog has it (24.11.5), MariaDB 11.8,
+# systemd 257. On its own subnet, so it never waits for the module's cluster.
+TRIXIE, TRIXIE_OS, TRIXIE_SUBNET = "trixie", "debian-13", "10.213.9"
+TRIXIE_SLURM = DISTRIBUTIONS[TRIXIE_OS].slurm or ""
+# What the slurm role sets on the accounting server (roles/slurm/defaults/main.yml),
+# as MariaDB reports it: innodb_snapshot_isolation, innodb_lock_wait_timeout.
+TRIXIE_MARIADB = "SELECT @@innodb_snapshot_isolation, @@innodb_lock_wait_timeout"
+
+
+def _on_debian_13(spec_text: str) -> str:
+    spec = yaml.safe_load(spec_text)
+    spec["software"].update(os=TRIXIE_OS, slurm=TRIXIE_SLURM)
+    spec["network"]["management"] = {
+        "cidr": f"{TRIXIE_SUBNET}.0/24",
+        "gateway": f"{TRIXIE_SUBNET}.1",
+    }
+    gpu, head = spec["nodes"]
+    gpu["management_ip"] = f"{TRIXIE_SUBNET}.11"
+    head["management_ip"] = f"{TRIXIE_SUBNET}.2"
+    return yaml.safe_dump(spec, sort_keys=False)
+
+
+def _site_ansible(
+    rendered: Rendered, cluster: BootedCluster, directory: Path, secrets: dict[str, str]
+) -> Ansible:
+    """site.yml as a site runs it: over SSH as admin, secrets from a vault."""
+    vault, password = encrypt_vault(secrets, directory)
+    return Ansible(
+        rendered.out,
+        (rendered.out / "inventory", cluster.connection_inventory(directory / "conn.yml")),
+        limit="all",
+        extra_args=("-e", f"@{vault}", "--vault-password-file", str(password)),
+    )
+
+
+def _assert_trixie_cluster_works(cluster: BootedCluster) -> None:
+    """Debian 13's daemons up, slurmdbd content with the role's MariaDB settings, and a
+    job on both nodes, recorded by accounting."""
+    for node in cluster.nodes.values():
+        assert node.sh("cat /etc/debian_version").stdout.startswith("13."), node.name
+    _assert_services(cluster)
+    _assert_one_munge_key_and_slurm_uid(cluster)
+    # Debian's build names itself slurm-wlm.
+    assert _on_head(cluster, "sinfo -V").split() == ["slurm-wlm", TRIXIE_SLURM]
+    assert _on_head(cluster, f"mariadb -N -B -e '{TRIXIE_MARIADB}'").split() == ["0", "900"]
+    dbd_log = _on_head(cluster, "cat /var/log/slurm/slurmdbd.log")
+    assert "Database settings not recommended values" not in dbd_log, dbd_log
+    _wait_for(
+        "both GPU nodes idle",
+        lambda: all(_node_states(cluster).get(n, ("", ""))[0] == "idle" for n in GPU_NODES),
+    )
+    try:
+        job = _run_gpu_job(cluster)
+    except (AssertionError, RuntimeError) as failure:
+        raise AssertionError(f"{failure}\n{_slurm_diagnostics(cluster)}") from None
+    _wait_for(
+        f"sacct to record job {job}", lambda: _sacct_state(cluster, job).startswith("COMPLETED")
+    )
+    assert _sacct_state(cluster, job) == "COMPLETED|gpu[1-2]"
+
+
+def test_site_converges_on_debian_13_nodes(
+    testbed_scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Booted trixie nodes (head with slurmctld, slurmdbd and MariaDB; two GPU nodes)
+    converge from bare with site.yml, run a job on both nodes, and a second run
+    changes nothing. Defined before the module's cluster tests, so its nodes are gone
+    before those boot."""
+    _require()
+    started = time.monotonic()
+    base = node_base(testbed_scratch, TRIXIE)
+    spec_text = _on_debian_13(_site_spec(daemon_packages(base, testbed_scratch), TRIXIE_SLURM))
+    (tmp_path / "render").mkdir()
+    rendered = _render(tmp_path / "render", spec_text, version=TRIXIE_SLURM)
+    repo = local_repository(rendered.pins, base, testbed_scratch)
+    build = time.monotonic() - started
+    refuse_outside(rendered.addresses, rendered.subnet)
+    plans = [
+        NodePlan(host, address, rendered.gpus.get(host, 0))
+        for host, address in rendered.addresses.items()
+    ]
+    with booted_cluster(
+        plans, rendered.subnet, rendered.gateway, base, repo, tmp_path / "b"
+    ) as cluster:
+        secrets = {
+            "vault_munge_key": base64.b64encode(MUNGE_KEY).decode(),
+            "vault_slurmdbd_storage_pass": STORAGE_PASS,
+        }
+        ansible = _site_ansible(rendered, cluster, tmp_path, secrets)
+        first = ansible.playbook("site.yml")
+        _succeeded(first, "first site.yml run on Debian 13 nodes")
+        _assert_trixie_cluster_works(cluster)
+        second = ansible.playbook("site.yml")
+        _succeeded(second, "second site.yml run on Debian 13 nodes")
+        assert set(second.changed()) == set(cluster.nodes)
+        assert not any(second.changed().values()), (
+            f"second run changed: {_changes(second)}\n{second.output}"
+        )
+        _assert_fast_path(second, set(cluster.nodes))
+    with capsys.disabled():
+        print(
+            f"\nbooted Debian 13: build {build:.1f}s, boot {cluster.boot_seconds:.1f}s, "
+            f"first site.yml {first.seconds:.1f}s, no-op {second.seconds:.1f}s, "
+            f"whole test {time.monotonic() - started:.1f}s"
         )
 
 

@@ -185,6 +185,9 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "the hardware profiles of its nodes",
     "package-version-disagrees": _PINS,
     "lustre-duplicate-index": "uniqueness of a field across list items",
+    "nfs-mount-point-taken": "uniqueness of a path across list items and against "
+    "storage.lustre.mount.path",
+    "nfs-selects-unknown": _CROSS_REFERENCE,
     "lustre-failover-lacks-role": _CROSS_REFERENCE,
     "lustre-nid-network": _CROSS_REFERENCE,
     "lustre-ldiskfs-dataset": _LUSTRE_BACKEND,

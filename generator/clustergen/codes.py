@@ -437,6 +437,30 @@ STORAGE_QUOTA_PROJECT = Code(
     "a project quota without a numeric id and a directory under the mount, or a path on "
     "a user or group quota",
 )
+STORAGE_NFS_MOUNT_POINT = Code(
+    "storage.nfs-mount-point",
+    "error",
+    "two NFS mounts, or an NFS mount and Lustre, share a mount point",
+)
+STORAGE_NFS_UNKNOWN_ROLE = Code(
+    "storage.nfs-unknown-role", "error", "an NFS mount selects a role that is not known"
+)
+STORAGE_NFS_UNKNOWN_NODE = Code(
+    "storage.nfs-unknown-node", "error", "an NFS mount selects a node that is not defined"
+)
+STORAGE_NFS_NO_NODES = Code(
+    "storage.nfs-no-nodes", "error", "an NFS mount that selects no node (no roles or nodes)"
+)
+STORAGE_NFS_OPTION = Code(
+    "storage.nfs-option",
+    "error",
+    "an NFS mount option that a key of the mount sets (vers, proto, port, nconnect)",
+)
+STORAGE_NFS_RDMA_DEVICE = Code(
+    "storage.nfs-rdma-device",
+    "warning",
+    "NFS over RDMA on a node whose hardware profile lists no RDMA device (fabric_hcas)",
+)
 STORAGE_PAGES_PER_RPC = Code(
     "storage.pages-per-rpc",
     "error",

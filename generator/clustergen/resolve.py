@@ -28,6 +28,8 @@ from clustergen.catalog.packages import (
     LUSTRE_SERVER_GROUP,
     LUSTRE_SERVER_ROLES,
     LUSTRE_ZFS_GROUP,
+    NFS_CLIENT_GROUP,
+    NFS_SERVER_GROUP,
     NVLINK_GROUP,
     NVSWITCH_GROUP,
     OPENSM_GROUP,
@@ -196,6 +198,11 @@ class ResolvedCluster:
         return inventory_groups(self.spec, self.hosts)
 
     @cached_property
+    def nfs_clients(self) -> tuple[Members, ...]:
+        """Per storage.nfs mount, the nodes that mount it, in spec order."""
+        return nfs_mount_clients(self.spec, self.hosts)
+
+    @cached_property
     def members(self) -> dict[str, frozenset[str]]:
         """Host names in each group, children included (as Ansible resolves them)."""
         by_name = {group.name: group for group in self.groups}
@@ -305,8 +312,38 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
             else set()
         )
         groups.append(InventoryGroup(group, tuple(h.name for h in hosts if h.name in serving), ()))
+    groups += nfs_groups(spec, hosts)
     groups += arch_groups(spec, hosts)
     return tuple(sorted(groups, key=lambda g: g.name))
+
+
+def nfs_mount_clients(spec: Spec, hosts: tuple[Host, ...]) -> tuple[Members, ...]:
+    """Per storage.nfs mount, the nodes of its roles and of its hostlist, in spec order
+    (a name that is no node is left out; checks.nfs reports it)."""
+    mounts = spec.storage.nfs if spec.storage else []
+    selected = []
+    for mount in mounts:
+        named = set(_expand(mount.nodes))
+        roles = set(mount.roles)
+        selected.append(
+            tuple(h.name for h in hosts if h.name in named or roles.intersection(h.roles))
+        )
+    return tuple(selected)
+
+
+def nfs_groups(spec: Spec, hosts: tuple[Host, ...]) -> list[InventoryGroup]:
+    """nfs_client (every node that mounts NFS) and nfs_server (the nodes of the spec that
+    export a mount's path), only where the spec has NFS mounts: others keep their
+    inventory."""
+    mounts = spec.storage.nfs if spec.storage else []
+    if not mounts:
+        return []
+    clients = {name for selected in nfs_mount_clients(spec, hosts) for name in selected}
+    servers = {mount.server for mount in mounts}
+    return [
+        InventoryGroup(NFS_CLIENT_GROUP, tuple(h.name for h in hosts if h.name in clients), ()),
+        InventoryGroup(NFS_SERVER_GROUP, tuple(h.name for h in hosts if h.name in servers), ()),
+    ]
 
 
 def arch_groups(spec: Spec, hosts: tuple[Host, ...]) -> list[InventoryGroup]:

@@ -13,15 +13,18 @@ def unit_word(value: str) -> str:
 
 
 def unit_name(path: str, suffix: str) -> str:
-    """systemd-escape --path: /mnt/lustre -> mnt-lustre.mount."""
+    """systemd-escape --path: /mnt/lustre -> mnt-lustre.mount (systemd.unit(5), "String
+    Escaping for Inclusion in Unit Names"): the slashes at either end are dropped and the
+    inner ones become '-'; every byte other than an ASCII letter or digit, ':', '_' or
+    '.' is written C-style (\\x2d for '-'), and so is a '.' that would start the name;
+    the root is '-'."""
     parts = [p for p in path.split("/") if p]
-    escaped = []
-    for part in parts:
-        out = ""
-        for i, ch in enumerate(part):
-            if ch.isalnum() or ch in ":_" or (ch == "." and i > 0):
-                out += ch
-            else:
-                out += "".join(f"\\x{b:02x}" for b in ch.encode())
-        escaped.append(out)
-    return ("-".join(escaped) or "-") + "." + suffix
+    out = ""
+    for ch in "/".join(parts):
+        if ch == "/":
+            out += "-"
+        elif (ch.isascii() and ch.isalnum()) or ch in ":_" or (ch == "." and out):
+            out += ch
+        else:
+            out += "".join(f"\\x{b:02x}" for b in ch.encode())
+    return (out or "-") + "." + suffix

@@ -140,11 +140,12 @@ def cached(kind: str, key: str, build: Callable[[Path], None], scratch: Path) ->
     return final
 
 
-def base_system(scratch: Path) -> Path:
-    """A bookworm minbase chroot with python3 and python3-apt, sources pointing nowhere."""
+def base_system(scratch: Path, suite: str = SUITE) -> Path:
+    """A minbase chroot of `suite` (bookworm unless told) with python3 and python3-apt,
+    sources pointing nowhere."""
 
     def build(tree: Path) -> None:
-        run(["debootstrap", "--variant=minbase", SUITE, str(tree), mirror()])
+        run(["debootstrap", "--variant=minbase", suite, str(tree), mirror()])
         shutil.copy2("/etc/resolv.conf", tree / "etc" / "resolv.conf")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         run(
@@ -165,7 +166,7 @@ def base_system(scratch: Path) -> Path:
         for lists in (tree / "var" / "lib" / "apt" / "lists").glob("*_*"):
             lists.unlink()
 
-    return cached("base", digest(RECIPE_VERSION, SUITE, mirror(), BASE_PACKAGES), build, scratch)
+    return cached("base", digest(RECIPE_VERSION, suite, mirror(), BASE_PACKAGES), build, scratch)
 
 
 def newer_version(version: str) -> str:

@@ -47,6 +47,7 @@ import yaml
 
 from support.ansible_testbed import (
     STAND_IN_RECIPE,
+    SUITE,
     StandInContent,
     StandInFile,
     StandInPayload,
@@ -87,6 +88,18 @@ DAEMON_PACKAGES = (
     "chrony",
     "python3-pymysql",
 )
+# Debian 13 renamed libraries for 64-bit time_t (the "t64" transition); the packages
+# above under their trixie names (packages.debian.org/trixie/libpmix2t64).
+RENAMED_PACKAGES: dict[str, dict[str, str]] = {"trixie": {"libpmix2": "libpmix2t64"}}
+# systemd 256 and later refuse to boot on cgroup v1 unless told (systemd's NEWS for 256;
+# 257 is trixie's). This host has v1 controllers only and slurmd refuses hybrid or
+# unified here, so such a node's init is given both switches on its command line (a
+# container's systemd reads its own arguments as the kernel command line).
+LEGACY_CGROUP_FROM_SYSTEMD = 256
+LEGACY_CGROUP_INIT_ARGS = (
+    "systemd.unified_cgroup_hierarchy=0",
+    "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1",
+)
 ADMIN = "admin"
 REPO_IN_NODE = "/srv/repo"
 HOST_TOOLS = (
@@ -98,6 +111,7 @@ HOST_TOOLS = (
     "ssh-keygen",
     "debootstrap",
     "dpkg-deb",
+    "dpkg-query",
     "dpkg-scanpackages",
     "chroot",
 )
@@ -136,12 +150,36 @@ def in_tree(tree: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def suite_of(tree: Path) -> str:
+    """The Debian release a tree holds (VERSION_CODENAME of its os-release)."""
+    for line in (tree / "etc/os-release").read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        if key == "VERSION_CODENAME":
+            return value.strip('"')
+    raise RuntimeError(f"{tree}: no VERSION_CODENAME in etc/os-release")
+
+
+def daemon_package_names(suite: str) -> tuple[str, ...]:
+    """DAEMON_PACKAGES under the names `suite` gives them."""
+    renamed = RENAMED_PACKAGES.get(suite, {})
+    return tuple(renamed.get(name, name) for name in DAEMON_PACKAGES)
+
+
 @contextmanager
 def _host_sources(tree: Path) -> Iterator[None]:
-    """The host's Debian sources in the tree while installing, and no service starts."""
+    """The host's Debian sources in the tree while installing, and no service starts.
+    A tree of another release than the host's gets the host's mirror with its own suite."""
     sources = tree / "etc/apt/sources.list.d/debian.sources"
     policy = tree / "usr/sbin/policy-rc.d"
-    shutil.copy2(_SOURCES, sources)
+    suite = suite_of(tree)
+    if suite == SUITE:
+        shutil.copy2(_SOURCES, sources)
+    else:
+        sources.write_text(
+            f"Types: deb\nURIs: {mirror()}\nSuites: {suite}\nComponents: main\n"
+            "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n",
+            encoding="utf-8",
+        )
     policy.write_text("#!/bin/sh\nexit 101\n", encoding="utf-8")
     policy.chmod(0o755)
     try:
@@ -183,9 +221,9 @@ WantedBy=sysinit.target
 """
 
 
-def node_base(scratch: Path) -> Path:
-    """The chroot base plus what a booted node needs; bare for Slurm."""
-    base = base_system(scratch)
+def node_base(scratch: Path, suite: str = SUITE) -> Path:
+    """The chroot base of `suite` plus what a booted node needs; bare for Slurm."""
+    base = base_system(scratch, suite)
 
     def build(tree: Path) -> None:
         run(["cp", "-a", str(base), str(tree)])
@@ -214,8 +252,10 @@ def node_base(scratch: Path) -> Path:
 
 
 def daemon_packages(base: Path, scratch: Path) -> Path:
-    """Debian's .debs of DAEMON_PACKAGES and everything they need that `base` lacks,
-    downloaded in a throwaway copy of the node tree with the host's mirror."""
+    """Debian's .debs of DAEMON_PACKAGES (under the names of the base's release) and
+    everything they need that `base` lacks, downloaded in a throwaway copy of the node
+    tree with the host's mirror."""
+    names = daemon_package_names(suite_of(base))
 
     def build(tree: Path) -> None:
         throwaway = tree.parent / "root"
@@ -229,7 +269,7 @@ def daemon_packages(base: Path, scratch: Path) -> Path:
                     "--download-only",
                     "-y",
                     "--no-install-recommends",
-                    *DAEMON_PACKAGES,
+                    *names,
                 )
             tree.mkdir()
             for deb in (throwaway / "var/cache/apt/archives").glob("*.deb"):
@@ -237,9 +277,7 @@ def daemon_packages(base: Path, scratch: Path) -> Path:
         finally:
             shutil.rmtree(throwaway, ignore_errors=True)
 
-    return cached(
-        "debs", digest(RECIPE_VERSION, base.name, mirror(), DAEMON_PACKAGES), build, scratch
-    )
+    return cached("debs", digest(RECIPE_VERSION, base.name, mirror(), names), build, scratch)
 
 
 # The package that carries nvidia-smi and the driver's services, in the order tried:
@@ -565,6 +603,13 @@ def _fake_gpus(directory: Path, count: int) -> list[str]:
     return binds
 
 
+def _systemd_major(root: Path) -> int:
+    """The major version of the systemd installed in a tree."""
+    admin = f"--admindir={root}/var/lib/dpkg"
+    version = run(["dpkg-query", admin, "-W", "-f", "${Version}", "systemd"]).stdout
+    return int(version.split(".", 1)[0].split("~", 1)[0])
+
+
 def _boot(
     plan: NodePlan, base: Path, repo: Path, bridge_name: str, prefix: int, key: str, work: Path
 ) -> BootedNode:
@@ -587,6 +632,8 @@ def _boot(
     if plan.gpus:
         argv += _fake_gpus(work / "dev" / plan.name, plan.gpus)
     argv.append("-b")
+    if _systemd_major(root) >= LEGACY_CGROUP_FROM_SYSTEMD:
+        argv += ["--", *LEGACY_CGROUP_INIT_ARGS]
     cgroups = make_node_cgroups(f"clustergen-{plan.name}-{uuid.uuid4().hex[:6]}")
     node = BootedNode(
         plan.name, plan.address, root, argv, cgroups, work / f"{plan.name}.console", plan.gpus

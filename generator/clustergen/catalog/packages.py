@@ -79,6 +79,10 @@ RDMA_GROUP = "rdma"
 # The nodes network.fabric.subnet_manager names with kind opensm (roles/opensm); the
 # inventory has the group only then.
 OPENSM_GROUP = "opensm"
+# Nodes that mount NFS (storage.nfs), and the nodes of the spec that export it. The
+# inventory has them only when the spec has NFS mounts.
+NFS_CLIENT_GROUP = "nfs_client"
+NFS_SERVER_GROUP = "nfs_server"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
@@ -90,6 +94,8 @@ DERIVED_GROUPS: tuple[str, ...] = (
     LUSTRE_ZFS_GROUP,
     RDMA_GROUP,
     OPENSM_GROUP,
+    NFS_CLIENT_GROUP,
+    NFS_SERVER_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -103,6 +109,8 @@ GROUP_TITLES: dict[str, str] = {
     LUSTRE_ZFS_GROUP: "Lustre servers of zfs targets (the zfs OSD and OpenZFS)",
     RDMA_GROUP: "Nodes with fabric HCAs: the RDMA stack, nvidia-peermem, locked memory",
     OPENSM_GROUP: "OpenSM, the InfiniBand subnet manager (network.fabric.subnet_manager)",
+    NFS_CLIENT_GROUP: "NFS clients (storage.nfs)",
+    NFS_SERVER_GROUP: "NFS servers: nodes of the spec that export storage.nfs paths",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",

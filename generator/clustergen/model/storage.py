@@ -1,4 +1,4 @@
-"""storage: the Lustre file system as configuration."""
+"""storage: the Lustre file system and NFS mounts as configuration."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from clustergen.model.common import Hostname, Int, Size, StrictModel
+from clustergen.model.common import Hostlist, Hostname, Int, Size, StrictModel
 from clustergen.model.syntax import (
     AbsolutePath,
     BlockDevice,
@@ -264,7 +264,79 @@ class Lustre(StrictModel):
         return target.backend or self.backend
 
 
+# An NFS server: a host name (a node of the spec, or outside it), a DNS name or an address.
+NFS_SERVER = Syntax(
+    r"^(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)$",
+    "a host name, DNS name or IPv4 address",
+)
+NfsServer = Annotated[str, NFS_SERVER]
+# nfs(5): nconnect "can be set to a number from 1 to 16".
+NCONNECT_MAX = 16
+
+
+class NfsMount(StrictModel):
+    """One NFS mount: a server's export, mounted at a path on the nodes it selects."""
+
+    server: NfsServer = Field(
+        description="The NFS server: a host name, DNS name or IPv4 address. A node of the spec "
+        "exports the path itself (its /etc/exports.d entry is rendered, for the nodes that "
+        "mount it); any other server (a filer, VAST, Weka's NFS) is the site's to export."
+    )
+    export: AbsolutePath = Field(
+        description="The exported path on the server (letters, digits and _.+@,:=~/- only)."
+    )
+    path: AbsolutePath = Field(
+        description="Mount point on the nodes (letters, digits and _.+@,:=~/- only)."
+    )
+    roles: list[str] = Field(
+        default_factory=list,
+        description="Roles whose nodes mount it (as storage.lustre.mount.clients).",
+    )
+    nodes: Hostlist | None = Field(
+        default=None,
+        description="Further nodes that mount it, as a hostlist (with roles: their union).",
+    )
+    version: Literal["3", "4.0", "4.1", "4.2"] = Field(
+        default="4.2",
+        description="NFS version (vers=): 4.2 by default, the newest the Linux client and "
+        "knfsd speak (server-side copy, sparse files); 3 for filers that serve v3 only.",
+    )
+    transport: Literal["tcp", "rdma"] = Field(
+        default="tcp",
+        description="tcp, or rdma: NFS over RDMA (proto=rdma,port=20049; nfs(5) and the "
+        "kernel's nfs-rdma documentation) on nodes with an RDMA device.",
+    )
+    nconnect: Int | None = Field(
+        default=None,
+        ge=1,
+        le=NCONNECT_MAX,
+        description="Connections to the server (nconnect=, 1-16, nfs(5)); default: the "
+        "client's (one).",
+    )
+    options: list[Option] = Field(
+        default_factory=list,
+        description="Further mount options, one word each (e.g. hard, noatime, "
+        "rsize=1048576); they come after the derived ones.",
+    )
+    export_options: list[Option] = Field(
+        default=["rw", "sync", "no_subtree_check"],
+        description="exports(5) options of the export, where a node of the spec serves it.",
+    )
+    required: bool = Field(
+        default=True,
+        description="Jobs need it: its unit is RequiredBy= remote-fs.target, which slurmd "
+        "starts after, and a node without the mount is unhealthy (for health checks). false: "
+        "only WantedBy= it, as nofail makes an fstab line.",
+    )
+
+
 class Storage(StrictModel):
     """Shared storage."""
 
     lustre: Lustre | None = Field(default=None, description="A Lustre file system.")
+    nfs: list[NfsMount] = Field(
+        default_factory=list,
+        description="NFS mounts (plain NFS, NFS over RDMA, VAST and Weka over NFS), each a "
+        "systemd mount unit on the nodes it selects (docs/storage.md).",
+    )

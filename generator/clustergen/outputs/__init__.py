@@ -9,7 +9,7 @@ from collections.abc import Callable
 import jinja2
 
 from clustergen.artifacts import Artifact
-from clustergen.outputs import acceptance, facility, imex, lustre, nccl, opensm, slurm
+from clustergen.outputs import acceptance, facility, imex, lustre, nccl, nfs, opensm, slurm
 from clustergen.resolve import ResolvedCluster
 
 Family = Callable[[ResolvedCluster, jinja2.Environment], list[Artifact]]
@@ -19,6 +19,7 @@ Family = Callable[[ResolvedCluster, jinja2.Environment], list[Artifact]]
 FAMILIES: dict[str, Family] = {
     "slurm": slurm.render,
     "lustre": lustre.render,
+    "nfs": nfs.render,
     "nccl": nccl.render,
     "acceptance": acceptance.render,
     "facility": facility.render,

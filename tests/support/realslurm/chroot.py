@@ -73,8 +73,11 @@ CHROOT_NOISE: dict[str, str] = {
 # MariaDB settings slurmdbd checks at start ("Database settings not recommended values",
 # accounting_storage_mysql.c _check_database_variables, slurm-24-11-5-1 and slurm-26-05-3-1:
 # innodb_buffer_pool_size >= 2 GiB, innodb_lock_wait_timeout >= 450; 26.05 also refuses
-# innodb_snapshot_isolation, ON by default from MariaDB 11.6.2). A site tunes its database
-# server; clustergen renders no MariaDB configuration, so the test sets them.
+# innodb_snapshot_isolation, ON by default from MariaDB 11.6.2). On a site's nodes the slurm
+# role writes SchedMD's values into the local server's configuration
+# (roles/slurm/defaults/main.yml, slurm_database_server_settings; proven on booted Debian
+# 12 and 13 nodes, tests/test_booted_cluster.py); this hand-started server gets the ones
+# slurmdbd checks on its command line.
 MARIADB_OPTIONS = (
     "--innodb-buffer-pool-size=2G",
     "--innodb-lock-wait-timeout=900",
