@@ -60,7 +60,7 @@ def _copy_profile(name: str) -> Callable[[Data], None]:
 PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "software.slurm-newer-than-key-lists": _set("software.slurm", "26.11.0"),
     "shape.missing-key": _delete("slurm"),
-    "software.rdma-unpinned": _set("software.os", "debian-13"),
+    "software.rdma-unpinned": _set("software.os", "ubuntu-26.04"),
     "network.subnet-manager-keys": _set("network.fabric.subnet_manager", {"kind": "opensm"}),
     "network.subnet-manager-node": _set(
         "network.fabric.subnet_manager", {"kind": "opensm", "nodes": ["login99", "gpu01"]}

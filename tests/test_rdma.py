@@ -95,12 +95,17 @@ def test_doca_ofed_installs_nothing_and_says_so(tmp_path: Path) -> None:
     assert cluster is None
     assert any(p.startswith("software.rdma-repository-unknown") for p in problems), problems
 
-    trixie = EDGE.read_text(encoding="utf-8").replace("os: ubuntu-24.04", "os: debian-13")
-    cluster, problems = _validated(tmp_path, trixie)
+    # Ubuntu 26.04: the catalog knows no rdma-core there (and no driver before branch 595).
+    resolute = (
+        EDGE.read_text(encoding="utf-8")
+        .replace("os: ubuntu-24.04", "os: ubuntu-26.04")
+        .replace("nvidia_driver: 570.133.20", "nvidia_driver: 595.91.07")
+    )
+    cluster, problems = _validated(tmp_path, resolute)
     assert cluster is not None, problems
     assert cluster.pins.by_concern["rdma"] == {}
     assert any(
-        p.startswith("software.rdma-unpinned") and "rdma-core version of Debian 13" in p
+        p.startswith("software.rdma-unpinned") and "rdma-core version of Ubuntu 26.04" in p
         for p in problems
     ), problems
 

@@ -18,14 +18,16 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
   [src: packages.ubuntu.com jammy/net/rdma-core 39.0-1, noble/amd64/rdma-core 50.0-2build2,
   source/jammy/perftest 4.4+0.37-1, source/noble/perftest 24.01.0+0.38-1build2,
   source/resolute/perftest 25.01.0+0.80-1build1; packages.debian.org/perftest: bookworm
-  4.5+0.17-1, trixie 25.01.0+0.80-1; `apt-cache policy rdma-core` on Debian 12: 44.0-2].
+  4.5+0.17-1, trixie 25.01.0+0.80-1; `apt-cache policy rdma-core` on Debian 12: 44.0-2;
+  trixie's main/binary-amd64 Packages index: rdma-core, ibverbs-utils and infiniband-diags
+  56.1-1, opensm 3.3.23-3.1].
   rdma-core is pinned as its upstream version with any revision (noble-updates moves the
-  revision); perftest exactly. Not known here: rdma-core of Debian 13 and Ubuntu 26.04, and
+  revision); perftest exactly. Not known here: rdma-core of Ubuntu 26.04, and
   anything on EL (AppStream moves rdma-core within a release): software.rdma.version sets it.
 - OpenSM, the distribution's InfiniBand subnet manager (docs/subnet-manager.md) [src:
   packages.ubuntu.com noble/opensm and jammy/libopensm-dev (source opensm) 3.3.23-2;
-  `apt-cache policy opensm` on Debian 12: 3.3.23-2+b1]. Not known here: Debian 13, Ubuntu
-  26.04, EL.
+  `apt-cache policy opensm` on Debian 12: 3.3.23-2+b1; trixie's Packages index: 3.3.23-3.1].
+  Not known here: Ubuntu 26.04, EL.
 - The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
   `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
   redhat-rpm-config defines as `.el<major>`].
@@ -112,7 +114,14 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             opensm="3.3.23-2+b1",
         ),
         Distribution(
-            "debian-13", "Debian 13", "apt", "debian13", "24.11.5", perftest="25.01.0+0.80-1"
+            "debian-13",
+            "Debian 13",
+            "apt",
+            "debian13",
+            "24.11.5",
+            rdma_core="56.1",
+            perftest="25.01.0+0.80-1",
+            opensm="3.3.23-3.1",
         ),
         Distribution("rocky-9", "Rocky Linux 9", "dnf", "rhel9", el_dist=".el9"),
         Distribution("rhel-9", "Red Hat Enterprise Linux 9", "dnf", "rhel9", el_dist=".el9"),
