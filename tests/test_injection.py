@@ -53,6 +53,7 @@ from clustergen.load import parse_spec
 from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
 from clustergen.model.spec import Spec
 from clustergen.render import render_all
+from clustergen.systemd import unit_name
 from clustergen.validate import validate_cluster
 
 from support.paths import DATA, EXAMPLES, REFERENCE_SPECS, REPO
@@ -158,6 +159,15 @@ def _every_string_spec() -> dict[str, Any]:
         }
     )
     document["software"]["slurm_repository"] = "site"  # it serves SchedMD's builds
+    document["storage"]["nfs"] = [
+        {
+            "server": "slurm-head",
+            "export": "/srv/home",
+            "path": "/home",
+            "roles": ["compute"],
+            "export_options": ["rw", "sync", "no_subtree_check", "root_squash"],
+        }
+    ]
     profile = document["hardware"]["hgx-h100"]
     profile["gpu"]["gres_type"] = "h100"
     profile["gpu"]["nvlink_domain"] = {"trays": 4, "switch_trays": 2}
@@ -462,6 +472,15 @@ def _check_shell(where: str, hostile: str, original: str, old: str, new: str) ->
         start = new.find(hostile, start + 1)
 
 
+def _unrenamed(path: str, original: str, hostile: str) -> str:
+    """The output's path with the value put back, as written and as systemd escapes a
+    path into a mount unit's name (an NFS mount's unit is named after its mount point)."""
+    path = path.replace(hostile, original)
+    if original.startswith("/"):
+        path = path.replace(unit_name(hostile, "mount"), unit_name(original, "mount"))
+    return path
+
+
 def _check_inert(
     original: str, hostile: str, before: dict[str, Artifact], after: dict[str, Artifact]
 ) -> None:
@@ -470,7 +489,7 @@ def _check_inert(
         parts = PurePosixPath(path).parts
         assert not PurePosixPath(path).is_absolute() and ".." not in parts, path
         assert all(len(part.encode()) <= 255 for part in parts), f"{path[:80]}...: too long"
-    renamed = {p.replace(hostile, original): p for p in after}
+    renamed = {_unrenamed(p, original, hostile): p for p in after}
     assert set(renamed) == set(before), "a file's path changed beyond the value"
     for old_path, new_path in renamed.items():
         old, new = before[old_path].text, after[new_path].text
@@ -483,6 +502,9 @@ def _check_inert(
                 f"{where}: Ansible would template it"
             )
             loaded = _without_digests(yaml.safe_load(new))
+            if original.startswith("/"):  # the install list names the mount's unit
+                mount = unit_name(hostile, "mount"), unit_name(original, "mount")
+                loaded = _replaced_inside(loaded, *mount)
             assert _replaced_inside(loaded, hostile, original) == _without_digests(
                 yaml.safe_load(old)
             ), where

@@ -106,6 +106,7 @@ network:
     type: infiniband
     rate: ndr
     cidr: 10.10.0.0/15
+    subnet_manager: {{kind: ufm}}  # UFM, as at most sites of this size: no OpenSM to render
     switches:
 """
 
