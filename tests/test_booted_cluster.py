@@ -24,6 +24,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,6 +206,19 @@ def rendered(
     return _render(tmp_path_factory.mktemp("render"), spec_text)
 
 
+def _booted(
+    rendered: Rendered, base: Path, repo: Path, work: Path
+) -> AbstractContextManager[BootedCluster]:
+    """The rendered spec's nodes, booted from base with repo; checked first, before any
+    node exists, so the test talks to no address it did not create."""
+    refuse_outside(rendered.addresses, rendered.subnet)
+    plans = [
+        NodePlan(host, address, rendered.gpus.get(host, 0))
+        for host, address in rendered.addresses.items()
+    ]
+    return booted_cluster(plans, rendered.subnet, rendered.gateway, base, repo, work)
+
+
 @pytest.fixture(scope="module")
 def cluster(
     rendered: Rendered,
@@ -217,13 +231,7 @@ def cluster(
     base = node_tree
     repo = local_repository(rendered.pins, base, testbed_scratch)
     build_seconds = time.monotonic() - started
-    # Checked before any node exists: the test talks to no address it did not create.
-    refuse_outside(rendered.addresses, rendered.subnet)
-    plans = [
-        NodePlan(host, address, rendered.gpus.get(host, 0))
-        for host, address in rendered.addresses.items()
-    ]
-    with booted_cluster(plans, rendered.subnet, rendered.gateway, base, repo, work) as booted:
+    with _booted(rendered, base, repo, work) as booted:
         booted.timings["build"] = build_seconds
         booted.timings["boot"] = booted.boot_seconds
         yield booted
@@ -303,14 +311,8 @@ def test_site_converges_with_every_optional_component_absent(
     assert (gpu_vars["dcgm_packages"], gpu_vars["cudnn_packages"]) == ({}, {})
 
     repo = local_repository(rendered.pins, node_tree, testbed_scratch)
-    refuse_outside(rendered.addresses, rendered.subnet)
-    plans = [
-        NodePlan(host, address, rendered.gpus.get(host, 0))
-        for host, address in rendered.addresses.items()
-    ]
     assert sorted(rendered.addresses) == sorted((BARE_GPU_NODE, HEAD))
-    work = tmp_path / "booted"
-    with booted_cluster(plans, rendered.subnet, rendered.gateway, node_tree, repo, work) as cluster:
+    with _booted(rendered, node_tree, repo, tmp_path / "booted") as cluster:
         vault, password = encrypt_vault(
             {"vault_munge_key": base64.b64encode(MUNGE_KEY).decode()}, tmp_path
         )
@@ -435,14 +437,7 @@ def test_site_converges_on_debian_13_nodes(
     rendered = _render(tmp_path / "render", spec_text, version=TRIXIE_SLURM)
     repo = local_repository(rendered.pins, base, testbed_scratch)
     build = time.monotonic() - started
-    refuse_outside(rendered.addresses, rendered.subnet)
-    plans = [
-        NodePlan(host, address, rendered.gpus.get(host, 0))
-        for host, address in rendered.addresses.items()
-    ]
-    with booted_cluster(
-        plans, rendered.subnet, rendered.gateway, base, repo, tmp_path / "b"
-    ) as cluster:
+    with _booted(rendered, base, repo, tmp_path / "b") as cluster:
         secrets = {
             "vault_munge_key": base64.b64encode(MUNGE_KEY).decode(),
             "vault_slurmdbd_storage_pass": STORAGE_PASS,
