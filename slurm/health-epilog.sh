@@ -29,11 +29,6 @@ readonly CURSOR=/run/clustergen-epilog.cursor
 readonly LINK_GBITS=200
 readonly SYSFS_IB=/sys/class/infiniband
 
-smi() { timeout --kill-after="${KILL_AFTER_S}" "${SMI_TIMEOUT_S}" nvidia-smi "$@"; }
-call() { timeout --kill-after="${KILL_AFTER_S}" "${CALL_TIMEOUT_S}" "$@"; }
-
-node="${SLURMD_NODENAME:-$(call hostname -s)}"
-
 # This node's hardware profile, from its name; nothing for a node without GPUs.
 node_profile() {
     local name=$1
@@ -51,6 +46,22 @@ use_profile() {
     esac
 }
 
+# in_range NAME PREFIX WIDTH LOW HIGH: NAME is PREFIX and a WIDTH-digit number
+# from LOW to HIGH (gpu07 is in gpu[01-08]).
+in_range() {
+    local number=${1#"$2"}
+    [[ "$1" == "$2"* && ${#number} -eq $3 && "${number}" =~ ^[0-9]+$ ]] || return 1
+    (( 10#${number} >= $4 && 10#${number} <= $5 ))
+}
+
+problems=()
+
+smi() { timeout --kill-after="${KILL_AFTER_S}" "${SMI_TIMEOUT_S}" nvidia-smi "$@"; }
+call() { timeout --kill-after="${KILL_AFTER_S}" "${CALL_TIMEOUT_S}" "$@"; }
+timed_out() { (( $1 == 124 || $1 == 137 )); }
+is_number() { [[ "$1" =~ ^[0-9]+$ ]]; }
+is_yes() { [[ "${1,,}" == "yes" || "$1" == "1" ]]; }
+
 # Xid: what the drain reason says (NVIDIA's Xid catalog, docs.nvidia.com/deploy/xid-errors).
 xid_reason() {
     case "$1" in
@@ -65,20 +76,6 @@ xid_reason() {
     esac
 }
 readonly XID_PATTERN='NVRM: Xid \(([^)]*)\): (48|63|64|74|79|94|95|119),'
-
-# in_range NAME PREFIX WIDTH LOW HIGH: NAME is PREFIX and a WIDTH-digit number
-# from LOW to HIGH (gpu07 is in gpu[01-08]).
-in_range() {
-    local number=${1#"$2"}
-    [[ "$1" == "$2"* && ${#number} -eq $3 && "${number}" =~ ^[0-9]+$ ]] || return 1
-    (( 10#${number} >= $4 && 10#${number} <= $5 ))
-}
-
-timed_out() { (( $1 == 124 || $1 == 137 )); }
-is_number() { [[ "$1" =~ ^[0-9]+$ ]]; }
-is_yes() { [[ "${1,,}" == "yes" || "$1" == "1" ]]; }
-
-problems=()
 
 # One nvidia-smi call. The ECC count is the volatile one: the aggregate counter
 # keeps an error for the life of the GPU, also after a row remap repaired it.
@@ -144,6 +141,8 @@ check_xids() {
         fi
     done <<< "${log}"
 }
+
+node="${SLURMD_NODENAME:-$(call hostname -s)}"
 
 # Each compute HCA port: state ACTIVE, rate the fabric's link rate. One grep reads
 # every file (a port whose driver hangs cannot stall the Epilog) and prints

@@ -156,8 +156,10 @@ def test_the_reference_spec_has_only_its_true_warnings() -> None:
     # rating but above the 80% continuous limit (issue 20). SchedMD's support for Slurm
     # 23.11 ended in May 2025 (tests run on 2026-11-25: conftest.py). Its Slurm is
     # SchedMD's by default and no repository is named that serves it (issue 20). Its
-    # InfiniBand fabric does not say what runs the subnet manager (issue 25).
+    # InfiniBand fabric does not say what runs the subnet manager (issue 25). Its health
+    # check pins no NHC, so no HealthCheckProgram runs between jobs (issue 25).
     assert _codes_for(example_data()) == {
+        "slurm.health-check-without-nhc",
         "network.subnet-manager-unset",
         "software.slurm-end-of-support",
         "software.slurm-schedmd-without-repository",

@@ -159,6 +159,7 @@ def _every_string_spec() -> dict[str, Any]:
         }
     )
     document["software"]["slurm_repository"] = "site"  # it serves SchedMD's builds
+    document["software"]["nhc"] = {"version": "1.4.3-1", "repository": "site", "package": "nhc"}
     document["storage"]["nfs"] = [
         {
             "server": "slurm-head",

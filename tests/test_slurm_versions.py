@@ -43,8 +43,12 @@ def test_every_release_has_its_key_list() -> None:
 
 def test_a_key_new_in_26_05_is_known_to_26_05_only() -> None:
     # Before, 26.05 was checked against the 25.11 list, which lacks HealthCheckTimeout.
-    assert not [m for _, m in _with("26.05.0", {"HealthCheckTimeout": 60}) if "Health" in m]
-    (message,) = [m for c, m in _with("25.11.0", {"HealthCheckTimeout": 60}) if "Health" in m]
+    assert not [
+        m for _, m in _with("26.05.0", {"HealthCheckTimeout": 60}) if "HealthCheckTimeout" in m
+    ]
+    (message,) = [
+        m for c, m in _with("25.11.0", {"HealthCheckTimeout": 60}) if "HealthCheckTimeout" in m
+    ]
     assert "HealthCheckTimeout is a slurm.conf key only from Slurm 26.05 on" in message
 
 

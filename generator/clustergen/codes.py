@@ -815,6 +815,22 @@ SLURM_UNKILLABLE_BELOW_MESSAGE_TIMEOUT = Code(
     "warning",
     "UnkillableStepTimeout below 5 x MessageTimeout, so nodes go down with KillTaskFailed",
 )
+SLURM_HEALTH_CHECK_WITHOUT_NHC = Code(
+    "slurm.health-check-without-nhc",
+    "warning",
+    "slurm.health_check without software.nhc: no HealthCheckProgram, the nodes are checked "
+    "only after jobs",
+)
+SLURM_HEALTH_CHECK_STATE_UNSUPPORTED = Code(
+    "slurm.health-check-state-unsupported",
+    "error",
+    "a slurm.health_check.node_state word the pinned Slurm's parser does not know",
+)
+SOFTWARE_NHC_REPOSITORY_UNKNOWN = Code(
+    "software.nhc-repository-unknown",
+    "error",
+    "software.nhc.repository names no repository of software.repositories",
+)
 
 
 # hardware topology and nccl

@@ -287,6 +287,12 @@ def _nccl(family: PackageFamily, s: Software) -> Pins:
     return {"libnccl": version, "libnccl-devel": version}
 
 
+def _nhc(family: PackageFamily, s: Software) -> Pins:
+    """LBNL NHC, at the exact version the site's repository serves (software.nhc)."""
+    del family  # the same name and version string on apt and dnf
+    return {} if s.nhc is None else {s.nhc.package: s.nhc.version}
+
+
 def _cudnn(family: PackageFamily, s: Software) -> Pins:
     if s.cudnn is None:
         return {}
@@ -626,6 +632,14 @@ CONCERNS: tuple[Concern, ...] = (
         change=NodeChange("restart", "opensm"),
         without_packages="none: the catalog knows no opensm version for the OS",
         only_with_nodes=True,
+    ),
+    Concern(
+        "nhc",
+        "LBNL Node Health Check (slurmd's HealthCheckProgram)",
+        "compute",
+        "nhc",
+        _nhc,
+        without_packages="not pinned (software.nhc): no HealthCheckProgram",
     ),
 )
 

@@ -59,6 +59,7 @@ def options(cluster: ResolvedCluster) -> list[Problem]:
         *_timeouts(spec),
         *_backfill_window(spec),
         *_srun_ports(spec),
+        *_health_check(spec),
     ]
 
 
@@ -815,4 +816,55 @@ def folders(cluster: ResolvedCluster) -> list[Problem]:
                 f"Slurm's own, such as {default}",
             )
         )
+    return problems
+
+
+# The first release whose HealthCheckNodeState parser knows each newer word
+# (src/common/read_config.c: NONDRAINED_IDLE in 23.02, START_ONLY in 25.11).
+_HEALTH_STATE_SINCE: dict[str, VersionTuple] = {"NONDRAINED_IDLE": (23, 2), "START_ONLY": (25, 11)}
+
+
+def _health_check(spec: Spec) -> list[Problem]:
+    """NHC pinned from a repository the spec lists; a health check without it warns; the
+    node states against the pinned Slurm's parser."""
+    health, nhc = spec.slurm.health_check, spec.software.nhc
+    problems = []
+    names = [repository.name for repository in spec.software.repositories]
+    if nhc is not None and nhc.repository not in names:
+        offered = f"; it has {', '.join(names)}" if names else ", which lists none"
+        problems.append(
+            Problem(
+                codes.SOFTWARE_NHC_REPOSITORY_UNKNOWN,
+                ("software", "nhc", "repository"),
+                f"'{nhc.repository}' is not a repository of software.repositories"
+                f"{did_you_mean(nhc.repository, names)}{offered}",
+            )
+        )
+    if health is None:
+        return problems
+    if nhc is None:
+        problems.append(
+            Problem(
+                codes.SLURM_HEALTH_CHECK_WITHOUT_NHC,
+                ("slurm", "health_check"),
+                "no HealthCheckProgram: software.nhc pins no LBNL NHC, so the nodes are "
+                "checked only by the Epilog after jobs, and a node that fails between jobs "
+                "takes the next one; pin NHC (software.nhc, from a repository of "
+                "software.repositories: no distribution packages it) to check them every "
+                f"{health.interval_s} s",
+            )
+        )
+    pinned = parse_version(spec.software.slurm)
+    for index, word in enumerate(health.node_state):
+        since = _HEALTH_STATE_SINCE.get(word)
+        if since is not None and pinned[:2] < since:
+            problems.append(
+                Problem(
+                    codes.SLURM_HEALTH_CHECK_STATE_UNSUPPORTED,
+                    ("slurm", "health_check", "node_state", index),
+                    f"HealthCheckNodeState {word} needs Slurm "
+                    f"{'.'.join(f'{n:02d}' if i else str(n) for i, n in enumerate(since))} or "
+                    f"later; software.slurm pins {spec.software.slurm}",
+                )
+            )
     return problems

@@ -262,8 +262,20 @@ class StateSave(StrictModel):
     )
 
 
+# HealthCheckNodeState's words (slurm.conf(5); the parser in src/common/read_config.c of
+# each release: NONDRAINED_IDLE from 23.02, START_ONLY from 25.11).
+HealthCheckNodeState = Literal[
+    "ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE", "START_ONLY"
+]
+
+
+def _default_health_states() -> list[HealthCheckNodeState]:
+    return ["ANY", "CYCLE"]
+
+
 class HealthCheck(StrictModel):
-    """GPU health checks run by Slurm."""
+    """GPU health checks run by Slurm: the Epilog after every job and, when software.nhc
+    pins LBNL NHC, slurmd's HealthCheckProgram between jobs (docs/health.md)."""
 
     epilog: bool = Field(
         default=False,
@@ -280,6 +292,24 @@ class HealthCheck(StrictModel):
         le=120,
         description="A GPU hotter than this at job end is logged (syslog tag clustergen-epilog), "
         "never drained: right after a job a GPU is at its hottest, so a drain would be false.",
+    )
+    interval_s: Int = Field(
+        default=300,
+        ge=1,
+        le=86400,
+        description="HealthCheckInterval: seconds between two runs of LBNL NHC by slurmd "
+        "(the HealthCheckProgram), written only when software.nhc pins NHC. Default 300, "
+        "the interval NHC's README gives for Slurm; slurmd kills a run after 60 s "
+        "(slurm.conf(5) HealthCheckProgram), so NHC's own watchdog is set below that "
+        "(docs/health.md).",
+    )
+    node_state: list[HealthCheckNodeState] = Field(
+        default_factory=_default_health_states,
+        min_length=1,
+        description="HealthCheckNodeState: the node states in which NHC runs, written as "
+        "given. Default [ANY, CYCLE]: every node whatever its state, spread over the "
+        "interval (CYCLE) so the nodes do not all run NHC at once. NONDRAINED_IDLE needs "
+        "Slurm 23.02, START_ONLY 25.11 (slurm.conf(5); src/common/read_config.c).",
     )
 
 

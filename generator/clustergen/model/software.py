@@ -195,6 +195,24 @@ class Rdma(StrictModel):
         return self
 
 
+class Nhc(StrictModel):
+    """LBNL Node Health Check (github.com/mej/nhc), run by slurmd as its HealthCheckProgram.
+    No distribution packages it (not Debian, Ubuntu nor EPEL): the site serves the package
+    built from NHC's own spec file (lbnl-nhc.spec.in) from a repository of its own."""
+
+    version: PackageVersion = Field(
+        description="Exact package version, as the repository lists it (e.g. 1.4.3-1.el9; "
+        "NHC's last release is 1.4.3), installed and held."
+    )
+    repository: Identifier = Field(
+        description="The software.repositories entry that serves the package."
+    )
+    package: Identifier = Field(
+        default="lbnl-nhc",
+        description="Package name. Default lbnl-nhc, the name NHC's spec file builds.",
+    )
+
+
 class Software(StrictModel):
     """The pinned software stack, identical on every node that runs it."""
 
@@ -256,6 +274,13 @@ class Software(StrictModel):
         description="The RDMA stack of the nodes with fabric HCAs (docs/rdma.md). Default: "
         "stack distribution at the catalog's versions for software.os; ignored without "
         "network.fabric or network.storage.",
+    )
+    nhc: Nhc | None = Field(
+        default=None,
+        description="LBNL NHC, pinned: slurmd runs it as HealthCheckProgram on the compute "
+        "nodes with checks derived from the spec (slurm.health_check; docs/health.md). "
+        "Without it no HealthCheckProgram is written, and a spec with slurm.health_check "
+        "warns (slurm.health-check-without-nhc).",
     )
     repositories: list[Repository] = Field(
         default_factory=list, description="Extra package repositories configured on every node."

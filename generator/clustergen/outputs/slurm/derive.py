@@ -28,7 +28,7 @@ from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
-from clustergen.model.slurm import Partition, Priority
+from clustergen.model.slurm import HealthCheck, Partition, Priority
 from clustergen.resolve import ResolvedCluster
 from clustergen.slurm_topology import SlurmTopology, SwitchLine, slurm_topology
 
@@ -413,6 +413,7 @@ def _slurm_sections(
             ConfSection("Priority and preemption (slurm.priority, slurm.preemption)", scheduling)
         )
     sections += _script_sections(cluster, epilog)
+    sections += health_program_section(cluster.spec)
     # topology.yaml, when rendered, names each topology's plugin and is read instead of
     # TopologyPlugin (topology.yaml(5), src/interfaces/topology.c of 25.05).
     if network.kind == "tree":
@@ -439,6 +440,25 @@ def health_epilog_path(cluster: ResolvedCluster) -> str:
     if start is not None and start.mode == "prolog":
         return f"{EPILOG_DIR}/{EPILOG_NAME}"
     return f"{SLURM_ETC}/{EPILOG_NAME}"
+
+
+# Where NHC's packages install it (lbnl-nhc.spec.in: %{_sbindir}/nhc), the path NHC's
+# README gives for slurm.conf.
+NHC_PROGRAM = "/usr/sbin/nhc"
+
+
+def health_program_section(spec: Spec) -> list[ConfSection]:
+    """slurmd runs LBNL NHC between jobs where software.nhc pins it (slurm.conf(5)
+    HealthCheckProgram, HealthCheckInterval, HealthCheckNodeState)."""
+    if spec.software.nhc is None:
+        return []
+    health = spec.slurm.health_check or HealthCheck()
+    settings: list[Setting] = [
+        ("HealthCheckProgram", NHC_PROGRAM),
+        ("HealthCheckInterval", str(health.interval_s)),
+        ("HealthCheckNodeState", ",".join(health.node_state)),
+    ]
+    return [ConfSection("Node health check between jobs: LBNL NHC (software.nhc)", settings)]
 
 
 def _script_sections(cluster: ResolvedCluster, epilog: bool) -> list[ConfSection]:
