@@ -176,8 +176,7 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "depends on software.os and software.slurm",
     "slurm-repository-unknown": _CROSS_REFERENCE,
     "nhc-repository-unknown": _CROSS_REFERENCE,
-    "health-check-state-too-new": "a word against the Slurm release pinned in the software "
-    "section",
+    "health-check-state-too-new": "a word against the Slurm release pinned in the software section",
     "slurm-repository-not-schedmd": "the default packaging depends on software.os and "
     "software.slurm (catalog/packages.py)",
     "state-save-system-folder": _SYSTEM_FOLDER,

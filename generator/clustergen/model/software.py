@@ -197,8 +197,9 @@ class Rdma(StrictModel):
 
 class Nhc(StrictModel):
     """LBNL Node Health Check (github.com/mej/nhc), run by slurmd as its HealthCheckProgram.
-    No distribution packages it (not Debian, Ubuntu nor EPEL): the site serves the package
-    built from NHC's own spec file (lbnl-nhc.spec.in) from a repository of its own."""
+    NHC's README names no distribution package (RPMs on its GitHub releases only): the site
+    serves the package built from NHC's own spec file (lbnl-nhc.spec.in) from a repository
+    of its own (docs/health.md)."""
 
     version: PackageVersion = Field(
         description="Exact package version, as the repository lists it (e.g. 1.4.3-1.el9; "
