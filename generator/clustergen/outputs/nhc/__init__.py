@@ -23,7 +23,6 @@ import jinja2
 
 from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange
 from clustergen.catalog.gpus import profile_cpu_arch
-from clustergen.catalog.packages import GPU_GROUP
 from clustergen.catalog.xids import DRAIN_XIDS
 from clustergen.hosts import Host
 from clustergen.model.network import LINK_GBITS
@@ -224,7 +223,10 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
             Artifact("nhc/clustergen_gpu.nhc", text("clustergen_gpu.nhc"), install=install)
         )
     if nhc.dcgm:
+        # The GPU nodes among the compute nodes (the nhc role's), all of them by default.
+        gpu = tuple(h.name for h in cluster.compute if h.hardware.gpu is not None)
+        hosts = None if len(gpu) == len(cluster.compute) else gpu
         change = NodeChange("restart", DCGM_WATCH_UNIT.removesuffix(".service"))
-        install = Install(f"/etc/systemd/system/{DCGM_WATCH_UNIT}", GPU_GROUP, change)
+        install = Install(f"/etc/systemd/system/{DCGM_WATCH_UNIT}", "compute", change, hosts=hosts)
         artifacts.append(Artifact(f"nhc/{DCGM_WATCH_UNIT}", text(DCGM_WATCH_UNIT), install=install))
     return artifacts
