@@ -66,7 +66,10 @@ def test_gpu_compute_profile_is_checked_as_slurm_knows_it(ml: dict[str, str]) ->
     assert ml["slurm/slurm.conf"].count("HealthCheck") == 3
     assert "\nHealthCheckProgram=/usr/sbin/nhc\nHealthCheckInterval=300\n" in ml["slurm/slurm.conf"]
     assert "\nHealthCheckNodeState=ANY,CYCLE\n" in ml["slurm/slurm.conf"]
-    assert "NHC_RM=slurm\nMARK_OFFLINE=1\nTIMEOUT=50\n" in ml["nhc/nhc.sysconfig"]
+    assert (
+        'HOSTNAME="${HOSTNAME_S}"\nNHC_RM=slurm\nMARK_OFFLINE=1\nTIMEOUT=50\n'
+        in ml["nhc/nhc.sysconfig"]
+    )
     assert "ExecStart=/usr/bin/dcgmi health -s pmitn\n" in ml["nhc/clustergen-dcgm-health.service"]
 
 
