@@ -6,6 +6,7 @@ the tests reach: its `die` is a stand-in that records the message, docs/health.m
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -230,3 +231,54 @@ def test_gpu_check_script_is_shellcheck_clean(ml: dict[str, str], tmp_path: Path
         )
         assert proc.returncode == 0, proc.stdout
     assert "check_clustergen_dcgm" not in edge["nhc/clustergen_gpu.nhc"]
+
+
+def test_real_nhc_drains_and_resumes_through_the_gpu_check(
+    ml: dict[str, str], tmp_path: Path
+) -> None:
+    """NHC itself, from a checkout of github.com/mej/nhc named by CLUSTERGEN_NHC_SRC (it is
+    in no registry CI reaches: skipped there, docs/health.md), runs the rendered GPU check
+    with the rendered settings; sinfo and scontrol are stand-ins that record the drain."""
+    source = os.environ.get("CLUSTERGEN_NHC_SRC")
+    if not source:
+        pytest.skip("CLUSTERGEN_NHC_SRC names no NHC checkout (docs/health.md)")
+    nhc, scripts = Path(source) / "nhc", tmp_path / "scripts"
+    scripts.mkdir()
+    for script in (Path(source) / "scripts").glob("*.nhc"):
+        (scripts / script.name).write_text(script.read_text())
+    (scripts / "clustergen_gpu.nhc").write_text(ml["nhc/clustergen_gpu.nhc"])
+    lines = [line for line in checks(ml["nhc/nhc.conf"]) if "clustergen" in line]
+    (tmp_path / "nhc.conf").write_text("\n".join(lines) + "\n")
+    settings = dict(
+        line.split("=", 1) for line in checks(ml["nhc/nhc.sysconfig"]) if "HOSTNAME" not in line
+    )
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sinfo").write_text(f'#!/bin/bash\ncat "{tmp_path}/sinfo.out"\n')
+    (bin_dir / "scontrol").write_text(f'#!/bin/bash\necho "$*" >> "{tmp_path}/scontrol.calls"\n')
+    (bin_dir / "dcgmi").write_text("#!/bin/bash\necho '| Overall Health | Healthy |'\n")
+    (bin_dir / "journalctl").write_text("#!/bin/bash\n")
+    (bin_dir / "nvidia-smi").write_text(f"#!{sys.executable}\n" + FAKE_SMI)
+    for path in bin_dir.iterdir():
+        path.chmod(0o755)
+
+    def nhc_run(count: int, sinfo: str) -> str:
+        (tmp_path / "sinfo.out").write_text(sinfo + "\n")
+        (bin_dir / "nvidia-smi.json").write_text(json.dumps(_smi(count)))
+        variables = {**settings, "TIMEOUT": "0", "HOSTNAME": "gpu05", "HOSTNAME_S": "gpu05"}
+        variables |= {"INCDIR": str(scripts), "HELPERDIR": f"{source}/helpers"}
+        variables["PATH"] = f"{bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin"
+        command = ["bash", str(nhc), "-c", str(tmp_path / "nhc.conf"), "-l", "-"]
+        command += [f"{key}={value}" for key, value in variables.items()]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        return proc.stdout + proc.stderr
+
+    out = nhc_run(7, "idle none")
+    out += nhc_run(8, "drain NHC: check_clustergen_gpu: found 7 GPUs, expected 8")
+    out += nhc_run(8, "drain clustergen health: Xid 79 on PCI:0000:18:00")  # the Epilog's stays
+    assert "Not onlining gpu05:  Down for non-NHC reason (clustergen health: Xid 79" in out
+    assert (tmp_path / "scontrol.calls").read_text().splitlines() == [
+        "update State=DRAIN NodeName=gpu05 Reason=NHC: check_clustergen_gpu: found 7 GPUs, "
+        "expected 8",
+        "update State=RESUME NodeName=gpu05",
+    ]
