@@ -18,6 +18,8 @@ from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, accepted_keys
 from clustergen.render import render_all
 
 from support.ci import require
+from support.paths import DATA
+from support.realslurm.testbed import SlurmTestbed, require_real_slurm
 from support.specs import Data, example_data, validated
 
 SITE_REPO = {
@@ -282,3 +284,21 @@ def test_real_nhc_drains_and_resumes_through_the_gpu_check(
         "expected 8",
         "update State=RESUME NodeName=gpu05",
     ]
+
+
+@pytest.mark.daemons
+def test_slurmctld_takes_the_health_check_keys(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The real slurmctld starts on the mixed-fleet golden's slurm.conf (NHC pinned) and
+    shows the three keys as rendered."""
+    require_real_slurm()
+    result = cli("render", str(DATA / "mixed-fleet.yaml"), "-o", str(tmp_path / "out"))
+    assert result.code == 0, result.err
+    with SlurmTestbed(tmp_path / "out", tmp_path / "bed") as bed:
+        report = bed.start_controller()
+        config = bed.client("scontrol", "show", "config")
+    assert report.config_problems() == []
+    settings = dict(line.split(" = ", 1) for line in config.splitlines() if " = " in line)
+    settings = {key.strip(): value.strip() for key, value in settings.items()}
+    assert settings["HealthCheckProgram"] == "/usr/sbin/nhc"
+    assert settings["HealthCheckInterval"] == "300 sec"
+    assert settings["HealthCheckNodeState"] == "CYCLE,ANY"  # the rendered ANY,CYCLE, in its order
