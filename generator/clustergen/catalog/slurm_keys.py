@@ -56,6 +56,7 @@ DERIVED_KEYS: dict[str, str] = {
     "PreemptType": "slurm.preemption.type",
     "PreemptMode": "slurm.preemption.mode",
     "Epilog": "slurm.health_check.epilog",
+    "MpiDefault": "slurm.mpi",
     "DownNodes": "(not supported: drain nodes with scontrol)",
     "NodeSet": "(not supported: use partitions)",
     "FrontendName": "(not supported)",

@@ -35,6 +35,7 @@ from clustergen.catalog.architectures import (
 from clustergen.catalog.gpus import DEFAULT_CPU_ARCH
 from clustergen.catalog.packages import (
     CONCERNS,
+    GPU_GROUP,
     GROUP_TITLES,
     NVLINK_GROUP,
     RDMA_GROUP,
@@ -44,12 +45,16 @@ from clustergen.catalog.packages import (
 from clustergen.hosts import InterfaceAddress, compress
 from clustergen.imex_mode import imex_start
 from clustergen.model.hardware import CpuArch, HardwareProfile
+from clustergen.model.nccl import AcceptanceTools
 from clustergen.resolve import InventoryGroup, ResolvedCluster, rdma_profiles
 from clustergen.templating import render_template
 
 # Keeps the vault file, an interrupted render's journal and temporaries, and the
 # tools' local state out of the site repository (issue 21; docs/security.md).
 GITIGNORE = ".gitignore"
+# The GPU nodes' variable of nccl-tests' directory (nccl.acceptance.nccl_tests_dir): the
+# nccl_tests role installs there, the acceptance jobs read the same spec key.
+NCCL_TESTS_DIR_VARIABLE = "nccl_tests_dir"
 # Rendered files are found from the inventory, wherever the output tree is copied.
 _FROM_INVENTORY = "{{ inventory_dir }}/.."
 
@@ -341,6 +346,15 @@ def all_group_vars(
                 start.always_on,
             )
         )
+    nccl = cluster.spec.nccl
+    variables.setdefault(GPU_GROUP, []).append(
+        Variable(
+            NCCL_TESTS_DIR_VARIABLE,
+            "nccl.acceptance.nccl_tests_dir: where nccl-tests' binaries are installed and "
+            "where the acceptance jobs run all_reduce_perf from",
+            (nccl.acceptance if nccl is not None else AcceptanceTools()).nccl_tests_dir,
+        )
+    )
     rdma = software.rdma
     variables.setdefault(RDMA_GROUP, []).append(
         Variable(
