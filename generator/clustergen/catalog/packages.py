@@ -520,6 +520,30 @@ def _opensm(family: PackageFamily, s: Software) -> Pins:
     return {"opensm": version} if version is not None else {}
 
 
+# Open MPI for nccl-tests (software.nccl_tests, roles/nccl_tests): the distribution's
+# `mpicc` and headers (libopenmpi-dev) and its launcher and runtime (openmpi-bin) [src:
+# Debian's openmpi source package; on Debian libopenmpi-dev installs MPI_HOME
+# /usr/lib/<multiarch>/openmpi with include/mpi.h and lib/libmpi.so, the layout nccl-tests'
+# src/Makefile reads with MPI=1 (-I$(MPI_HOME)/include -L$(MPI_HOME)/lib)]. On EL the
+# headers sit outside MPI_HOME (/usr/include/openmpi-<arch>) and no version is known here:
+# nothing is pinned (checks.nccl_tests warns).
+_OPENMPI_PACKAGES = ("libopenmpi-dev", "openmpi-bin")
+
+
+def openmpi_version(s: Software) -> str | None:
+    """The Open MPI nccl-tests is built with: the catalog's for the OS, apt only."""
+    if OS_PACKAGE_FAMILY[s.os] != "apt":
+        return None
+    return DISTRIBUTIONS[s.os].openmpi
+
+
+def _nccl_tests(family: PackageFamily, s: Software) -> Pins:
+    version = openmpi_version(s)
+    if s.nccl_tests is None or version is None:
+        return {}
+    return dict.fromkeys(_OPENMPI_PACKAGES, distribution_version_pin(version))
+
+
 @dataclass(frozen=True)
 class Concern:
     """One part of the pinned stack: its packages, who gets them and which role
@@ -580,6 +604,15 @@ CONCERNS: tuple[Concern, ...] = (
     Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),
     Concern("nccl", "NCCL runtime and headers", GPU_GROUP, "nccl", _nccl),
     Concern("cudnn", "cuDNN", GPU_GROUP, "cudnn", _cudnn),
+    Concern(
+        "nccl_tests",
+        "Open MPI for nccl-tests",
+        GPU_GROUP,
+        "nccl_tests",
+        _nccl_tests,
+        without_packages="none: software.nccl_tests is not set, or clustergen knows no Open "
+        "MPI of the OS (nccl-tests is then not built)",
+    ),
     Concern("dcgm", "DCGM", GPU_GROUP, "dcgm", _dcgm, change=NodeChange("restart", "nvidia-dcgm")),
     Concern(
         "slurm_controller",

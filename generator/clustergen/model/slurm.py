@@ -418,7 +418,7 @@ class Slurm(StrictModel):
         description="MpiDefault, the process-management interface srun gives job steps "
         "(slurm.conf(5); SchedMD's mpi_guide). pmix: MpiDefault=pmix, and the slurm role "
         "installs, pins and holds the PMIx runtime and the Slurm package whose mpi/pmix plugin "
-        'loads it on the compute nodes (docs/slurm.md "MPI and PMIx"); the acceptance jobs '
+        'loads it on every Slurm node (docs/slurm.md "MPI and PMIx"); the acceptance jobs '
         "start nccl-tests with --mpi=pmix. none: MpiDefault=none and no PMIx; the all-reduce "
         "jobs then refuse to start (nccl-tests, built with MPI, needs PMIx under srun) unless "
         "SRUN_MPI names a plugin the site installed.",
