@@ -223,6 +223,7 @@ def test_allreduce_tasks_take_their_own_nodes_nccl_settings(
     env = {
         "PATH": f"{stubs}:/usr/bin:/bin",
         "NCCL_TESTS_DIR": str(stubs),
+        "SRUN_MPI": "pmix",  # the mixed spec's slurm.mpi is none: the site's plugin
         "STUB_FIXTURE": str(FIXTURES / "all_reduce_perf-pass.txt"),
         "TASK_LOG": str(log),
         "FAKE_NODES": " ".join(nodes),

@@ -160,7 +160,10 @@ def _run(script: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess
 def test_the_allreduce_holds_nccl_to_nvlink_and_fails_at_network_speed(
     tmp_path: Path, busbw: str, rc: int
 ) -> None:
-    script = _rendered(copy.deepcopy(GRACE))["acceptance/gpu/nvlink-allreduce-nvl1.sbatch"]
+    data = copy.deepcopy(GRACE)
+    data["slurm"]["mpi"] = "pmix"  # the job then starts its ranks with srun --mpi=pmix
+    script = _rendered(data)["acceptance/gpu/nvlink-allreduce-nvl1.sbatch"]
+    assert "\nSRUN_MPI=${SRUN_MPI:-pmix}\n" in script
     # A node's job.env that turns multi-node NVLink off loses to the job's own settings.
     job_env = tmp_path / "job.env"
     job_env.write_text("export NCCL_MNNVL_ENABLE=0\nexport NCCL_IB_DISABLE=0\n")

@@ -265,7 +265,7 @@ def _without_optional_components(spec_text: str) -> str:
         spec["software"].pop(key, None)
     spec.pop("lustre", None)
     slurm = spec["slurm"]
-    for key in ("accounting", "qos", "preemption"):
+    for key in ("accounting", "qos", "preemption", "mpi"):
         slurm.pop(key, None)
     spec["network"]["management"] = {
         "cidr": f"{BARE_SUBNET}.0/24",
@@ -757,6 +757,32 @@ def _users_kept_inside_their_jobs(
     return time.monotonic() - started
 
 
+# A stand-in for nccl-tests' all_reduce_perf (the acceptance tests' way: a script at the
+# binary's path); it reports the rank and size PMIx gave it.
+PMIX_STAND_IN = '#!/bin/sh\necho "$(hostname) rank=${PMIX_RANK:-none} size=${PMIX_SIZE:-none}"\n'
+
+
+def _assert_pmix_step_finds_nccl_tests(cluster: BootedCluster, rendered: Rendered) -> None:
+    """slurm.mpi pmix: slurm.conf says MpiDefault=pmix, and a two-node step started as the
+    acceptance jobs start all_reduce_perf (srun --mpi=pmix), and one with no --mpi (the
+    MpiDefault), each get PMIx ranks 0 and 1 from Slurm's mpi/pmix plugin and Debian's
+    libpmix, and find the binary at the GPU nodes' nccl_tests_dir, the directory the
+    nccl_tests role installs to and the jobs read (nccl.acceptance.nccl_tests_dir)."""
+    conf = (rendered.out / "slurm" / "slurm.conf").read_text()
+    assert "\nMpiDefault=pmix\n" in conf, conf
+    group_vars = yaml.safe_load((rendered.out / "inventory/group_vars/nvidia_gpu.yml").read_text())
+    binary = f"{group_vars['nccl_tests_dir']}/all_reduce_perf"
+    for name in GPU_NODES:
+        node = cluster.nodes[name]
+        node.sh(f"mkdir -p {Path(binary).parent} && printf %s '{PMIX_STAND_IN}' > {binary}")
+        node.sh(f"chmod 755 {binary}")
+    for mpi in ("--mpi=pmix", ""):
+        out = _on_head(cluster, f"srun -N2 --ntasks-per-node=1 -c 1 -t 5 {mpi} {binary}")
+        assert sorted(out.splitlines()) == [
+            f"{name} rank={rank} size=2" for rank, name in enumerate(GPU_NODES)
+        ], f"srun {mpi}: {out}"
+
+
 def test_site_builds_a_working_slurm_cluster(
     rendered: Rendered,
     cluster: BootedCluster,
@@ -825,6 +851,7 @@ def test_site_builds_a_working_slurm_cluster(
         # 3b. Users are kept inside their jobs: ssh without a job is refused, ssh with one
         #     lands in its cgroup, the admins get in, and a job's /tmp is its own.
         figures["ssh adoption"] = _users_kept_inside_their_jobs(cluster, rendered, tmp_path)
+        _assert_pmix_step_finds_nccl_tests(cluster, rendered)
     except (AssertionError, RuntimeError) as failure:
         raise AssertionError(f"{failure}\n{_slurm_diagnostics(cluster)}") from None
 

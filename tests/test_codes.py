@@ -157,8 +157,10 @@ def test_the_reference_spec_has_only_its_true_warnings() -> None:
     # 23.11 ended in May 2025 (tests run on 2026-11-25: conftest.py). Its Slurm is
     # SchedMD's by default and no repository is named that serves it (issue 20). Its
     # InfiniBand fabric does not say what runs the subnet manager (issue 25). Its health
-    # check pins no NHC, so no HealthCheckProgram runs between jobs (issue 25).
+    # check pins no NHC, so no HealthCheckProgram runs between jobs, and it names no
+    # nccl-tests release, so nothing builds the all-reduce jobs' binaries (issue 25).
     assert _codes_for(example_data()) == {
+        "nccl.tests-not-built",
         "slurm.health-check-without-nhc",
         "network.subnet-manager-unset",
         "software.slurm-end-of-support",

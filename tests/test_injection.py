@@ -209,6 +209,11 @@ def _every_string_spec() -> dict[str, Any]:
     }
     document["software"]["packages"] = {"libnccl2": "2.21.5-1+cuda12.4"}
     document["software"]["rdma"] = {"version": "39.0", "perftest": "4.4+0.37-1"}
+    document["software"]["nccl_tests"] = {
+        "version": "2.13.6",
+        "url": "https://github.com/NVIDIA/nccl-tests/archive/v2.13.6.tar.gz",
+        "sha256": "52b472a58a4918d3221a9b8c4bd9335382643d7e241983918b64692d685cc3d1",
+    }
     document["network"]["fabric"]["subnet_manager"] = {
         "kind": "opensm",
         "nodes": ["slurm-head"],

@@ -729,6 +729,11 @@ SLURM_NODE_IN_NO_PARTITION = Code(
 SLURM_OPTION_DEPRECATED = Code(
     "slurm.option-deprecated", "error", "a slurm.conf key that is deprecated"
 )
+SLURM_PMIX_UNPINNED = Code(
+    "slurm.pmix-unpinned",
+    "warning",
+    "slurm.mpi pmix on an OS whose PMIx packages the catalog does not know: none is installed",
+)
 SLURM_OPTION_DERIVED = Code(
     "slurm.option-derived", "error", "a slurm.conf key clustergen writes itself"
 )
@@ -858,6 +863,12 @@ HARDWARE_TOPOLOGY_HCAS_DIFFER = Code(
     "hardware.topology-hcas-differ",
     "error",
     "fabric_hcas and the topology table's compute HCAs name different devices",
+)
+NCCL_TESTS_NOT_BUILT = Code(
+    "nccl.tests-not-built",
+    "warning",
+    "GPU nodes on which nothing installs nccl-tests: software.nccl_tests names no release, "
+    "or the catalog knows no Open MPI of the OS to build it with",
 )
 NCCL_UNKNOWN_VARIABLE = Code(
     "nccl.unknown-variable", "warning", "an NCCL_* name NCCL's documentation does not list"

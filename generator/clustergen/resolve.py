@@ -33,6 +33,7 @@ from clustergen.catalog.packages import (
     NVLINK_GROUP,
     NVSWITCH_GROUP,
     OPENSM_GROUP,
+    PMIX_FEATURE,
     RDMA_GROUP,
     SLURM_GROUP,
     SLURM_ROLES,
@@ -183,7 +184,9 @@ class ResolvedCluster:
         rdma = bool(rdma_profiles(hardware, network))
         with_nodes = [*([NVLINK_GROUP] if trays else []), *([RDMA_GROUP] if rdma else [])]
         with_nodes += [OPENSM_GROUP] if opensm_nodes(network) else []
-        return derived_pins(self.spec.software, frozenset(with_nodes))
+        slurm = getattr(self.spec, "slurm", None)
+        features = frozenset([PMIX_FEATURE] if slurm is not None and slurm.mpi == "pmix" else [])
+        return derived_pins(self.spec.software, frozenset(with_nodes), features)
 
     @cached_property
     def pins(self) -> StackPins:

@@ -28,6 +28,15 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
   packages.ubuntu.com noble/opensm and jammy/libopensm-dev (source opensm) 3.3.23-2;
   `apt-cache policy opensm` on Debian 12: 3.3.23-2+b1; trixie's Packages index: 3.3.23-3.1].
   Not known here: Ubuntu 26.04, EL.
+- PMIx, the runtime Slurm's mpi/pmix plugin loads (slurm.mpi: pmix, docs/slurm.md "MPI and
+  PMIx") [src: `apt-cache policy libpmix2` on Debian 12: 4.2.2-1+deb12u1; trixie's
+  libpmix2t64_5.0.7-1 .deb, the t64 rename of libpmix2 (packages.debian.org/trixie/
+  libpmix2t64)]. Pinned as its upstream version with any revision, as rdma-core is. Not
+  known here: Ubuntu, EL.
+- Open MPI, the MPI nccl-tests is built with (software.nccl_tests) [src: `apt-cache policy
+  openmpi-bin libopenmpi-dev` on Debian 12: 4.1.4-3+b1; libopenmpi3 4.1.4 depends on
+  libpmix2 (>= 4.2.2), so its ranks take their PMIx from Slurm's mpi/pmix]. Pinned as its
+  upstream version with any revision. Not known here: Debian 13, Ubuntu, EL.
 - The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
   `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
   redhat-rpm-config defines as `.el<major>`].
@@ -64,6 +73,10 @@ class Distribution:
     rdma_core: str | None = None
     perftest: str | None = None
     opensm: str | None = None  # the opensm package's exact version, where known
+    # The PMIx runtime library package (slurm.mpi: pmix) and its upstream version, where known.
+    pmix: tuple[str, str] | None = None
+    # Open MPI's upstream version (nccl-tests' MPI, software.nccl_tests), where known.
+    openmpi: str | None = None
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {
@@ -112,6 +125,8 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             rdma_core="44.0",
             perftest="4.5+0.17-1",
             opensm="3.3.23-2+b1",
+            pmix=("libpmix2", "4.2.2"),
+            openmpi="4.1.4",
         ),
         Distribution(
             "debian-13",
@@ -122,6 +137,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             rdma_core="56.1",
             perftest="25.01.0+0.80-1",
             opensm="3.3.23-3.1",
+            pmix=("libpmix2t64", "5.0.7"),
         ),
         Distribution("rocky-9", "Rocky Linux 9", "dnf", "rhel9", el_dist=".el9"),
         Distribution("rhel-9", "Red Hat Enterprise Linux 9", "dnf", "rhel9", el_dist=".el9"),

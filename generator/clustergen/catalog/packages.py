@@ -328,6 +328,9 @@ def _dcgm(family: PackageFamily, s: Software) -> Pins:
     }
 
 
+# derived_pins' feature of slurm.mpi: pmix (the slurm_pmix concern).
+PMIX_FEATURE = "pmix"
+
 _SlurmKind = Literal["controller", "dbd", "compute", "login"]
 
 # The Slurm release each distribution ships in its own archive (catalog/distributions.py,
@@ -395,6 +398,34 @@ def _slurm(kind: _SlurmKind) -> Callable[[PackageFamily, Software], Pins]:
             return dict.fromkeys(_DNF_SLURM[kind], f"{s.slurm}-1{_el_dist(s)}")
         return dict.fromkeys(_APT_SCHEDMD_SLURM[kind], f"{s.slurm}-1")
 
+    return pins
+
+
+# Slurm's mpi/pmix plugin and the PMIx it loads (slurm.mpi: pmix). Debian's Slurm ships
+# mpi_pmix.so in slurm-wlm-basic-plugins, which slurmd depends on at its own version:
+# bookworm's 22.05.8 as mpi_pmix_v4.so, trixie's 24.11.5 as mpi_pmix_v5.so [src: dpkg -c of
+# slurm-wlm-basic-plugins 22.05.8-4+deb12u3 and 24.11.5-4+deb13u1]; it is pinned with the
+# PMIx runtime so both move together. The plugin dlopens the library rather than linking
+# it, so no package depends on the runtime: Slurm before 23.02.5 opens the unversioned
+# libpmix.so, which Debian ships only in libpmix-dev; from 23.02.5 libpmix.so.2, in the
+# runtime package [src: SchedMD/slurm src/plugins/mpi/pmix/mpi_pmix.c _libpmix_open at
+# slurm-22-05-8-1 and slurm-24-11-5-1; commit 5d35aa58ad "Fix runtime linking", first in
+# slurm-23-02-5-1]. SchedMD's packages (slurm-smd) carry the plugin themselves when built
+# with PMIx. EL: neither is known here (checks.slurm warns).
+PMIX_SONAME_FROM: tuple[int, ...] = (23, 2, 5)
+DEBIAN_SLURM_PLUGINS = "slurm-wlm-basic-plugins"
+
+
+def _slurm_pmix(family: PackageFamily, s: Software) -> Pins:
+    runtime = DISTRIBUTIONS[s.os].pmix
+    if family != "apt" or runtime is None:
+        return {}
+    name, version = runtime
+    pins = {name: distribution_version_pin(version)}
+    if parse_version(s.slurm) < PMIX_SONAME_FROM:
+        pins["libpmix-dev"] = distribution_version_pin(version)
+    if slurm_packaging(s) == "distribution":
+        pins[DEBIAN_SLURM_PLUGINS] = distribution_version_pin(s.slurm)
     return pins
 
 
@@ -495,6 +526,30 @@ def _opensm(family: PackageFamily, s: Software) -> Pins:
     return {"opensm": version} if version is not None else {}
 
 
+# Open MPI for nccl-tests (software.nccl_tests, roles/nccl_tests): the distribution's
+# `mpicc` and headers (libopenmpi-dev) and its launcher and runtime (openmpi-bin) [src:
+# Debian's openmpi source package; on Debian libopenmpi-dev installs MPI_HOME
+# /usr/lib/<multiarch>/openmpi with include/mpi.h and lib/libmpi.so, the layout nccl-tests'
+# src/Makefile reads with MPI=1 (-I$(MPI_HOME)/include -L$(MPI_HOME)/lib)]. On EL the
+# headers sit outside MPI_HOME (/usr/include/openmpi-<arch>) and no version is known here:
+# nothing is pinned (checks.nccl_tests warns).
+_OPENMPI_PACKAGES = ("libopenmpi-dev", "openmpi-bin")
+
+
+def openmpi_version(s: Software) -> str | None:
+    """The Open MPI nccl-tests is built with: the catalog's for the OS, apt only."""
+    if OS_PACKAGE_FAMILY[s.os] != "apt":
+        return None
+    return DISTRIBUTIONS[s.os].openmpi
+
+
+def _nccl_tests(family: PackageFamily, s: Software) -> Pins:
+    version = openmpi_version(s)
+    if s.nccl_tests is None or version is None:
+        return {}
+    return dict.fromkeys(_OPENMPI_PACKAGES, distribution_version_pin(version))
+
+
 @dataclass(frozen=True)
 class Concern:
     """One part of the pinned stack: its packages, who gets them and which role
@@ -517,6 +572,8 @@ class Concern:
     with_driver: bool = False
     # Derived only where the spec has its group (IMEX: only clusters with NVLink trays).
     only_with_nodes: bool = False
+    # Derived only where the spec asks for the feature (derived_pins' `features`).
+    only_with_feature: str | None = None
 
 
 # In the order versions.lock lists them.
@@ -553,6 +610,15 @@ CONCERNS: tuple[Concern, ...] = (
     Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),
     Concern("nccl", "NCCL runtime and headers", GPU_GROUP, "nccl", _nccl),
     Concern("cudnn", "cuDNN", GPU_GROUP, "cudnn", _cudnn),
+    Concern(
+        "nccl_tests",
+        "Open MPI for nccl-tests",
+        GPU_GROUP,
+        "nccl_tests",
+        _nccl_tests,
+        without_packages="none: software.nccl_tests is not set, or clustergen knows no Open "
+        "MPI of the OS (nccl-tests is then not built)",
+    ),
     Concern("dcgm", "DCGM", GPU_GROUP, "dcgm", _dcgm, change=NodeChange("restart", "nvidia-dcgm")),
     Concern(
         "slurm_controller",
@@ -579,6 +645,19 @@ CONCERNS: tuple[Concern, ...] = (
         change=NodeChange("restart", "slurmd"),
     ),
     Concern("slurm_login", "Slurm client commands", "login", "slurm", _slurm("login")),
+    Concern(
+        "slurm_pmix",
+        "PMIx and Slurm's mpi/pmix plugin",
+        # Every process that loads the plugin opens libpmix when it loads it (mpi_pmix.c
+        # init()): slurmd and slurmstepd, and srun wherever a user runs it.
+        SLURM_GROUP,
+        "slurm",
+        _slurm_pmix,
+        change=NodeChange("restart", "slurmd"),
+        without_packages="none: slurm.mpi is none, or clustergen knows no PMIx package for "
+        "the OS (SchedMD's slurm-smd carries the plugin itself)",
+        only_with_feature=PMIX_FEATURE,
+    ),
     Concern(
         "lustre_client",
         "Lustre client",
@@ -644,15 +723,19 @@ CONCERNS: tuple[Concern, ...] = (
 )
 
 
-def derived_pins(software: Software, with_nodes: frozenset[str]) -> StackPins:
+def derived_pins(
+    software: Software, with_nodes: frozenset[str], features: frozenset[str] = frozenset()
+) -> StackPins:
     """The catalog's packages and versions, before software.packages overrides;
-    `with_nodes`: the groups of the concerns derived only where the spec has them."""
+    `with_nodes`: the groups of the concerns derived only where the spec has them;
+    `features`: what the spec asks for beyond software (PMIX_FEATURE: slurm.mpi pmix)."""
     family = OS_PACKAGE_FAMILY[software.os]
     return StackPins(
         family,
         {
             c.name: c.packages(family, software)
-            if not c.only_with_nodes or c.group in with_nodes
+            if (not c.only_with_nodes or c.group in with_nodes)
+            and (c.only_with_feature is None or c.only_with_feature in features)
             else {}
             for c in CONCERNS
         },

@@ -59,6 +59,7 @@ DERIVED_KEYS: dict[str, str] = {
     "HealthCheckProgram": "software.nhc",
     "HealthCheckInterval": "slurm.health_check.interval_s",
     "HealthCheckNodeState": "slurm.health_check.node_state",
+    "MpiDefault": "slurm.mpi",
     "DownNodes": "(not supported: drain nodes with scontrol)",
     "NodeSet": "(not supported: use partitions)",
     "FrontendName": "(not supported)",

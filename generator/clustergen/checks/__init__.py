@@ -85,6 +85,7 @@ CHECKS: tuple[Check, ...] = (
     _check(nccl.settings, "nccl", "hardware", "network", "nodes", "slurm"),
     _check(nccl.topology, "nccl", "hardware", "nodes"),
     _check(nccl.sharp, "network"),
+    _check(nccl.test_tools, "software", "slurm", "hardware"),
     _check(nccl.nvlink_domain, "nccl", "hardware", "nodes", "slurm"),
     _check(nccl.mnnvl_release, "software", "hardware", "nodes", "slurm"),
     _check(facility.psus, "hardware"),

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from clustergen import codes
+from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.gpus import superchip_cores
 from clustergen.catalog.nccl_vars import (
     NCCL_VARIABLES,
@@ -13,6 +14,7 @@ from clustergen.catalog.nccl_vars import (
     parse_interface_list,
     value_problem,
 )
+from clustergen.catalog.packages import openmpi_version
 from clustergen.catalog.switches import catalog_switch
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem, SpecPath
@@ -349,4 +351,43 @@ def nvlink_domain(cluster: ResolvedCluster) -> list[Problem]:
                     "NVLink SHARP; leave it unset (2, the default, finds it where it exists)",
                 )
             )
+    return problems
+
+
+def test_tools(cluster: ResolvedCluster) -> list[Problem]:
+    """GPU nodes get nccl-tests (software.nccl_tests, built with the catalog's Open MPI)
+    and, with slurm.mpi pmix, the PMIx the catalog knows for the OS; a warning otherwise."""
+    software = cluster.spec.software
+    distribution = DISTRIBUTIONS[software.os]
+    problems = []
+    if any(profile.gpu is not None for profile in cluster.spec.hardware.values()):
+        if software.nccl_tests is None:
+            problems.append(
+                Problem(
+                    codes.NCCL_TESTS_NOT_BUILT,
+                    ("software",),
+                    "no software.nccl_tests: nothing installs nccl-tests on the GPU nodes, so "
+                    "the acceptance all-reduce jobs stop with NOT RUN; name its release "
+                    "tarball (version, url, sha256), which the nccl_tests role builds",
+                )
+            )
+        elif openmpi_version(software) is None:
+            problems.append(
+                Problem(
+                    codes.NCCL_TESTS_NOT_BUILT,
+                    ("software", "nccl_tests"),
+                    f"clustergen knows no Open MPI of {distribution.title}, which nccl-tests "
+                    "is built with: the nccl_tests role builds nothing (docs/acceptance.md)",
+                )
+            )
+    if cluster.spec.slurm.mpi == "pmix" and distribution.pmix is None:
+        problems.append(
+            Problem(
+                codes.SLURM_PMIX_UNPINNED,
+                ("slurm", "mpi"),
+                f"clustergen knows no PMIx package of {distribution.title}: the slurm role "
+                "installs none, so srun --mpi=pmix fails until the site installs PMIx (and, "
+                "with the distribution's Slurm, its mpi/pmix plugin) on every Slurm node",
+            )
+        )
     return problems

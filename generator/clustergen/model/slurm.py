@@ -443,6 +443,16 @@ class Slurm(StrictModel):
         "one user's job cannot map another's GPU memory. global: IMEX runs on every tray of the "
         "domain from boot and every job shares channel 0 (one trusted user or tenant only).",
     )
+    mpi: Literal["none", "pmix"] = Field(
+        default="none",
+        description="MpiDefault, the process-management interface srun gives job steps "
+        "(slurm.conf(5); SchedMD's mpi_guide). pmix: MpiDefault=pmix, and the slurm role "
+        "installs, pins and holds the PMIx runtime and the Slurm package whose mpi/pmix plugin "
+        'loads it on every Slurm node (docs/slurm.md "MPI and PMIx"); the acceptance jobs '
+        "start nccl-tests with --mpi=pmix. none: MpiDefault=none and no PMIx; the all-reduce "
+        "jobs then refuse to start (nccl-tests, built with MPI, needs PMIx under srun) unless "
+        "SRUN_MPI names a plugin the site installed.",
+    )
     isolation: Isolation = Field(
         default_factory=Isolation,
         description="Users kept inside their jobs and out of each other's data: each part on "

@@ -11,7 +11,14 @@ from clustergen import codes
 from clustergen.codes import invalid
 from clustergen.model.common import Identifier, StrictModel, Version
 from clustergen.model.hardware import CpuArch
-from clustergen.model.syntax import AptComponent, AptSuite, KeyFingerprint, PackageVersion, Url
+from clustergen.model.syntax import (
+    AptComponent,
+    AptSuite,
+    KeyFingerprint,
+    PackageVersion,
+    Sha256,
+    Url,
+)
 
 # Every one has a record in catalog/distributions.py (packaging, NVIDIA's repository, the
 # distribution's Slurm); tests/test_distributions.py keeps the two the same.
@@ -214,6 +221,26 @@ class Nhc(StrictModel):
     )
 
 
+class NcclTests(StrictModel):
+    """nccl-tests (github.com/NVIDIA/nccl-tests), built on the GPU nodes by the nccl_tests
+    role against the pinned CUDA, NCCL and the distribution's Open MPI, into
+    nccl.acceptance.nccl_tests_dir (docs/acceptance.md "The test tools")."""
+
+    version: Version = Field(
+        description="The nccl-tests release the tarball holds, e.g. 2.13.13: recorded with "
+        "the build, which is redone when it, the CUDA, the NCCL or the MPI changes."
+    )
+    url: Url = Field(
+        description="Where the nodes download the release tarball from: NVIDIA's "
+        "(https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v<version>.tar.gz) or the "
+        "site's mirror of it."
+    )
+    sha256: Sha256 = Field(
+        description="The tarball's sha256 (sha256sum): a download that differs fails the "
+        "play before anything is built."
+    )
+
+
 class Software(StrictModel):
     """The pinned software stack, identical on every node that runs it."""
 
@@ -282,6 +309,13 @@ class Software(StrictModel):
         "nodes with checks derived from the spec (slurm.health_check; docs/health.md). "
         "Without it no HealthCheckProgram is written, and a spec with slurm.health_check "
         "warns (slurm.health-check-without-nhc).",
+    )
+    nccl_tests: NcclTests | None = Field(
+        default=None,
+        description="nccl-tests, which the acceptance jobs' all-reduce runs: built on every "
+        "GPU node from this release tarball with the distribution's Open MPI (installed, "
+        "pinned and held with it) into nccl.acceptance.nccl_tests_dir. Without it nothing "
+        "installs nccl-tests: validate warns, and the all-reduce jobs say so when they start.",
     )
     repositories: list[Repository] = Field(
         default_factory=list, description="Extra package repositories configured on every node."

@@ -245,6 +245,9 @@ PACKAGE_VERSION = Syntax(
     r"^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~_-]*$",
     "a package version as apt or dnf shows it, e.g. 2.21.5-1+cuda12.4",
 )
+SHA256 = Syntax(
+    r"^[0-9a-f]{64}$", "a sha256 digest: 64 lowercase hex digits, as sha256sum prints it"
+)
 
 SlurmName = Annotated[str, SLURM_NAME]
 ClusterName = Annotated[str, CLUSTER_NAME]
@@ -269,3 +272,4 @@ VariableName = Annotated[str, VARIABLE_NAME]
 UnixName = Annotated[str, UNIX_NAME]
 EnvName = Annotated[str, ENV_NAME]
 PackageVersion = Annotated[str, PACKAGE_VERSION]
+Sha256 = Annotated[str, SHA256]

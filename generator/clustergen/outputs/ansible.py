@@ -35,21 +35,30 @@ from clustergen.catalog.architectures import (
 from clustergen.catalog.gpus import DEFAULT_CPU_ARCH
 from clustergen.catalog.packages import (
     CONCERNS,
+    GPU_GROUP,
     GROUP_TITLES,
     NVLINK_GROUP,
     RDMA_GROUP,
     Pins,
     hardware_group,
 )
+from clustergen.catalog.versions import parse_version
 from clustergen.hosts import InterfaceAddress, compress
 from clustergen.imex_mode import imex_start
 from clustergen.model.hardware import CpuArch, HardwareProfile
+from clustergen.model.nccl import AcceptanceTools
 from clustergen.resolve import InventoryGroup, ResolvedCluster, rdma_profiles
 from clustergen.templating import render_template
 
 # Keeps the vault file, an interrupted render's journal and temporaries, and the
 # tools' local state out of the site repository (issue 21; docs/security.md).
 GITIGNORE = ".gitignore"
+# The GPU nodes' variable of nccl-tests' directory (nccl.acceptance.nccl_tests_dir): the
+# nccl_tests role installs there, the acceptance jobs read the same spec key.
+NCCL_TESTS_DIR_VARIABLE = "nccl_tests_dir"
+# NVIDIA's cuda-toolkit-<major>-<minor> package installs under /usr/local/cuda-<major>.<minor>
+# (CUDA Installation Guide for Linux, "Post-installation Actions": the PATH it adds).
+CUDA_PREFIX = "/usr/local/cuda-"
 # Rendered files are found from the inventory, wherever the output tree is copied.
 _FROM_INVENTORY = "{{ inventory_dir }}/.."
 
@@ -341,6 +350,7 @@ def all_group_vars(
                 start.always_on,
             )
         )
+    variables.setdefault(GPU_GROUP, []).extend(_nccl_tests_vars(cluster))
     rdma = software.rdma
     variables.setdefault(RDMA_GROUP, []).append(
         Variable(
@@ -375,6 +385,36 @@ def all_group_vars(
         if cluster.members.get(group)
     ]
     return sorted(files, key=lambda f: f.group)
+
+
+def _nccl_tests_vars(cluster: ResolvedCluster) -> list[Variable]:
+    """The nccl_tests role's inputs: the one directory it builds into and the acceptance
+    jobs read, the release to build (empty: none) and the CUDA it is built with."""
+    nccl, software = cluster.spec.nccl, cluster.spec.software
+    source = software.nccl_tests
+    major, minor = parse_version(software.cuda)[:2]
+    return [
+        Variable(
+            NCCL_TESTS_DIR_VARIABLE,
+            "nccl.acceptance.nccl_tests_dir: where nccl-tests' binaries are installed and "
+            "where the acceptance jobs run all_reduce_perf from",
+            (nccl.acceptance if nccl is not None else AcceptanceTools()).nccl_tests_dir,
+        ),
+        Variable(
+            "nccl_tests_source",
+            "software.nccl_tests: the release tarball the nccl_tests role builds (empty: "
+            "nothing is built)",
+            {"version": source.version, "url": source.url, "sha256": source.sha256}
+            if source is not None
+            else {},
+        ),
+        Variable(
+            "nccl_tests_cuda_home",
+            "the pinned CUDA toolkit's directory (cuda-toolkit-<major>-<minor>), CUDA_HOME "
+            "of the build",
+            f"{CUDA_PREFIX}{major}.{minor}",
+        ),
+    ]
 
 
 def rdma_device_names(profile: HardwareProfile) -> list[str]:

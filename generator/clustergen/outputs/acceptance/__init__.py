@@ -25,6 +25,7 @@ def _script(
     **values: object,
 ) -> Artifact:
     path = f"acceptance/{job.partition}/{name}"
+    values.update(_tools(cluster))
     template = next(
         (kind for kind in ("ib-rails", "bisection") if name.startswith(kind)),
         name.removesuffix(".sbatch"),
@@ -34,6 +35,13 @@ def _script(
         env, f"acceptance/{template}.sbatch.j2", cluster, job=job, path=path, **values
     )
     return Artifact(path, text, mode=0o755)
+
+
+def _tools(cluster: ResolvedCluster) -> dict[str, str]:
+    """What the all-reduce jobs check before they start: slurm.mpi (the --mpi srun is given)
+    and the nccl-tests release the nccl_tests role builds ('' when the spec names none)."""
+    source = cluster.spec.software.nccl_tests
+    return {"mpi": cluster.spec.slurm.mpi, "built": source.version if source else ""}
 
 
 def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
@@ -109,6 +117,7 @@ def _nvlink_scripts(cluster: ResolvedCluster, env: jinja2.Environment) -> list[A
                 exports=[(name, shlex.quote(value)) for name, value in job.exports],
                 mnnvl=MNNVL_EXPORTS,
                 job_env=JOB_ENV,
+                **_tools(cluster),
             )
             artifacts.append(Artifact(path, text, mode=0o755))
     return artifacts

@@ -63,6 +63,7 @@ SLURM_DEFAULTS: tuple[tuple[str, str], ...] = (
     ("SlurmdLogFile", "/var/log/slurm/slurmd.log"),
     ("SchedulerType", "sched/backfill"),
     ("SelectTypeParameters", "CR_Core_Memory"),
+    # slurm.mpi's value replaces this one (_slurm_sections); none is slurm.mpi's default.
     ("MpiDefault", "none"),
     # RDMA (InfiniBand, RoCE) pins the buffers it registers: jobs need unlimited locked
     # memory. Slurm gives a job the limits of the shell it was submitted from, often a
@@ -363,7 +364,7 @@ def _slurm_sections(
     table = cluster.by_name
     overridden = {key.lower() for key in slurm.options}
     defaults = [
-        *SLURM_DEFAULTS,
+        *((key, slurm.mpi if key == "MpiDefault" else value) for key, value in SLURM_DEFAULTS),
         ("UnkillableStepTimeout", str(unkillable_step_timeout_s(spec))),
         ("SchedulerParameters", backfill_parameters(spec)),
     ]
