@@ -13,8 +13,9 @@ for tool in mlnx_qos cma_roce_tos; do
     command -v "$tool" >/dev/null || { echo "clustergen-roce-qos: $tool not found (mlnx-tools / DOCA-OFED)" >&2; exit 1; }
 done
 
-# mlnx_qos (NVIDIA mlnx-tools): "--trust=TRUST  set priority trust state to pcp or dscp";
-# "-f, --pfc  Set priority flow control for each priority. LIST is comma separated value
+# mlnx_qos --help (NVIDIA mlnx-tools): "-i INTF, --interface=INTF  Interface name";
+# "--trust=TRUST  set priority trust state to pcp or dscp";
+# "-f LIST, --pfc=LIST  Set priority flow control for each priority. LIST is comma separated value
 # for each priority starting from 0 to 7. Example: 0,0,0,0,1,1,1,1 enable PFC on TC4-7".
 # ECN, both roles of the port (NVIDIA MLNX_OFED "Explicit Congestion Notification (ECN)":
 # echo 1 > /sys/class/net/<interface>/ecn/<protocol>/enable/<X>, protocol roce_rp
