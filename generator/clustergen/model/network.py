@@ -78,10 +78,15 @@ _ROUTES = (
 
 
 class EthernetNetwork(StrictModel):
-    """An Ethernet network (management or BMC)."""
+    """An Ethernet network (the BMCs')."""
 
     cidr: CIDR = Field(description="The network in CIDR notation, e.g. 10.0.1.0/24.")
     gateway: IPv4 | None = Field(default=None, description="Default gateway; inside the network.")
+
+
+class HostEthernet(EthernetNetwork):
+    """An Ethernet network of the nodes' own interfaces (management, front end)."""
+
     mtu: Mtu | None = Field(
         default=None,
         description="MTU of the nodes' interfaces on this network. Default 1500 (Ethernet).",
@@ -403,7 +408,7 @@ class HostNetworking(StrictModel):
 class Network(StrictModel):
     """The cluster's networks; node addresses must lie inside them."""
 
-    management: EthernetNetwork = Field(description="Management network (node management_ip).")
+    management: HostEthernet = Field(description="Management network (node management_ip).")
     bmc: EthernetNetwork | None = Field(default=None, description="BMC network (node bmc_ip).")
     fabric: Fabric | None = Field(
         default=None,
@@ -415,7 +420,7 @@ class Network(StrictModel):
         "each interface in hardware.<profile>.interfaces.storage (node storage_ip), and LNet's "
         "interfaces and NIDs (docs/networks.md, docs/lustre.md).",
     )
-    frontend: EthernetNetwork | None = Field(
+    frontend: HostEthernet | None = Field(
         default=None,
         description="Ethernet front-end network (node frontend_ip on interfaces.frontend).",
     )

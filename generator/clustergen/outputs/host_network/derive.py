@@ -16,8 +16,8 @@ from clustergen.model.network import (
     ETHERNET_JUMBO_MTU,
     ETHERNET_MTU,
     IPOIB_DATAGRAM_MTU,
-    EthernetNetwork,
     Fabric,
+    HostEthernet,
     Route,
 )
 from clustergen.outputs.nccl.derive import settings_for
@@ -60,7 +60,7 @@ class NodeNetwork:
     interfaces: tuple[HostInterface, ...]
 
 
-def default_mtu(network: EthernetNetwork | Fabric) -> int:
+def default_mtu(network: HostEthernet | Fabric) -> int:
     """The spec's MTU, else the one an admin picks: 4092 for IPoIB (datagram mode), 9000
     on RoCE, 1500 on Ethernet."""
     if network.mtu is not None:
@@ -73,7 +73,7 @@ def default_mtu(network: EthernetNetwork | Fabric) -> int:
 def _interfaces(
     addresses: tuple[InterfaceAddress, ...],
     name: str,
-    network: EthernetNetwork | Fabric,
+    network: HostEthernet | Fabric,
     first_table: int,
 ) -> list[HostInterface]:
     """One network's interfaces of a node. Several RoCE interfaces on one network get a
