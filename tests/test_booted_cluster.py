@@ -264,6 +264,7 @@ def _without_optional_components(spec_text: str) -> str:
     for key in OPTIONAL_SOFTWARE:
         spec["software"].pop(key, None)
     spec.pop("lustre", None)
+    spec["network"].pop("fabric", None)  # and the GPU nodes' fabric_ip below: no host network
     slurm = spec["slurm"]
     for key in ("accounting", "qos", "preemption", "mpi"):
         slurm.pop(key, None)
@@ -273,6 +274,7 @@ def _without_optional_components(spec_text: str) -> str:
     }
     gpu, head = spec["nodes"]
     gpu.update(names=BARE_GPU_NODE, management_ip=f"{BARE_SUBNET}.11")
+    gpu.pop("fabric_ip", None)
     head.update(roles=["slurm_controller", "login"], management_ip=f"{BARE_SUBNET}.2")
     slurm["partitions"][0]["nodes"] = BARE_GPU_NODE
     devices = spec["racks"][0]["devices"]
@@ -892,8 +894,58 @@ def test_site_builds_a_working_slurm_cluster(
     figures["rolling driver run"] = _rolling_driver_upgrade(cluster, ansible, edits)
     _succeeded(ansible.playbook("verify.yml"), "verify.yml after the driver upgrade")
 
+    # 9. Host network: the fabric stand-ins carry the spec's address, MTU and route, the
+    #    management interface is left alone, and a bad interface name is refused.
+    figures["bad interface run"] = _host_network_applied_and_guarded(cluster, ansible, edits)
+
     with capsys.disabled():
         print("\nbooted e2e (" + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()) + ")")
+
+
+# --- host network (roles/host_network) ------------------------------------------------
+
+FABRIC_ADDRESSES = {"gpu1": "10.213.9.11/24", "gpu2": "10.213.9.12/24"}
+FABRIC_ROUTE = "10.213.10.0/24 via 10.213.9.1 dev fab0"
+GOOD_INTERFACES = "interfaces: {management: host0, fabric: fab0}"
+BAD_INTERFACES = "interfaces: {management: host0, fabric: fab9}"
+
+
+def _assert_fabric_as_the_spec_says(cluster: BootedCluster) -> None:
+    for name, address in FABRIC_ADDRESSES.items():
+        node = cluster.nodes[name]
+        assert f"inet {address} " in node.sh("ip -o -4 address show dev fab0").stdout
+        assert node.sh("cat /sys/class/net/fab0/mtu").stdout.strip() == "9000"
+        assert FABRIC_ROUTE in node.sh("ip -4 route show 10.213.10.0/24").stdout
+        # host0 (management) keeps the file the node was installed with, and no
+        # clustergen file names it.
+        files = node.sh("grep -l host0 /etc/systemd/network/*.network").stdout.split()
+        assert files == ["/etc/systemd/network/10-host0.network"], files
+    head = cluster.nodes[HEAD].sh("ls /etc/systemd/network/").stdout.split()
+    assert not [f for f in head if "clustergen" in f], head
+
+
+def _host_network_applied_and_guarded(
+    cluster: BootedCluster, ansible: Ansible, edits: SpecEdits
+) -> float:
+    """The converged fabric stand-ins (fab0) as the spec says; a spec edit naming an
+    interface the nodes lack (fab9) is refused with the nodes' network as it was and
+    SSH over the management address answering; the good spec converges again."""
+    _assert_fabric_as_the_spec_says(cluster)
+    edits.apply(GOOD_INTERFACES, BAD_INTERFACES)
+    bad = ansible.playbook("site.yml")
+    assert bad.returncode != 0, bad.output[-4000:]
+    assert "has no interface fab9" in bad.output, bad.output[-4000:]
+    for name in FABRIC_ADDRESSES:
+        address = cluster.nodes[name].address
+        answer = _ssh(cluster.private_key, ADMIN, address, "true")
+        assert answer.returncode == 0, (name, answer.stderr)
+        listing = cluster.nodes[name].sh("ls /etc/systemd/network/").stdout
+        assert "fab9" not in listing, listing
+    _assert_fabric_as_the_spec_says(cluster)
+    edits.apply(BAD_INTERFACES, GOOD_INTERFACES)
+    _succeeded(ansible.playbook("site.yml"), "site.yml with the interface name put back")
+    _assert_fabric_as_the_spec_says(cluster)
+    return bad.seconds
 
 
 def _main_pids(cluster: BootedCluster) -> dict[tuple[str, str], str]:

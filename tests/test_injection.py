@@ -301,6 +301,12 @@ def _rails_spec() -> dict[str, Any]:
     document: dict[str, Any] = yaml.safe_load((EXAMPLES / "superpod-rail-128node.yaml").read_text())
     pattern = document["network"]["fabric"]["switches"][0]
     pattern.update(leaf_model="QM9790-site", spine_model="QM9790-site")
+    # A route on each network of the nodes' interfaces (roles/host_network).
+    network = document["network"]
+    network["management"]["routes"] = [{"to": "10.50.0.0/16", "via": "10.0.0.254"}]
+    network["fabric"]["routes"] = [{"to": "10.101.0.0/16", "via": "10.100.0.254"}]
+    network["storage"]["routes"] = [{"to": "10.201.0.0/16", "via": "10.200.0.254"}]
+    network["frontend"]["routes"] = [{"to": "192.0.2.0/24", "via": network["frontend"]["gateway"]}]
     return document
 
 

@@ -129,7 +129,10 @@ def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ig
     # the reconfigure (the restarted slurmctld reads slurm.conf).
     assert "- **restart `slurmctld`** on slurm-head\n" in out
     assert "- **restart `slurmd`** on gpu[01-08]\n" in out
-    assert "reconfigure" not in out
+    assert "reconfigure `slurmctld`" not in out
+    # The new nodes' interface files (host_network) touch no node that runs.
+    assert "- **reconfigure `host-network`** on no running node\n" in out
+    assert out.count("reconfigure") == 1, out
     assert "- added: gpu[09-10]; bring them up first" in out
     # No concern's title twice in a row ("NVIDIA fabric manager: NVIDIA fabric manager").
     for concern in CONCERNS:
@@ -166,7 +169,12 @@ def test_new_nodes_restart_what_the_slurm_role_restarts(  # type: ignore[no-unty
     edit(spec, *ADD_TWO_NODES)
     document = json.loads(cli("plan", str(spec), "-o", str(tree), "--format", "json").out)
     steps = {(s["action"], s["service"]): s for s in document["steps"]}
-    assert set(steps) == {("restart", "slurmctld"), ("restart", "slurmd")}
+    assert set(steps) == {
+        ("restart", "slurmctld"),
+        ("restart", "slurmd"),
+        ("reconfigure", "host-network"),  # the new nodes' own interface files
+    }
+    assert steps[("reconfigure", "host-network")]["nodes"] == []
     assert steps[("restart", "slurmctld")]["nodes"] == ["slurm-head"]
     assert steps[("restart", "slurmd")]["nodes"] == [f"gpu0{n}" for n in range(1, 9)]
     assert (

@@ -263,6 +263,16 @@ NETWORK_LEAF_OVERSUBSCRIBED = Code(
     "a leaf's HCA ports exceed its uplinks by more than the max_blocking of a partition on it",
 )
 
+NETWORK_MTU_PAST_LINK = Code(
+    "network.mtu-past-link",
+    "error",
+    "an MTU past what the link carries (IPoIB datagram mode: 4092)",
+)
+NETWORK_ROUTE_VIA_OUTSIDE = Code(
+    "network.route-via-outside",
+    "error",
+    "a route's next hop lies in no subnet of its network's interfaces",
+)
 NETWORK_STORAGE_SWITCHES = Code(
     "network.storage-switches",
     "error",

@@ -87,6 +87,17 @@ class Host:
             return ()
         return _per_subnet(self.fabric_ip, self.hardware.interfaces.rails, fabric.rail_prefix)
 
+    def fabric_addresses(self, fabric: Fabric | None) -> tuple[InterfaceAddress, ...]:
+        """Every compute-fabric interface with its address: each rail's (rail_addresses),
+        else the one fabric_ip on interfaces.fabric, in rail 1's subnet (the cidr without
+        rail_prefix)."""
+        rails = self.rail_addresses(fabric)
+        netdev = self.hardware.interfaces.fabric if self.profiled else None
+        if rails or fabric is None or netdev is None:
+            return rails
+        prefix = fabric.rail_prefix or _prefix_of(fabric.cidr)
+        return _per_subnet(self.fabric_ip, [netdev], prefix)
+
     def storage_addresses(self, storage: Fabric | None) -> tuple[InterfaceAddress, ...]:
         """Each of interfaces.storage with its address: the first at storage_ip, storage
         interface j (0-based) at storage_ip + j x 2^(32 - rail_prefix). Without a

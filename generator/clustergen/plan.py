@@ -122,8 +122,13 @@ class _Steps:
         self.by_key: dict[tuple[str, str | None, str | None], Step] = {}
         # A service's restart or reconfigure acts on the nodes that run it, as the roles'
         # handlers do: slurmd on the compute nodes, slurmctld on the controllers, however
-        # many other nodes receive the file that changed.
-        self.runs_on = {c.change.service: c.group for c in CONCERNS if c.change.action == "restart"}
+        # many other nodes receive the file that changed. The first concern that restarts a
+        # service is the service's own (slurm_compute for slurmd); a later one installed on
+        # more nodes (slurm_pmix, on every Slurm node) does not widen it.
+        self.runs_on: dict[str | None, str] = {}
+        for concern in CONCERNS:
+            if concern.change.action == "restart":
+                self.runs_on.setdefault(concern.change.service, concern.group)
 
     def members(self, group: str) -> frozenset[str]:
         """The group's nodes that run now: new nodes get everything at their bring-up."""

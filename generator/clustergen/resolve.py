@@ -23,6 +23,7 @@ from clustergen.catalog.architectures import CPU_ARCHES, arch_group
 from clustergen.catalog.gpus import profile_cpu_arch
 from clustergen.catalog.packages import (
     GPU_GROUP,
+    HOST_NETWORK_GROUP,
     LUSTRE_CLIENT_GROUP,
     LUSTRE_LDISKFS_GROUP,
     LUSTRE_SERVER_GROUP,
@@ -247,6 +248,27 @@ def rdma_profiles(hardware: Mapping[str, HardwareProfile], network: Network | No
     ]
 
 
+def host_network_nodes(network: Network, hosts: tuple[Host, ...]) -> Members:
+    """The nodes roles/host_network configures: those with an interface of the spec to
+    write (network.hosts), and those with RoCE compute HCAs, which get the RoCE QoS."""
+    config = network.hosts
+    fabric, storage, front = network.fabric, network.storage, network.frontend
+    roce = fabric is not None and fabric.type == "roce"
+    found = []
+    for host in hosts:
+        if not host.profiled:
+            continue
+        written = config.configure and bool(
+            (config.management and host.management_ip)
+            or host.fabric_addresses(fabric)
+            or host.storage_addresses(storage)
+            or host.frontend_address(front)
+        )
+        if written or (roce and host.hardware.compute_hcas()):
+            found.append(host.name)
+    return tuple(found)
+
+
 def opensm_nodes(network: Network | None) -> tuple[str, ...]:
     """The nodes that run OpenSM for network.fabric, primary first; none unless its
     subnet_manager says kind opensm."""
@@ -316,6 +338,9 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
         )
         groups.append(InventoryGroup(group, tuple(h.name for h in hosts if h.name in serving), ()))
     groups += nfs_groups(spec, hosts)
+    configured = host_network_nodes(spec.network, hosts)
+    if configured:  # only then: a spec without fabric, storage or front end keeps its inventory
+        groups.append(InventoryGroup(HOST_NETWORK_GROUP, configured, ()))
     groups += arch_groups(spec, hosts)
     return tuple(sorted(groups, key=lambda g: g.name))
 

@@ -574,6 +574,21 @@ class BootedNode:
         return subprocess.run(argv, capture_output=True, text=True)
 
 
+# A GPU node's stand-in for its fabric NIC (the test spec's interfaces.fabric): one end
+# of a veth pair that the node's systemd-networkd makes at boot (systemd.netdev(5),
+# Kind=veth with [Peer]), with the peer brought up so the link has carrier. This
+# machine's kernel has no dummy links; veth it has, as nspawn's --network-bridge uses.
+FABRIC_STAND_IN = "fab0"
+_FABRIC_NETDEV = f"[NetDev]\nName={FABRIC_STAND_IN}\nKind=veth\n\n[Peer]\nName={FABRIC_STAND_IN}p\n"
+_FABRIC_PEER = f"[Match]\nName={FABRIC_STAND_IN}p\n\n[Network]\nLinkLocalAddressing=no\n"
+
+
+def _write_fabric_stand_in(root: Path) -> None:
+    network = root / "etc/systemd/network"
+    (network / f"05-{FABRIC_STAND_IN}.netdev").write_text(_FABRIC_NETDEV, encoding="utf-8")
+    (network / f"05-{FABRIC_STAND_IN}p.network").write_text(_FABRIC_PEER, encoding="utf-8")
+
+
 def _write_node_identity(root: Path, plan: NodePlan, prefix: int, public_key: str) -> None:
     (root / "etc/hostname").write_text(f"{plan.name}\n", encoding="utf-8")
     # debootstrap writes none; an installed node has at least the loopback names.
@@ -619,6 +634,8 @@ def _boot(
     root = work / "nodes" / plan.name
     run(["cp", "-a", str(base), str(root)])
     _write_node_identity(root, plan, prefix, key)
+    if plan.gpus:
+        _write_fabric_stand_in(root)
     (root / REPO_IN_NODE.lstrip("/")).mkdir(parents=True, exist_ok=True)
     argv = [
         "systemd-nspawn",

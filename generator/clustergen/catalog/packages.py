@@ -83,6 +83,9 @@ OPENSM_GROUP = "opensm"
 # inventory has them only when the spec has NFS mounts.
 NFS_CLIENT_GROUP = "nfs_client"
 NFS_SERVER_GROUP = "nfs_server"
+# Nodes whose interfaces clustergen configures (network.hosts), or whose RoCE HCAs get
+# the RoCE QoS (roles/host_network); the inventory has the group only when one does.
+HOST_NETWORK_GROUP = "host_network"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
@@ -96,6 +99,7 @@ DERIVED_GROUPS: tuple[str, ...] = (
     OPENSM_GROUP,
     NFS_CLIENT_GROUP,
     NFS_SERVER_GROUP,
+    HOST_NETWORK_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -111,6 +115,7 @@ GROUP_TITLES: dict[str, str] = {
     OPENSM_GROUP: "OpenSM, the InfiniBand subnet manager (network.fabric.subnet_manager)",
     NFS_CLIENT_GROUP: "NFS clients (storage.nfs)",
     NFS_SERVER_GROUP: "NFS servers: nodes of the spec that export storage.nfs paths",
+    HOST_NETWORK_GROUP: "Host network configuration (network.hosts) and RoCE QoS",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",

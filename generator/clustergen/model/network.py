@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from typing_extensions import Self
 
 from clustergen import codes
@@ -18,6 +25,7 @@ from clustergen.model.common import (
     StrictModel,
     keys_set,
     when_equal,
+    whole_number,
 )
 from clustergen.model.syntax import DeviceModel, PortGuid, SlurmName
 
@@ -40,11 +48,50 @@ LINK_GBITS = {
 }
 
 
+# MTU bounds: IPv4 needs 576, IPv6 1280 (RFC 8200 section 5); 9216 is the largest jumbo
+# frame Ethernet switches commonly take (NVIDIA Spectrum and Cumulus Linux: MTU up to 9216).
+MTU_MIN, MTU_MAX = 1280, 9216
+# IPoIB in datagram mode: the IB link MTU (4096) less the 4-byte IPoIB header (kernel
+# Documentation/infiniband/ipoib.rst: "the default MTU in datagram mode is ... 4092 for
+# 4K MTU"). Enhanced IPoIB (ConnectX-4 and later) has datagram mode only.
+IPOIB_DATAGRAM_MTU = 4092
+ETHERNET_JUMBO_MTU = 9000  # RoCE and Ethernet storage: the usual jumbo frame
+ETHERNET_MTU = 1500
+Mtu = Annotated[int, Field(ge=MTU_MIN, le=MTU_MAX), BeforeValidator(whole_number)]
+
+
+class Route(StrictModel):
+    """A static route of a network's interfaces (docs/networks.md#routes)."""
+
+    to: CIDR = Field(description="Destination network, e.g. 10.40.0.0/16.")
+    via: IPv4 = Field(
+        description="Next hop: an address inside the network (with rail_prefix: inside one "
+        "rail or storage subnet). The route goes on the node's interface in that subnet."
+    )
+
+
+_ROUTES = (
+    "Static routes on the node's interfaces of this network, each on the interface whose "
+    "subnet holds its 'via' (written by clustergen's host network files, "
+    "docs/networks.md#host-network-configuration)."
+)
+
+
 class EthernetNetwork(StrictModel):
-    """An Ethernet network (management or BMC)."""
+    """An Ethernet network (the BMCs')."""
 
     cidr: CIDR = Field(description="The network in CIDR notation, e.g. 10.0.1.0/24.")
     gateway: IPv4 | None = Field(default=None, description="Default gateway; inside the network.")
+
+
+class HostEthernet(EthernetNetwork):
+    """An Ethernet network of the nodes' own interfaces (management, front end)."""
+
+    mtu: Mtu | None = Field(
+        default=None,
+        description="MTU of the nodes' interfaces on this network. Default 1500 (Ethernet).",
+    )
+    routes: list[Route] = Field(default_factory=list, description=_ROUTES)
 
 
 class Switch(StrictModel):
@@ -215,6 +262,7 @@ class Fabric(StrictModel):
                         "properties": {
                             "rate": {"enum": list(INFINIBAND_RATES)},
                             "roce": {"type": "null"},
+                            "mtu": {"maximum": IPOIB_DATAGRAM_MTU},
                         }
                     },
                 ),
@@ -248,6 +296,13 @@ class Fabric(StrictModel):
         "address on this network (docs/networks.md).",
     )
     roce: Roce | None = Field(default=None, description="RoCE settings; only with type roce.")
+    mtu: Mtu | None = Field(
+        default=None,
+        description="MTU of the nodes' interfaces on this fabric. Default: 4092 on "
+        "InfiniBand (IPoIB datagram mode: the 4096-byte IB MTU less the IPoIB header, and "
+        "its largest), 9000 on RoCE. At most 4092 on InfiniBand.",
+    )
+    routes: list[Route] = Field(default_factory=list, description=_ROUTES)
     switches: list[Switch] = Field(
         default_factory=list,
         description="Fabric switches; becomes Slurm topology.conf (topology/tree).",
@@ -285,6 +340,17 @@ class Fabric(StrictModel):
             )
         return rate
 
+    @field_validator("mtu")
+    @classmethod
+    def _mtu_fits_type(cls, mtu: int | None, info: ValidationInfo) -> int | None:
+        if mtu is not None and info.data.get("type") == "infiniband" and mtu > IPOIB_DATAGRAM_MTU:
+            raise invalid(
+                codes.NETWORK_MTU_PAST_LINK,
+                f"MTU {mtu} is past IPoIB datagram mode's {IPOIB_DATAGRAM_MTU} (the 4096-byte "
+                "InfiniBand MTU less the IPoIB header); clustergen configures datagram mode",
+            )
+        return mtu
+
     @field_validator("roce")
     @classmethod
     def _roce_only_on_roce(cls, roce: Roce | None, info: ValidationInfo) -> Roce | None:
@@ -319,10 +385,30 @@ class NvlinkDomain(StrictModel):
     )
 
 
+class HostNetworking(StrictModel):
+    """What clustergen's host network configuration covers (roles/host_network;
+    docs/networks.md#host-network-configuration)."""
+
+    configure: bool = Field(
+        default=True,
+        description="Write and apply each node's interface configuration (address, MTU, "
+        "routes) for the fabric, storage and front-end interfaces the spec names, in the "
+        "OS's own format (systemd-networkd on Debian, netplan on Ubuntu, NetworkManager on "
+        "EL). false: clustergen writes none, as before; the inventory still lists the "
+        "addresses.",
+    )
+    management: bool = Field(
+        default=False,
+        description="Also configure interfaces.management (management_ip, the network's "
+        "gateway as default route, MTU). Off by default: Ansible reaches the node over it, "
+        "and the site's installer already set it up.",
+    )
+
+
 class Network(StrictModel):
     """The cluster's networks; node addresses must lie inside them."""
 
-    management: EthernetNetwork = Field(description="Management network (node management_ip).")
+    management: HostEthernet = Field(description="Management network (node management_ip).")
     bmc: EthernetNetwork | None = Field(default=None, description="BMC network (node bmc_ip).")
     fabric: Fabric | None = Field(
         default=None,
@@ -334,7 +420,7 @@ class Network(StrictModel):
         "each interface in hardware.<profile>.interfaces.storage (node storage_ip), and LNet's "
         "interfaces and NIDs (docs/networks.md, docs/lustre.md).",
     )
-    frontend: EthernetNetwork | None = Field(
+    frontend: HostEthernet | None = Field(
         default=None,
         description="Ethernet front-end network (node frontend_ip on interfaces.frontend).",
     )
@@ -344,4 +430,9 @@ class Network(StrictModel):
         "joins. Default (none listed): one domain per rack, of the trays in it whose profile has "
         "gpu.nvlink_domain, named after the rack. A pattern {names, nodes, per_domain} deals "
         "nodes out in order.",
+    )
+    hosts: HostNetworking = Field(
+        default_factory=HostNetworking,
+        description="Host network configuration: whether clustergen configures the nodes' "
+        "interfaces, and whether the management interface too.",
     )

@@ -9,7 +9,18 @@ from collections.abc import Callable
 import jinja2
 
 from clustergen.artifacts import Artifact
-from clustergen.outputs import acceptance, facility, imex, lustre, nccl, nfs, nhc, opensm, slurm
+from clustergen.outputs import (
+    acceptance,
+    facility,
+    host_network,
+    imex,
+    lustre,
+    nccl,
+    nfs,
+    nhc,
+    opensm,
+    slurm,
+)
 from clustergen.resolve import ResolvedCluster
 
 Family = Callable[[ResolvedCluster, jinja2.Environment], list[Artifact]]
@@ -26,6 +37,7 @@ FAMILIES: dict[str, Family] = {
     "imex": imex.render,
     "opensm": opensm.render,
     "nhc": nhc.render,
+    "host_network": host_network.render,
 }
 
 # The families whose files stay in the output tree: none is installed on a node, so

@@ -1,0 +1,245 @@
+"""Host network configuration (outputs/host_network, docs/networks.md): each OS's own
+format for a multi-rail RoCE node and an InfiniBand node, the management interface left
+alone unless the spec asks, nothing for a spec without those networks, and the RoCE QoS
+from the same traffic class NCCL and the acceptance jobs get."""
+
+from __future__ import annotations
+
+import argparse
+import configparser
+import shlex
+
+import pytest
+import yaml
+
+from clustergen.artifacts import Artifact
+from clustergen.load import parse_spec
+from clustergen.outputs import host_network
+from clustergen.outputs.acceptance.derive import PERFTEST_OPTIONS
+from clustergen.outputs.nccl.derive import settings_for
+from clustergen.resolve import ResolvedCluster
+from clustergen.templating import environment
+from clustergen.validate import validate_cluster
+
+from support.paths import EXAMPLES
+
+TRAINING = (EXAMPLES / "ml-training-8node.yaml").read_text()  # InfiniBand, one ib0
+
+
+def _edited(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
+# The RoCE reference spec with both of its NICs as rails, a /25 each: lab1 is .11 on
+# ens1f0np0 and .139 on ens1f1np1 (the reference spec itself stays as it is).
+EDGE = _edited(
+    _edited(
+        (EXAMPLES / "edge-roce-2node.yaml").read_text(),
+        "interfaces: {management: eno1, fabric: ens1f0np0}",
+        "interfaces: {management: eno1, fabric: ens1f0np0, rails: [ens1f0np0, ens1f1np1]}",
+    ),
+    "    cidr: 192.168.60.0/24\n",
+    "    cidr: 192.168.60.0/24\n    rail_prefix: 25\n",
+)
+
+
+def _cluster(text: str) -> ResolvedCluster:
+    cluster, problems = validate_cluster(parse_spec(text, "t.yaml", "t.yaml"))
+    assert cluster is not None, [p.format() for p in problems if p.severity == "error"]
+    return cluster
+
+
+def _files(text: str) -> dict[str, Artifact]:
+    artifacts = host_network.render(_cluster(text), environment())
+    return {a.path: a for a in artifacts}
+
+
+def _on(os_name: str, text: str = EDGE) -> str:
+    return _edited(text, "os: ubuntu-24.04", f"os: {os_name}")
+
+
+def _keyfile(text: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text)
+    return parser
+
+
+def test_multi_rail_roce_in_each_os_format_routes_each_rail_out_of_its_nic() -> None:
+    # Debian: one systemd-networkd file per rail NIC, each with its own table and rule.
+    networkd = _files(_on("debian-12"))
+    rail2 = networkd["host_network/lab1/60-clustergen-ens1f1np1.network"]
+    assert rail2.install is not None
+    assert rail2.install.dest == "/etc/systemd/network/60-clustergen-ens1f1np1.network"
+    assert rail2.install.hosts == ("lab1",)
+    for line in (
+        "Name=ens1f1np1",
+        "MTUBytes=9000",
+        "Address=192.168.60.139/25",
+        "Destination=192.168.60.128/25",
+        "PreferredSource=192.168.60.139",
+        "From=192.168.60.139/32",
+        "Table=102",
+    ):
+        assert f"\n{line}\n" in rail2.text, (line, rail2.text)
+    # Ubuntu: one netplan file per node with both rails.
+    plan = yaml.safe_load(_files(EDGE)["host_network/lab2/60-clustergen.yaml"].text)
+    rails = plan["network"]["ethernets"]
+    assert list(rails) == ["ens1f0np0", "ens1f1np1"]
+    assert rails["ens1f0np0"]["addresses"] == ["192.168.60.12/25"]
+    assert rails["ens1f1np1"]["mtu"] == 9000
+    assert rails["ens1f1np1"]["routing-policy"] == [
+        {"from": "192.168.60.140/32", "table": 102, "priority": 102}
+    ]
+    assert rails["ens1f1np1"]["routes"] == [
+        {"to": "192.168.60.128/25", "scope": "link", "from": "192.168.60.140", "table": 102}
+    ]
+    # EL: NetworkManager keyfiles, root-only as NetworkManager requires.
+    keyfiles = _files(_on("rocky-9"))
+    rail1 = keyfiles["host_network/lab1/clustergen-ens1f0np0.nmconnection"]
+    assert rail1.install is not None and rail1.install.mode == 0o600
+    profile = _keyfile(rail1.text)
+    assert dict(profile["connection"]) == {
+        "id": "clustergen-ens1f0np0",
+        "type": "ethernet",
+        "interface-name": "ens1f0np0",
+        "autoconnect": "true",
+    }
+    assert profile["ethernet"]["mtu"] == "9000"
+    assert profile["ipv4"]["address1"] == "192.168.60.11/25"
+    assert profile["ipv4"]["route1"] == "192.168.60.0/25"
+    assert profile["ipv4"]["route1_options"] == "table=101,src=192.168.60.11"
+    assert profile["ipv4"]["routing-rule1"] == "priority 101 from 192.168.60.11/32 table 101"
+    # The management interface (eno1) is in no file of any format, and the head node,
+    # with no fabric interface, gets nothing.
+    for files in (networkd, keyfiles, _files(EDGE)):
+        assert not [p for p, a in files.items() if "eno1" in a.text or "lab-head" in p]
+
+
+def test_infiniband_is_ipoib_datagram_at_4092_with_no_source_routing() -> None:
+    cluster = _cluster(TRAINING)
+    assert host_network.host_format(cluster) == "netplan"  # Ubuntu 22.04
+    plan = yaml.safe_load(_files(TRAINING)["host_network/gpu01/60-clustergen.yaml"].text)
+    assert plan["network"]["ethernets"]["ib0"]["mtu"] == 4092
+    # The same node as EL writes it (its repositories are Ubuntu's, so the format is
+    # asked for directly).
+    (gpu01,) = [n for n in host_network.derive.node_networks(cluster) if n.node == "gpu01"]
+    found = host_network._node_files(cluster, environment(), gpu01, "networkmanager")
+    files = {a.path: a for a in found}
+    profile = _keyfile(files["host_network/gpu01/clustergen-ib0.nmconnection"].text)
+    assert profile["connection"]["type"] == "infiniband"
+    assert dict(profile["infiniband"]) == {"mtu": "4092", "transport-mode": "datagram"}
+    assert "routing-rule1" not in profile["ipv4"]
+    expected = files["host_network/gpu01/host-network.expected"].text.splitlines()
+    assert expected[-2:] == ["format networkmanager", "ib0 10.10.1.11/16 4092 -"]
+    # No QoS on InfiniBand: no traffic class to make lossless.
+    assert not [p for p in _files(TRAINING) if "roce-qos" in p]
+
+
+def test_the_management_interface_only_when_asked_and_nothing_when_switched_off() -> None:
+    managed = _edited(
+        EDGE,
+        "  management: {cidr: 192.168.50.0/24, gateway: 192.168.50.1}\n",
+        "  management: {cidr: 192.168.50.0/24, gateway: 192.168.50.1, mtu: 1500}\n"
+        "  hosts: {management: true}\n",
+    )
+    plan = yaml.safe_load(_files(managed)["host_network/lab-head/60-clustergen.yaml"].text)
+    assert plan["network"]["ethernets"] == {
+        "eno1": {
+            "addresses": ["192.168.50.2/24"],
+            "mtu": 1500,
+            "dhcp4": False,
+            "dhcp6": False,
+            "link-local": [],
+            "routes": [{"to": "default", "via": "192.168.50.1"}],
+        }
+    }
+    off = _edited(
+        EDGE,
+        "  management: {cidr: 192.168.50.0/24, gateway: 192.168.50.1}\n",
+        "  management: {cidr: 192.168.50.0/24, gateway: 192.168.50.1}\n"
+        "  hosts: {configure: false}\n",
+    )
+    # Interfaces untouched; the RoCE QoS (network.fabric.roce) still rendered.
+    assert sorted(_files(off)) == [
+        "host_network/clustergen-roce-qos.service",
+        "host_network/roce-qos/l40s-4gpu.sh",
+    ]
+
+
+def test_a_spec_without_fabric_storage_or_front_end_renders_nothing() -> None:
+    spec = yaml.safe_load(EDGE)
+    del spec["network"]["fabric"]
+    for group in spec["nodes"]:
+        group.pop("fabric_ip", None)
+    spec["hardware"]["l40s-4gpu"]["interfaces"] = {"management": "eno1"}
+    spec["hardware"]["l40s-4gpu"].pop("fabric_hcas")
+    cluster = _cluster(yaml.safe_dump(spec))
+    assert host_network.render(cluster, environment()) == []
+    assert "host_network" not in {g.name for g in cluster.groups}
+
+
+def test_a_route_goes_on_the_rail_whose_subnet_holds_its_next_hop() -> None:
+    routed = _edited(
+        _on("debian-12"),
+        "    roce: {gid_index: 3, traffic_class: 106}\n",
+        "    roce: {gid_index: 3, traffic_class: 106}\n"
+        "    routes: [{to: 10.99.0.0/16, via: 192.168.60.129}]\n",
+    )
+    files = _files(routed)
+    assert "Gateway" not in files["host_network/lab1/60-clustergen-ens1f0np0.network"].text
+    rail2 = files["host_network/lab1/60-clustergen-ens1f1np1.network"].text
+    assert "[Route]\nDestination=10.99.0.0/16\nGateway=192.168.60.129\nTable=102\n" in rail2
+
+
+# mlnx_qos --help (NVIDIA mlnx-tools): "-i INTF, --interface=INTF Interface name";
+# "--trust=TRUST set priority trust state to pcp or dscp"; "-f LIST, --pfc=LIST Set
+# priority flow control for each priority. LIST is comma separated value for each
+# priority starting from 0 to 7". cma_roce_tos (NVIDIA): "-d <ib_device> -t <tos>".
+def _mlnx_qos(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="mlnx_qos", exit_on_error=False)
+    parser.add_argument("-i", "--interface", required=True)
+    parser.add_argument("--trust", choices=["pcp", "dscp"])
+    parser.add_argument("-f", "--pfc")
+    args = parser.parse_args(argv)
+    values = args.pfc.split(",")
+    assert len(values) == 8 and set(values) <= {"0", "1"}, args.pfc
+    return args
+
+
+def _qos_commands(text: str) -> dict[str, list[list[str]]]:
+    commands: dict[str, list[list[str]]] = {}
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True)
+        if words and words[0] in ("mlnx_qos", "cma_roce_tos", "echo"):
+            commands.setdefault(words[0], []).append(words[1:])
+    return commands
+
+
+@pytest.mark.parametrize(("traffic_class", "dscp", "priority"), [(106, 26, 3), (138, 34, 4)])
+def test_roce_qos_makes_nccls_traffic_class_lossless(
+    traffic_class: int, dscp: int, priority: int
+) -> None:
+    """TC 106 (NVIDIA's RoCE default, NCCL_IB_TC) is DSCP 26 and priority 3; a class set
+    in nccl.env instead reaches the NIC, NCCL and ib_write_bw alike (one source)."""
+    text = _edited(EDGE, "nccl:\n", f"nccl:\n  env: {{NCCL_IB_TC: '{traffic_class}'}}\n")
+    cluster = _cluster(text)
+    (qos,) = host_network.derive.roce_qos(cluster)
+    assert (qos.traffic_class, qos.dscp, qos.priority) == (traffic_class, dscp, priority)
+    script = {a.path: a for a in host_network.render(cluster, environment())}
+    commands = _qos_commands(script["host_network/roce-qos/l40s-4gpu.sh"].text)
+    parsed = [_mlnx_qos(argv) for argv in commands["mlnx_qos"]]
+    assert [(a.interface, a.trust) for a in parsed] == [
+        ("ens1f0np0", "dscp"),
+        ("ens1f1np1", "dscp"),
+    ]
+    assert {a.pfc.split(",").index("1") for a in parsed} == {priority}
+    assert commands["cma_roce_tos"] == [
+        ["-d", "mlx5_0", "-t", str(traffic_class)],
+        ["-d", "mlx5_1", "-t", str(traffic_class)],
+    ]
+    assert f"/sys/class/net/ens1f1np1/ecn/roce_np/enable/{priority}" in str(commands["echo"])
+    # The same class in NCCL's settings, which the acceptance jobs' ib_write_bw reads.
+    by_name = {s.name: s.value for s in settings_for(cluster, "l40s-4gpu")}
+    assert by_name["NCCL_IB_TC"] == str(traffic_class)
+    assert dict(PERFTEST_OPTIONS)["NCCL_IB_TC"] == "--tclass="
