@@ -28,6 +28,9 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
   packages.ubuntu.com noble/opensm and jammy/libopensm-dev (source opensm) 3.3.23-2;
   `apt-cache policy opensm` on Debian 12: 3.3.23-2+b1; trixie's Packages index: 3.3.23-3.1].
   Not known here: Ubuntu 26.04, EL.
+- prometheus-node-exporter (monitoring.node_exporter) [src: `apt-cache policy
+  prometheus-node-exporter` on Debian 12: 1.5.0-1+b6]; pinned as its upstream version with
+  any revision. Not known here for the other releases: monitoring.node_exporter.version.
 - The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
   `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
   redhat-rpm-config defines as `.el<major>`].
@@ -64,6 +67,8 @@ class Distribution:
     rdma_core: str | None = None
     perftest: str | None = None
     opensm: str | None = None  # the opensm package's exact version, where known
+    # prometheus-node-exporter's upstream version (monitoring.node_exporter), where known.
+    node_exporter: str | None = None
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {
@@ -112,6 +117,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             rdma_core="44.0",
             perftest="4.5+0.17-1",
             opensm="3.3.23-2+b1",
+            node_exporter="1.5.0",
         ),
         Distribution(
             "debian-13",

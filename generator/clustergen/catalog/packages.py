@@ -40,7 +40,14 @@ from typing import Literal
 from clustergen.artifacts import NO_CHANGE, NodeChange
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.distributions import PackageFamily as PackageFamily
+from clustergen.catalog.monitoring import (
+    DCGM_EXPORTER_PACKAGE,
+    NODE_EXPORTER,
+    SLURM_EXPORTER_PACKAGE,
+    dcgm_exporter_version,
+)
 from clustergen.catalog.versions import parse_version
+from clustergen.model.monitoring import Monitoring
 from clustergen.model.software import SlurmPackaging, Software
 
 # apt or dnf per software.os (catalog/distributions.py).
@@ -83,6 +90,12 @@ OPENSM_GROUP = "opensm"
 # inventory has them only when the spec has NFS mounts.
 NFS_CLIENT_GROUP = "nfs_client"
 NFS_SERVER_GROUP = "nfs_server"
+# The exporters of monitoring: (roles/monitoring); the inventory has each group only where
+# the spec asks for its exporter: node_exporter every node, dcgm_exporter the GPU nodes,
+# slurm_exporter the controllers (monitoring.slurm kind exporter).
+NODE_EXPORTER_GROUP = "node_exporter"
+DCGM_EXPORTER_GROUP = "dcgm_exporter"
+SLURM_EXPORTER_GROUP = "slurm_exporter"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
@@ -96,6 +109,9 @@ DERIVED_GROUPS: tuple[str, ...] = (
     OPENSM_GROUP,
     NFS_CLIENT_GROUP,
     NFS_SERVER_GROUP,
+    NODE_EXPORTER_GROUP,
+    DCGM_EXPORTER_GROUP,
+    SLURM_EXPORTER_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -111,6 +127,9 @@ GROUP_TITLES: dict[str, str] = {
     OPENSM_GROUP: "OpenSM, the InfiniBand subnet manager (network.fabric.subnet_manager)",
     NFS_CLIENT_GROUP: "NFS clients (storage.nfs)",
     NFS_SERVER_GROUP: "NFS servers: nodes of the spec that export storage.nfs paths",
+    NODE_EXPORTER_GROUP: "Prometheus node_exporter (monitoring.node_exporter)",
+    DCGM_EXPORTER_GROUP: "NVIDIA dcgm-exporter on GPU nodes (monitoring.dcgm_exporter)",
+    SLURM_EXPORTER_GROUP: "prometheus-slurm-exporter on the controllers (monitoring.slurm)",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
@@ -489,6 +508,37 @@ def _opensm(family: PackageFamily, s: Software) -> Pins:
     return {"opensm": version} if version is not None else {}
 
 
+# The exporters (monitoring:, catalog/monitoring.py). Their pins read the monitoring
+# section; checks.monitoring reports a version it cannot find.
+def _node_exporter(family: PackageFamily, s: Software, m: Monitoring) -> Pins:
+    if m.node_exporter is None:
+        return {}
+    version = m.node_exporter.version or DISTRIBUTIONS[s.os].node_exporter
+    if version is None:
+        return {}
+    return {NODE_EXPORTER[family].package: distribution_version_pin(version)}
+
+
+def _dcgm_exporter(family: PackageFamily, s: Software, m: Monitoring) -> Pins:
+    if m.dcgm_exporter is None:
+        return {}
+    version = dcgm_exporter_version(m.dcgm_exporter, s.dcgm)
+    return {DCGM_EXPORTER_PACKAGE: f"{version}-1"} if version is not None else {}
+
+
+def _slurm_exporter(family: PackageFamily, s: Software, m: Monitoring) -> Pins:
+    if m.slurm is None or m.slurm.version is None:
+        return {}
+    return {SLURM_EXPORTER_PACKAGE: m.slurm.version}
+
+
+def _from_monitoring(family: PackageFamily, s: Software) -> Pins:
+    return {}  # a monitoring concern's pins come from Concern.monitoring
+
+
+MonitoringPins = Callable[[PackageFamily, Software, Monitoring], Pins]
+
+
 @dataclass(frozen=True)
 class Concern:
     """One part of the pinned stack: its packages, who gets them and which role
@@ -511,6 +561,8 @@ class Concern:
     with_driver: bool = False
     # Derived only where the spec has its group (IMEX: only clusters with NVLink trays).
     only_with_nodes: bool = False
+    # An exporter's pins, from the software and the monitoring section (none without it).
+    monitoring: MonitoringPins | None = None
 
 
 # In the order versions.lock lists them.
@@ -627,22 +679,67 @@ CONCERNS: tuple[Concern, ...] = (
         without_packages="none: the catalog knows no opensm version for the OS",
         only_with_nodes=True,
     ),
+    Concern(
+        "node_exporter",
+        "Prometheus node_exporter",
+        NODE_EXPORTER_GROUP,
+        "monitoring",
+        _from_monitoring,
+        change=NodeChange("restart", NODE_EXPORTER["apt"].service),
+        without_packages="none: monitoring.node_exporter is not set",
+        only_with_nodes=True,
+        monitoring=_node_exporter,
+    ),
+    Concern(
+        "dcgm_exporter",
+        "NVIDIA dcgm-exporter",
+        DCGM_EXPORTER_GROUP,
+        "monitoring",
+        _from_monitoring,
+        change=NodeChange("restart", "nvidia-dcgm-exporter"),
+        without_packages="none: monitoring.dcgm_exporter is not set",
+        only_with_nodes=True,
+        monitoring=_dcgm_exporter,
+    ),
+    Concern(
+        "slurm_exporter",
+        "prometheus-slurm-exporter",
+        SLURM_EXPORTER_GROUP,
+        "monitoring",
+        _from_monitoring,
+        change=NodeChange("restart", "prometheus-slurm-exporter"),
+        without_packages="none: monitoring.slurm is not kind exporter",
+        only_with_nodes=True,
+        monitoring=_slurm_exporter,
+    ),
 )
 
 
-def derived_pins(software: Software, with_nodes: frozenset[str]) -> StackPins:
+def derived_pins(
+    software: Software, with_nodes: frozenset[str], monitoring: Monitoring | None = None
+) -> StackPins:
     """The catalog's packages and versions, before software.packages overrides;
-    `with_nodes`: the groups of the concerns derived only where the spec has them."""
+    `with_nodes`: the groups of the concerns derived only where the spec has them;
+    `monitoring`: the spec's monitoring section, for the exporters' pins."""
     family = OS_PACKAGE_FAMILY[software.os]
     return StackPins(
         family,
-        {
-            c.name: c.packages(family, software)
-            if not c.only_with_nodes or c.group in with_nodes
-            else {}
-            for c in CONCERNS
-        },
+        {c.name: _concern_pins(c, family, software, with_nodes, monitoring) for c in CONCERNS},
     )
+
+
+def _concern_pins(
+    concern: Concern,
+    family: PackageFamily,
+    software: Software,
+    with_nodes: frozenset[str],
+    monitoring: Monitoring | None,
+) -> Pins:
+    if concern.only_with_nodes and concern.group not in with_nodes:
+        return {}
+    if concern.monitoring is not None:
+        return concern.monitoring(family, software, monitoring) if monitoring is not None else {}
+    return concern.packages(family, software)
 
 
 def with_overrides(derived: StackPins, overrides: Mapping[str, str]) -> StackPins:

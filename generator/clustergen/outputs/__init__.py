@@ -9,7 +9,17 @@ from collections.abc import Callable
 import jinja2
 
 from clustergen.artifacts import Artifact
-from clustergen.outputs import acceptance, facility, imex, lustre, nccl, nfs, opensm, slurm
+from clustergen.outputs import (
+    acceptance,
+    facility,
+    imex,
+    lustre,
+    monitoring,
+    nccl,
+    nfs,
+    opensm,
+    slurm,
+)
 from clustergen.resolve import ResolvedCluster
 
 Family = Callable[[ResolvedCluster, jinja2.Environment], list[Artifact]]
@@ -25,6 +35,7 @@ FAMILIES: dict[str, Family] = {
     "facility": facility.render,
     "imex": imex.render,
     "opensm": opensm.render,
+    "monitoring": monitoring.render,
 }
 
 # The families whose files stay in the output tree: none is installed on a node, so
