@@ -24,6 +24,7 @@ from clustergen.catalog.gpus import profile_cpu_arch
 from clustergen.catalog.monitoring import slurm_metrics_kind
 from clustergen.catalog.packages import (
     DCGM_EXPORTER_GROUP,
+    EXPORTERS_GROUP,
     GPU_GROUP,
     LUSTRE_CLIENT_GROUP,
     LUSTRE_LDISKFS_GROUP,
@@ -363,7 +364,10 @@ def monitoring_groups(spec: Spec, hosts: tuple[Host, ...]) -> list[InventoryGrou
         DCGM_EXPORTER_GROUP: tuple(h.name for h in hosts if spec.hardware[h.hardware_name].gpu),
         SLURM_EXPORTER_GROUP: tuple(h.name for h in hosts if "slurm_controller" in h.roles),
     }
-    return [InventoryGroup(group, members[group], ()) for group in present]
+    groups = [InventoryGroup(group, members[group], ()) for group in present]
+    if present:  # their parent, site.yml's monitoring play
+        groups.append(InventoryGroup(EXPORTERS_GROUP, (), tuple(sorted(present))))
+    return groups
 
 
 def nfs_mount_clients(spec: Spec, hosts: tuple[Host, ...]) -> tuple[Members, ...]:

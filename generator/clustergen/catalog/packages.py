@@ -96,6 +96,8 @@ NFS_SERVER_GROUP = "nfs_server"
 NODE_EXPORTER_GROUP = "node_exporter"
 DCGM_EXPORTER_GROUP = "dcgm_exporter"
 SLURM_EXPORTER_GROUP = "slurm_exporter"
+# Their parent, which site.yml's monitoring play targets (one play for all three).
+EXPORTERS_GROUP = "prometheus_exporters"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
@@ -112,6 +114,7 @@ DERIVED_GROUPS: tuple[str, ...] = (
     NODE_EXPORTER_GROUP,
     DCGM_EXPORTER_GROUP,
     SLURM_EXPORTER_GROUP,
+    EXPORTERS_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -130,6 +133,7 @@ GROUP_TITLES: dict[str, str] = {
     NODE_EXPORTER_GROUP: "Prometheus node_exporter (monitoring.node_exporter)",
     DCGM_EXPORTER_GROUP: "NVIDIA dcgm-exporter on GPU nodes (monitoring.dcgm_exporter)",
     SLURM_EXPORTER_GROUP: "prometheus-slurm-exporter on the controllers (monitoring.slurm)",
+    EXPORTERS_GROUP: "Every node with a Prometheus exporter of monitoring (the groups above)",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
