@@ -265,6 +265,7 @@ def _without_optional_components(spec_text: str) -> str:
         spec["software"].pop(key, None)
     spec.pop("lustre", None)
     spec["network"].pop("fabric", None)  # and the GPU nodes' fabric_ip below: no host network
+    spec.pop("monitoring", None)
     slurm = spec["slurm"]
     for key in ("accounting", "qos", "preemption", "mpi"):
         slurm.pop(key, None)
@@ -857,6 +858,8 @@ def test_site_builds_a_working_slurm_cluster(
     except (AssertionError, RuntimeError) as failure:
         raise AssertionError(f"{failure}\n{_slurm_diagnostics(cluster)}") from None
 
+    _node_exporters_answer(cluster, rendered)
+
     # 4. A second run changes nothing; the no-op run against a ping round.
     second = ansible.playbook("site.yml")
     _succeeded(second, "second site.yml run")
@@ -946,6 +949,35 @@ def _host_network_applied_and_guarded(
     _succeeded(ansible.playbook("site.yml"), "site.yml with the interface name put back")
     _assert_fabric_as_the_spec_says(cluster)
     return bad.seconds
+
+
+def _http_get(node: BootedNode, address: str, path: str) -> subprocess.CompletedProcess[str]:
+    """GET http://address/path from `node` with bash's /dev/tcp (the nodes have no curl)."""
+    host, port = address.rsplit(":", 1)
+    request = f"GET {path} HTTP/1.0\\r\\nHost: {host}\\r\\n\\r\\n"
+    script = f"exec 3<>/dev/tcp/{host}/{port} && printf '{request}' >&3 && cat <&3"
+    return node.sh(f'timeout 10 bash -c "{script}"', check=False)
+
+
+def _node_exporters_answer(cluster: BootedCluster, rendered: Rendered) -> None:
+    """monitoring.node_exporter: every node's node_exporter answers /metrics from the head
+    node on the address and port the rendered targets file lists (the node's management
+    address, the spec's listen default), with the node's own metrics, and on that address
+    only: nothing answers on the port at the node's loopback."""
+    text = (rendered.out / "monitoring" / "prometheus-targets.yml").read_text()
+    targets = {
+        group["labels"]["node"]: group["targets"][0]
+        for group in yaml.safe_load(text)
+        if group["labels"]["exporter"] == "node_exporter"
+    }
+    assert set(targets) == set(cluster.nodes), targets
+    for name, address in sorted(targets.items()):
+        assert address == f"{rendered.addresses[name]}:9100", (name, address)
+        answer = _http_get(cluster.nodes[HEAD], address, "/metrics")
+        assert answer.stdout.startswith("HTTP/1.0 200"), (name, answer.stdout[:500], answer.stderr)
+        assert f'nodename="{name}"' in answer.stdout, (name, answer.stdout[-2000:])
+        local = _http_get(cluster.nodes[name], "127.0.0.1:9100", "/metrics")
+        assert local.returncode != 0, f"{name}: node_exporter answers on loopback too"
 
 
 def _main_pids(cluster: BootedCluster) -> dict[tuple[str, str], str]:

@@ -68,6 +68,15 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "software.rdma-repository-unknown": _set(
         "software.rdma", {"stack": "doca-ofed", "version": "2.9.1", "repository": "doca"}
     ),
+    "monitoring.node-exporter-version": _set("monitoring", {"node_exporter": {}}),
+    "monitoring.dcgm-exporter-version": _both(
+        _set("software.dcgm", "4.9.9"), _set("monitoring", {"dcgm_exporter": {}})
+    ),
+    "monitoring.slurm-exporter-version": _set("monitoring", {"slurm": {}}),
+    "monitoring.slurm-metrics-release": _set("monitoring", {"slurm": {"kind": "openmetrics"}}),
+    "monitoring.slurm-metrics-private": _both(
+        _set("software.slurm", "25.11.2"), _set("monitoring", {"slurm": {"kind": "openmetrics"}})
+    ),
     "shape.null-value": _set("cluster.domain", None),
     "shape.wrong-length": _set("nodes", []),
     "syntax.conf-boolean": _set("slurm.options", {"SlurmdTimeout": True}),

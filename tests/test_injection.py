@@ -160,6 +160,12 @@ def _every_string_spec() -> dict[str, Any]:
     )
     document["software"]["slurm_repository"] = "site"  # it serves SchedMD's builds
     document["software"]["nhc"] = {"version": "1.4.3-1", "repository": "site", "package": "nhc"}
+    document["software"]["dcgm"] = "4.1.1"  # dcgm-exporter reads DCGM 4
+    document["monitoring"] = {
+        "node_exporter": {"version": "1.3.1"},
+        "dcgm_exporter": {"version": "4.0.4"},
+        "slurm": {"kind": "exporter", "version": "0.20-1"},
+    }
     document["storage"]["nfs"] = [
         {
             "server": "slurm-head",

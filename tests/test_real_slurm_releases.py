@@ -84,6 +84,10 @@ def test_release_runs_the_reference_spec(
     tree = chroot_for(series)
     assert tree.version == RELEASES[series]
     spec = pinned_spec(spec_path, RELEASES[series], tmp_path)
+    metrics = series >= "25.11"  # slurmctld's own metrics (monitoring.slurm, openmetrics)
+    if metrics:
+        with spec.open("a", encoding="utf-8") as text:
+            text.write("\nmonitoring:\n  slurm: {kind: openmetrics}\n")
     result = cli("render", str(spec), "-o", str(tmp_path / "out"))
     assert result.code == 0, result.err
     cluster, _ = validate_cluster(load_spec(str(spec)))
@@ -94,6 +98,17 @@ def test_release_runs_the_reference_spec(
     assert report.config_problems() == []
     assert report.accounting == ("slurmdbd" if cluster.spec.slurm.accounting else "none")
     assert_report_matches(report, cluster, derive_slurm(cluster))
+    if metrics:
+        _metrics_list_the_nodes(report.raw["metrics /metrics/nodes"], set(report.nodes))
+
+
+def _metrics_list_the_nodes(answer: str, names: set[str]) -> None:
+    """The rendered MetricsType (with the reference specs' PrivateData, 26.05's
+    MetricsParameters=ignore_private_data): slurmctld answers /metrics/nodes without
+    authentication, one slurm_node_cpus series per node it knows."""
+    assert answer.startswith("HTTP/1.1 200") or answer.startswith("HTTP/1.0 200"), answer[:500]
+    listed = set(re.findall(r'^slurm_node_cpus\{node="([^"]+)"\}', answer, re.MULTILINE))
+    assert listed == names, (sorted(listed ^ names), answer[:2000])
 
 
 @pytest.mark.parametrize("series", sorted(RELEASES))

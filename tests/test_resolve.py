@@ -46,9 +46,14 @@ def test_validation_and_render_share_one_resolved_cluster(
         host_tables.append(spec)
         return real_hosts(spec)  # type: ignore[arg-type]
 
-    def pins(software: object, with_nodes: frozenset[str]) -> object:
+    def pins(
+        software: object,
+        with_nodes: frozenset[str],
+        features: frozenset[str] = frozenset(),
+        monitoring: object = None,
+    ) -> object:
         pin_derivations.append(software)
-        return real_pins(software, with_nodes)  # type: ignore[arg-type]
+        return real_pins(software, with_nodes, features, monitoring)  # type: ignore[arg-type]
 
     monkeypatch.setattr(common.hostlist, "expand_hostlist", expand)
     monkeypatch.setattr(resolve, "expand_hosts", hosts)

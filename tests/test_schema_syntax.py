@@ -192,6 +192,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "nfs-mount-point-taken": "uniqueness of a path across list items and against "
     "storage.lustre.mount.path",
     "nfs-selects-unknown": _CROSS_REFERENCE,
+    "monitoring-dcgm-exporter-with-dcgm3": "reads the major release of software.dcgm, a "
+    "version string, for a key of another section; " + _COMPARISON,
     "lustre-failover-lacks-role": _CROSS_REFERENCE,
     "lustre-nid-network": _CROSS_REFERENCE,
     "lustre-ldiskfs-dataset": _LUSTRE_BACKEND,

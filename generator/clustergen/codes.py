@@ -1066,6 +1066,37 @@ NETWORK_SWITCH_PORTS_ASSUMED_EXCEEDED = Code(
     "more HCAs and uplinks are cabled to a switch than the usual switch of the rate has",
 )
 
+MONITORING_NODE_EXPORTER_VERSION = Code(
+    "monitoring.node-exporter-version",
+    "error",
+    "node_exporter without a version on an OS whose package version the catalog does not know",
+)
+MONITORING_DCGM_EXPORTER_DCGM = Code(
+    "monitoring.dcgm-exporter-dcgm",
+    "error",
+    "dcgm-exporter without software.dcgm 4 or later (NVIDIA's package needs DCGM 4)",
+)
+MONITORING_DCGM_EXPORTER_VERSION = Code(
+    "monitoring.dcgm-exporter-version",
+    "error",
+    "dcgm-exporter without a version, for a DCGM release the catalog pairs no exporter with",
+)
+MONITORING_SLURM_METRICS_RELEASE = Code(
+    "monitoring.slurm-metrics-release",
+    "error",
+    "slurmctld's own metrics (kind openmetrics) with a Slurm release before 25.11",
+)
+MONITORING_SLURM_METRICS_PRIVATE = Code(
+    "monitoring.slurm-metrics-private",
+    "error",
+    "slurmctld's metrics on Slurm 25.11 with PrivateData set: it answers them 401",
+)
+MONITORING_SLURM_EXPORTER_VERSION = Code(
+    "monitoring.slurm-exporter-version",
+    "error",
+    "the Slurm exporter (kind exporter) without the version of its package",
+)
+
 
 CODES: Mapping[str, Code] = MappingProxyType(
     {value.name: value for value in list(globals().values()) if isinstance(value, Code)}

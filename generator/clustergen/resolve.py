@@ -21,7 +21,10 @@ from functools import cached_property
 
 from clustergen.catalog.architectures import CPU_ARCHES, arch_group
 from clustergen.catalog.gpus import profile_cpu_arch
+from clustergen.catalog.monitoring import slurm_metrics_kind
 from clustergen.catalog.packages import (
+    DCGM_EXPORTER_GROUP,
+    EXPORTERS_GROUP,
     GPU_GROUP,
     HOST_NETWORK_GROUP,
     LUSTRE_CLIENT_GROUP,
@@ -31,11 +34,13 @@ from clustergen.catalog.packages import (
     LUSTRE_ZFS_GROUP,
     NFS_CLIENT_GROUP,
     NFS_SERVER_GROUP,
+    NODE_EXPORTER_GROUP,
     NVLINK_GROUP,
     NVSWITCH_GROUP,
     OPENSM_GROUP,
     PMIX_FEATURE,
     RDMA_GROUP,
+    SLURM_EXPORTER_GROUP,
     SLURM_GROUP,
     SLURM_ROLES,
     StackPins,
@@ -45,11 +50,13 @@ from clustergen.catalog.packages import (
     with_overrides,
 )
 from clustergen.catalog.switches import INFINIBAND_SWITCH_PORTS, switch_radix
+from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem
 from clustergen.hosts import Host, expand_hosts, hosts_by_name
 from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import HardwareProfile
+from clustergen.model.monitoring import Monitoring, SlurmMetricsKind
 from clustergen.model.network import Network
 from clustergen.model.nodes import KNOWN_ROLES
 from clustergen.physical_plan import RackPlan, SwitchPorts, rack_plans, switch_ports
@@ -187,7 +194,9 @@ class ResolvedCluster:
         with_nodes += [OPENSM_GROUP] if opensm_nodes(network) else []
         slurm = getattr(self.spec, "slurm", None)
         features = frozenset([PMIX_FEATURE] if slurm is not None and slurm.mpi == "pmix" else [])
-        return derived_pins(self.spec.software, frozenset(with_nodes), features)
+        monitoring = getattr(self.spec, "monitoring", None)
+        with_nodes += exporter_groups(self.spec, monitoring, hardware)
+        return derived_pins(self.spec.software, frozenset(with_nodes), features, monitoring)
 
     @cached_property
     def pins(self) -> StackPins:
@@ -341,8 +350,52 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
     configured = host_network_nodes(spec.network, hosts)
     if configured:  # only then: a spec without fabric, storage or front end keeps its inventory
         groups.append(InventoryGroup(HOST_NETWORK_GROUP, configured, ()))
+    groups += monitoring_groups(spec, hosts)
     groups += arch_groups(spec, hosts)
     return tuple(sorted(groups, key=lambda g: g.name))
+
+
+def slurm_metrics(spec: Spec) -> SlurmMetricsKind | None:
+    """How Slurm's metrics are served (monitoring.slurm's kind or its default for the
+    release and slurm.isolation.private_data); None without monitoring.slurm. Read from
+    the software and slurm sections only where they are valid (validation's tolerant
+    spec): without the slurm section, PrivateData is taken as set, its default."""
+    monitoring = getattr(spec, "monitoring", None)
+    if monitoring is None or monitoring.slurm is None:
+        return None
+    slurm = getattr(spec, "slurm", None)
+    private = slurm.isolation.private_data if slurm is not None else True
+    return slurm_metrics_kind(monitoring.slurm, parse_version(spec.software.slurm), private)
+
+
+def exporter_groups(
+    spec: Spec, monitoring: Monitoring | None, hardware: Mapping[str, HardwareProfile]
+) -> list[str]:
+    """The exporters' groups the spec has: node_exporter with monitoring.node_exporter,
+    dcgm_exporter with monitoring.dcgm_exporter and GPU nodes, slurm_exporter where Slurm's
+    metrics come from the exporter."""
+    if monitoring is None:
+        return []
+    groups = [NODE_EXPORTER_GROUP] if monitoring.node_exporter is not None else []
+    gpus = any(p.gpu is not None for p in hardware.values())
+    groups += [DCGM_EXPORTER_GROUP] if monitoring.dcgm_exporter is not None and gpus else []
+    groups += [SLURM_EXPORTER_GROUP] if slurm_metrics(spec) == "exporter" else []
+    return groups
+
+
+def monitoring_groups(spec: Spec, hosts: tuple[Host, ...]) -> list[InventoryGroup]:
+    """node_exporter (every node), dcgm_exporter (the GPU nodes) and slurm_exporter (the
+    controllers), each only where the spec asks for it: others keep their inventory."""
+    present = exporter_groups(spec, spec.monitoring, spec.hardware)
+    members = {
+        NODE_EXPORTER_GROUP: tuple(h.name for h in hosts),
+        DCGM_EXPORTER_GROUP: tuple(h.name for h in hosts if spec.hardware[h.hardware_name].gpu),
+        SLURM_EXPORTER_GROUP: tuple(h.name for h in hosts if "slurm_controller" in h.roles),
+    }
+    groups = [InventoryGroup(group, members[group], ()) for group in present]
+    if present:  # their parent, site.yml's monitoring play
+        groups.append(InventoryGroup(EXPORTERS_GROUP, (), tuple(sorted(present))))
+    return groups
 
 
 def nfs_mount_clients(spec: Spec, hosts: tuple[Host, ...]) -> tuple[Members, ...]:

@@ -90,6 +90,9 @@ DAEMON_PACKAGES = (
     "libpmix-dev",
     "chrony",
     "python3-pymysql",
+    # monitoring.node_exporter of the booted spec: Debian's own exporter, whose listen
+    # address the rendered drop-in sets (tests/test_booted_cluster.py checks /metrics).
+    "prometheus-node-exporter",
 )
 # Debian 13 renamed libraries for 64-bit time_t (the "t64" transition); the packages
 # above under their trixie names (packages.debian.org/trixie/libpmix2t64).

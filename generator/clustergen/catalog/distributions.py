@@ -35,8 +35,14 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
   known here: Ubuntu, EL.
 - Open MPI, the MPI nccl-tests is built with (software.nccl_tests) [src: `apt-cache policy
   openmpi-bin libopenmpi-dev` on Debian 12: 4.1.4-3+b1; libopenmpi3 4.1.4 depends on
-  libpmix2 (>= 4.2.2), so its ranks take their PMIx from Slurm's mpi/pmix]. Pinned as its
-  upstream version with any revision. Not known here: Debian 13, Ubuntu, EL.
+  libpmix2 (>= 4.2.2), so its ranks take their PMIx from Slurm's mpi/pmix; trixie's
+  Packages index: openmpi-bin and libopenmpi-dev 5.0.7-1, libopenmpi40 depends on
+  libpmix2t64 (>= 5.0.6)]. Pinned as its upstream version with any revision. Not known
+  here: Ubuntu, EL.
+- prometheus-node-exporter (monitoring.node_exporter) [src: `apt-cache policy
+  prometheus-node-exporter` on Debian 12: 1.5.0-1+b6; trixie's Packages index:
+  1.9.0-1+b4]; pinned as its upstream version with any revision. Not known here for the
+  other releases: monitoring.node_exporter.version.
 - The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
   `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
   redhat-rpm-config defines as `.el<major>`].
@@ -77,6 +83,8 @@ class Distribution:
     pmix: tuple[str, str] | None = None
     # Open MPI's upstream version (nccl-tests' MPI, software.nccl_tests), where known.
     openmpi: str | None = None
+    # prometheus-node-exporter's upstream version (monitoring.node_exporter), where known.
+    node_exporter: str | None = None
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {
@@ -127,6 +135,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             opensm="3.3.23-2+b1",
             pmix=("libpmix2", "4.2.2"),
             openmpi="4.1.4",
+            node_exporter="1.5.0",
         ),
         Distribution(
             "debian-13",
@@ -138,6 +147,8 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             perftest="25.01.0+0.80-1",
             opensm="3.3.23-3.1",
             pmix=("libpmix2t64", "5.0.7"),
+            openmpi="5.0.7",
+            node_exporter="1.9.0",
         ),
         Distribution("rocky-9", "Rocky Linux 9", "dnf", "rhel9", el_dist=".el9"),
         Distribution("rhel-9", "Red Hat Enterprise Linux 9", "dnf", "rhel9", el_dist=".el9"),

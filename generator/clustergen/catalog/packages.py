@@ -40,7 +40,14 @@ from typing import Literal
 from clustergen.artifacts import NO_CHANGE, NodeChange
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.distributions import PackageFamily as PackageFamily
+from clustergen.catalog.monitoring import (
+    DCGM_EXPORTER_PACKAGE,
+    NODE_EXPORTER,
+    SLURM_EXPORTER_PACKAGE,
+    dcgm_exporter_version,
+)
 from clustergen.catalog.versions import parse_version
+from clustergen.model.monitoring import Monitoring
 from clustergen.model.software import SlurmPackaging, Software
 
 # apt or dnf per software.os (catalog/distributions.py).
@@ -86,6 +93,14 @@ NFS_SERVER_GROUP = "nfs_server"
 # Nodes whose interfaces clustergen configures (network.hosts), or whose RoCE HCAs get
 # the RoCE QoS (roles/host_network); the inventory has the group only when one does.
 HOST_NETWORK_GROUP = "host_network"
+# The exporters of monitoring: (roles/monitoring); the inventory has each group only where
+# the spec asks for its exporter: node_exporter every node, dcgm_exporter the GPU nodes,
+# slurm_exporter the controllers (monitoring.slurm kind exporter).
+NODE_EXPORTER_GROUP = "node_exporter"
+DCGM_EXPORTER_GROUP = "dcgm_exporter"
+SLURM_EXPORTER_GROUP = "slurm_exporter"
+# Their parent, which site.yml's monitoring play targets (one play for all three).
+EXPORTERS_GROUP = "prometheus_exporters"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
@@ -100,6 +115,10 @@ DERIVED_GROUPS: tuple[str, ...] = (
     NFS_CLIENT_GROUP,
     NFS_SERVER_GROUP,
     HOST_NETWORK_GROUP,
+    NODE_EXPORTER_GROUP,
+    DCGM_EXPORTER_GROUP,
+    SLURM_EXPORTER_GROUP,
+    EXPORTERS_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -116,6 +135,10 @@ GROUP_TITLES: dict[str, str] = {
     NFS_CLIENT_GROUP: "NFS clients (storage.nfs)",
     NFS_SERVER_GROUP: "NFS servers: nodes of the spec that export storage.nfs paths",
     HOST_NETWORK_GROUP: "Host network configuration (network.hosts) and RoCE QoS",
+    NODE_EXPORTER_GROUP: "Prometheus node_exporter (monitoring.node_exporter)",
+    DCGM_EXPORTER_GROUP: "NVIDIA dcgm-exporter on GPU nodes (monitoring.dcgm_exporter)",
+    SLURM_EXPORTER_GROUP: "prometheus-slurm-exporter on the controllers (monitoring.slurm)",
+    EXPORTERS_GROUP: "Every node with a Prometheus exporter of monitoring (the groups above)",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
@@ -555,6 +578,37 @@ def _nccl_tests(family: PackageFamily, s: Software) -> Pins:
     return dict.fromkeys(_OPENMPI_PACKAGES, distribution_version_pin(version))
 
 
+# The exporters (monitoring:, catalog/monitoring.py). Their pins read the monitoring
+# section; checks.monitoring reports a version it cannot find.
+def _node_exporter(family: PackageFamily, s: Software, m: Monitoring) -> Pins:
+    if m.node_exporter is None:
+        return {}
+    version = m.node_exporter.version or DISTRIBUTIONS[s.os].node_exporter
+    if version is None:
+        return {}
+    return {NODE_EXPORTER[family].package: distribution_version_pin(version)}
+
+
+def _dcgm_exporter(family: PackageFamily, s: Software, m: Monitoring) -> Pins:
+    if m.dcgm_exporter is None:
+        return {}
+    version = dcgm_exporter_version(m.dcgm_exporter, s.dcgm)
+    return {DCGM_EXPORTER_PACKAGE: f"{version}-1"} if version is not None else {}
+
+
+def _slurm_exporter(family: PackageFamily, s: Software, m: Monitoring) -> Pins:
+    if m.slurm is None or m.slurm.version is None:
+        return {}
+    return {SLURM_EXPORTER_PACKAGE: m.slurm.version}
+
+
+def _from_monitoring(family: PackageFamily, s: Software) -> Pins:
+    return {}  # a monitoring concern's pins come from Concern.monitoring
+
+
+MonitoringPins = Callable[[PackageFamily, Software, Monitoring], Pins]
+
+
 @dataclass(frozen=True)
 class Concern:
     """One part of the pinned stack: its packages, who gets them and which role
@@ -579,6 +633,8 @@ class Concern:
     only_with_nodes: bool = False
     # Derived only where the spec asks for the feature (derived_pins' `features`).
     only_with_feature: str | None = None
+    # An exporter's pins, from the software and the monitoring section (none without it).
+    monitoring: MonitoringPins | None = None
 
 
 # In the order versions.lock lists them.
@@ -725,26 +781,77 @@ CONCERNS: tuple[Concern, ...] = (
         _nhc,
         without_packages="not pinned (software.nhc): no HealthCheckProgram",
     ),
+    Concern(
+        "node_exporter",
+        "Prometheus node_exporter",
+        NODE_EXPORTER_GROUP,
+        "monitoring",
+        _from_monitoring,
+        change=NodeChange("restart", NODE_EXPORTER["apt"].service),
+        without_packages="none: monitoring.node_exporter is not set",
+        only_with_nodes=True,
+        monitoring=_node_exporter,
+    ),
+    Concern(
+        "dcgm_exporter",
+        "NVIDIA dcgm-exporter",
+        DCGM_EXPORTER_GROUP,
+        "monitoring",
+        _from_monitoring,
+        change=NodeChange("restart", "nvidia-dcgm-exporter"),
+        without_packages="none: monitoring.dcgm_exporter is not set",
+        only_with_nodes=True,
+        monitoring=_dcgm_exporter,
+    ),
+    Concern(
+        "slurm_exporter",
+        "prometheus-slurm-exporter",
+        SLURM_EXPORTER_GROUP,
+        "monitoring",
+        _from_monitoring,
+        change=NodeChange("restart", "prometheus-slurm-exporter"),
+        without_packages="none: monitoring.slurm is not kind exporter",
+        only_with_nodes=True,
+        monitoring=_slurm_exporter,
+    ),
 )
 
 
 def derived_pins(
-    software: Software, with_nodes: frozenset[str], features: frozenset[str] = frozenset()
+    software: Software,
+    with_nodes: frozenset[str],
+    features: frozenset[str] = frozenset(),
+    monitoring: Monitoring | None = None,
 ) -> StackPins:
     """The catalog's packages and versions, before software.packages overrides;
     `with_nodes`: the groups of the concerns derived only where the spec has them;
-    `features`: what the spec asks for beyond software (PMIX_FEATURE: slurm.mpi pmix)."""
+    `features`: what the spec asks for beyond software (PMIX_FEATURE: slurm.mpi pmix);
+    `monitoring`: the spec's monitoring section, for the exporters' pins."""
     family = OS_PACKAGE_FAMILY[software.os]
     return StackPins(
         family,
         {
-            c.name: c.packages(family, software)
-            if (not c.only_with_nodes or c.group in with_nodes)
-            and (c.only_with_feature is None or c.only_with_feature in features)
-            else {}
+            c.name: _concern_pins(c, family, software, with_nodes, features, monitoring)
             for c in CONCERNS
         },
     )
+
+
+def _concern_pins(
+    concern: Concern,
+    family: PackageFamily,
+    software: Software,
+    with_nodes: frozenset[str],
+    features: frozenset[str],
+    monitoring: Monitoring | None,
+) -> Pins:
+    if concern.only_with_nodes and concern.group not in with_nodes:
+        return {}
+    if concern.only_with_feature is not None and concern.only_with_feature not in features:
+        return {}
+    if concern.monitoring is not None:
+        return concern.monitoring(family, software, monitoring) if monitoring is not None else {}
+    return concern.packages(family, software)
 
 
 def with_overrides(derived: StackPins, overrides: Mapping[str, str]) -> StackPins:

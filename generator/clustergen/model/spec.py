@@ -10,6 +10,7 @@ from clustergen.codes import WARNINGS, ignorable
 from clustergen.model.cluster import Cluster
 from clustergen.model.common import StrictModel, whole_number
 from clustergen.model.hardware import HardwareProfile
+from clustergen.model.monitoring import Monitoring
 from clustergen.model.nccl import Nccl
 from clustergen.model.network import Network
 from clustergen.model.nodes import NodeGroup
@@ -41,6 +42,11 @@ class Spec(StrictModel):
     slurm: Slurm = Field(description="The Slurm configuration.")
     storage: Storage | None = Field(default=None, description="Shared storage.")
     nccl: Nccl | None = Field(default=None, description="NCCL settings for GPU nodes.")
+    monitoring: Monitoring | None = Field(
+        default=None,
+        description="Prometheus endpoints (node_exporter, dcgm-exporter, Slurm's metrics); "
+        "absent: none installed.",
+    )
     ignore: list[Annotated[str, AfterValidator(ignorable)]] = Field(
         default_factory=list,
         description="Codes of warnings this cluster accepts (e.g. packages.cudnn8-cuda-suffix); "

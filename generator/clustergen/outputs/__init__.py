@@ -15,6 +15,7 @@ from clustergen.outputs import (
     host_network,
     imex,
     lustre,
+    monitoring,
     nccl,
     nfs,
     nhc,
@@ -38,6 +39,7 @@ FAMILIES: dict[str, Family] = {
     "opensm": opensm.render,
     "nhc": nhc.render,
     "host_network": host_network.render,
+    "monitoring": monitoring.render,
 }
 
 # The families whose files stay in the output tree: none is installed on a node, so

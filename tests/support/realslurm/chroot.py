@@ -209,6 +209,12 @@ say "scontrol show topology"; scontrol show topology
 echo "$extra" | while read -r args; do
   [ -n "$args" ] && { say "scontrol show topology $args"; scontrol show topology $args; }
 done
+# slurmctld's own metrics (monitoring.slurm, 25.11 on): its nodes endpoint, on its port.
+if grep -qi '^MetricsType=' /etc/slurm/slurm.conf; then
+  say "metrics /metrics/nodes"
+  timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/6817 &&
+    printf "GET /metrics/nodes HTTP/1.0\\r\\n\\r\\n" >&3 && cat <&3'
+fi
 scontrol show partition -o > /tmp/cg-parts; scontrol show topology > /tmp/cg-topo
 for expr in $(grep -oh '\\(Nodes\\|Switches\\)=[^ ]*' /tmp/cg-parts /tmp/cg-topo | sort -u); do
   say "hostnames ${expr#*=}"; scontrol show hostnames "${expr#*=}"
@@ -407,7 +413,9 @@ def _report(tree: ReleaseChroot, prepared: PreparedConf, output: str) -> Control
         return () if parse.nullable(expression) == "" else names[expression]
 
     raw = {
-        title: text for title, text in sections.items() if title.startswith(("scontrol", "sinfo"))
+        title: text
+        for title, text in sections.items()
+        if title.startswith(("scontrol", "sinfo", "metrics"))
     }
     return ControllerReport(
         nodes=parse.parse_nodes(raw["scontrol show node -o"]),

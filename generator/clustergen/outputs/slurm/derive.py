@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from clustergen.catalog.gpus import gpu_model, superchip_cores
+from clustergen.catalog.monitoring import SLURM_METRICS_PRIVATE_FIRST
 from clustergen.catalog.slurm_keys import PRIVATE_DATA
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.catalog.xids import DRAIN_XIDS, DrainXid
@@ -29,7 +30,7 @@ from clustergen.model.common import parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import HealthCheck, Partition, Priority
-from clustergen.resolve import ResolvedCluster
+from clustergen.resolve import ResolvedCluster, slurm_metrics
 from clustergen.slurm_topology import SlurmTopology, SwitchLine, slurm_topology
 
 SLURM_ETC = "/etc/slurm"
@@ -303,6 +304,21 @@ def _job_container(spec: Spec) -> list[Setting]:
     return settings
 
 
+def metrics_settings(cluster: ResolvedCluster) -> list[Setting]:
+    """slurmctld's own OpenMetrics endpoints (monitoring.slurm kind openmetrics, 25.11 on;
+    catalog/monitoring.py): MetricsType, and on 26.05 on with PrivateData set
+    MetricsParameters=ignore_private_data, which opens them to Prometheus without a JWT
+    (slurm.conf(5) of 26.05). Nothing with kind exporter or without monitoring.slurm."""
+    spec = cluster.spec
+    if slurm_metrics(spec) != "openmetrics":
+        return []
+    settings: list[Setting] = [("MetricsType", "metrics/openmetrics")]
+    if spec.slurm.isolation.private_data and slurm_release(spec) >= SLURM_METRICS_PRIVATE_FIRST:
+        settings.append(("MetricsParameters", "ignore_private_data"))
+    overridden = {key.lower() for key in spec.slurm.options}
+    return [(key, value) for key, value in settings if key.lower() not in overridden]
+
+
 def isolation_settings(spec: Spec) -> list[Setting]:
     """slurm.conf's isolation keys from slurm.isolation, less those slurm.options sets (the
     checks refuse an option that weakens them)."""
@@ -408,6 +424,9 @@ def _slurm_sections(
         sections.append(
             ConfSection("Accounting (slurm.accounting; enforcement with QOS)", accounting)
         )
+    metrics = metrics_settings(cluster)
+    if metrics:
+        sections.append(ConfSection("Metrics for Prometheus (monitoring.slurm)", metrics))
     scheduling = _priority_settings(spec) + _preemption_settings(spec)
     if scheduling:
         sections.append(
