@@ -762,7 +762,10 @@ def _users_kept_inside_their_jobs(
 
 # A stand-in for nccl-tests' all_reduce_perf (the acceptance tests' way: a script at the
 # binary's path); it reports the rank and size PMIx gave it.
-PMIX_STAND_IN = '#!/bin/sh\necho "$(hostname) rank=${PMIX_RANK:-none} size=${PMIX_SIZE:-none}"\n'
+# Slurm's mpi/pmix plugin gives each task its rank and the step's PMIx namespace,
+# slurm.pmix.<job>.<step> (src/plugins/mpi/pmix/pmixp_info.c, the nspace it sets); neither
+# is set without the plugin.
+PMIX_STAND_IN = '#!/bin/sh\necho "$(hostname) rank=${PMIX_RANK:-none} ns=${PMIX_NAMESPACE:-none}"\n'
 
 
 def _assert_pmix_step_finds_nccl_tests(cluster: BootedCluster, rendered: Rendered) -> None:
@@ -781,9 +784,16 @@ def _assert_pmix_step_finds_nccl_tests(cluster: BootedCluster, rendered: Rendere
         node.sh(f"chmod 755 {binary}")
     for mpi in ("--mpi=pmix", ""):
         out = _on_head(cluster, f"srun -N2 --ntasks-per-node=1 -c 1 -t 5 {mpi} {binary}")
-        assert sorted(out.splitlines()) == [
-            f"{name} rank={rank} size=2" for rank, name in enumerate(GPU_NODES)
+        tasks = [
+            re.fullmatch(r"(\S+) rank=(\d+) ns=(slurm\.pmix\.\d+\.\d+)", line)
+            for line in out.splitlines()
+        ]
+        assert all(tasks), f"srun {mpi}: {out}"
+        found = sorted((m[1], m[2], m[3]) for m in tasks if m is not None)
+        assert [(name, rank) for name, rank, _ in found] == [
+            (name, str(rank)) for rank, name in enumerate(GPU_NODES)
         ], f"srun {mpi}: {out}"
+        assert len({ns for _, _, ns in found}) == 1, f"srun {mpi}: two namespaces: {out}"
 
 
 def test_site_builds_a_working_slurm_cluster(
@@ -907,8 +917,8 @@ def test_site_builds_a_working_slurm_cluster(
 
 # --- host network (roles/host_network) ------------------------------------------------
 
-FABRIC_ADDRESSES = {"gpu1": "10.213.9.11/24", "gpu2": "10.213.9.12/24"}
-FABRIC_ROUTE = "10.213.10.0/24 via 10.213.9.1 dev fab0"
+FABRIC_ADDRESSES = {"gpu1": "10.213.20.11/24", "gpu2": "10.213.20.12/24"}
+FABRIC_ROUTE = "10.213.21.0/24 via 10.213.20.1 dev fab0"
 GOOD_INTERFACES = "interfaces: {management: host0, fabric: fab0}"
 BAD_INTERFACES = "interfaces: {management: host0, fabric: fab9}"
 
@@ -918,7 +928,7 @@ def _assert_fabric_as_the_spec_says(cluster: BootedCluster) -> None:
         node = cluster.nodes[name]
         assert f"inet {address} " in node.sh("ip -o -4 address show dev fab0").stdout
         assert node.sh("cat /sys/class/net/fab0/mtu").stdout.strip() == "9000"
-        assert FABRIC_ROUTE in node.sh("ip -4 route show 10.213.10.0/24").stdout
+        assert FABRIC_ROUTE in node.sh("ip -4 route show 10.213.21.0/24").stdout
         # host0 (management) keeps the file the node was installed with, and no
         # clustergen file names it.
         files = node.sh("grep -l host0 /etc/systemd/network/*.network").stdout.split()
