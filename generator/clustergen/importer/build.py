@@ -28,11 +28,11 @@ from clustergen.importer.side_files import read_side_files
 MANAGEMENT_CIDR = "198.18.0.0/16"
 FABRIC_CIDR = "198.19.0.0/16"
 SOFTWARE = {
-    "os": "ubuntu-22.04",
-    "nvidia_driver": "550.90.07",
-    "cuda": "12.4.1",
-    "nccl": "2.21.5",
-    "dcgm": "3.3.6",
+    "os": "ubuntu-24.04",
+    "nvidia_driver": "570.133.20",
+    "cuda": "12.8.1",
+    "nccl": "2.26.2",
+    "dcgm": "4.1.1",
     "slurm": PINNED_SLURM,
 }
 REVIEW = (

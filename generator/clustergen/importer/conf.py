@@ -1,11 +1,12 @@
 """Read Slurm's configuration files as slurmctld does (slurm.conf(5), gres.conf(5),
 topology.conf(5), cgroup.conf(5), slurmdbd.conf(5)): `Include` (a relative path is
-relative to the configuration directory; nested), backslash continuations, `#`
+read from the including file's folder, as slurmctld 22.05 reads it; nested), backslash continuations, `#`
 comments outside double quotes, keys in any case, double-quoted values, and one line
 holding several Key=Value pairs (NodeName, PartitionName, SwitchName, Name lines)."""
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,7 +73,7 @@ def split_pairs(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     '=' are returned apart."""
     words: list[str] = []
     current, quoted = [], False
-    for char in text:
+    for char in _tight(text):
         if char == '"':
             quoted = not quoted
             continue
@@ -92,6 +93,24 @@ def split_pairs(text: str) -> tuple[list[tuple[str, str]], list[str]]:
         else:
             bare.append(word)
     return pairs, bare
+
+
+def _tight(text: str) -> str:
+    """Spaces around '=' outside double quotes removed (Slurm's parser allows them)."""
+    out: list[str] = []
+    quoted = False
+    for char in text:
+        if char == '"':
+            quoted = not quoted
+        if char == "=" and not quoted:
+            while out and out[-1].isspace():
+                out.pop()
+            out.append(char)
+            continue
+        if char.isspace() and not quoted and out and out[-1] == "=":
+            continue
+        out.append(char)
+    return "".join(out)
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -134,6 +153,9 @@ def _read_into(conf: ConfFile, root: Path, name: str, depth: int, seen: tuple[st
         where = f"{name}:{number}"
         if head.lower() == "include" and "=" not in head:
             target = rest.strip().strip('"')
+            # slurmctld reads a relative path from the including file's folder
+            # (s_p_parse_file: "cannot stat file <folder of the file>/<path>").
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
             if depth + 1 > MAX_INCLUDE_DEPTH or target in seen:
                 conf.unreadable.append((where, f"Include {target}: nested too deeply"))
                 continue

@@ -5,10 +5,12 @@ its own, the import writes Slurm's default into slurm.options, so the render kee
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clustergen.catalog.folders import system_folder
 from clustergen.catalog.slurm_keys import DEPRECATED_KEYS, DERIVED_KEYS, accepted_keys, key_list_version
 from clustergen.importer.records import SlurmConf, Unrepresented, expand
 
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
 
 # The Slurm release an imported spec pins until the admin sets the cluster's own
 # (software.slurm); its key list decides what slurm.options may carry.
-PINNED_SLURM = "23.11.10"
+PINNED_SLURM = "24.11.5"
 
 # Slurm's own defaults (slurm.conf(5) of 22.05, each key's "default"), for the keys whose
 # default clustergen replaces (outputs/slurm/derive.py SLURM_DEFAULTS, UnkillableStepTimeout,
@@ -59,6 +61,9 @@ FIXED: dict[str, str] = {
     "accountingstoragetres": "gres/gpu",
     "topologyplugin": "topology/tree",
 }
+# The folders the slurm role gives to Slurm (checks/slurm.py _CHOWNED_FOLDERS): key ->
+# whether the value is the folder itself; one under a system folder is refused there.
+CHOWNED = {"slurmctldlogfile": False, "slurmdlogfile": False, "slurmdspooldir": True}
 PRIORITY_WEIGHTS = {
     "priorityweightage": "age",
     "priorityweightfairshare": "fairshare",
@@ -173,8 +178,18 @@ def global_settings(
         slurm["accounting"] = {"host": host}
         if (port := conf.value("AccountingStoragePort")) is not None:
             slurm["accounting"]["port"] = int(port)  # type: ignore[index]
+    state: dict[str, object] = {}
     if (path := conf.value("StateSaveLocation")) is not None:
-        slurm["state_save"] = {"path": path}
+        state["path"] = path
+    if len(hosts.controllers) > 1:
+        # A backup controller takes over only from state both controllers mount.
+        state["shared"] = True
+        result.changes.append(
+            "slurm.state_save.shared: true, as the running cluster has a backup controller: "
+            "check that StateSaveLocation is on storage both controllers mount"
+        )
+    if state:
+        slurm["state_save"] = state
     if (priority := _priority(conf, accounting, report)) is not None:
         slurm["priority"] = priority
     if (preemption := _preemption(conf)) is not None:
@@ -226,6 +241,16 @@ def _options(
                 options[key] = value
                 result.option_sources[key] = line.where
             continue
+        if lower in CHOWNED and _in_system_folder(value, CHOWNED[lower]):
+            report(
+                Unrepresented(
+                    line.where,
+                    f"{key}={value}",
+                    f"the slurm role would chown {value if CHOWNED[lower] else posixpath.dirname(value)}"
+                    ", a system folder: the render writes clustergen's path (move it)",
+                )
+            )
+            continue
         entry = known.get(lower)
         if entry is None or entry.removed or entry.defunct or lower in derived:
             why = entry.note if entry is not None and entry.note else (
@@ -239,6 +264,12 @@ def _options(
         result.option_sources[key] = line.where
     _builtin_defaults(options, result)
     return options
+
+
+def _in_system_folder(path: str, is_folder: bool) -> bool:
+    if not path.startswith("/"):
+        return False
+    return system_folder(path if is_folder else posixpath.dirname(path)) is not None
 
 
 def _builtin_defaults(options: dict[str, str], result: Imported) -> None:
