@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.importer.conf import read_conf
-from clustergen.importer.records import expand, sort_lines
+from clustergen.importer.reader import read_conf
+from clustergen.importer.records import expand_names, sort_lines
 
 from support.paths import REPO
 from support.realslurm.parse import ControllerReport
@@ -48,10 +48,10 @@ SOCKETS = re.compile(r"\(S:[0-9,-]+\)")
 def node_names(directory: Path) -> list[str]:
     """Every NodeName of a set, Include files too (the bed's hosts file needs them)."""
     conf = sort_lines(read_conf(directory, "slurm.conf").lines)
-    names = [name for record in conf.nodes for name in expand(record.name)]
-    for line, value in conf.lines_of("ControlMachine") + conf.lines_of("BackupController"):
+    names = [name for record in conf.nodes for name in expand_names(record.name)]
+    for _line, value in conf.lines_of("ControlMachine") + conf.lines_of("BackupController"):
         names.append(value)
-    for line, value in conf.lines_of("SlurmctldHost"):
+    for _line, value in conf.lines_of("SlurmctldHost"):
         names.append(value.split("(")[0])
     return names
 

@@ -558,7 +558,11 @@ def _add_import(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
     )
     slurm.add_argument("directory", metavar="DIR")
     slurm.add_argument(
-        "-o", "--output", default="-", metavar="SPEC", help="where to write the spec (default: stdout)"
+        "-o",
+        "--output",
+        default="-",
+        metavar="SPEC",
+        help="where to write the spec (default: stdout)",
     )
     slurm.add_argument("--force", action="store_true", help="replace SPEC if it exists")
     slurm.set_defaults(command=cmd_import_slurm)

@@ -5,20 +5,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from clustergen.errors import UsageError
-from clustergen.importer.conf import ConfError, read_conf
-from clustergen.importer.nodes import (
+from clustergen.importer.partitions import read_partitions
+from clustergen.importer.profiles import (
     ImportedNode,
+    imported_groups,
     make_profiles,
-    node_groups,
     profile_spec,
     read_nodes,
 )
-from clustergen.importer.partitions import read_partitions
-from clustergen.importer.records import SlurmConf, Unrepresented, expand, sort_lines
+from clustergen.importer.reader import ConfError, read_conf
+from clustergen.importer.records import (
+    Imported,
+    SlurmConf,
+    Unrepresented,
+    expand_names,
+    sort_lines,
+)
 from clustergen.importer.settings import PINNED_SLURM, ControllerHosts, global_settings
 from clustergen.importer.side_files import read_side_files
 
@@ -40,19 +45,10 @@ REVIEW = (
     "software (a placeholder stack: pin what the cluster runs)",
     "hardware.*: rack_units, interfaces, power, and gpu.model where the GRES type names "
     "several models",
-    f"network.management ({MANAGEMENT_CIDR}, a placeholder) and each node group's "
-    "management_ip",
+    f"network.management ({MANAGEMENT_CIDR}, a placeholder) and each node group's management_ip",
     "nodes: the controller and slurmdbd hosts' hardware profile 'controller' (a placeholder)",
     "racks (none imported: validate warns where power and rack positions are missing)",
 )
-
-
-@dataclass
-class Imported:
-    spec: dict[str, object]
-    unrepresented: list[Unrepresented] = field(default_factory=list)
-    changes: list[str] = field(default_factory=list)  # what render writes otherwise
-    option_sources: dict[str, str] = field(default_factory=dict)  # slurm.options key -> file:line
 
 
 def import_slurm(directory: Path) -> Imported:
@@ -78,7 +74,7 @@ def _nodesets(conf: SlurmConf, nodes: list[ImportedNode]) -> dict[str, list[str]
     for record in conf.nodesets:
         feature, members = record.get("Feature"), record.get("Nodes")
         if members:
-            sets[record.name] = expand(members)
+            sets[record.name] = expand_names(members)
         elif feature:
             sets[record.name] = [n.name for n in nodes if feature in n.features]
     return sets
@@ -120,7 +116,7 @@ def _build(
         "software": dict(SOFTWARE),
         "hardware": hardware,
     }
-    groups = node_groups(nodes, profiles)
+    groups = imported_groups(nodes, profiles)
     spec["network"] = _network(side.switches)
     spec["nodes"] = _node_groups(groups, hosts, side.switches is not None)
     if hosts.needs_controller_profile:
@@ -163,7 +159,9 @@ def _node_groups(
     specs: list[dict[str, object]] = []
     index = 1
     for names, profile, features, weight in groups:
-        roles = ["compute"] + [r for name, r in hosts.roles_on_compute if name in expand(names)]
+        roles = ["compute"] + [
+            r for name, r in hosts.roles_on_compute if name in expand_names(names)
+        ]
         group: dict[str, object] = {
             "names": names,
             "hardware": profile,
@@ -177,7 +175,7 @@ def _node_groups(
         if weight is not None:
             group["weight"] = weight
         specs.append(group)
-        index += len(expand(names))
+        index += len(expand_names(names))
     for name, roles in hosts.service_hosts.items():
         group = {
             "names": name,
@@ -190,4 +188,3 @@ def _node_groups(
         specs.append(group)
         index += 1
     return specs
-

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import yaml
 
-from clustergen.importer.build import REVIEW, Imported
+from clustergen.importer.build import REVIEW
+from clustergen.importer.records import Imported
 
 
 def _comment(lines: list[str]) -> list[str]:
@@ -44,7 +45,9 @@ def spec_text(imported: Imported, source: str) -> str:
     slurm = dict(spec.pop("slurm"))  # type: ignore[call-overload]
     options = slurm.pop("options", {})
     body = yaml.safe_dump(spec, sort_keys=False, default_flow_style=False, width=100)
-    slurm_text = yaml.safe_dump({"slurm": slurm}, sort_keys=False, default_flow_style=False, width=100)
+    slurm_text = yaml.safe_dump(
+        {"slurm": slurm}, sort_keys=False, default_flow_style=False, width=100
+    )
     lines = [*header(imported, source), *body.splitlines(), *slurm_text.splitlines()]
     if options:
         lines += _options_lines(imported, options)

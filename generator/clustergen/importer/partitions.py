@@ -8,9 +8,13 @@ import re
 from collections.abc import Callable
 
 from clustergen.hosts import compress
-from clustergen.importer.records import Record, Unrepresented, expand
+from clustergen.importer.records import Record, Unrepresented, expand_names
 
-LIST_KEYS = {"allowaccounts": "allow_accounts", "allowgroups": "allow_groups", "allowqos": "allow_qos"}
+LIST_KEYS = {
+    "allowaccounts": "allow_accounts",
+    "allowgroups": "allow_groups",
+    "allowqos": "allow_qos",
+}
 PLAIN_KEYS = {
     "maxtime": "max_time",
     "defaulttime": "default_time",
@@ -37,7 +41,7 @@ def partition_nodes(value: str, nodesets: dict[str, list[str]], every: list[str]
         elif item in nodesets:
             names += nodesets[item]
         else:
-            names += expand(item)
+            names += expand_names(item)
     return list(dict.fromkeys(names))
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import hostlist
 
-from clustergen.importer.conf import ConfLine
+from clustergen.importer.reader import ConfLine
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,14 @@ class Unrepresented:
 
     def format(self) -> str:
         return f"{self.where}: {self.text}: {self.why}"
+
+
+@dataclass
+class Imported:
+    spec: dict[str, object]
+    unrepresented: list[Unrepresented] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)  # what render writes otherwise
+    option_sources: dict[str, str] = field(default_factory=dict)  # slurm.options key -> file:line
 
 
 @dataclass
@@ -90,7 +98,7 @@ def sort_lines(lines: list[ConfLine]) -> SlurmConf:
     return conf
 
 
-def expand(expression: str) -> list[str]:
+def expand_names(expression: str) -> list[str]:
     """A Slurm hostlist (python-hostlist reads every form Slurm accepts: gpu[01-08,10],
     rack[1-2]-n[1-4], a,b)."""
     return list(hostlist.expand_hostlist(expression))

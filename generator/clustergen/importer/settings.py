@@ -8,14 +8,15 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from clustergen.catalog.folders import system_folder
-from clustergen.catalog.slurm_keys import DEPRECATED_KEYS, DERIVED_KEYS, accepted_keys, key_list_version
-from clustergen.importer.records import SlurmConf, Unrepresented, expand
-
-if TYPE_CHECKING:
-    from clustergen.importer.build import Imported
+from clustergen.catalog.slurm_keys import (
+    DEPRECATED_KEYS,
+    DERIVED_KEYS,
+    accepted_keys,
+    key_list_version,
+)
+from clustergen.importer.records import Imported, SlurmConf, Unrepresented, expand_names
 
 # The Slurm release an imported spec pins until the admin sets the cluster's own
 # (software.slurm); its key list decides what slurm.options may carry.
@@ -113,34 +114,39 @@ class ControllerHosts:
 def _controllers(conf: SlurmConf, report: Callable[[Unrepresented], None]) -> list[str]:
     names = [value.split("(", 1)[0] for _, value in conf.lines_of("SlurmctldHost")]
     if not names:
-        for line, value in conf.lines_of("ControlMachine") + conf.lines_of("BackupController"):
+        for _, value in conf.lines_of("ControlMachine") + conf.lines_of("BackupController"):
             names += value.split(",")
     for line, value in conf.lines_of("ControlAddr") + conf.lines_of("BackupAddr"):
         report(
             Unrepresented(
-                line.where, f"{line.pairs[0][0]}={value}", "the controller's address is its "
-                "node group's management_ip (SlurmctldHost=name(management_ip))"
+                line.where,
+                f"{line.pairs[0][0]}={value}",
+                "the controller's address is its "
+                "node group's management_ip (SlurmctldHost=name(management_ip))",
             )
         )
     return list(dict.fromkeys(n for n in names if n))
 
 
-def _priority(conf: SlurmConf, accounting: bool, report: Callable[[Unrepresented], None]) -> dict[str, object] | None:
+def _priority(
+    conf: SlurmConf, accounting: bool, report: Callable[[Unrepresented], None]
+) -> dict[str, object] | None:
     kind = (conf.value("PriorityType") or "priority/basic").split("/")[-1]
     flags = [f for f in (conf.value("PriorityFlags") or "").upper().split(",") if f]
     unknown = [f for f in flags if f not in PRIORITY_FLAGS]
     for line, value in conf.lines_of("PriorityFlags"):
         if unknown:
-            report(Unrepresented(line.where, f"PriorityFlags={value}", f"{','.join(unknown)} not modelled"))
+            report(
+                Unrepresented(
+                    line.where, f"PriorityFlags={value}", f"{','.join(unknown)} not modelled"
+                )
+            )
     flags = [f for f in flags if f in PRIORITY_FLAGS]
     if kind != "multifactor":
         return {"type": "basic", "flags": flags} if accounting or flags else None
     priority: dict[str, object] = {"type": "multifactor"}
-    weights = {
-        name: int(value)
-        for key, name in PRIORITY_WEIGHTS.items()
-        if (value := conf.value(key)) is not None and value.isdigit()
-    }
+    given = {name: conf.value(key) for key, name in PRIORITY_WEIGHTS.items()}
+    weights = {name: int(v) for name, v in given.items() if v is not None and v.isdigit()}
     if weights:
         priority["weights"] = weights
     for key, name in (
@@ -148,8 +154,9 @@ def _priority(conf: SlurmConf, accounting: bool, report: Callable[[Unrepresented
         ("PriorityUsageResetPeriod", "usage_reset_period"),
         ("PriorityMaxAge", "max_age"),
     ):
-        if (value := conf.value(key)) is not None:
-            priority[name] = value.upper() if name == "usage_reset_period" else value
+        found = conf.value(key)
+        if found is not None:
+            priority[name] = found.upper() if name == "usage_reset_period" else found
     priority["flags"] = flags
     return priority
 
@@ -205,7 +212,7 @@ def global_settings(
 
 
 def _names(expression: str) -> list[str]:
-    return expand(expression)
+    return expand_names(expression)
 
 
 def _isolation(conf: SlurmConf) -> dict[str, object]:
@@ -229,7 +236,9 @@ def _options(
         lower = key.lower()
         if lower in FIXED:
             if value.lower() != FIXED[lower] and not (lower == "grestypes" and value == ""):
-                report(Unrepresented(line.where, f"{key}={value}", f"clustergen writes {FIXED[lower]}"))
+                report(
+                    Unrepresented(line.where, f"{key}={value}", f"clustergen writes {FIXED[lower]}")
+                )
             continue
         if lower in HANDLED or lower in PRIORITY_WEIGHTS:
             if lower == "mpidefault" and mpi not in ("none", "pmix"):
@@ -242,21 +251,26 @@ def _options(
                 result.option_sources[key] = line.where
             continue
         if lower in CHOWNED and _in_system_folder(value, CHOWNED[lower]):
+            folder = value if CHOWNED[lower] else posixpath.dirname(value)
             report(
                 Unrepresented(
                     line.where,
                     f"{key}={value}",
-                    f"the slurm role would chown {value if CHOWNED[lower] else posixpath.dirname(value)}"
-                    ", a system folder: the render writes clustergen's path (move it)",
+                    f"the slurm role would chown {folder}, a system folder: the render "
+                    "writes clustergen's path (move it)",
                 )
             )
             continue
         entry = known.get(lower)
         if entry is None or entry.removed or entry.defunct or lower in derived:
-            why = entry.note if entry is not None and entry.note else (
-                f"not a Slurm {PINNED_SLURM} slurm.conf key"
-                if entry is None
-                else f"derived from the spec ({DERIVED_KEYS.get(entry.name, 'see docs')})"
+            why = (
+                entry.note
+                if entry is not None and entry.note
+                else (
+                    f"not a Slurm {PINNED_SLURM} slurm.conf key"
+                    if entry is None
+                    else f"derived from the spec ({DERIVED_KEYS.get(entry.name, 'see docs')})"
+                )
             )
             report(Unrepresented(line.where, f"{key}={value}", why))
             continue
@@ -281,5 +295,3 @@ def _builtin_defaults(options: dict[str, str], result: Imported) -> None:
     for key, written in NO_DEFAULT_SPELLING.items():
         if key.lower() not in given:
             result.changes.append(f"{key}: not set in the original; render writes {written}")
-
-

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clustergen.importer.conf import ConfError, ConfFile, ConfLine, read_conf
-from clustergen.importer.nodes import ImportedNode
-from clustergen.importer.records import Unrepresented, expand
+from clustergen.importer.profiles import ImportedNode
+from clustergen.importer.reader import ConfError, ConfFile, ConfLine, read_conf
+from clustergen.importer.records import Unrepresented, expand_names
 
 # slurmdbd.conf keys that become slurm.accounting keys (slurmdbd.conf(5)).
 DBD_KEYS = {
@@ -23,7 +23,16 @@ DBD_KEYS = {
 # slurmdbd.conf keys clustergen writes itself (templates/slurm/slurmdbd.conf.j2): reported
 # only where the original's value would change.
 DBD_WRITTEN = frozenset(
-    {"authtype", "dbdhost", "dbdaddr", "slurmuser", "storagetype", "logfile", "pidfile", "storagepass"}
+    {
+        "authtype",
+        "dbdhost",
+        "dbdaddr",
+        "slurmuser",
+        "storagetype",
+        "logfile",
+        "pidfile",
+        "storagepass",
+    }
 )
 
 
@@ -45,7 +54,9 @@ def _read(directory: Path, name: str, report: Callable[[Unrepresented], None]) -
     return conf.lines
 
 
-def _switches(lines: list[ConfLine], report: Callable[[Unrepresented], None]) -> list[dict[str, str]] | None:
+def _switches(
+    lines: list[ConfLine], report: Callable[[Unrepresented], None]
+) -> list[dict[str, str]] | None:
     switches = []
     for line in lines:
         if line.key != "switchname":
@@ -85,11 +96,15 @@ def _gres(
         if (line.get("Name") or "").lower() != "gpu":
             report(Unrepresented(line.where, line.text, "only gpu GRES is modelled"))
             continue
-        targets = expand(line.get("NodeName") or "") if line.get("NodeName") else list(by_name)
+        targets = (
+            expand_names(line.get("NodeName") or "") if line.get("NodeName") else list(by_name)
+        )
         kinds = {by_name[t].gpu_type for t in targets if t in by_name and by_name[t].gpu_count}
         kind = line.get("Type")
         if kind is not None and kinds and kind not in kinds:
-            report(Unrepresented(line.where, line.text, f"Type={kind} differs from the nodes' Gres="))
+            report(
+                Unrepresented(line.where, line.text, f"Type={kind} differs from the nodes' Gres=")
+            )
         for key in ("Cores", "CPUs", "Links", "Flags", "Count", "MultipleFiles"):
             if line.get(key) is not None:
                 report(

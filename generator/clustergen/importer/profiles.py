@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 from clustergen.catalog.gpus import GPU_MODELS
 from clustergen.hosts import compress
-from clustergen.importer.records import NodeHardware, Record, Unrepresented, expand, node_hardware
+from clustergen.importer.records import (
+    NodeHardware,
+    Record,
+    Unrepresented,
+    expand_names,
+    node_hardware,
+)
 
 # NodeName keys the spec holds (hardware profile, node group); slurm.conf(5) "NODE
 # CONFIGURATION". Every other key of a NodeName line is reported.
@@ -88,7 +94,9 @@ def _gpu(record: Record, report: Callable[[Unrepresented], None]) -> tuple[str |
     return kind, count
 
 
-def read_nodes(records: list[Record], report: Callable[[Unrepresented], None]) -> list[ImportedNode]:
+def read_nodes(
+    records: list[Record], report: Callable[[Unrepresented], None]
+) -> list[ImportedNode]:
     nodes = []
     for record in records:
         for key, (written, value) in record.keys.items():
@@ -98,8 +106,9 @@ def read_nodes(records: list[Record], report: Callable[[Unrepresented], None]) -
         if state is not None and state.lower() not in PLAIN_STATES:
             report(
                 Unrepresented(
-                    record.line.where, f"State={state}", "rendered as State=UNKNOWN; set it "
-                    "with scontrol"
+                    record.line.where,
+                    f"State={state}",
+                    "rendered as State=UNKNOWN; set it with scontrol",
                 )
             )
         kind, count = _gpu(record, report)
@@ -116,7 +125,7 @@ def read_nodes(records: list[Record], report: Callable[[Unrepresented], None]) -
                     f"= {cores * hardware.threads_per_core}",
                 )
             )
-        for name in expand(record.name):
+        for name in expand_names(record.name):
             nodes.append(
                 ImportedNode(
                     name,
@@ -196,7 +205,7 @@ def profile_spec(profile: Profile) -> dict[str, object]:
     return spec
 
 
-def node_groups(
+def imported_groups(
     nodes: list[ImportedNode], profiles: dict[tuple[object, ...], Profile]
 ) -> list[tuple[str, str, tuple[str, ...], int | None]]:
     """(hostlist, profile, features, weight) per run of like nodes, in file order."""
@@ -210,7 +219,9 @@ def node_groups(
     groups = []
     for (profile, features, weight), names in runs:
         assert isinstance(profile, str) and isinstance(features, tuple)
-        groups.append((compress(names), profile, features, weight if isinstance(weight, int) else None))
+        groups.append(
+            (compress(names), profile, features, weight if isinstance(weight, int) else None)
+        )
     return groups
 
 

@@ -1,8 +1,9 @@
 """Read Slurm's configuration files as slurmctld does (slurm.conf(5), gres.conf(5),
 topology.conf(5), cgroup.conf(5), slurmdbd.conf(5)): `Include` (a relative path is
-read from the including file's folder, as slurmctld 22.05 reads it; nested), backslash continuations, `#`
-comments outside double quotes, keys in any case, double-quoted values, and one line
-holding several Key=Value pairs (NodeName, PartitionName, SwitchName, Name lines)."""
+read from the including file's folder, as slurmctld 22.05 reads it; nested), backslash
+continuations, `#` comments outside double quotes, keys in any case, spaces around '=',
+double-quoted values, and one line holding several Key=Value pairs (NodeName,
+PartitionName, SwitchName, Name lines)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def split_pairs(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     """Key=Value words, a double-quoted value kept whole (quotes removed); words without
     '=' are returned apart."""
     words: list[str] = []
-    current, quoted = [], False
+    current: list[str] = []
+    quoted = False
     for char in _tight(text):
         if char == '"':
             quoted = not quoted
