@@ -471,8 +471,8 @@ class Slurm(StrictModel):
         "deriving its own. Node Features are only nodes[].features (not the profile name "
         "and GPU type), and a partition's DefaultTime, DefCpuPerGPU, DefMemPerGPU and "
         "TRESBillingWeights are written only where the partition gives them. Validation "
-        "warns (slurm.keeps-imported-values) with what it would derive otherwise. Remove "
-        "it once the cluster may take clustergen's defaults.",
+        "warns (slurm.keeps-imported-values) that it does. Remove it once the cluster may "
+        "take clustergen's derived defaults.",
     )
     options: dict[str, ConfValue] = Field(
         default_factory=dict,
