@@ -165,3 +165,38 @@ def test_every_site_set_gives_a_spec_that_validates(tmp_path: Path, cli) -> None
         result = cli("validate", str(spec))
         assert result.code == 0, (site.name, result.err)
         assert "[slurm.keeps-imported-values]" in result.err
+
+
+def test_gres_forms_and_gres_conf_lines_are_read_or_reported(tmp_path: Path) -> None:
+    (tmp_path / "slurm.conf").write_text(
+        "SlurmctldHost=ctl\n"
+        "NodeName=a[1-2] CPUs=8 RealMemory=1000 Gres=gpu:h100:4(S:0-1)\n"
+        "NodeName=b1 CPUs=8 RealMemory=1000 Gres=gpu:2,nvme:1 TmpDisk=100\n"
+        "PartitionName=p Nodes=ALL\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "gres.conf").write_text(
+        "AutoDetect=nvml\nNodeName=a[1-2] Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-7\n",
+        encoding="utf-8",
+    )
+    imported = import_slurm(tmp_path)
+    left_out = {u.format() for u in imported.unrepresented}
+    for expected in (
+        "slurm.conf:2: Gres=gpu:h100:4(S:0-1): the socket list is dropped",
+        "slurm.conf:3: Gres=gpu:2: a GPU without a type",
+        "slurm.conf:3: Gres=nvme:1: only gpu GRES is modelled",
+        "slurm.conf:3: TmpDisk=100: not modelled",
+        "gres.conf:1: AutoDetect=nvml: clustergen writes File= lines",
+        "gres.conf:2: NodeName=a[1-2] Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-7: "
+        "Type=a100 differs from the nodes' Gres=",
+        "gres.conf:2: Cores=0-7: rendered from the hardware profile's topology table",
+    ):
+        assert any(item.startswith(expected) for item in left_out), (expected, left_out)
+    hardware = imported.spec["hardware"]
+    assert isinstance(hardware, dict)
+    assert hardware["h100-4gpu"]["gpu"] == {
+        "model": "h100-sxm5-80gb",
+        "count": 4,
+        "gres_type": "h100",
+    }
+    assert imported.spec["slurm"]["partitions"][0]["nodes"] == "a[1-2],b1"  # type: ignore[index]
