@@ -200,3 +200,20 @@ def test_gres_forms_and_gres_conf_lines_are_read_or_reported(tmp_path: Path) -> 
         "gres_type": "h100",
     }
     assert imported.spec["slurm"]["partitions"][0]["nodes"] == "a[1-2],b1"  # type: ignore[index]
+
+
+def test_an_imported_cluster_renders_its_own_features_and_acceptance_by_node_names(
+    tmp_path: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """keep_imported: no profile or GPU type among the features, so the acceptance jobs
+    that picked a profile by its feature name its nodes instead."""
+    document = yaml.safe_load((REPO / "tests/data/mixed-fleet.yaml").read_text())
+    document["slurm"]["keep_imported"] = True
+    spec = tmp_path / "imported.yaml"
+    spec.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    assert cli("render", str(spec), "-o", str(tmp_path / "out")).code == 0
+    rails = (tmp_path / "out/acceptance/debug/ib-rails.sbatch").read_text()
+    assert "#SBATCH --nodelist=gpu[01-02]" in rails and "--constraint" not in rails
+    conf = (tmp_path / "out/slurm/slurm.conf").read_text()
+    node_lines = [line for line in conf.splitlines() if line.startswith("NodeName=gpu")]
+    assert node_lines and all("hgx-h100" not in line for line in node_lines), node_lines

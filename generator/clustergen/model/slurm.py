@@ -471,7 +471,9 @@ class Slurm(StrictModel):
         "slurm`, docs/adopt.md): the render keeps what the cluster runs with instead of "
         "deriving its own. Node Features are only nodes[].features (not the profile name "
         "and GPU type), and a partition's DefaultTime, DefCpuPerGPU, DefMemPerGPU and "
-        "TRESBillingWeights are written only where the partition gives them. Validation "
+        "TRESBillingWeights are written only where the partition gives them; the acceptance "
+        "jobs that pick a profile's nodes name them (--nodelist) instead of its feature. "
+        "Validation "
         "warns (slurm.keeps-imported-values) that it does. Remove it once the cluster may "
         "take clustergen's derived defaults.",
     )
