@@ -172,6 +172,7 @@ def test_gres_forms_and_gres_conf_lines_are_read_or_reported(tmp_path: Path) -> 
         "SlurmctldHost=ctl\n"
         "NodeName=a[1-2] CPUs=8 RealMemory=1000 Gres=gpu:h100:4(S:0-1)\n"
         "NodeName=b1 CPUs=8 RealMemory=1000 Gres=gpu:2,nvme:1 TmpDisk=100\n"
+        "NodeName=c1 CPUs=64\n"
         "PartitionName=p Nodes=ALL\n",
         encoding="utf-8",
     )
@@ -190,6 +191,8 @@ def test_gres_forms_and_gres_conf_lines_are_read_or_reported(tmp_path: Path) -> 
         "gres.conf:2: NodeName=a[1-2] Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-7: "
         "Type=a100 differs from the nodes' Gres=",
         "gres.conf:2: Cores=0-7: rendered from the hardware profile's topology table",
+        # slurmctld 22.05 shows c1 as Sockets=64 CoresPerSocket=1 (checked by hand).
+        "slurm.conf:4: CPUs=64: slurmctld counts 64 sockets of one core",
     ):
         assert any(item.startswith(expected) for item in left_out), (expected, left_out)
     hardware = imported.spec["hardware"]
@@ -199,7 +202,12 @@ def test_gres_forms_and_gres_conf_lines_are_read_or_reported(tmp_path: Path) -> 
         "count": 4,
         "gres_type": "h100",
     }
-    assert imported.spec["slurm"]["partitions"][0]["nodes"] == "a[1-2],b1"  # type: ignore[index]
+    assert imported.spec["slurm"]["partitions"][0]["nodes"] == "a[1-2],b1,c1"  # type: ignore[index]
+    assert hardware["profile3"]["cpu"] == {
+        "sockets": 1,
+        "cores_per_socket": 64,
+        "threads_per_core": 1,
+    }
 
 
 def test_an_imported_cluster_renders_its_own_features_and_acceptance_by_node_names(

@@ -44,6 +44,8 @@ NODE_KEYS = frozenset(
 # Gres=gpu[:type]:count[(S:sockets)] (slurm.conf(5) Gres; the socket list is what
 # scontrol prints and some sites copy back).
 GPU_GRES = re.compile(r"^gpu(?::([A-Za-z0-9_]+))?:(\d+)(\(S:[0-9,-]+\))?$")
+# hardware.*.cpu.sockets' limit (model/hardware.py).
+MAX_SOCKETS = 16
 # State= values a rendered NodeName line keeps (it writes State=UNKNOWN).
 PLAIN_STATES = frozenset({"unknown", "idle"})
 
@@ -116,6 +118,16 @@ def read_nodes(
         weight = record.get("Weight")
         hardware = node_hardware(record)
         cores = hardware.boards * hardware.sockets_per_board * hardware.cores_per_socket
+        if hardware.boards * hardware.sockets_per_board > MAX_SOCKETS:
+            report(
+                Unrepresented(
+                    record.line.where,
+                    f"CPUs={hardware.cpus}",
+                    f"slurmctld counts {hardware.boards * hardware.sockets_per_board} "
+                    "sockets of one core (no Sockets= or CoresPerSocket= given); the spec "
+                    f"holds at most {MAX_SOCKETS}: rendered as 1 socket of {cores} cores",
+                )
+            )
         if hardware.cpus != cores * hardware.threads_per_core:
             report(
                 Unrepresented(
@@ -181,11 +193,14 @@ def gpu_model_for(gres_type: str | None) -> str:
 
 def profile_spec(profile: Profile) -> dict[str, object]:
     node, hw = profile.node, profile.node.hardware
+    sockets, cores = hw.boards * hw.sockets_per_board, hw.cores_per_socket
+    if sockets > MAX_SOCKETS:  # CPUs= alone: one socket of all the cores (reported)
+        sockets, cores = 1, sockets * cores
     spec: dict[str, object] = {
         "rack_units": 1,
         "cpu": {
-            "sockets": hw.boards * hw.sockets_per_board,
-            "cores_per_socket": hw.cores_per_socket,
+            "sockets": sockets,
+            "cores_per_socket": cores,
             "threads_per_core": hw.threads_per_core,
         },
         "memory_gib": max(1, -(-hw.real_memory_mib // 1024)),
