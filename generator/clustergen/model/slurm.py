@@ -24,7 +24,7 @@ from clustergen.model.syntax import (
     AbsolutePath,
     DatabaseWord,
     DnsDomain,
-    SlurmKey,
+    SlurmConfKey,
     SlurmName,
     UnixName,
     VariableName,
@@ -129,7 +129,7 @@ class Partition(StrictModel):
         description="NCCL settings for jobs in this partition (its acceptance jobs' "
         "environment), over the profile's and the global ones.",
     )
-    options: dict[SlurmKey, ConfValue] = Field(
+    options: dict[SlurmConfKey, ConfValue] = Field(
         default_factory=dict,
         description="Further keys of this partition's PartitionName line (e.g. MaxNodes, "
         "DefMemPerCPU, Hidden), written as given after clustergen's own, before State; what "

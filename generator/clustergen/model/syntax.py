@@ -252,7 +252,7 @@ SHA256 = Syntax(
 )
 
 SlurmName = Annotated[str, SLURM_NAME]
-SlurmKey = Annotated[str, SLURM_KEY]
+SlurmConfKey = Annotated[str, SLURM_KEY]
 ClusterName = Annotated[str, CLUSTER_NAME]
 DnsDomain = Annotated[str, DNS_DOMAIN]
 TimeServer = Annotated[str, TIME_SERVER]
