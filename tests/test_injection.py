@@ -205,6 +205,7 @@ def _every_string_spec() -> dict[str, Any]:
         qos="normal",
         default_time="1:00:00",
         nccl={"env": {"NCCL_ALGO": "Tree"}},
+        options={"MaxNodes": "8"},
     )
     slurm["qos"] = [{"name": "normal"}, {"name": "low", "preempt": ["normal"]}]
     slurm["priority"]["max_age"] = "7-0"

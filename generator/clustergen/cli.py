@@ -142,6 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     plan.set_defaults(command=cmd_plan)
 
+    _add_import(commands)
+
     lock = commands.add_parser(
         "lock",
         help="check every package pin against the repositories' package indexes",
@@ -535,6 +537,56 @@ def _write_text(target: Path, text: str) -> None:
 
     write_file(target, text)
     print(f"wrote {target}", file=sys.stderr)
+
+
+def _add_import(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    importer = commands.add_parser(
+        "import",
+        help="write a spec from an existing cluster's configuration files",
+        description="Write a spec from an existing cluster's files (docs/adopt.md).",
+    )
+    sources = importer.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    slurm = sources.add_parser(
+        "slurm",
+        help="read slurm.conf and the files beside it",
+        description="Read DIR/slurm.conf (with its Include files) and any of gres.conf, "
+        "topology.conf, cgroup.conf and slurmdbd.conf beside it, and write a spec: nodes, "
+        "hardware profiles, partitions, switches, accounting and slurm.options. Every line "
+        "the spec cannot hold is listed (file:line) on stderr and at the top of the spec, "
+        "with the placeholders to review. Exit 0: written; 2: DIR unreadable, no "
+        "slurm.conf, or SPEC exists (without --force).",
+    )
+    slurm.add_argument("directory", metavar="DIR")
+    slurm.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        metavar="SPEC",
+        help="where to write the spec (default: stdout)",
+    )
+    slurm.add_argument("--force", action="store_true", help="replace SPEC if it exists")
+    slurm.set_defaults(command=cmd_import_slurm)
+
+
+def cmd_import_slurm(args: argparse.Namespace) -> int:
+    from clustergen.importer.build import REVIEW, import_slurm
+    from clustergen.importer.emit import spec_text
+
+    imported = import_slurm(Path(args.directory))
+    text = spec_text(imported, args.directory)
+    target = Path(args.output)
+    if args.output != "-" and (target.exists() or target.is_symlink()) and not args.force:
+        raise UsageError(f"{target} exists; pass --force to replace it")
+    for item in imported.unrepresented:
+        print(f"not imported: {item.format()}", file=sys.stderr)
+    for change in imported.changes:
+        print(f"render changes: {change}", file=sys.stderr)
+    print("review (placeholders, not facts): " + "; ".join(REVIEW), file=sys.stderr)
+    if args.output == "-":
+        sys.stdout.write(text)
+        return int(ExitCode.OK)
+    _write_text(target, text)
+    return int(ExitCode.OK)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

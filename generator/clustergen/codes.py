@@ -814,6 +814,18 @@ SLURM_SYSTEM_FOLDER = Code(
     "a folder the slurm role creates and gives to a daemon (StateSaveLocation, SlurmdSpoolDir, "
     "a log file's folder) is a system folder such as /etc or /var/log",
 )
+SLURM_KEEPS_IMPORTED_VALUES = Code(
+    "slurm.keeps-imported-values",
+    "warning",
+    "slurm.keep_imported: the render keeps the imported node features and partition defaults "
+    "instead of deriving clustergen's own (docs/adopt.md)",
+)
+SLURM_PARTITION_OPTION_MODELLED = Code(
+    "slurm.partition-option-modelled",
+    "error",
+    "a partition's options set a key that clustergen writes from a partition key (Nodes, "
+    "MaxTime, State...): use the partition key",
+)
 SLURM_HA_STATE_NOT_SHARED = Code(
     "slurm.ha-state-not-shared",
     "error",

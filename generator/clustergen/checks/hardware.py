@@ -22,7 +22,9 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
         if host.is_slurm_compute:
             compute_nodes.setdefault(host.hardware_name, []).append(host.name)
     for name in sorted(compute_nodes.keys() & set(spec.hardware)):
-        if spec.hardware[name].reserved_memory_gib is None:
+        profile = spec.hardware[name]
+        # real_memory_mib is RealMemory itself (an imported cluster's), so nothing to reserve.
+        if profile.reserved_memory_gib is None and profile.real_memory_mib is None:
             problems.append(
                 Problem(
                     codes.HARDWARE_RESERVED_MEMORY_MISSING,

@@ -45,6 +45,7 @@ def nodes(cluster: ResolvedCluster) -> list[Problem]:
         *_controllers(cluster),
         *_accounting(cluster),
         *_partitions(cluster),
+        *_imported(cluster.spec),
     ]
 
 
@@ -151,6 +152,46 @@ def _weakening(spec: Spec) -> list[Problem]:
                 "adopted into a job keeps sshd's limits, not the job's; add it, or set "
                 "slurm.isolation.ssh_adopt: false",
             )
+    return problems
+
+
+# PartitionName keys clustergen writes from partition keys (outputs/slurm/derive.py
+# _partition_lines): a partition's options may not set them.
+_PARTITION_KEYS = frozenset(
+    {
+        "partitionname", "nodes", "default", "maxtime", "defaulttime", "prioritytier",
+        "state", "oversubscribe", "allowaccounts", "allowgroups", "allowqos", "qos",
+        "defcpupergpu", "defmempergpu", "tresbillingweights", "preemptmode", "topology",
+    }
+)  # fmt: skip
+
+
+def _imported(spec: Spec) -> list[Problem]:
+    """Partition options that clash with partition keys; what slurm.keep_imported keeps."""
+    problems = [
+        Problem(
+            codes.SLURM_PARTITION_OPTION_MODELLED,
+            ("slurm", "partitions", index, "options", key),
+            f"{key} is written from this partition's own keys; set it there, not in options",
+            at="key",
+        )
+        for index, partition in enumerate(spec.slurm.partitions)
+        for key in partition.options
+        if key.lower() in _PARTITION_KEYS
+    ]
+    if spec.slurm.keep_imported:
+        problems.append(
+            Problem(
+                codes.SLURM_KEEPS_IMPORTED_VALUES,
+                ("slurm", "keep_imported"),
+                "the render keeps what the imported cluster runs with: node Features only "
+                "from nodes[].features (not the profile name and GPU type), and each "
+                "partition's DefaultTime, DefCpuPerGPU, DefMemPerGPU and TRESBillingWeights "
+                "only where it gives them, so a first render changes no node or partition; "
+                "remove keep_imported to take clustergen's derived defaults (docs/adopt.md)",
+                at="key",
+            )
+        )
     return problems
 
 

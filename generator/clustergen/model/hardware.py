@@ -255,6 +255,12 @@ class HardwareProfile(StrictModel):
     rack_units: Int = Field(ge=1, le=60, description="Height in rack units.")
     cpu: Cpu
     memory_gib: Int = Field(ge=1, description="Installed memory in GiB.")
+    real_memory_mib: Int | None = Field(
+        default=None,
+        ge=1,
+        description="Slurm RealMemory in MiB, exactly (what `clustergen import` reads from a "
+        "running cluster's NodeName line). Default (memory_gib - reserved_memory_gib) x 1024.",
+    )
     reserved_memory_gib: Int | None = Field(
         default=None,
         ge=0,
@@ -316,8 +322,13 @@ class HardwareProfile(StrictModel):
         """The memory jobs may be given on a node: RealMemory (memory_gib less
         reserved_memory_gib) less system_reserved.memory_gib (MemSpecLimit)."""
         reserve = self.system_reserved
-        real = self.memory_gib - (self.reserved_memory_gib or 0)
-        return (real - (reserve.memory_gib if reserve else 0)) * 1024
+        return self.slurm_real_memory_mib() - (reserve.memory_gib if reserve else 0) * 1024
+
+    def slurm_real_memory_mib(self) -> int:
+        """Slurm's RealMemory: real_memory_mib, else memory_gib less reserved_memory_gib."""
+        if self.real_memory_mib is not None:
+            return self.real_memory_mib
+        return (self.memory_gib - (self.reserved_memory_gib or 0)) * 1024
 
     @field_validator("reserved_memory_gib")
     @classmethod

@@ -24,6 +24,7 @@ from clustergen.model.syntax import (
     AbsolutePath,
     DatabaseWord,
     DnsDomain,
+    SlurmConfKey,
     SlurmName,
     UnixName,
     VariableName,
@@ -127,6 +128,12 @@ class Partition(StrictModel):
         default=None,
         description="NCCL settings for jobs in this partition (its acceptance jobs' "
         "environment), over the profile's and the global ones.",
+    )
+    options: dict[SlurmConfKey, ConfValue] = Field(
+        default_factory=dict,
+        description="Further keys of this partition's PartitionName line (e.g. MaxNodes, "
+        "DefMemPerCPU, Hidden), written as given after clustergen's own, before State; what "
+        "`clustergen import` reads and the spec does not model. A value is one word.",
     )
     max_blocking: float | None = Field(
         default=None,
@@ -457,6 +464,18 @@ class Slurm(StrictModel):
         default_factory=Isolation,
         description="Users kept inside their jobs and out of each other's data: each part on "
         "by default, each switchable with the reason given (docs/security.md).",
+    )
+    keep_imported: bool = Field(
+        default=False,
+        description="The spec was imported from a running cluster (`clustergen import "
+        "slurm`, docs/adopt.md): the render keeps what the cluster runs with instead of "
+        "deriving its own. Node Features are only nodes[].features (not the profile name "
+        "and GPU type), and a partition's DefaultTime, DefCpuPerGPU, DefMemPerGPU and "
+        "TRESBillingWeights are written only where the partition gives them; the acceptance "
+        "jobs that pick a profile's nodes name them (--nodelist) instead of its feature. "
+        "Validation "
+        "warns (slurm.keeps-imported-values) that it does. Remove it once the cluster may "
+        "take clustergen's derived defaults.",
     )
     options: dict[str, ConfValue] = Field(
         default_factory=dict,

@@ -237,6 +237,8 @@ UNIX_NAME = Syntax(
     "letter or '_'",
 )
 VARIABLE_NAME = Syntax(r"^[A-Za-z_][A-Za-z0-9_]*$", "an Ansible variable name")
+# A key of a slurm.conf line (slurm.conf(5): letters and digits, e.g. MaxCPUsPerNode).
+SLURM_KEY = Syntax(r"^[A-Za-z][A-Za-z0-9]{0,63}$", "a slurm.conf key: letters and digits")
 ENV_NAME = Syntax(
     r"^[A-Za-z_][A-Za-z0-9_]*$",
     "an environment variable name: letters, digits and '_', not starting with a digit",
@@ -250,6 +252,7 @@ SHA256 = Syntax(
 )
 
 SlurmName = Annotated[str, SLURM_NAME]
+SlurmConfKey = Annotated[str, SLURM_KEY]
 ClusterName = Annotated[str, CLUSTER_NAME]
 DnsDomain = Annotated[str, DNS_DOMAIN]
 TimeServer = Annotated[str, TIME_SERVER]

@@ -38,6 +38,9 @@ class RailJob:
     units: tuple[str, ...] = ()
     cross_threshold_gbits: float = 0.0
     cross_derivation: str = ""
+    # slurm.keep_imported leaves the profile out of the node features: the job names the
+    # nodes instead (hostlist), else "" and it is constrained to the profile's feature
+    nodelist: str = ""
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,7 @@ def _rail_job(
         tuple(compress(group) if len(group) > 1 else group[0] for group in groups),
         cross,
         why,
+        compress(names) if cluster.spec.slurm.keep_imported else "",
     )
 
 

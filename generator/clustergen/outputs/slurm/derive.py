@@ -237,7 +237,7 @@ def gres_type(profile: HardwareProfile) -> str | None:
 
 
 def real_memory_mib(profile: HardwareProfile) -> int:
-    return (profile.memory_gib - (profile.reserved_memory_gib or 0)) * 1024
+    return profile.slurm_real_memory_mib()
 
 
 def derive_slurm(cluster: ResolvedCluster) -> SlurmContext:
@@ -571,6 +571,8 @@ def _groups_in_order(hosts: Sequence[Host], key_of: Callable[[Host], Hashable]) 
 
 def _node_features(spec: Spec, host: Host) -> list[str]:
     group = spec.nodes[host.group_index]
+    if spec.slurm.keep_imported:  # an imported cluster keeps the features it has
+        return list(dict.fromkeys(group.features))
     features = [host.hardware_name, gres_type(host.hardware), *group.features]
     return list(dict.fromkeys(f for f in features if f))
 
@@ -640,7 +642,8 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
             settings.append(("MemSpecLimit", str(reserve.memory_gib * 1024)))
         if profile.gpu is not None:
             settings.append(("Gres", f"gpu:{gres_type(profile)}:{profile.gpu.count}"))
-        settings.append(("Features", ",".join(_node_features(spec, first))))
+        if _node_features(spec, first):
+            settings.append(("Features", ",".join(_node_features(spec, first))))
         weight = spec.nodes[first.group_index].weight
         if weight is not None:
             settings.append(("Weight", str(weight)))
@@ -667,9 +670,9 @@ def partition_default_time_min(partition: Partition) -> int:
     return min(DEFAULT_PARTITION_TIME_MIN, max_minutes)
 
 
-def _default_time(partition: Partition) -> str:
-    if partition.default_time is not None:
-        return str(partition.default_time)
+def _default_time(partition: Partition, keep_imported: bool = False) -> str:
+    if partition.default_time is not None or keep_imported:
+        return str(partition.default_time or "")
     minutes = partition_default_time_min(partition)
     return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
 
@@ -737,7 +740,7 @@ def _partition_lines(cluster: ResolvedCluster, network: SlurmTopology) -> list[N
         def_cpu: int | None = partition.def_cpu_per_gpu
         def_mem: int | None = partition.def_mem_per_gpu_mib
         weights = _explicit_weights(partition)
-        if shares:
+        if shares and not spec.slurm.keep_imported:
             def_cpu = def_cpu or min(s.cpus for s in shares) or None
             if def_mem is None and not mem_default_elsewhere:
                 def_mem = min(s.memory_mib for s in shares)
@@ -750,7 +753,7 @@ def _partition_lines(cluster: ResolvedCluster, network: SlurmTopology) -> list[N
             settings.append(("Default", "YES"))
         optional: list[tuple[str, object]] = [
             ("MaxTime", partition.max_time),
-            ("DefaultTime", _default_time(partition)),
+            ("DefaultTime", _default_time(partition, spec.slurm.keep_imported)),
             ("PriorityTier", partition.priority_tier),
             ("OverSubscribe", partition.oversubscribe),
             ("AllowAccounts", ",".join(partition.allow_accounts)),
@@ -765,6 +768,7 @@ def _partition_lines(cluster: ResolvedCluster, network: SlurmTopology) -> list[N
             ("Topology", network.partition_topology.get(partition.name)),
         ]
         settings += [(key, str(value)) for key, value in optional if value not in (None, "")]
+        settings += [(key, str(value)) for key, value in partition.options.items()]
         settings.append(("State", partition.state))
         lines.append(NodeLine(partition.name, [("Nodes", compress(names)), *settings]))
     return lines

@@ -1,0 +1,190 @@
+"""A Slurm configuration directory to a spec (as plain data), with every line the spec
+cannot hold reported and every value an admin must fill in listed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from clustergen.errors import UsageError
+from clustergen.importer.partitions import read_partitions
+from clustergen.importer.profiles import (
+    ImportedNode,
+    imported_groups,
+    make_profiles,
+    profile_spec,
+    read_nodes,
+)
+from clustergen.importer.reader import ConfError, read_conf
+from clustergen.importer.records import (
+    Imported,
+    SlurmConf,
+    Unrepresented,
+    expand_names,
+    sort_lines,
+)
+from clustergen.importer.settings import PINNED_SLURM, ControllerHosts, global_settings
+from clustergen.importer.side_files import read_side_files
+
+# The values an admin must review: the Slurm files do not hold them. Addresses come from
+# 198.18.0.0/15, the range RFC 2544 sets aside for benchmarks, so none is a real
+# network; the domain ends in .invalid (RFC 2606).
+MANAGEMENT_CIDR = "198.18.0.0/16"
+FABRIC_CIDR = "198.19.0.0/16"
+SOFTWARE = {
+    "os": "ubuntu-24.04",
+    "nvidia_driver": "570.133.20",
+    "cuda": "12.8.1",
+    "nccl": "2.26.2",
+    "dcgm": "4.1.1",
+    "slurm": PINNED_SLURM,
+}
+REVIEW = (
+    "cluster.domain (a placeholder under .invalid)",
+    "software (a placeholder stack: pin what the cluster runs)",
+    "hardware.*: rack_units, interfaces, power, and gpu.model where the GRES type names "
+    "several models",
+    f"network.management ({MANAGEMENT_CIDR}, a placeholder) and each node group's management_ip",
+    "nodes: the controller and slurmdbd hosts' hardware profile 'controller' (a placeholder)",
+    "racks (none imported: validate warns where power and rack positions are missing)",
+)
+
+
+def import_slurm(directory: Path) -> Imported:
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: not a directory")
+    if not (directory / "slurm.conf").is_file():
+        raise UsageError(f"{directory}: no slurm.conf there")
+    try:
+        main = read_conf(directory, "slurm.conf")
+    except ConfError as exc:
+        raise UsageError(str(exc)) from exc
+    result = Imported(spec={})
+    report = result.unrepresented.append
+    for where, why in main.unreadable:
+        report(Unrepresented(where, "line", why))
+    conf = sort_lines(main.lines)
+    _build(directory, conf, result, report)
+    return result
+
+
+def _nodesets(conf: SlurmConf, nodes: list[ImportedNode]) -> dict[str, list[str]]:
+    sets: dict[str, list[str]] = {}
+    for record in conf.nodesets:
+        feature, members = record.get("Feature"), record.get("Nodes")
+        if members:
+            sets[record.name] = expand_names(members)
+        elif feature:
+            sets[record.name] = [n.name for n in nodes if feature in n.features]
+    return sets
+
+
+def _cluster_name(conf: SlurmConf, directory: Path) -> str:
+    raw = conf.value("ClusterName") or directory.resolve().name or "imported"
+    name = re.sub(r"[^a-z0-9_-]", "-", raw.lower()).lstrip("0123456789_-")[:40]
+    return name or "imported"
+
+
+def _build(
+    directory: Path, conf: SlurmConf, result: Imported, report: Callable[[Unrepresented], None]
+) -> None:
+    nodes = read_nodes(conf.nodes, report)
+    every = [n.name for n in nodes]
+    for record in conf.downnodes:
+        report(
+            Unrepresented(
+                record.line.where,
+                record.line.text,
+                "node states are not spec: set them with scontrol update",
+            )
+        )
+    for line in conf.other:
+        report(Unrepresented(line.where, line.text, "not modelled"))
+    nodesets = _nodesets(conf, nodes)
+    partitions = read_partitions(conf.partitions, nodesets, every, report)
+    profiles = make_profiles(nodes)
+    slurm, hosts = global_settings(conf, result, report)
+    side = read_side_files(directory, nodes, slurm, report)
+    slurm["partitions"] = partitions
+    slurm["keep_imported"] = True
+    name = _cluster_name(conf, directory)
+    hardware: dict[str, dict[str, object]] = {p.name: profile_spec(p) for p in profiles.values()}
+    spec: dict[str, object] = {
+        "version": 1,
+        "cluster": {"name": name, "domain": f"{name}.invalid"},
+        "software": dict(SOFTWARE),
+        "hardware": hardware,
+    }
+    groups = imported_groups(nodes, profiles)
+    spec["network"] = _network(side.switches)
+    spec["nodes"] = _node_groups(groups, hosts, side.switches is not None)
+    if hosts.needs_controller_profile:
+        hardware["controller"] = {
+            "rack_units": 1,
+            "cpu": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
+            "memory_gib": 16,
+            "interfaces": {"management": "eth0"},
+        }
+    if side.switches is not None:
+        for profile in hardware.values():
+            interfaces = profile["interfaces"]
+            assert isinstance(interfaces, dict)
+            interfaces["fabric"] = "ib0"
+    spec["slurm"] = slurm
+    result.spec = spec
+
+
+def _network(switches: list[dict[str, str]] | None) -> dict[str, object]:
+    network: dict[str, object] = {"management": {"cidr": MANAGEMENT_CIDR}}
+    if switches is not None:
+        network["fabric"] = {
+            "type": "infiniband",
+            "rate": "hdr",
+            "cidr": FABRIC_CIDR,
+            "switches": switches,
+        }
+    return network
+
+
+def _address(index: int, base: int) -> str:
+    return f"198.{base}.{index // 256}.{index % 256}"
+
+
+def _node_groups(
+    groups: list[tuple[str, str, tuple[str, ...], int | None]],
+    hosts: ControllerHosts,
+    fabric: bool,
+) -> list[dict[str, object]]:
+    specs: list[dict[str, object]] = []
+    index = 1
+    for names, profile, features, weight in groups:
+        roles = ["compute"] + [
+            r for name, r in hosts.roles_on_compute if name in expand_names(names)
+        ]
+        group: dict[str, object] = {
+            "names": names,
+            "hardware": profile,
+            "roles": list(dict.fromkeys(roles)),
+            "management_ip": _address(index, 18),
+        }
+        if fabric:
+            group["fabric_ip"] = _address(index, 19)
+        if features:
+            group["features"] = list(features)
+        if weight is not None:
+            group["weight"] = weight
+        specs.append(group)
+        index += len(expand_names(names))
+    for name, roles in hosts.service_hosts.items():
+        group = {
+            "names": name,
+            "hardware": "controller",
+            "roles": roles,
+            "management_ip": _address(index, 18),
+        }
+        if fabric:
+            group["fabric_ip"] = _address(index, 19)
+        specs.append(group)
+        index += 1
+    return specs

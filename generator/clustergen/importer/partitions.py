@@ -1,0 +1,119 @@
+"""PartitionName lines to slurm.partitions: the keys the spec models become partition
+keys, every other key goes to the partition's `options` as written (slurm.conf(5)
+"PARTITION CONFIGURATION")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from clustergen.hosts import compress
+from clustergen.importer.records import Record, Unrepresented, expand_names
+
+LIST_KEYS = {
+    "allowaccounts": "allow_accounts",
+    "allowgroups": "allow_groups",
+    "allowqos": "allow_qos",
+}
+PLAIN_KEYS = {
+    "maxtime": "max_time",
+    "defaulttime": "default_time",
+    "qos": "qos",
+}
+INT_KEYS = {
+    "prioritytier": "priority_tier",
+    "defcpupergpu": "def_cpu_per_gpu",
+    "defmempergpu": "def_mem_per_gpu_mib",
+}
+STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
+OVERSUBSCRIBE = ("NO", "YES", "EXCLUSIVE", "FORCE")
+PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND")
+WEIGHT = re.compile(r"^(CPU|Mem|GRES/gpu)=([0-9.]+)(G?)$", re.IGNORECASE)
+WEIGHT_KEYS = {"cpu": "cpu", "mem": "mem_per_gib", "gres/gpu": "gpu"}
+
+
+def partition_nodes(value: str, nodesets: dict[str, list[str]], every: list[str]) -> list[str]:
+    """Nodes= as slurmctld reads it: ALL, node set names and hostlists, comma separated."""
+    names: list[str] = []
+    for item in _top_level(value):
+        if item.upper() == "ALL":
+            names += every
+        elif item in nodesets:
+            names += nodesets[item]
+        else:
+            names += expand_names(item)
+    return list(dict.fromkeys(names))
+
+
+def _top_level(value: str) -> list[str]:
+    items, depth, current = [], 0, ""
+    for char in value:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    return [item for item in [*items, current] if item]
+
+
+def _weights(value: str) -> dict[str, float] | None:
+    weights: dict[str, float] = {}
+    for item in value.split(","):
+        match = WEIGHT.match(item)
+        if match is None or (match[1].lower() == "mem") != (match[3] == "G"):
+            return None
+        weights[WEIGHT_KEYS[match[1].lower()]] = float(match[2])
+    return weights
+
+
+def _modelled(key: str, value: str, spec: dict[str, object]) -> bool:
+    """Put a modelled key into the partition's spec; False when its value is not one the
+    spec language takes (it then goes to options)."""
+    upper = value.upper()
+    if key == "default":
+        spec["default"] = upper == "YES"
+    elif key in PLAIN_KEYS:
+        spec[PLAIN_KEYS[key]] = value
+    elif key in INT_KEYS and value.isdigit():
+        spec[INT_KEYS[key]] = int(value)
+    elif key in LIST_KEYS:
+        if upper != "ALL":
+            spec[LIST_KEYS[key]] = value.split(",")
+    elif key == "state" and upper in STATES:
+        spec["state"] = upper
+    elif key == "oversubscribe" and upper in OVERSUBSCRIBE:
+        spec["oversubscribe"] = upper
+    elif key == "preemptmode" and upper in PREEMPT_MODES:
+        spec["preempt_mode"] = upper
+    elif key == "tresbillingweights" and (weights := _weights(value)) is not None:
+        spec["billing_weights"] = weights
+    else:
+        return False
+    return True
+
+
+def read_partitions(
+    records: list[Record],
+    nodesets: dict[str, list[str]],
+    every: list[str],
+    report: Callable[[Unrepresented], None],
+) -> list[dict[str, object]]:
+    partitions = []
+    for record in records:
+        nodes_value = record.get("Nodes")
+        if not nodes_value:
+            report(Unrepresented(record.line.where, f"PartitionName={record.name}", "no Nodes="))
+            continue
+        names = partition_nodes(nodes_value, nodesets, every)
+        spec: dict[str, object] = {"name": record.name, "nodes": compress(names)}
+        options: dict[str, str] = {}
+        for key, (written, value) in record.keys.items():
+            if key == "nodes":
+                continue
+            if not _modelled(key, value, spec):
+                options[written] = value
+        if options:
+            spec["options"] = options
+        partitions.append(spec)
+    return partitions

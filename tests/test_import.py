@@ -1,0 +1,227 @@
+"""`clustergen import slurm` without daemons (issue 26): the reader against the syntax
+real sites write, the hardware slurmctld computes, what is reported as not imported
+(file:line, on stderr and atop the spec), exit codes and the written file. The real
+slurmctld judges the result in tests/test_import_real_slurm.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clustergen.importer.build import import_slurm
+from clustergen.importer.reader import read_conf, split_pairs, strip_comment
+from clustergen.importer.records import expand_names, node_hardware, sort_lines
+
+from support.paths import REPO
+
+SITES = REPO / "tests" / "data" / "slurm-sites"
+
+SITE_CONF = """\
+# A site's file: any case, spaces around '=', quotes, comments, continuations.
+ClusterName=alpha   # trailing comment
+slurmctldhost = head1
+SchedulerParameters="bf_continue,bf_window=2880" # quoted
+NodeName=DEFAULT Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 \\
+    RealMemory=64000
+nodename=n[01-04] feature=old
+NodeName=DEFAULT RealMemory=128000
+NodeName=n[05-06] Feature=new
+PartitionName=DEFAULT MaxTime=1-00:00:00
+include conf.d/parts.conf
+"""
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "slurm.conf").write_text(SITE_CONF, encoding="utf-8")
+    # Nested and relative to the including file's folder, as slurmctld reads it.
+    (tmp_path / "conf.d" / "parts.conf").write_text("Include more.conf\n", encoding="utf-8")
+    (tmp_path / "conf.d" / "more.conf").write_text(
+        "PartitionName=batch Nodes=n[01-06] Default=YES MaxNodes=2\n", encoding="utf-8"
+    )
+    return tmp_path
+
+
+def test_comments_quotes_and_pairs() -> None:
+    assert strip_comment("A=1 # note") == "A=1 "
+    assert strip_comment('Reason="disk # 3" State=DOWN') == 'Reason="disk # 3" State=DOWN'
+    pairs, bare = split_pairs('NodeName = n1 Reason="bad DIMM, ticket 7"  Weight =5')
+    assert pairs == [("NodeName", "n1"), ("Reason", "bad DIMM, ticket 7"), ("Weight", "5")]
+    assert bare == []
+
+
+def test_the_reader_follows_includes_defaults_and_continuations(site: Path) -> None:
+    conf = read_conf(site, "slurm.conf")
+    assert conf.unreadable == []
+    sorted_conf = sort_lines(conf.lines)
+    assert sorted_conf.value("clustername") == "alpha"
+    assert sorted_conf.value("SlurmctldHost") == "head1"
+    assert sorted_conf.value("SchedulerParameters") == "bf_continue,bf_window=2880"
+    first, second = sorted_conf.nodes
+    # A DEFAULT line applies to the lines after it, as slurmctld applies it.
+    assert (first.get("RealMemory"), second.get("RealMemory")) == ("64000", "128000")
+    assert first.get("Feature") == "old" and first.line.where == "slurm.conf:7"
+    assert node_hardware(first).cpus == 32
+    (partition,) = sorted_conf.partitions
+    assert partition.get("MaxTime") == "1-00:00:00"
+    assert partition.line.where == "conf.d/more.conf:1"
+
+
+def test_an_include_loop_and_a_missing_include_are_reported(tmp_path: Path) -> None:
+    (tmp_path / "slurm.conf").write_text("Include slurm.conf\nInclude gone.conf\n")
+    conf = read_conf(tmp_path, "slurm.conf")
+    whys = [f"{where} {why}" for where, why in conf.unreadable]
+    assert any(w.startswith("slurm.conf:1 Include slurm.conf: nested") for w in whys), whys
+    assert any(w.startswith("slurm.conf:2 Include gone.conf:") for w in whys), whys
+
+
+def test_hostlists_and_hardware_as_slurmctld_computes_them() -> None:
+    assert expand_names("r[1-2]-n[01-02],spare") == [
+        "r1-n01",
+        "r1-n02",
+        "r2-n01",
+        "r2-n02",
+        "spare",
+    ]
+    assert expand_names("gpu[08-10]") == ["gpu08", "gpu09", "gpu10"]
+    records = sort_lines(read_conf(SITES / "legacy-consres-2016", "slurm.conf").lines).nodes
+    hardware = node_hardware(records[0])
+    assert (hardware.cpus, hardware.sockets_per_board, hardware.real_memory_mib) == (16, 2, 64000)
+
+
+def test_an_import_says_what_it_left_out_where_it_was(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "spec.yaml"
+    result = cli("import", "slurm", str(SITES / "legacy-consres-2016"), "-o", str(out))
+    assert result.code == 0, result.err
+    text = out.read_text(encoding="utf-8")
+    for left_out in (
+        "slurm.conf:34: FastSchedule=1",
+        "slurm.conf:36: SelectType=select/cons_res: clustergen writes select/cons_tres",
+        "slurm.conf:6: ControlAddr=10.1.0.1",
+    ):
+        assert f"not imported: {left_out}" in result.err
+        assert f"#   {left_out}" in text
+    assert "REVIEW" in text and "review (placeholders, not facts)" in result.err
+    spec = yaml.safe_load(text)
+    assert spec["slurm"]["controllers"] == ["hpc-master", "hpc-backup"]
+    batch = spec["slurm"]["partitions"][0]
+    assert batch["options"] == {"Shared": "NO"} and batch["max_time"] == "7-00:00:00"
+    assert spec["slurm"]["partitions"][1]["options"] == {"MaxNodes": "1"}
+    # Slurm's own default, which the original relies on, kept against clustergen's.
+    assert spec["slurm"]["options"]["UnkillableStepTimeout"] == "60"
+    assert "# imported: slurm.conf:30" in text  # SlurmdTimeout's line
+
+
+def test_odd_syntax_imports_nodes_partitions_and_down_nodes(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("import", "slurm", str(SITES / "odd-syntax"))
+    assert result.code == 0, result.err
+    assert "not imported: slurm.conf:21: DownNodes=c10" in result.err
+    spec = yaml.safe_load(result.out)
+    assert [g["names"] for g in spec["nodes"][:2]] == ["c[01-10]", "gpu[1-2]"]
+    assert spec["hardware"]["a100-4gpu"]["cpu"] == {
+        "sockets": 2,
+        "cores_per_socket": 24,
+        "threads_per_core": 2,
+    }
+    assert spec["slurm"]["state_save"] == {"path": "/var/spool/slurmctld"}
+
+
+def test_nodesets_and_profiles_named_from_gpus_and_features() -> None:
+    imported = import_slurm(SITES / "nodeset-include-23")
+    spec = imported.spec
+    assert list(spec["hardware"]) == ["h100-8gpu", "genoa", "controller"]  # type: ignore[arg-type]
+    partitions = {p["name"]: p for p in spec["slurm"]["partitions"]}  # type: ignore[index]
+    assert partitions["gpu"]["nodes"] == "gpu[001-008]"
+    assert partitions["all"]["nodes"] == "cpu[0001-0016],gpu[001-008]"
+    assert partitions["all"]["options"] == {"Hidden": "YES"}
+
+
+@pytest.mark.parametrize("case", ["no-dir", "no-slurm-conf", "exists"])
+def test_unusable_invocations_exit_2_with_a_message(case: str, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    target = tmp_path / "spec.yaml"
+    source = SITES / "hetero-gpu"
+    if case == "no-dir":
+        source = tmp_path / "missing"
+    elif case == "no-slurm-conf":
+        source = tmp_path
+    else:
+        target.write_text("mine\n")
+    result = cli("import", "slurm", str(source), "-o", str(target))
+    assert result.code == 2 and result.out == ""
+    assert result.err.startswith("clustergen: ") and "Traceback" not in result.err
+    if case == "exists":
+        assert target.read_text() == "mine\n"  # never touched without --force
+        assert cli("import", "slurm", str(source), "-o", str(target), "--force").code == 0
+        assert target.read_text().startswith("# Imported by")
+
+
+def test_every_site_set_gives_a_spec_that_validates(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    for site in sorted(SITES.iterdir()):
+        spec = tmp_path / f"{site.name}.yaml"
+        assert cli("import", "slurm", str(site), "-o", str(spec)).code == 0
+        result = cli("validate", str(spec))
+        assert result.code == 0, (site.name, result.err)
+        assert "[slurm.keeps-imported-values]" in result.err
+
+
+def test_gres_forms_and_gres_conf_lines_are_read_or_reported(tmp_path: Path) -> None:
+    (tmp_path / "slurm.conf").write_text(
+        "SlurmctldHost=ctl\n"
+        "NodeName=a[1-2] CPUs=8 RealMemory=1000 Gres=gpu:h100:4(S:0-1)\n"
+        "NodeName=b1 CPUs=8 RealMemory=1000 Gres=gpu:2,nvme:1 TmpDisk=100\n"
+        "NodeName=c1 CPUs=64\n"
+        "PartitionName=p Nodes=ALL\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "gres.conf").write_text(
+        "AutoDetect=nvml\nNodeName=a[1-2] Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-7\n",
+        encoding="utf-8",
+    )
+    imported = import_slurm(tmp_path)
+    left_out = {u.format() for u in imported.unrepresented}
+    for expected in (
+        "slurm.conf:2: Gres=gpu:h100:4(S:0-1): the socket list is dropped",
+        "slurm.conf:3: Gres=gpu:2: a GPU without a type",
+        "slurm.conf:3: Gres=nvme:1: only gpu GRES is modelled",
+        "slurm.conf:3: TmpDisk=100: not modelled",
+        "gres.conf:1: AutoDetect=nvml: clustergen writes File= lines",
+        "gres.conf:2: NodeName=a[1-2] Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-7: "
+        "Type=a100 differs from the nodes' Gres=",
+        "gres.conf:2: Cores=0-7: rendered from the hardware profile's topology table",
+        # slurmctld 22.05 shows c1 as Sockets=64 CoresPerSocket=1 (checked by hand).
+        "slurm.conf:4: CPUs=64: slurmctld counts 64 sockets of one core",
+    ):
+        assert any(item.startswith(expected) for item in left_out), (expected, left_out)
+    hardware = imported.spec["hardware"]
+    assert isinstance(hardware, dict)
+    assert hardware["h100-4gpu"]["gpu"] == {
+        "model": "h100-sxm5-80gb",
+        "count": 4,
+        "gres_type": "h100",
+    }
+    assert imported.spec["slurm"]["partitions"][0]["nodes"] == "a[1-2],b1,c1"  # type: ignore[index]
+    assert hardware["profile3"]["cpu"] == {
+        "sockets": 1,
+        "cores_per_socket": 64,
+        "threads_per_core": 1,
+    }
+
+
+def test_an_imported_cluster_renders_its_own_features_and_acceptance_by_node_names(
+    tmp_path: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """keep_imported: no profile or GPU type among the features, so the acceptance jobs
+    that picked a profile by its feature name its nodes instead."""
+    document = yaml.safe_load((REPO / "tests/data/mixed-fleet.yaml").read_text())
+    document["slurm"]["keep_imported"] = True
+    spec = tmp_path / "imported.yaml"
+    spec.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    assert cli("render", str(spec), "-o", str(tmp_path / "out")).code == 0
+    rails = (tmp_path / "out/acceptance/debug/ib-rails.sbatch").read_text()
+    assert "#SBATCH --nodelist=gpu[01-02]" in rails and "--constraint" not in rails
+    conf = (tmp_path / "out/slurm/slurm.conf").read_text()
+    node_lines = [line for line in conf.splitlines() if line.startswith("NodeName=gpu")]
+    assert node_lines and all("hgx-h100" not in line for line in node_lines), node_lines
