@@ -421,6 +421,34 @@ def _ansible_inventory(inventory: Path, *args: str) -> Any:
     return json.loads(out)
 
 
+def test_a_node_carries_only_its_own_files_and_addresses() -> None:
+    """Install entries meant for some nodes (a Lustre target's, a node's network files)
+    are in those nodes' host_vars, never in a group list every member loads; the
+    /etc/hosts list is one rendered file, not a loop over every host's variables."""
+    spec = spec_with()
+    cluster = resolve(spec, "spec.yaml")
+    files = render_all(cluster)
+    for path, artifact in files.items():
+        if path.startswith("inventory/group_vars/"):
+            lists = [v for k, v in yaml.safe_load(artifact.text).items() if "files" in k]
+            assert not [e for entries in lists for e in entries if "hosts" in e], path
+    own = {
+        name: yaml.safe_load(files[f"inventory/host_vars/{name}.yml"].text)
+        for name in ("oss01", "oss02", "mds01", "gpu01")
+    }
+    dests = {name: [e["dest"] for e in v["clustergen_files_node"]] for name, v in own.items()}
+    assert "/usr/local/sbin/lustre-format-training-ost0000" in dests["oss01"]
+    assert not [d for d in dests["oss02"] if "ost0000" in d or "ost0001" in d]
+    assert not [d for d in dests["gpu01"] if "lustre" in d]
+    assert "/usr/local/sbin/lustre-format-mgs" in dests["mds01"]
+    assert own["gpu01"]["ansible_host"] == own["gpu01"]["clustergen_address"] == "10.0.1.11"
+    listed = files["inventory/etc-hosts.txt"].text.splitlines()
+    addresses = [line for line in listed if not line.startswith("#")]
+    by_name = sorted(cluster.hosts, key=lambda host: host.name)
+    assert addresses == [f"{host.management_ip} {host.name}" for host in by_name]
+    assert addresses[-1] == "10.0.1.2 slurm-head"
+
+
 @pytest.mark.parametrize("spec_path", REFERENCE_SPECS, ids=lambda p: p.stem)
 def test_inventory_as_ansible_reads_it(spec_path: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     assert cli("render", str(spec_path), "-o", str(tmp_path)).code == 0

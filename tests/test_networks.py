@@ -231,8 +231,12 @@ def test_nids_are_the_storage_addresses(rendered: dict[str, str]) -> None:
     assert "10.10." not in "".join(t for p, t in rendered.items() if p.startswith("lustre/"))
 
 
-def test_hosts_yml_carries_each_interface_address(rendered: dict[str, str]) -> None:
-    hosts = yaml.safe_load(rendered["inventory/hosts.yml"])["all"]["hosts"]
+def test_host_vars_carry_each_interface_address(rendered: dict[str, str]) -> None:
+    hosts = {
+        path.removeprefix("inventory/host_vars/").removesuffix(".yml"): yaml.safe_load(text)
+        for path, text in rendered.items()
+        if path.startswith("inventory/host_vars/")
+    }
     gpu08 = hosts["gpu08"]
     assert gpu08["rail_ips"][0] == {"netdev": "ib0", "address": "10.10.1.18/19"}
     assert gpu08["rail_ips"][7] == {"netdev": "ib7", "address": "10.10.225.18/19"}
@@ -241,6 +245,9 @@ def test_hosts_yml_carries_each_interface_address(rendered: dict[str, str]) -> N
         {"netdev": "ib9", "address": "10.30.129.18/17"},
     ]
     assert "frontend_ip" not in gpu08
+    # Beside them, the node's own rendered files (its host network files).
+    head_files = hosts["slurm-head"].pop("clustergen_files_node")
+    assert {entry["family"] for entry in head_files} == {"host_network"}
     assert hosts["slurm-head"] == {
         "ansible_host": "10.0.1.2",
         "clustergen_address": "10.0.1.2",
@@ -254,18 +261,23 @@ def test_hosts_yml_carries_each_interface_address(rendered: dict[str, str]) -> N
 
 
 def test_the_reference_inventory_has_no_interface_addresses() -> None:
-    text = render_all(_cluster(_data(EXAMPLES / "ml-training-8node.yaml")))["inventory/hosts.yml"]
-    for key in ("rail_ips", "storage_ips", "frontend_ip", "docs/networks.md"):
-        assert key not in text.text
+    files = render_all(_cluster(_data(EXAMPLES / "ml-training-8node.yaml")))
+    inventory = [a.text for path, a in files.items() if path.startswith("inventory/")]
+    assert len(inventory) > 14  # hosts.yml, the group_vars and a host_vars file per node
+    for key in ("rail_ips", "storage_ips", "frontend_ip"):
+        assert not [text for text in inventory if key in text]
 
 
 def test_ansible_reads_the_interface_addresses(rendered: dict[str, str], tmp_path: Path) -> None:
     inventory_tool = tool("ansible-inventory")
     if inventory_tool is None:
         skip_or_fail("needs ansible-inventory")
-    (tmp_path / "hosts.yml").write_text(rendered["inventory/hosts.yml"])
+    for path, text in rendered.items():
+        if path.startswith("inventory/hosts.yml") or path.startswith("inventory/host_vars/"):
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(text)
     out = subprocess.run(
-        [inventory_tool, "-i", str(tmp_path / "hosts.yml"), "--host", "gpu01"],
+        [inventory_tool, "-i", str(tmp_path / "inventory"), "--host", "gpu01"],
         capture_output=True,
         text=True,
         check=True,

@@ -440,7 +440,27 @@ def _old_hosts(out_dir: Path) -> set[str]:
         hosts = inventory["all"]["hosts"]
     except (KeyError, TypeError):
         return set()
-    return {str(name) for name in hosts} if isinstance(hosts, dict) else set()
+    if not isinstance(hosts, dict):
+        return set()
+    return {name for pattern in hosts for name in _range_names(str(pattern))}
+
+
+_RANGE = re.compile(r"^(?P<head>[^\[]*)\[(?P<begin>\d+):(?P<end>\d+)\](?P<tail>[^\[]*)$")
+
+
+def _range_names(pattern: str) -> list[str]:
+    """The names an inventory's all.hosts entry stands for: a name, or a range such as
+    gpu[01:08] as Ansible expands it (a zero-padded begin pads every number to its
+    width; inventory/hosts.yml writes ranges only where that gives back the names)."""
+    match = _RANGE.match(pattern)
+    if match is None:
+        return [pattern]
+    begin, end = match["begin"], match["end"]
+    width = len(begin) if begin.startswith("0") else 0
+    return [
+        f"{match['head']}{number:0{width}d}{match['tail']}"
+        for number in range(int(begin), int(end) + 1)
+    ]
 
 
 # --- output --------------------------------------------------------------------------

@@ -309,7 +309,13 @@ def make_nodes(names: Iterable[str], base: Path, repo: Path, under: Path) -> lis
 
 
 def chroot_inventory(nodes: Sequence[Node], path: Path) -> Path:
-    """The only overrides: chroot connection, the testbed switches, the repository."""
+    """The only overrides: chroot connection, the testbed switches, the repository.
+
+    Written as host_vars next to the inventory file: the rendered inventory sets
+    ansible_host in its own host_vars, which outrank any inventory file's host
+    variables, and a later inventory source's host_vars outrank an earlier one's."""
+    host_vars = path.parent / "host_vars"
+    host_vars.mkdir(exist_ok=True)
     hosts = {
         node.name: {
             "ansible_connection": "community.general.chroot",
@@ -323,7 +329,11 @@ def chroot_inventory(nodes: Sequence[Node], path: Path) -> Path:
         }
         for node in nodes
     }
-    path.write_text(yaml.safe_dump({"all": {"hosts": hosts}}, sort_keys=True), encoding="utf-8")
+    for name, variables in hosts.items():
+        text = yaml.safe_dump(variables, sort_keys=True)
+        (host_vars / f"{name}.yml").write_text(text, encoding="utf-8")
+    listing = {"all": {"hosts": dict.fromkeys(hosts)}}
+    path.write_text(yaml.safe_dump(listing, sort_keys=True), encoding="utf-8")
     return path
 
 

@@ -18,6 +18,7 @@ converge check, is skipped by every converge play (roles/clustergen_state).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -105,6 +106,7 @@ def render(
         if group.hosts not in patterns:
             patterns[group.hosts] = tuple(host_patterns(list(group.hosts)))
         groups.append(InventoryGroup(group.name, patterns[group.hosts], group.children))
+    group_files, node_files = _installed_files(by_family, cluster.members)
     artifacts = [
         Artifact(
             "inventory/hosts.yml",
@@ -112,9 +114,8 @@ def render(
                 env,
                 "ansible/hosts.yml.j2",
                 cluster,
-                hosts=cluster.hosts,
+                hosts=host_patterns([host.name for host in cluster.hosts]),
                 groups=groups,
-                addresses=interface_addresses(cluster),
                 architectures=arch_nodes(cluster),
             ),
         ),
@@ -130,13 +131,15 @@ def render(
             ),
         ),
     ]
-    for group_vars in all_group_vars(cluster, by_family):
+    for group_vars in all_group_vars(cluster, group_files):
         artifacts.append(
             Artifact(
                 f"inventory/group_vars/{group_vars.group}.yml",
                 render_template(env, "ansible/group_vars.yml.j2", cluster, vars=group_vars),
             )
         )
+    artifacts += host_vars(cluster, node_files)
+    artifacts.append(Artifact(HOSTS_LIST, _hosts_list(cluster)))
     # The digest covers all.yml as rendered without it, then all.yml carries it.
     installed = [a for family in by_family.values() for a in family if a.install is not None]
     stamp = release_stamp([*installed, *site, *artifacts])
@@ -176,15 +179,96 @@ def release_stamp(artifacts: Sequence[Artifact]) -> str:
     return digest.hexdigest()
 
 
-# --- each host's interface addresses ---------------------------------------------
+# --- host_vars: what only one node has ------------------------------------------
+
+# The variable of a node's own rendered files in its host_vars: the roles gather it with
+# every clustergen_files_<group> list the node's groups give it (no group has this name).
+NODE_FILES_VARIABLE = "clustergen_files_node"
+
+
+def host_vars(
+    cluster: ResolvedCluster, node_files: Mapping[str, Sequence[Mapping[str, str | bool]]]
+) -> list[Artifact]:
+    """inventory/host_vars/<host>.yml for every host: its addresses and the rendered
+    files meant for it alone (its network files, its Lustre targets'). Ansible reads a
+    host's file only when that host's variables are asked for, so listing the groups
+    (--graph, --limit, a pull run on one node) never reads its peers' data, and no node
+    carries its peers' entries. Written as text, not through the template: 16,384 files
+    of a few lines each."""
+    addresses = interface_addresses(cluster)
+    name = cluster.spec.cluster.name
+    artifacts = []
+    for host in cluster.hosts:
+        address = _quoted(host.management_ip)
+        lines = [
+            f"# Ansible host_vars for {host.name}: its addresses and the files only it receives",
+            f"# Rendered by clustergen from the spec of cluster {name}. Do not edit this",
+            "# file: change the spec and run `clustergen render` again; every render replaces it.",
+            "---",
+            f"ansible_host: {address}",
+            f"clustergen_address: {address}",
+        ]
+        text = "\n".join(lines) + "\n" + addresses.get(host.name, "")
+        entries = node_files.get(host.name)
+        if entries:
+            text += _node_files_text(entries)
+        artifacts.append(Artifact(f"inventory/host_vars/{host.name}.yml", text))
+    return artifacts
+
+
+# Every node's management address and name, one line each, for the cluster_base role's
+# /etc/hosts block: read as one file, where a template over every host's hostvars would
+# compute every node's variables on every node (16,384 x 16,384 at 16k nodes). In
+# inventory/ as .txt, which Ansible does not parse as an inventory source
+# (INVENTORY_IGNORE_EXTS).
+HOSTS_LIST = "inventory/etc-hosts.txt"
+
+
+def _hosts_list(cluster: ResolvedCluster) -> str:
+    """'address name' per node with a management address, in the order the role's
+    template sorted the inventory's hosts before (Jinja's sort: case-insensitive)."""
+    name = cluster.spec.cluster.name
+    lines = [
+        f"# The nodes of cluster {name} by management address: the cluster_base role's "
+        "/etc/hosts block",
+        f"# Rendered by clustergen from the spec of cluster {name}. Do not edit this",
+        "# file: change the spec and run `clustergen render` again; every render replaces it.",
+    ]
+    hosts = sorted(cluster.hosts, key=lambda host: host.name.lower())
+    lines += [f"{h.management_ip} {h.name}" for h in hosts if h.management_ip]
+    return "\n".join(lines) + "\n"
+
+
+def _node_files_text(entries: Sequence[Mapping[str, str | bool]]) -> str:
+    parts = [
+        "\n# rendered files only this node receives; the rendered_files role installs them\n"
+        f"# with its groups' clustergen_files_<group>\n{NODE_FILES_VARIABLE}:\n"
+    ]
+    for entry in entries:
+        first = True
+        for key, value in entry.items():
+            parts.append(f"{'  - ' if first else '    '}{key}: {_quoted(value)}\n")
+            first = False
+    return "".join(parts)
+
+
+def _quoted(value: str | bool | None) -> str:
+    """A scalar as the templates' tojson filter writes it (JSON, with <, >, & and '
+    escaped): a double-quoted YAML scalar whatever the value holds."""
+    return (
+        json.dumps(value)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("'", "\\u0027")
+    )
 
 
 def interface_addresses(cluster: ResolvedCluster) -> dict[str, str]:
-    """Host name -> its hosts.yml lines of rail_ips, storage_ips and frontend_ip, for the
+    """Host name -> its host_vars lines of rail_ips, storage_ips and frontend_ip, for the
     hosts that have any (none without network.fabric.rail_prefix, network.storage and
-    network.frontend: hosts.yml stays as it was). Written here, not by the template: a
-    16k-node cluster of 8 rails has 131,072 rail addresses, and one format string each
-    is what keeps the inventory fast (docs/networks.md shows the lines)."""
+    network.frontend). Written here, not by a template: a 16k-node cluster of 8 rails
+    has 131,072 rail addresses (docs/networks.md shows the lines)."""
     network = cluster.spec.network
     fabric = network.fabric if network.fabric and network.fabric.rail_prefix else None
     storage, frontend = network.storage, network.frontend
@@ -196,7 +280,7 @@ def interface_addresses(cluster: ResolvedCluster) -> dict[str, str]:
         lines += _address_list("storage_ips", host.storage_addresses(storage))
         front = host.frontend_address(frontend)
         if front is not None:
-            lines += f"      frontend_ip: {_flow(front)}\n"
+            lines += f"frontend_ip: {_flow(front)}\n"
         if lines:
             found.setdefault(host.name, lines)
     return found
@@ -205,7 +289,7 @@ def interface_addresses(cluster: ResolvedCluster) -> dict[str, str]:
 def _address_list(key: str, addresses: tuple[InterfaceAddress, ...]) -> str:
     if not addresses:
         return ""
-    return f"      {key}:\n" + "".join(f"        - {_flow(a)}\n" for a in addresses)
+    return f"{key}:\n" + "".join(f"  - {_flow(a)}\n" for a in addresses)
 
 
 def _flow(a: InterfaceAddress) -> str:
@@ -316,7 +400,8 @@ def arch_nodes(cluster: ResolvedCluster) -> dict[str, str]:
 
 
 def all_group_vars(
-    cluster: ResolvedCluster, by_family: Mapping[str, Sequence[Artifact]]
+    cluster: ResolvedCluster,
+    group_files: Mapping[str, Sequence[Mapping[str, str]]],
 ) -> list[GroupVars]:
     """One file per group that has nodes and something to set, sorted by group name:
     the pins of the concerns it carries and the files installed on it."""
@@ -369,7 +454,7 @@ def all_group_vars(
                 rdma_device_names(cluster.spec.hardware[profile]),
             )
         )
-    for group, entries in _installed_files(by_family).items():
+    for group, entries in group_files.items():
         variables.setdefault(group, []).append(
             Variable(
                 f"clustergen_files_{group}",
@@ -425,25 +510,35 @@ def rdma_device_names(profile: HardwareProfile) -> list[str]:
 
 
 def _installed_files(
-    by_family: Mapping[str, Sequence[Artifact]],
-) -> dict[str, list[dict[str, str | bool | list[str]]]]:
-    """Inventory group -> the install entries of the artifacts it receives."""
-    by_group: dict[str, list[dict[str, str | bool | list[str]]]] = {}
+    by_family: Mapping[str, Sequence[Artifact]], members: Mapping[str, frozenset[str]]
+) -> tuple[dict[str, list[dict[str, str]]], dict[str, list[dict[str, str]]]]:
+    """The install entries of the artifacts: inventory group -> those all its nodes
+    receive, and host -> those meant for some of a group's nodes only (install.hosts),
+    which go to each such node of the group, and nowhere else."""
+    by_group: dict[str, list[dict[str, str]]] = {}
+    by_node: dict[str, list[dict[str, str]]] = {}
     for family, artifacts in sorted(by_family.items()):
         for artifact in artifacts:
-            if artifact.install is not None:
-                entry = _install_entry(family, artifact, artifact.install)
-                by_group.setdefault(artifact.install.group, []).append(entry)
-    return {
-        group: sorted(entries, key=lambda e: str(e["dest"])) for group, entries in by_group.items()
-    }
+            install = artifact.install
+            if install is None:
+                continue
+            entry = _install_entry(family, artifact, install)
+            if install.hosts is None:
+                by_group.setdefault(install.group, []).append(entry)
+                continue
+            in_group = members.get(install.group, frozenset())
+            for host in install.hosts:
+                if host in in_group:
+                    by_node.setdefault(host, []).append(entry)
+    return (
+        {group: sorted(entries, key=lambda e: e["dest"]) for group, entries in by_group.items()},
+        {host: sorted(entries, key=lambda e: e["dest"]) for host, entries in by_node.items()},
+    )
 
 
-def _install_entry(
-    family: str, artifact: Artifact, install: Install
-) -> dict[str, str | bool | list[str]]:
+def _install_entry(family: str, artifact: Artifact, install: Install) -> dict[str, str]:
     text = artifact.text
-    entry: dict[str, str | bool | list[str]] = {
+    entry: dict[str, str] = {
         "family": family,
         "src": f"{_FROM_INVENTORY}/{artifact.path}",
         "dest": install.dest,
@@ -461,8 +556,6 @@ def _install_entry(
     if install.secret is not None:
         entry["secret_key"] = install.secret.key
         entry["secret_variable"] = install.secret.variable
-    if install.hosts is not None:
-        entry["hosts"] = sorted(install.hosts)
     return entry
 
 
@@ -564,6 +657,11 @@ def _all_vars(cluster: ResolvedCluster) -> GroupVars:
                 "clustergen_hosts_file",
                 "cluster.hosts_file: every node's name and address in /etc/hosts",
                 cluster.spec.cluster.hosts_file,
+            ),
+            Variable(
+                "clustergen_hosts_list",
+                "the nodes' addresses and names, the lines of that /etc/hosts block",
+                f"{_FROM_INVENTORY}/{HOSTS_LIST}",
             ),
             Variable("clustergen_domain", "cluster.domain", cluster.spec.cluster.domain),
             Variable(
