@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_audit import HEALTHY
 
 from clustergen.audit.facts import parse_facts
 from clustergen.cli import main
 
 from support.ci import skip_or_fail, tool
 from support.paths import EXAMPLES, REPO
-from test_audit import HEALTHY
 
 # The stand-in of each tool: the section of the recorded file it prints.
 STAND_INS = {
@@ -76,8 +76,16 @@ def test_collect_playbook_writes_one_fact_file_audit_reads(
         "NO_COLOR": "1",
     }
     run = subprocess.run(
-        [playbook, str(REPO / "collect.yml"), "-i", str(inventory)]
-        + ["-e", f"collect_facts_dir={facts}", "-e", "ansible_become=false"],
+        [
+            playbook,
+            str(REPO / "collect.yml"),
+            "-i",
+            str(inventory),
+            "-e",
+            f"collect_facts_dir={facts}",
+            "-e",
+            "ansible_become=false",
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,
