@@ -67,12 +67,12 @@ def found(problems: list[LocatedProblem]) -> Counter[tuple[str, str]]:
 
 
 def fault_findings(cluster: ResolvedCluster, fault: Path) -> list[LocatedProblem]:
-    return audit_facts(cluster, REPO, [with_fault(fault)]).findings
+    return audit_facts(cluster, read_tree(REPO), [with_fault(fault)]).findings
 
 
 def test_healthy_node_reports_nothing_and_every_report_was_read(ml: ResolvedCluster) -> None:
     facts = parse_facts(HEALTHY.read_text(), str(HEALTHY))
-    result = audit_facts(ml, REPO, [facts])
+    result = audit_facts(ml, read_tree(REPO), [facts])
     assert result.findings == [], [p.format() for p in result.findings]
     assert (result.reported, result.nodes) == (1, 14)
     # Not vacuous: the expectations name what the reports hold, and each was read.
@@ -132,7 +132,7 @@ def test_a_tool_absent_where_the_spec_has_no_component_is_no_finding(
     ]
     head = next(f for f in facts if f.node == "slurm-head")
     assert head.sections["nvidia-smi-q-x"].absent and head.sections["slurmd-C"].absent
-    result = audit_facts(ml, REPO, facts)
+    result = audit_facts(ml, read_tree(REPO), facts)
     assert result.findings == [] and result.not_reported == ()
 
 

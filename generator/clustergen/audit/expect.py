@@ -63,32 +63,37 @@ class AppliedTree:
 
 
 def read_tree(out_dir: Path) -> AppliedTree:
-    lock_path = out_dir / LOCK
+    """versions.lock and facility/cables.csv of the tree in `out_dir`; a tree without a
+    cabling plan (no facility sheets) has no cable to check."""
+    lock_path, cables_path = out_dir / LOCK, out_dir / CABLES
     try:
-        lock = yaml.safe_load(lock_path.read_text(encoding="utf-8"))
+        lock_text = lock_path.read_text(encoding="utf-8")
+        cables_text = cables_path.read_text(encoding="utf-8") if cables_path.exists() else ""
     except OSError as exc:
+        where = exc.filename or lock_path
         raise UsageError(
-            f"{lock_path}: cannot read it ({exc.strerror or exc}); -o names the rendered tree"
+            f"{where}: cannot read it ({exc.strerror or exc}); -o names the rendered tree"
         ) from None
+    return applied_tree(lock_text, cables_text, str(lock_path))
+
+
+def applied_tree(lock_text: str, cables_text: str, origin: str = LOCK) -> AppliedTree:
+    try:
+        lock = yaml.safe_load(lock_text)
     except yaml.YAMLError as exc:
-        raise UsageError(f"{lock_path}: not readable YAML ({exc})") from None
+        raise UsageError(f"{origin}: not readable YAML ({exc})") from None
     if not isinstance(lock, dict) or not isinstance(lock.get("groups"), dict):
-        raise UsageError(f"{lock_path}: not a versions.lock of clustergen (no groups)")
+        raise UsageError(f"{origin}: not a versions.lock of clustergen (no groups)")
     pins: dict[str, dict[str, str]] = {}
     for group in lock["groups"].values():
         packages = {str(k): str(v) for k, v in (group.get("packages") or {}).items()}
         for node in expand_hostlist(str(group.get("nodes", ""))):
             pins.setdefault(node, {}).update(packages)
-    return AppliedTree(str(lock.get("package_family", "apt")), pins, _read_cables(out_dir / CABLES))
+    family = str(lock.get("package_family", "apt"))
+    return AppliedTree(family, pins, _cables(cables_text))
 
 
-def _read_cables(path: Path) -> dict[tuple[str, str], PlannedCable]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}  # a tree without a fabric plan: no cable to check
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+def _cables(text: str) -> dict[tuple[str, str], PlannedCable]:
     cables = {}
     for row in csv.DictReader(io.StringIO(text)):
         if row.get("kind") == "node" and (row.get("port") or "").isdigit():

@@ -6,7 +6,7 @@ one `<gpu id="00000000:18:00.0">` per GPU with `<product_name>`, `<minor_number>
 `<fb_memory_usage><total>81559 MiB</total>`.
 
 `nvidia-smi topo -m`: a tab-separated matrix: a header row of the devices (GPU0.., NIC0..)
-then `CPU Affinity`, `NUMA Affinity` (and, from driver 535, `GPU NUMA ID`); a row per
+then `CPU Affinity`, `NUMA Affinity` (and, in newer drivers, `GPU NUMA ID`); a row per
 device with the connection to each (X self, NV# NVLink, PIX one PCIe bridge, PXB several,
 PHB a host bridge, NODE within a NUMA node, SYS across the SMP interconnect); then a
 legend, and `NIC Legend:` lines `  NIC0: mlx5_0`.

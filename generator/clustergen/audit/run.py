@@ -10,7 +10,7 @@ from pathlib import Path
 from clustergen import codes
 from clustergen.audit.cabling import check_cables
 from clustergen.audit.compare import NODE_CHECKS, Report
-from clustergen.audit.expect import expectations, read_tree
+from clustergen.audit.expect import AppliedTree, expectations, read_tree
 from clustergen.audit.facts import NodeFacts, fact_files, read_facts
 from clustergen.errors import LocatedProblem
 from clustergen.resolve import ResolvedCluster
@@ -24,8 +24,8 @@ class Audit:
     not_reported: tuple[str, ...]  # nodes of the spec without one
 
 
-def audit_facts(cluster: ResolvedCluster, out_dir: Path, facts: Sequence[NodeFacts]) -> Audit:
-    expected = expectations(cluster, read_tree(out_dir))
+def audit_facts(cluster: ResolvedCluster, tree: AppliedTree, facts: Sequence[NodeFacts]) -> Audit:
+    expected = expectations(cluster, tree)
     findings: list[LocatedProblem] = []
     seen = set()
     for node_facts in facts:
@@ -50,4 +50,5 @@ def audit_facts(cluster: ResolvedCluster, out_dir: Path, facts: Sequence[NodeFac
 
 
 def audit(cluster: ResolvedCluster, out_dir: Path, arguments: Sequence[str]) -> Audit:
-    return audit_facts(cluster, out_dir, [read_facts(path) for path in fact_files(arguments)])
+    facts = [read_facts(path) for path in fact_files(arguments)]
+    return audit_facts(cluster, read_tree(out_dir), facts)
