@@ -127,7 +127,7 @@ def healthy_facts(name: str, node: NodeExpectation, fabric_scan: str | None = No
     sections["ibstat"] = ibstat(node) if node.hcas else None
     sections["lnetctl-net-show"] = lnet(node) if node.lnet else None
     sections["dpkg-query"] = "".join(
-        f"ii \t{p}\t{v.replace('*', '1')}\n" for p, v in sorted(node.packages.items())
+        f"hi \t{p}\t{v.replace('*', '1')}\n" for p, v in sorted(node.packages.items())
     )
     sections["ip-j-addr"] = ip_addr(node)
     lines = [f"{HEADER} {FORMAT_VERSION} host={name}"]
