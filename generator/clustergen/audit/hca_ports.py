@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 _WIDTH = re.compile(r"^(\d+)X")
 _SPEED = re.compile(r"^([0-9.]+)\s*Gbps")
+_PORT = re.compile(r"Port (\d+):")
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,9 @@ def parse_ibstat(text: str) -> list[RdmaPort]:
         if line.startswith("CA '"):
             _add_ibstat(ports, device, port, fields)
             device, port, fields = line[4:].rstrip().rstrip("'"), 0, {}
-        elif re.fullmatch(r"Port \d+:", stripped):
+        elif stripped.startswith("Port ") and (match := _PORT.fullmatch(stripped)):
             _add_ibstat(ports, device, port, fields)
-            port, fields = int(stripped[5:-1]), {}
+            port, fields = int(match[1]), {}
         elif port and ":" in stripped:
             key, _, value = stripped.partition(":")
             fields[key.strip()] = value.strip()

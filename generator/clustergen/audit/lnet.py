@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 import yaml
 
+# libyaml's loader where PyYAML was built with it: a node's report, thousands of times.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 @dataclass(frozen=True)
 class LocalNi:
@@ -27,7 +30,7 @@ class LocalNi:
 def parse_lnet(text: str) -> list[LocalNi] | None:
     """Every local NI with its interfaces, or None when the text is not lnetctl's YAML."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("net"), list):

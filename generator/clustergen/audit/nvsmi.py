@@ -22,6 +22,8 @@ from dataclasses import dataclass
 PCIE_DISTANCE = ("PIX", "PXB", "PHB", "NODE", "SYS")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
+_DEVICE = re.compile(r"(GPU|NIC)\d+")
+_GPU = re.compile(r"GPU\d+")
 
 
 @dataclass(frozen=True)
@@ -75,12 +77,12 @@ def parse_topo_m(text: str) -> dict[int, GpuPlacement] | None:
     if header is None:
         return None
     devices = [c.strip() for c in lines[header].split("\t") if c.strip()]
-    names = [d for d in devices if re.fullmatch(r"(GPU|NIC)\d+", d)]
+    names = [d for d in devices if _DEVICE.fullmatch(d)]
     nics = {m[1]: m[2] for line in lines if (m := _NIC_LEGEND.match(line))}
     placements: dict[int, GpuPlacement] = {}
     for line in lines[header + 1 :]:
         cells = [c.strip() for c in line.split("\t")]
-        if not cells or not re.fullmatch(r"GPU\d+", cells[0]):
+        if not cells or not _GPU.fullmatch(cells[0]):
             continue
         links = dict(zip(names, cells[1 : 1 + len(names)], strict=False))
         rest = [c for c in cells[1 + len(names) :] if c]
