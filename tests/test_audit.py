@@ -6,6 +6,7 @@ the reference spec that has one."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -189,6 +190,7 @@ def test_every_audit_code_is_produced_by_a_recorded_fault() -> None:
     assert produced == {name for name in CODES if name.startswith("audit.")}
 
 
+@functools.cache
 def audit_examples() -> dict[str, str]:
     """One finding of each audit code as `clustergen audit` prints it, for docs/errors.md."""
     cluster = _cluster(ML)
