@@ -21,6 +21,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -893,6 +894,9 @@ def test_site_builds_a_working_slurm_cluster(
 
     # 5. verify.yml passes on the converged cluster.
     _succeeded(ansible.playbook("verify.yml"), "verify.yml on the converged cluster")
+    figures["audit round"] = _audit_finds_only_a_changed_package(
+        cluster, ansible, rendered, tmp_path
+    )
 
     # 6. A slurm.conf change that a reconfigure applies restarts nothing; one that
     #    needs slurmd restarted restarts it.
@@ -913,6 +917,59 @@ def test_site_builds_a_working_slurm_cluster(
 
     with capsys.disabled():
         print("\nbooted e2e (" + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()) + ")")
+
+
+# --- clustergen audit (collect.yml) ---------------------------------------------------
+
+AUDIT_NODE, AUDIT_PACKAGE = "gpu2", "libnccl2"
+
+
+def _collect_and_audit(
+    ansible: Ansible, rendered: Rendered, facts: Path
+) -> tuple[int, list[dict[str, object]]]:
+    collected = ansible.playbook("collect.yml", "-e", f"collect_facts_dir={facts}")
+    _succeeded(collected, "collect.yml")
+    spec = facts.parent / "audit-spec.yaml"
+    spec.write_text(rendered.spec_text)
+    command = ["audit", str(spec), "-o", str(rendered.out), "--format", "json", str(facts)]
+    audit = subprocess.run(
+        [sys.executable, "-m", "clustergen", *command],
+        capture_output=True,
+        text=True,
+    )
+    assert audit.returncode in (0, 1), audit.stdout + audit.stderr
+    return audit.returncode, json.loads(audit.stdout)
+
+
+def _audit_finds_only_a_changed_package(
+    cluster: BootedCluster, ansible: Ansible, rendered: Rendered, tmp_path: Path
+) -> float:
+    """collect.yml on the converged nodes, then `clustergen audit`: nothing found (slurmd -C,
+    the stand-in nvidia-smi's GPUs and driver, package lists, addresses). One node's pinned
+    package changed by hand: audit names that node and package, nothing else. The pin and
+    its hold are put back and audit is clean again."""
+    started = time.monotonic()
+    facts = tmp_path / "audit-facts"
+    code, findings = _collect_and_audit(ansible, rendered, facts)
+    assert (code, findings) == (0, []), findings
+    assert sorted(p.name for p in facts.iterdir()) == [f"{n}.txt" for n in sorted(cluster.nodes)]
+    smi = (facts / f"{AUDIT_NODE}.txt").read_text()
+    assert "#### clustergen-section nvidia-smi-q-x rc=0" in smi, smi[:2000]
+    assert "#### clustergen-section slurmd-C rc=0" in smi, smi[:2000]
+    lock = yaml.safe_load((rendered.out / "versions.lock").read_text())
+    pin = lock["groups"]["nvidia_gpu"]["packages"][AUDIT_PACKAGE]
+    install = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-change-held-packages"
+    node = cluster.nodes[AUDIT_NODE]
+    node.sh(f"{install} {AUDIT_PACKAGE}={newer_version(pin)}")
+    code, findings = _collect_and_audit(ansible, rendered, facts)
+    assert code == 1 and [(f["code"], f["path"]) for f in findings] == [
+        ("audit.package-version", f"{AUDIT_NODE}.dpkg-query")
+    ], findings
+    assert f"{AUDIT_PACKAGE} {newer_version(pin)} is installed" in findings[0]["message"]
+    assert f"versions.lock pins {pin}" in findings[0]["message"], findings
+    node.sh(f"{install} --allow-downgrades {AUDIT_PACKAGE}={pin} && apt-mark hold {AUDIT_PACKAGE}")
+    assert _collect_and_audit(ansible, rendered, facts) == (0, [])
+    return time.monotonic() - started
 
 
 # --- host network (roles/host_network) ------------------------------------------------

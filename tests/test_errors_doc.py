@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from test_audit import audit_examples
 from test_codes import NOT_PRODUCED, PRODUCED_BY_CHANGE
 
 from clustergen.codes import CODES
@@ -44,6 +45,10 @@ def examples() -> dict[str, Example]:
         printed = f"{format_path(problem.path)}: {label}{problem.message} [{name}]"
         found[name] = Example(
             "one change to examples/ml-training-8node.yaml, in tests/test_codes.py", printed
+        )
+    for name, printed in audit_examples().items():
+        found[name] = Example(
+            "a recorded fault of tests/data/audit/, in tests/test_audit.py", printed
         )
     try:
         parse_spec("[" * 100_000, file="deep.yaml", name="deep.yaml")

@@ -172,6 +172,8 @@ def _parser() -> argparse.ArgumentParser:
     # The report is text on stdout; the spec's problems go to stderr as text.
     lock.set_defaults(command=cmd_lock, format="text")
 
+    _add_audit(commands)
+
     twin = commands.add_parser(
         "twin",
         help="run the rendered Slurm configuration on local daemons (root)",
@@ -225,6 +227,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     schema.set_defaults(command=cmd_schema)
     return parser
+
+
+def _add_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    audit = commands.add_parser(
+        "audit",
+        help="compare what the nodes report (collect.yml's fact files) with the spec",
+        description="Read the fact files collect.yml gathered (one per node: slurmd -C, "
+        "nvidia-smi, ibstat, ibnetdiscover, lnetctl, the package list, ip addresses) and "
+        "report every difference from SPEC and the rendered tree in DIR (its versions.lock "
+        "and facility/cables.csv). Changes nothing. Exit 0: nothing found; 1: findings (or "
+        "an invalid spec); 2: unusable invocation or unreadable file.",
+    )
+    audit.add_argument("spec", metavar="SPEC")
+    audit.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="the rendered tree the cluster was converged with",
+    )
+    audit.add_argument(
+        "facts", nargs="+", metavar="FACTS", help="a fact file, or a directory of them (*.txt)"
+    )
+    _add_report_options(audit)
+    audit.set_defaults(command=cmd_audit)
 
 
 def _positive(text: str) -> int:
@@ -448,6 +475,34 @@ def cmd_lock(args: argparse.Namespace) -> int:
         return int(ExitCode.INVALID_SPEC)
     print(f"{args.spec}: all {pinned} pinned package version(s) are in {files}")
     return int(ExitCode.OK)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from clustergen.audit.run import audit
+
+    out_dir = Path(args.output)
+    if not out_dir.is_dir():
+        raise UsageError(f"{out_dir}: no rendered tree there (-o names it)")
+    # The spec's warnings are validate's to report; audit reports the nodes.
+    cluster, problems = validate_cluster(load_spec(args.spec), _ignored(args))
+    if cluster is None:
+        raise SpecInvalid(problems)
+    # --ignore and the spec's own ignore list silence audit's warnings as validate's.
+    ignore = set(_ignored(args)) | set(cluster.spec.ignore)
+    result = audit(cluster, out_dir, args.facts)
+    findings = [p for p in result.findings if p.code.name not in ignore]
+    _report(findings, args.format, complete=True)
+    say = sys.stdout if args.format == "text" else sys.stderr
+    if result.not_reported:
+        shown = ", ".join(result.not_reported[:10])
+        more = f" and {len(result.not_reported) - 10} more" if len(result.not_reported) > 10 else ""
+        print(f"not reported (no fact file): {shown}{more}", file=sys.stderr)
+    print(
+        f"{args.spec}: {len(findings)} finding(s) on {result.reported} of {result.nodes} "
+        "node(s) reported",
+        file=sys.stderr if findings else say,
+    )
+    return int(ExitCode.INVALID_SPEC if findings else ExitCode.OK)
 
 
 class _Stopped(Exception):

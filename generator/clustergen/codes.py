@@ -1110,6 +1110,79 @@ MONITORING_SLURM_EXPORTER_VERSION = Code(
 )
 
 
+# audit: what the nodes report against the spec and the rendered tree (docs/audit.md)
+AUDIT_UNKNOWN_NODE = Code(
+    "audit.unknown-node", "error", "a fact file names a node the spec does not have"
+)
+AUDIT_REPORT_MISSING = Code(
+    "audit.report-missing",
+    "error",
+    "the spec says the node has a component but the tool that reports it is not installed",
+)
+AUDIT_REPORT_UNREADABLE = Code(
+    "audit.report-unreadable",
+    "error",
+    "a tool the node needs failed or printed something other than its report",
+)
+AUDIT_GPU_MISSING = Code("audit.gpu-missing", "error", "a node reports fewer GPUs than its profile")
+AUDIT_GPU_MODEL = Code(
+    "audit.gpu-model", "error", "a GPU of another model (or memory size) than the profile's"
+)
+AUDIT_GPU_DRIVER = Code(
+    "audit.gpu-driver", "error", "the loaded NVIDIA driver is not software.nvidia_driver"
+)
+AUDIT_HCA_MISSING = Code("audit.hca-missing", "error", "an HCA the profile names is not there")
+AUDIT_HCA_DOWN = Code("audit.hca-down", "error", "an HCA port is not Active")
+AUDIT_HCA_RATE = Code(
+    "audit.hca-rate", "error", "a fabric HCA port runs at another rate than the fabric's"
+)
+AUDIT_HCA_LINK_LAYER = Code(
+    "audit.hca-link-layer",
+    "error",
+    "a fabric HCA port's link layer is not the fabric's (InfiniBand, or Ethernet for RoCE)",
+)
+AUDIT_CABLE_ELSEWHERE = Code(
+    "audit.cable-elsewhere",
+    "error",
+    "ibnetdiscover sees an HCA on another switch or port than facility/cables.csv says",
+)
+AUDIT_CABLE_NOT_SEEN = Code(
+    "audit.cable-not-seen",
+    "warning",
+    "an HCA cable of facility/cables.csv that ibnetdiscover does not see (unplugged or down)",
+)
+AUDIT_GPU_NUMA = Code(
+    "audit.gpu-numa", "error", "a GPU's NUMA node (nvidia-smi topo -m) is not the topology table's"
+)
+AUDIT_GPU_HCA = Code(
+    "audit.gpu-hca",
+    "error",
+    "the HCA nearest a GPU (nvidia-smi topo -m) is not the topology table's",
+)
+AUDIT_CPUS_BELOW_PROFILE = Code(
+    "audit.cpus-below-profile",
+    "error",
+    "slurmd finds fewer CPUs than the profile gives Slurm (slurmctld drains such a node)",
+)
+AUDIT_MEMORY_BELOW_PROFILE = Code(
+    "audit.memory-below-profile",
+    "error",
+    "slurmd finds less memory than the profile's RealMemory (slurmctld drains such a node)",
+)
+AUDIT_PACKAGE_VERSION = Code(
+    "audit.package-version", "error", "an installed package version is not versions.lock's pin"
+)
+AUDIT_PACKAGE_MISSING = Code(
+    "audit.package-missing", "error", "a package versions.lock pins for the node is not installed"
+)
+AUDIT_ADDRESS_MISSING = Code(
+    "audit.address-missing", "error", "an interface lacks the address the spec gives it"
+)
+AUDIT_LNET_MISSING = Code(
+    "audit.lnet-missing", "error", "an LNet interface of the rendered configuration is not up"
+)
+
+
 CODES: Mapping[str, Code] = MappingProxyType(
     {value.name: value for value in list(globals().values()) if isinstance(value, Code)}
 )

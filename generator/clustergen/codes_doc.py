@@ -16,6 +16,7 @@ _GROUPS = {
     "shape": "Shape: keys and kinds of values",
     "syntax": "Syntax of strings",
     "ignore": "The ignore list",
+    "audit": "`clustergen audit`: what the nodes report (docs/audit.md)",
 }
 
 

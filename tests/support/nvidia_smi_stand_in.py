@@ -4,8 +4,9 @@
 Reports the version of the stand-in driver package that installed it and, for every
 fake GPU (/dev/nvidiaN), readings of a healthy GPU: no ECC errors, no remapped rows,
 a cool temperature. It answers the forms the roles and the Epilog use:
-`--query-gpu=FIELDS --format=csv,...`, `--query-remapped-rows=FIELDS`, `-L`, and no
-arguments.
+`--query-gpu=FIELDS --format=csv,...`, `--query-remapped-rows=FIELDS`, `-L`, `-q -x`
+(the XML `clustergen audit` reads: driver, GPU count, each GPU's product name, minor
+number and memory, as nvsmi_device_v12.dtd names them) and no arguments.
 """
 
 import glob
@@ -47,6 +48,23 @@ def reading(field: str, index: int) -> str:
     return "[N/A]"
 
 
+def xml_log() -> str:
+    gpus = "".join(
+        f'  <gpu id="{bus_id(index)}">\n'
+        f"    <product_name>{NAME}</product_name>\n"
+        f"    <uuid>{reading('uuid', index)}</uuid>\n"
+        f"    <minor_number>{index}</minor_number>\n"
+        f"    <fb_memory_usage>\n      <total>{reading('memory.total', index)}</total>\n"
+        "    </fb_memory_usage>\n  </gpu>\n"
+        for index in GPUS
+    )
+    return (
+        '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
+        f"<nvidia_smi_log>\n  <driver_version>{DRIVER_VERSION}</driver_version>\n"
+        f"  <attached_gpus>{len(GPUS)}</attached_gpus>\n{gpus}</nvidia_smi_log>"
+    )
+
+
 def main(args: list[str]) -> int:
     for arg in args:
         for flag in ("--query-gpu=", "--query-remapped-rows="):
@@ -55,6 +73,9 @@ def main(args: list[str]) -> int:
                 for index in GPUS:
                     print(", ".join(reading(field, index) for field in fields))
                 return 0
+    if "-q" in args and "-x" in args:
+        print(xml_log())
+        return 0
     if "-L" in args:
         for index in GPUS:
             print(f"GPU {index}: {NAME} (UUID: {reading('uuid', index)})")

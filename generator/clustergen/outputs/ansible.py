@@ -167,10 +167,11 @@ def release_stamp(artifacts: Sequence[Artifact]) -> str:
     """sha256 over every artifact's path, mode and text, in path order: byte-stable, and
     different whenever any file that site.yml applies is. versions.lock (the drift
     report's copy of the pins, which group_vars carry too) and files that are not
-    installed (acceptance jobs, facility sheets) stay out, so they converge nothing."""
+    installed (acceptance jobs, facility sheets) stay out, so they converge nothing; so
+    does collect.yml, which only reads the nodes for `clustergen audit`."""
     digest = hashlib.sha256()
     for artifact in sorted(artifacts, key=lambda a: a.path):
-        if artifact.path == "versions.lock":
+        if artifact.path in ("versions.lock", "collect.yml"):
             continue
         for part in (artifact.path, f"{artifact.mode:o}", artifact.text):
             encoded = part.encode("utf-8")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from clustergen.artifacts import Artifact
 
-PLAYBOOK_FILES = ("site.yml", "verify.yml", "ansible.cfg", "requirements.yml")
+PLAYBOOK_FILES = ("site.yml", "verify.yml", "collect.yml", "ansible.cfg", "requirements.yml")
 ROLES_DIR = "roles"
 # Editor and Python droppings that are never part of a role.
 _NOT_CONTENT = ("__pycache__", ".pyc", ".swp", "~")

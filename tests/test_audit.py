@@ -1,0 +1,207 @@
+"""`clustergen audit` on recorded outputs of the real tools (tests/data/audit/): a healthy
+GPU node of examples/ml-training-8node.yaml reports nothing; each fault file replaces
+some of its reports and names, on its `# expect:` lines, every finding it must give (code
+and node), no more. The topology table is checked on examples/superpod-rail-128node.yaml,
+the reference spec that has one."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from clustergen.audit.compare import Report, check_topology
+from clustergen.audit.expect import expectations, read_tree
+from clustergen.audit.facts import NodeFacts, parse_facts
+from clustergen.audit.run import audit_facts
+from clustergen.cli import main
+from clustergen.codes import CODES
+from clustergen.errors import LocatedProblem
+from clustergen.load import load_spec
+from clustergen.resolve import ResolvedCluster
+from clustergen.validate import validate_cluster
+
+from support.audit_facts import healthy_facts
+from support.paths import DATA, EXAMPLES, GOLDEN, REPO
+
+RECORDED = DATA / "audit"
+HEALTHY = RECORDED / "healthy" / "gpu01.txt"
+FAULTS = sorted((RECORDED / "faults").glob("*.txt"))
+TOPOLOGY = RECORDED / "topology"
+ML = EXAMPLES / "ml-training-8node.yaml"
+SUPERPOD = EXAMPLES / "superpod-rail-128node.yaml"
+_EXPECT = re.compile(r"^# expect: (\S+) (\S+)$", re.M)
+
+
+def _cluster(spec: Path) -> ResolvedCluster:
+    cluster, problems = validate_cluster(load_spec(str(spec)), [])
+    assert cluster is not None, problems
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def ml() -> ResolvedCluster:
+    return _cluster(ML)
+
+
+def expected_findings(path: Path) -> Counter[tuple[str, str]]:
+    return Counter((code, node) for code, node in _EXPECT.findall(path.read_text()))
+
+
+def with_fault(fault: Path) -> NodeFacts:
+    """The healthy node's reports, those the fault file gives replaced by its own."""
+    healthy = parse_facts(HEALTHY.read_text(), str(HEALTHY))
+    patch = parse_facts(fault.read_text(), f"facts/{fault.stem}.txt")
+    if patch.node != healthy.node:
+        return patch
+    healthy.path = patch.path
+    healthy.sections.update(patch.sections)
+    return healthy
+
+
+def found(problems: list[LocatedProblem]) -> Counter[tuple[str, str]]:
+    return Counter((p.code.name, str(p.path[0])) for p in problems)
+
+
+def fault_findings(cluster: ResolvedCluster, fault: Path) -> list[LocatedProblem]:
+    return audit_facts(cluster, read_tree(REPO), [with_fault(fault)]).findings
+
+
+def test_healthy_node_reports_nothing_and_every_report_was_read(ml: ResolvedCluster) -> None:
+    facts = parse_facts(HEALTHY.read_text(), str(HEALTHY))
+    result = audit_facts(ml, read_tree(REPO), [facts])
+    assert result.findings == [], [p.format() for p in result.findings]
+    assert (result.reported, result.nodes) == (1, 14)
+    # Not vacuous: the expectations name what the reports hold, and each was read.
+    node = expectations(ml, read_tree(REPO))["gpu01"]
+    assert (node.gpu_count, len(node.hcas), node.cpus, node.rate_gbits) == (8, 8, 256, 200)
+    assert len(node.packages) == 25 and node.lnet == (("o2ib0", "ib0"),)
+    assert len(node.cables) == 8 and len(node.addresses) == 2
+
+
+def test_each_recorded_fault_gives_exactly_its_findings(ml: ResolvedCluster) -> None:
+    assert len(FAULTS) >= 18
+    wrong = {}
+    for fault in FAULTS:
+        want = expected_findings(fault)
+        assert want, f"{fault.name} names no '# expect:' finding"
+        got = fault_findings(ml, fault)
+        if found(got) != want:
+            wrong[fault.name] = (dict(want), [p.format() for p in got])
+    assert not wrong, wrong
+
+
+def test_a_finding_is_located_and_worded_for_the_admin(ml: ResolvedCluster) -> None:
+    (problem,) = fault_findings(ml, RECORDED / "faults" / "hca-rate.txt")
+    assert problem.format() == (
+        "facts/hca-rate.txt:4:1: gpu01.ibstat: mlx5_5 port 1 runs at 100 Gb/s; the "
+        "fabric's rate is 200 Gb/s [audit.hca-rate]"
+    )
+    (cable,) = fault_findings(ml, RECORDED / "faults" / "cable-not-seen.txt")
+    assert cable.message == (
+        "gpu03 mlx5_4: cables.csv cables it to ib-leaf01 port 21; ibnetdiscover does not see it"
+    )
+
+
+def test_topology_table_against_topo_m() -> None:
+    cluster = _cluster(SUPERPOD)
+    node = expectations(cluster, read_tree(GOLDEN / "superpod-rail-128node"))["gpu001"]
+    assert node.topology is not None
+    for path, want in (
+        (TOPOLOGY / "healthy.txt", Counter()),
+        (TOPOLOGY / "gpu-hca-and-numa.txt", expected_findings(TOPOLOGY / "gpu-hca-and-numa.txt")),
+    ):
+        report = Report(parse_facts(path.read_text(), str(path)))
+        check_topology(report, node)
+        assert found(report.found) == want, [p.format() for p in report.found]
+
+
+def test_a_tool_absent_where_the_spec_has_no_component_is_no_finding(
+    ml: ResolvedCluster,
+) -> None:
+    """The head node has no GPUs and runs no slurmd, the Lustre servers neither, and no
+    node has the other package manager: those tools absent are no finding. Every node's
+    file synthesized healthy (collect.yml's shape) gives nothing."""
+    expected = expectations(ml, read_tree(REPO))
+    facts = [
+        parse_facts(healthy_facts(name, node), f"facts/{name}.txt")
+        for name, node in expected.items()
+    ]
+    head = next(f for f in facts if f.node == "slurm-head")
+    assert head.sections["nvidia-smi-q-x"].absent and head.sections["slurmd-C"].absent
+    result = audit_facts(ml, read_tree(REPO), facts)
+    assert result.findings == [] and result.not_reported == ()
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["audit", str(ML), *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_command_line_formats_and_exit_codes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = _run(capsys, "-o", str(REPO), str(HEALTHY.parent))
+    assert (code, out.splitlines()[-1]) == (0, f"{ML}: 0 finding(s) on 1 of 14 node(s) reported")
+    assert "warning" not in err  # the spec's warnings are validate's
+    # The healthy file with a later ibstat report, which replaces the first.
+    fault = tmp_path / "gpu01.txt"
+    down = (RECORDED / "faults" / "hca-down.txt").read_text()
+    fault.write_text(HEALTHY.read_text() + down[down.index("#### clustergen-section") :])
+    line = HEALTHY.read_text().count("\n") + 1
+    code, out, err = _run(capsys, "-o", str(REPO), "--format", "github", str(fault))
+    assert code == 1
+    assert out.startswith(
+        f"::error file={fault},line={line},col=1,title=audit.hca-down::gpu01.ibstat: "
+    ), out
+    code, out, err = _run(capsys, "-o", str(REPO), "--format", "json", str(fault))
+    (record,) = json.loads(out)
+    assert (code, record["code"], record["path"], record["line"]) == (
+        1,
+        "audit.hca-down",
+        "gpu01.ibstat",
+        line,
+    )
+    code, _, err = _run(capsys, "-o", str(REPO), "--ignore", "audit.cable-not-seen", str(fault))
+    assert code == 1 and "[audit.hca-down]" in err
+    garbage = tmp_path / "node.txt"
+    garbage.write_text("hello\n")
+    for args, why in (
+        (("-o", str(REPO), str(tmp_path / "none")), "no such fact file"),
+        (("-o", str(tmp_path), str(HEALTHY)), "versions.lock: cannot read it"),
+        (("-o", str(REPO), str(garbage)), "not a fact file of collect.yml"),
+        (("-o", str(REPO), "--ignore", "audit.hca-down", str(HEALTHY)), "cannot be ignored"),
+    ):
+        code, _, err = _run(capsys, *args)
+        assert code == 2 and why in err and "Traceback" not in err, (args, err)
+
+
+def test_every_audit_code_is_produced_by_a_recorded_fault() -> None:
+    produced = {
+        code
+        for path in [*FAULTS, TOPOLOGY / "gpu-hca-and-numa.txt"]
+        for code, _ in expected_findings(path)
+    }
+    assert produced == {name for name in CODES if name.startswith("audit.")}
+
+
+@functools.cache
+def audit_examples() -> dict[str, str]:
+    """One finding of each audit code as `clustergen audit` prints it, for docs/errors.md."""
+    cluster = _cluster(ML)
+    examples: dict[str, str] = {}
+    for fault in FAULTS:
+        for problem in fault_findings(cluster, fault):
+            examples.setdefault(problem.code.name, problem.format())
+    node = expectations(_cluster(SUPERPOD), read_tree(GOLDEN / "superpod-rail-128node"))["gpu001"]
+    path = TOPOLOGY / "gpu-hca-and-numa.txt"
+    report = Report(parse_facts(path.read_text(), f"facts/{node.host.name}.txt"))
+    check_topology(report, node)
+    for problem in report.found:
+        examples.setdefault(problem.code.name, problem.format())
+    return examples
