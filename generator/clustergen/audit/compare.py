@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TypeVar
 
 from clustergen import codes
 from clustergen.audit.expect import NodeExpectation
@@ -23,6 +24,8 @@ from clustergen.catalog.gpus import GpuModel
 from clustergen.codes import Code
 from clustergen.errors import LocatedProblem, Position
 from clustergen.lock import carries
+
+T = TypeVar("T")
 
 
 class Report:
@@ -60,6 +63,17 @@ class Report:
             return None
         return got.text
 
+    def parsed(self, section: str, what: str, parse: Callable[[str], T | None]) -> T | None:
+        """The report read by `parse`, or None with the finding that says why: the tool
+        absent or failed (as `text`), or its output not a report `parse` reads."""
+        text = self.text(section, what)
+        if text is None:
+            return None
+        result = parse(text)
+        if result is None:
+            self.unreadable(section)
+        return result
+
     def unreadable(self, section: str) -> None:
         command = SECTIONS.get(section, section)
         text = self.facts.sections[section].text
@@ -78,12 +92,8 @@ def _first_line(text: str) -> str:
 def check_gpus(report: Report, node: NodeExpectation) -> None:
     if not node.gpu_count:
         return
-    text = report.text("nvidia-smi-q-x", f"{node.gpu_count} GPUs")
-    if text is None:
-        return
-    smi = parse_smi_xml(text)
+    smi = report.parsed("nvidia-smi-q-x", f"{node.gpu_count} GPUs", parse_smi_xml)
     if smi is None:
-        report.unreadable("nvidia-smi-q-x")
         return
     profile = node.host.hardware_name
     if len(smi.gpus) < node.gpu_count:
@@ -217,12 +227,8 @@ def _check_port(report: Report, node: NodeExpectation, section: str, port: RdmaP
 def check_hardware(report: Report, node: NodeExpectation) -> None:
     if node.cpus is None or node.real_memory_mib is None:
         return
-    text = report.text("slurmd-C", "slurmd (a Slurm compute node)")
-    if text is None:
-        return
-    found = parse_slurmd_c(text)
+    found = report.parsed("slurmd-C", "slurmd (a Slurm compute node)", parse_slurmd_c)
     if found is None:
-        report.unreadable("slurmd-C")
         return
     profile = node.host.hardware_name
     if found.cpus < node.cpus:
@@ -248,12 +254,11 @@ def check_packages(report: Report, node: NodeExpectation) -> None:
     section, parse = (
         ("rpm-qa", parse_rpm) if node.package_family == "dnf" else ("dpkg-query", parse_dpkg)
     )
-    text = report.text(section, f"{len(node.packages)} pinned packages")
-    if text is None:
-        return
-    installed = parse(text)
-    if not installed:
-        report.unreadable(section)
+    # An empty list is no report: every node has packages.
+    installed = report.parsed(
+        section, f"{len(node.packages)} pinned packages", lambda text: parse(text) or None
+    )
+    if installed is None:
         return
     for package, pin in sorted(node.packages.items()):
         version = installed.get(package)
@@ -274,12 +279,8 @@ def check_packages(report: Report, node: NodeExpectation) -> None:
 def check_addresses(report: Report, node: NodeExpectation) -> None:
     if not node.addresses:
         return
-    text = report.text("ip-j-addr", "addresses")
-    if text is None:
-        return
-    links = parse_ip_addr(text)
+    links = report.parsed("ip-j-addr", "addresses", parse_ip_addr)
     if links is None:
-        report.unreadable("ip-j-addr")
         return
     for wanted in node.addresses:
         address = f"{wanted.address}/{wanted.prefix}"
@@ -306,12 +307,8 @@ def _net(name: str) -> str:
 def check_lnet(report: Report, node: NodeExpectation) -> None:
     if not node.lnet:
         return
-    text = report.text("lnetctl-net-show", "LNet (Lustre)")
-    if text is None:
-        return
-    nis = parse_lnet(text)
+    nis = report.parsed("lnetctl-net-show", "LNet (Lustre)", parse_lnet)
     if nis is None:
-        report.unreadable("lnetctl-net-show")
         return
     up = {(_net(ni.net), ni.interface) for ni in nis if ni.status == "up"}
     for net, interface in node.lnet:
