@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from clustergen.hosts import compress
 from clustergen.importer.records import Record, Unrepresented, expand_names
+from clustergen.model.common import hostlist_parts
 
 LIST_KEYS = {
     "allowaccounts": "allow_accounts",
@@ -35,7 +36,7 @@ WEIGHT_KEYS = {"cpu": "cpu", "mem": "mem_per_gib", "gres/gpu": "gpu"}
 def partition_nodes(value: str, nodesets: dict[str, list[str]], every: list[str]) -> list[str]:
     """Nodes= as slurmctld reads it: ALL, node set names and hostlists, comma separated."""
     names: list[str] = []
-    for item in _top_level(value):
+    for item in filter(None, hostlist_parts(value)):
         if item.upper() == "ALL":
             names += every
         elif item in nodesets:
@@ -43,18 +44,6 @@ def partition_nodes(value: str, nodesets: dict[str, list[str]], every: list[str]
         else:
             names += expand_names(item)
     return list(dict.fromkeys(names))
-
-
-def _top_level(value: str) -> list[str]:
-    items, depth, current = [], 0, ""
-    for char in value:
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            items.append(current)
-            current = ""
-        else:
-            current += char
-    return [item for item in [*items, current] if item]
 
 
 def _weights(value: str) -> dict[str, float] | None:

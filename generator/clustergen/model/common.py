@@ -74,7 +74,7 @@ def expand_hostlist(expression: str) -> tuple[str, ...]:
     if opened:
         missing = "a '[' is never closed" if opened > 0 else "a ']' has no matching '['"
         raise invalid(codes.SYNTAX_HOSTLIST, f"hostlist '{expression}': {missing}")
-    for part in _top_level_parts(expression):
+    for part in hostlist_parts(expression):
         if "[" in part and not part.endswith("]"):
             head, _, tail = part.partition("[")
             ranges, _, rest = tail.partition("]")
@@ -106,7 +106,8 @@ def expand_hostlist(expression: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _top_level_parts(expression: str) -> list[str]:
+def hostlist_parts(expression: str) -> list[str]:
+    """A hostlist expression split at its top-level commas (not those inside brackets)."""
     parts, depth, current = [], 0, ""
     for char in expression:
         depth += {"[": 1, "]": -1}.get(char, 0)
