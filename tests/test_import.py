@@ -225,3 +225,20 @@ def test_an_imported_cluster_renders_its_own_features_and_acceptance_by_node_nam
     conf = (tmp_path / "out/slurm/slurm.conf").read_text()
     node_lines = [line for line in conf.splitlines() if line.startswith("NodeName=gpu")]
     assert node_lines and all("hgx-h100" not in line for line in node_lines), node_lines
+
+
+def test_a_hostlist_slurmctld_would_refuse_is_named_where_it_is(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Every bad hostlist of slurm.conf, at its file and line, exit 2 and no spec written;
+    a bracket's own commas (a[1-2,4]) are not a place to split."""
+    source = tmp_path / "etc"
+    source.mkdir()
+    (source / "slurm.conf").write_text(
+        "NodeName=a[1-2,4] CPUs=4\nNodeName=b[1-2 CPUs=4\nPartitionName=p Nodes=a[1-2,4],c[5\n"
+    )
+    target = tmp_path / "spec.yaml"
+    result = cli("import", "slurm", str(source), "-o", str(target))
+    assert result.code == 2 and not target.exists()
+    assert "Traceback" not in result.err and "internal error" not in result.err
+    assert f"{source / 'slurm.conf'}:2:1: hostlist 'b[1-2'" in result.err
+    assert f"{source / 'slurm.conf'}:3:1: hostlist 'c[5'" in result.err
+    assert "'a[1-2" not in result.err

@@ -21,6 +21,7 @@ from clustergen.importer.records import (
     Imported,
     SlurmConf,
     Unrepresented,
+    bad_hostlists,
     expand_names,
     sort_lines,
 )
@@ -65,7 +66,13 @@ def import_slurm(directory: Path) -> Imported:
     for where, why in main.unreadable:
         report(Unrepresented(where, "line", why))
     conf = sort_lines(main.lines)
-    _build(directory, conf, result, report)
+    bad = bad_hostlists(conf, directory)
+    if bad:
+        raise UsageError("\n".join(bad))
+    try:
+        _build(directory, conf, result, report)
+    except ConfError as exc:  # a side file's unreadable hostlist
+        raise UsageError(str(exc)) from exc
     return result
 
 

@@ -8,10 +8,12 @@ ThreadsPerCore); CoresPerSocket and ThreadsPerCore default to 1, RealMemory to 1
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import hostlist
 
-from clustergen.importer.reader import ConfLine
+from clustergen.importer.reader import ConfError, ConfLine
+from clustergen.model.common import hostlist_parts
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,29 @@ def sort_lines(lines: list[ConfLine]) -> SlurmConf:
 def expand_names(expression: str) -> list[str]:
     """A Slurm hostlist (python-hostlist reads every form Slurm accepts: gpu[01-08,10],
     rack[1-2]-n[1-4], a,b)."""
-    return list(hostlist.expand_hostlist(expression))
+    try:
+        return list(hostlist.expand_hostlist(expression))
+    except hostlist.BadHostlist as exc:
+        raise ConfError(f"hostlist '{expression}' is not one Slurm reads: {exc}") from exc
+
+
+def bad_hostlists(conf: SlurmConf, directory: Path) -> list[str]:
+    """`file:line:col: message` for each record whose names or Nodes= slurmctld would
+    refuse (it stops at the first): import reports them all and writes nothing."""
+    sets = {record.name for record in conf.nodesets}
+    found = []
+    for record in [*conf.nodes, *conf.nodesets, *conf.partitions, *conf.downnodes]:
+        named = [] if record in conf.nodesets or record in conf.partitions else [record.name]
+        listed = list(filter(None, hostlist_parts(record.get("Nodes") or "")))
+        for expression in [*named, *listed]:
+            if expression.upper() == "ALL" or expression in sets:
+                continue
+            try:
+                hostlist.expand_hostlist(expression)
+            except hostlist.BadHostlist as exc:
+                where = f"{directory / record.line.file}:{record.line.line}:1"
+                found.append(f"{where}: hostlist '{expression}' is not one Slurm reads: {exc}")
+    return found
 
 
 @dataclass(frozen=True)
