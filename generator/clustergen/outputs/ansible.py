@@ -554,6 +554,8 @@ def _install_entry(family: str, artifact: Artifact, install: Install) -> dict[st
     handler = handler_name(install)
     if handler is not None:
         entry["notify"] = handler
+    if install.absent:
+        entry["absent"] = list(install.absent)
     if install.secret is not None:
         entry["secret_key"] = install.secret.key
         entry["secret_variable"] = install.secret.variable
