@@ -25,15 +25,14 @@ import ipaddress
 
 from clustergen.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.packages import SLURM_CONF_GROUP
-from clustergen.catalog.versions import VersionTuple
 from clustergen.outputs.slurm.derive import SLURM_DEFAULTS
 from clustergen.resolve import ResolvedCluster
 
 # The files of the slurm family that slurmctld serves (src/common/fetch_config.c
 # slurmd_config_files, slurm-22-05-7-1 to slurm-26-05-3-1).
 SERVED = ("slurm.conf", "cgroup.conf", "gres.conf", "job_container.conf", "topology.conf")
-# topology.yaml joined the list in 25.05.2 (fetch_config.c, slurm-25-05-2-1).
-SERVED_TOPOLOGY_YAML_FROM: VersionTuple = (25, 5, 2)
+# topology.yaml joined the list in 25.05.2 (validation refuses it before:
+# slurm.configless-topology-yaml).
 TOPOLOGY_YAML = "topology.yaml"
 DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-configless.conf"
 # The DNS SRV record slurmd looks up without --conf-server (configless_slurm page).

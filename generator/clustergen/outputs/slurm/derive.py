@@ -462,7 +462,7 @@ ENABLE_CONFIGLESS = "enable_configless"
 def configless_parameters(options: list[Setting]) -> tuple[list[Setting], list[ConfSection]]:
     """slurm.configless: enable_configless joins the SlurmctldParameters slurm.options
     gives (one line, its values kept in order), or has a section of its own."""
-    merged = []
+    merged: list[Setting] = []
     for key, value in options:
         if key.lower() == "slurmctldparameters":
             words = [word for word in value.split(",") if word]
