@@ -10,7 +10,9 @@ and every slurmd when they change; the Epilog is read afresh after every job. Wi
 sacctmgr script for the controllers creates the QOS in slurmdbd (role slurm_accounting).
 With slurm.isolation: job_container.conf (a private /tmp and /dev/shm per job), and on the
 compute nodes the account lines of pam_slurm_adopt that sshd's PAM stack includes, with the
-pam_access file of the admins let in without a job.
+pam_access file of the admins let in without a job. With slurm.configless (configless.py):
+the files slurmctld serves install only on the slurm_conf group, and the compute nodes get
+slurmd's drop-in with --conf-server instead.
 """
 
 from __future__ import annotations
