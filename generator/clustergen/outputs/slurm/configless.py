@@ -5,9 +5,10 @@ SchedMD's configless_slurm page (Slurm 20.02 on) and src/common/fetch_config.c
 (slurmd_config_files) give what slurmctld serves to slurmd: of clustergen's files,
 slurm.conf, cgroup.conf, gres.conf, job_container.conf, topology.conf and, from
 25.05.2, topology.yaml. Prolog and Epilog scripts are served only when slurm.conf names
-them without a path (from 23.02); clustergen names them by absolute path, so they stay
-installed on the compute nodes, as do its other files there (slurmd's drop-ins, the
-record of its NodeName lines, pam_slurm_adopt's lines).
+them without a path (from 23.11: fetch_config.c at slurm-23-11-0-1; never before);
+clustergen names them by absolute path, so they stay installed on the compute nodes, as
+do its other files there (slurmd's drop-ins, the record of its NodeName lines,
+pam_slurm_adopt's lines).
 
 slurmctld reads the files it serves when it starts and at `scontrol reconfigure`
 (src/slurmctld/proc_req.c configless_setup_load, configless_update), and the
