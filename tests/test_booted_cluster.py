@@ -384,6 +384,7 @@ def _on_debian_13(spec_text: str) -> str:
     gpu, head = spec["nodes"]
     gpu["management_ip"] = f"{TRIXIE_SUBNET}.11"
     head["management_ip"] = f"{TRIXIE_SUBNET}.2"
+    spec["slurm"]["configless"] = True  # _assert_configless_slurmd
     return yaml.safe_dump(spec, sort_keys=False)
 
 
@@ -426,6 +427,55 @@ def _assert_trixie_cluster_works(cluster: BootedCluster) -> None:
     assert _sacct_state(cluster, job) == "COMPLETED|gpu[1-2]"
 
 
+# Configless Slurm (slurm.configless): where slurmd caches what slurmctld serves, and the
+# link to it (SchedMD's configless_slurm page; SlurmdSpoolDir is clustergen's default).
+CONFIGLESS_CACHE, CONFIGLESS_LINK = "/var/spool/slurmd/conf-cache", "/run/slurm/conf"
+
+
+def _assert_configless_slurmd(cluster: BootedCluster) -> None:
+    """slurmd on each GPU node runs with no /etc/slurm/slurm.conf, on the slurm.conf that
+    slurmctld served (cached where 24.11 puts it), and `scontrol reconfigure` sends it a
+    changed one; the head's copy is then put back as rendered."""
+    served = _on_head(cluster, "cat /etc/slurm/slurm.conf")
+    assert "SlurmctldParameters=enable_configless" in served.splitlines(), served
+
+    def cached(name: str) -> str:  # "" while slurmd rewrites it
+        return cluster.nodes[name].sh(f"cat {CONFIGLESS_CACHE}/slurm.conf", check=False).stdout
+
+    for name in GPU_NODES:
+        node = cluster.nodes[name]
+        listing = node.sh("ls -A /etc/slurm").stdout.split()
+        assert not {"slurm.conf", "gres.conf", "cgroup.conf"} & set(listing), (name, listing)
+        assert node.sh("systemctl is-active slurmd").stdout.strip() == "active", name
+        pid = node.sh("systemctl show -p MainPID --value slurmd").stdout.strip()
+        argv = node.sh(f"tr '\\0' ' ' < /proc/{pid}/cmdline").stdout.split()
+        assert argv[-2:] == ["--conf-server", f"{TRIXIE_SUBNET}.2:6817"], (name, argv)
+        assert cached(name) == served, name
+        assert node.sh(f"readlink -f {CONFIGLESS_LINK}").stdout.strip() == CONFIGLESS_CACHE
+        assert node.sh(f"test -f {CONFIGLESS_CACHE}/gres.conf", check=False).returncode == 0
+    probe = "# configless probe"
+    _on_head(
+        cluster,
+        f"cp -p /etc/slurm/slurm.conf /root/slurm.conf.rendered && "
+        f"echo '{probe}' >> /etc/slurm/slurm.conf && scontrol reconfigure",
+    )
+    try:
+        for name in GPU_NODES:
+            _wait_for(
+                f"{name} to fetch the changed slurm.conf", lambda name=name: probe in cached(name)
+            )
+    finally:
+        _on_head(
+            cluster, "cp -p /root/slurm.conf.rendered /etc/slurm/slurm.conf && scontrol reconfigure"
+        )
+    for name in GPU_NODES:
+        _wait_for(f"{name} to fetch slurm.conf back", lambda name=name: cached(name) == served)
+    _wait_for(
+        "both GPU nodes idle after the reconfigures",
+        lambda: all(_node_states(cluster).get(n, ("", ""))[0] == "idle" for n in GPU_NODES),
+    )
+
+
 def test_site_converges_on_debian_13_nodes(
     testbed_scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -450,6 +500,7 @@ def test_site_converges_on_debian_13_nodes(
         first = ansible.playbook("site.yml")
         _succeeded(first, "first site.yml run on Debian 13 nodes")
         _assert_trixie_cluster_works(cluster)
+        _assert_configless_slurmd(cluster)
         second = ansible.playbook("site.yml")
         _succeeded(second, "second site.yml run on Debian 13 nodes")
         assert set(second.changed()) == set(cluster.nodes)

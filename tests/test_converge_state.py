@@ -177,6 +177,21 @@ def test_a_recorded_rdma_device_that_is_gone_converges(tmp_path: Path) -> None:
     assert _check(tmp_path, _state(tmp_path, rdma=no_hca), _request(tmp_path)) == ["current"]
 
 
+def test_a_file_that_a_rendered_file_replaces_converges_while_it_is_there(
+    tmp_path: Path,
+) -> None:
+    """Configless Slurm: a compute node's copy of slurm.conf, left from before, would be
+    read by the Slurm commands there instead of what slurmctld serves."""
+    stale = tmp_path / "slurm.conf"
+    state = _state(tmp_path, absent=[str(stale)])
+    assert _check(tmp_path, state, _request(tmp_path)) == ["current"]
+    stale.write_text("ClusterName=old\n")
+    assert _check(tmp_path, state, _request(tmp_path)) == [
+        "converge",
+        f"file {stale}: present, wanted absent (replaced by a rendered file)",
+    ]
+
+
 def test_a_missing_file_or_secret_converges(tmp_path: Path) -> None:
     state = _state(tmp_path)
     (tmp_path / "node.conf").unlink()

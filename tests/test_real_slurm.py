@@ -67,8 +67,8 @@ def test_slurmd_reads_rendered_gres_conf(spec_path: Path, tmp_path: Path, cli) -
 
 
 def gpu_defaults_spec(tmp_path: Path) -> Path:
-    """ml-training-8node with a system reserve, NodeAddr and QOS; the GPU nodes' addresses
-    cross a /24, so NodeAddr needs two ranges on one line."""
+    """ml-training-8node with a system reserve, NodeAddr, QOS and configless Slurm; the GPU
+    nodes' addresses cross a /24, so NodeAddr needs two ranges on one line."""
     text = (EXAMPLES / "ml-training-8node.yaml").read_text()
     replacements = {
         "    gpu: {model: h100-sxm5-80gb, count: 8, nvswitch: true}\n": (
@@ -82,6 +82,7 @@ def gpu_defaults_spec(tmp_path: Path) -> Path:
         "  preemption: {type: qos, mode: CANCEL}\n": (
             "  preemption: {type: qos, mode: REQUEUE}\n"
             "  node_addr_from_management: true\n"
+            "  configless: true\n"
             "  qos:\n"
             "    - {name: low, preempt_mode: REQUEUE, grace_time_s: 600}\n"
             "    - {name: high, priority: 10, preempt: [low]}\n"
@@ -128,6 +129,8 @@ def test_slurmctld_takes_the_derived_gpu_defaults(tmp_path: Path, cli) -> None: 
     assert settings["UnkillableStepTimeout"] == "180 sec"
     assert settings["PrologEpilogTimeout"] == "180"
     assert settings["PropagateResourceLimitsExcept"] == "MEMLOCK"
+    # slurm.configless: slurmctld serves the files (it stops at a parameter it refuses).
+    assert settings["SlurmctldParameters"] == "enable_configless"
     assert "bf_window=43200" in settings["SchedulerParameters"]
     # slurm.isolation, as slurmctld understood it.
     assert settings["JobContainerType"] == "job_container/tmpfs"

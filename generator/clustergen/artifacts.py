@@ -66,6 +66,13 @@ class Install:
     # Only these nodes of the group (a Lustre target's service nodes); None: all of them.
     # Keeps a node from carrying thousands of files meant for its peers at scale.
     hosts: tuple[str, ...] | None = None
+    # Other nodes get it from a daemon instead of a copy (configless Slurm): what `plan`
+    # says of a change to it; None: every node that uses it receives it.
+    served: str | None = None
+    # Paths a node that receives this file must not have, unless another of its files
+    # installs them (the copies of what a daemon now serves): the rendered_files role
+    # removes them and the converge check reports one that is there.
+    absent: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.hosts is not None and not self.hosts:

@@ -762,6 +762,18 @@ SLURM_SRUN_PORTS_FIREWALLED = Code(
     "warning",
     "EL nodes (firewalld) without SrunPortRange: srun listens on ports the firewall drops",
 )
+SLURM_CONFIGLESS_NODE_NAME_IN_PATH = Code(
+    "slurm.configless-node-name-in-path",
+    "error",
+    "slurm.configless with %n in SlurmdSpoolDir or SlurmdPidFile, which slurmd cannot expand "
+    "before it has fetched the configuration",
+)
+SLURM_CONFIGLESS_TOPOLOGY_YAML = Code(
+    "slurm.configless-topology-yaml",
+    "error",
+    "slurm.configless with topology.yaml on a Slurm whose slurmctld does not serve it "
+    "(before 25.05.2)",
+)
 SLURM_OPTION_UNKNOWN = Code(
     "slurm.option-unknown", "error", "not a slurm.conf key of the pinned Slurm"
 )

@@ -246,7 +246,8 @@ def _rendered_file(
             install.change,
             install.dest,
             nodes if install.hosts is None else nodes & set(install.hosts),
-            f"{path} {state} (installed at {install.dest})",
+            f"{path} {state} (installed at {install.dest}"
+            + (f"; {install.served})" if install.served else ")"),
         )
 
 

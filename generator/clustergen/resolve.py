@@ -40,6 +40,8 @@ from clustergen.catalog.packages import (
     OPENSM_GROUP,
     PMIX_FEATURE,
     RDMA_GROUP,
+    SLURM_CONF_GROUP,
+    SLURM_CONF_ROLES,
     SLURM_EXPORTER_GROUP,
     SLURM_GROUP,
     SLURM_ROLES,
@@ -346,6 +348,9 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
             else set()
         )
         groups.append(InventoryGroup(group, tuple(h.name for h in hosts if h.name in serving), ()))
+    slurm = getattr(spec, "slurm", None)  # validation's tolerant spec may lack it
+    if slurm is not None and slurm.configless:  # only then: others keep their inventory
+        groups.append(derived(SLURM_CONF_GROUP, {role_group(r) for r in SLURM_CONF_ROLES}))
     groups += nfs_groups(spec, hosts)
     configured = host_network_nodes(spec.network, hosts)
     if configured:  # only then: a spec without fabric, storage or front end keeps its inventory

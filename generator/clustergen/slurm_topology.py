@@ -44,6 +44,9 @@ from clustergen.resolve import ResolvedCluster
 BLOCK_FROM: VersionTuple = (23, 11)
 BLOCK_SIZES_FROM: VersionTuple = (24, 5)
 TOPOLOGY_YAML_FROM: VersionTuple = (25, 5)
+# slurmctld serves topology.yaml to configless slurmd from 25.05.2 (src/common/fetch_config.c
+# slurmd_config_files at slurm-25-05-2-1; absent at slurm-25-05-1-1).
+SERVED_TOPOLOGY_YAML_FROM: VersionTuple = (25, 5, 2)
 # A block smaller than the base block is fatal to slurmctld before 25.05 ("children count
 # lower than bblock_node_cnt", 24.05-24.11), and in 23.11 every block must have the base
 # block's nodes ("children count no equal bblock_node_cnt").

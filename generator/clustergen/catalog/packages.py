@@ -74,6 +74,11 @@ NVSWITCH_GROUP = "nvswitch"  # nodes whose GPUs sit on NVSwitch (fabric manager)
 # the group only when the spec has such trays.
 NVLINK_GROUP = "nvlink_tray"
 SLURM_GROUP = "slurm"  # every node with a Slurm role
+# With slurm.configless: the Slurm nodes that keep the configuration files slurmctld
+# serves to the compute nodes (controllers, login nodes, the slurmdbd host); the
+# inventory has the group only then.
+SLURM_CONF_GROUP = "slurm_conf"
+SLURM_CONF_ROLES: tuple[str, ...] = ("login", "slurm_controller", "slurm_dbd")
 LUSTRE_CLIENT_GROUP = "lustre_client"  # nodes of the roles that mount Lustre
 LUSTRE_SERVER_GROUP = "lustre_server"  # nodes with lustre_mgs, lustre_mds or lustre_oss
 LUSTRE_SERVER_ROLES: tuple[str, ...] = ("lustre_mgs", "lustre_mds", "lustre_oss")
@@ -106,6 +111,7 @@ DERIVED_GROUPS: tuple[str, ...] = (
     NVSWITCH_GROUP,
     NVLINK_GROUP,
     SLURM_GROUP,
+    SLURM_CONF_GROUP,
     LUSTRE_CLIENT_GROUP,
     LUSTRE_SERVER_GROUP,
     LUSTRE_LDISKFS_GROUP,
@@ -126,6 +132,7 @@ GROUP_TITLES: dict[str, str] = {
     NVSWITCH_GROUP: "NVIDIA fabric manager on NVSwitch nodes (equal to the driver)",
     NVLINK_GROUP: "NVIDIA IMEX on the compute trays of NVLink domains (equal to the driver)",
     SLURM_GROUP: "Every Slurm node",
+    SLURM_CONF_GROUP: "Slurm nodes that keep the files slurmctld serves (slurm.configless)",
     LUSTRE_CLIENT_GROUP: "Lustre clients",
     LUSTRE_SERVER_GROUP: "Lustre servers (MGS, MDS, OSS)",
     LUSTRE_LDISKFS_GROUP: "Lustre servers of ldiskfs targets (the ldiskfs OSD)",

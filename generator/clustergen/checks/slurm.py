@@ -61,6 +61,29 @@ def options(cluster: ResolvedCluster) -> list[Problem]:
         *_backfill_window(spec),
         *_srun_ports(spec),
         *_health_check(spec),
+        *_configless(spec),
+    ]
+
+
+# slurmd expands %n in these only when started with -N: configless, it fetches them before
+# it knows its node name (SchedMD's configless_slurm page, "Limitations";
+# src/slurmd/slurmd/slurmd.c _establish_configuration).
+_CONFIGLESS_NODE_PATHS = ("slurmdspooldir", "slurmdpidfile")
+
+
+def _configless(spec: Spec) -> list[Problem]:
+    """slurm.configless against the slurm.options it cannot work with."""
+    if not spec.slurm.configless:
+        return []
+    return [
+        Problem(
+            codes.SLURM_CONFIGLESS_NODE_NAME_IN_PATH,
+            ("slurm", "options", key),
+            f"{key}={value}: with slurm.configless slurmd fetches slurm.conf before it knows "
+            "its node name, so %n is not replaced by it; give a path without %n",
+        )
+        for key, value in spec.slurm.options.items()
+        if key.lower() in _CONFIGLESS_NODE_PATHS and "%n" in str(value)
     ]
 
 

@@ -18,6 +18,7 @@ from clustergen.slurm_topology import (
     BLOCK_SIZES_FROM,
     BLOCKS_OF_ANY_SIZE_FROM,
     MAX_BLOCK_LEVEL,
+    SERVED_TOPOLOGY_YAML_FROM,
     BlockLine,
     partitions_within,
     slurm_topology,
@@ -71,7 +72,24 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
             )
     if network.kind in ("block", "yaml") and release < BLOCKS_OF_ANY_SIZE_FROM:
         problems += _block_counts(cluster, network.blocks, sizes, release)
+    if network.kind == "yaml" and spec.slurm.configless:
+        problems += _configless_yaml(spec.software.slurm)
     return problems
+
+
+def _configless_yaml(slurm: str) -> list[Problem]:
+    """slurmctld serves topology.yaml to configless slurmd from 25.05.2 only."""
+    if parse_version(slurm) >= SERVED_TOPOLOGY_YAML_FROM:
+        return []
+    return [
+        Problem(
+            codes.SLURM_CONFIGLESS_TOPOLOGY_YAML,
+            ("slurm", "configless"),
+            f"Slurm {slurm} gets topology.yaml, which its slurmctld does not serve to "
+            "configless slurmd (it does from 25.05.2): pin Slurm 25.05.2 or later, or turn "
+            "slurm.configless off",
+        )
+    ]
 
 
 def _not_given_at(cluster: ResolvedCluster, release: VersionTuple) -> SpecPath:

@@ -465,6 +465,16 @@ class Slurm(StrictModel):
         description="Users kept inside their jobs and out of each other's data: each part on "
         "by default, each switchable with the reason given (docs/security.md).",
     )
+    configless: bool = Field(
+        default=False,
+        description="Configless Slurm (SchedMD's configless_slurm page, Slurm 20.02 on): "
+        "slurm.conf gets SlurmctldParameters=enable_configless, and slurmd on every compute "
+        "node fetches the configuration files from slurmctld (--conf-server, a systemd "
+        "drop-in) instead of receiving them: slurm.conf, cgroup.conf, gres.conf, "
+        "job_container.conf and topology.conf (or topology.yaml) are installed only on the "
+        "controllers, the login nodes and the slurmdbd host; the Epilog, Prolog and other "
+        'scripts stay installed on the compute nodes (docs/slurm.md "Configless Slurm").',
+    )
     keep_imported: bool = Field(
         default=False,
         description="The spec was imported from a running cluster (`clustergen import "

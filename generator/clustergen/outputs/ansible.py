@@ -64,6 +64,12 @@ CUDA_PREFIX = "/usr/local/cuda-"
 _FROM_INVENTORY = "{{ inventory_dir }}/.."
 
 
+# One rendered file's entry in clustergen_files_<group>: strings, and the list of paths
+# it replaces (absent).
+FileField = str | list[str]
+FileEntry = dict[str, FileField]
+
+
 @dataclass(frozen=True)
 class Variable:
     """One group variable: a scalar, a flat mapping, a list of strings, or a list of flat
@@ -188,7 +194,7 @@ NODE_FILES_VARIABLE = "clustergen_files_node"
 
 
 def host_vars(
-    cluster: ResolvedCluster, node_files: Mapping[str, Sequence[Mapping[str, str | bool]]]
+    cluster: ResolvedCluster, node_files: Mapping[str, Sequence[Mapping[str, FileField]]]
 ) -> list[Artifact]:
     """inventory/host_vars/<host>.yml for every host: its addresses and the rendered
     files meant for it alone (its network files, its Lustre targets'). Ansible reads a
@@ -240,7 +246,7 @@ def _hosts_list(cluster: ResolvedCluster) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _node_files_text(entries: Sequence[Mapping[str, str | bool]]) -> str:
+def _node_files_text(entries: Sequence[Mapping[str, FileField]]) -> str:
     parts = [
         "\n# rendered files only this node receives; the rendered_files role installs them\n"
         f"# with its groups' clustergen_files_<group>\n{NODE_FILES_VARIABLE}:\n"
@@ -253,9 +259,10 @@ def _node_files_text(entries: Sequence[Mapping[str, str | bool]]) -> str:
     return "".join(parts)
 
 
-def _quoted(value: str | bool | None) -> str:
-    """A scalar as the templates' tojson filter writes it (JSON, with <, >, & and '
-    escaped): a double-quoted YAML scalar whatever the value holds."""
+def _quoted(value: str | bool | list[str] | None) -> str:
+    """A scalar (or a list of strings) as the templates' tojson filter writes it (JSON,
+    with <, >, & and ' escaped): a double-quoted YAML scalar (or flow sequence of them)
+    whatever the value holds."""
     return (
         json.dumps(value)
         .replace("<", "\\u003c")
@@ -402,7 +409,7 @@ def arch_nodes(cluster: ResolvedCluster) -> dict[str, str]:
 
 def all_group_vars(
     cluster: ResolvedCluster,
-    group_files: Mapping[str, Sequence[Mapping[str, str]]],
+    group_files: Mapping[str, Sequence[Mapping[str, FileField]]],
 ) -> list[GroupVars]:
     """One file per group that has nodes and something to set, sorted by group name:
     the pins of the concerns it carries and the files installed on it."""
@@ -512,12 +519,12 @@ def rdma_device_names(profile: HardwareProfile) -> list[str]:
 
 def _installed_files(
     by_family: Mapping[str, Sequence[Artifact]], members: Mapping[str, frozenset[str]]
-) -> tuple[dict[str, list[dict[str, str]]], dict[str, list[dict[str, str]]]]:
+) -> tuple[dict[str, list[FileEntry]], dict[str, list[FileEntry]]]:
     """The install entries of the artifacts: inventory group -> those all its nodes
     receive, and host -> those meant for some of a group's nodes only (install.hosts),
     which go to each such node of the group, and nowhere else."""
-    by_group: dict[str, list[dict[str, str]]] = {}
-    by_node: dict[str, list[dict[str, str]]] = {}
+    by_group: dict[str, list[FileEntry]] = {}
+    by_node: dict[str, list[FileEntry]] = {}
     for family, artifacts in sorted(by_family.items()):
         for artifact in artifacts:
             install = artifact.install
@@ -537,9 +544,9 @@ def _installed_files(
     )
 
 
-def _install_entry(family: str, artifact: Artifact, install: Install) -> dict[str, str]:
+def _install_entry(family: str, artifact: Artifact, install: Install) -> FileEntry:
     text = artifact.text
-    entry: dict[str, str] = {
+    entry: FileEntry = {
         "family": family,
         "src": f"{_FROM_INVENTORY}/{artifact.path}",
         "dest": install.dest,
@@ -554,6 +561,8 @@ def _install_entry(family: str, artifact: Artifact, install: Install) -> dict[st
     handler = handler_name(install)
     if handler is not None:
         entry["notify"] = handler
+    if install.absent:
+        entry["absent"] = list(install.absent)
     if install.secret is not None:
         entry["secret_key"] = install.secret.key
         entry["secret_variable"] = install.secret.variable

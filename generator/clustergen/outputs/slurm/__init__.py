@@ -10,7 +10,9 @@ and every slurmd when they change; the Epilog is read afresh after every job. Wi
 sacctmgr script for the controllers creates the QOS in slurmdbd (role slurm_accounting).
 With slurm.isolation: job_container.conf (a private /tmp and /dev/shm per job), and on the
 compute nodes the account lines of pam_slurm_adopt that sshd's PAM stack includes, with the
-pam_access file of the admins let in without a job.
+pam_access file of the admins let in without a job. With slurm.configless (configless.py):
+the files slurmctld serves install only on the slurm_conf group, and the compute nodes get
+slurmd's drop-in with --conf-server instead.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import jinja2
 from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange, Secret
 from clustergen.catalog.packages import SLURM_GROUP
 from clustergen.imex_mode import EPILOG_DIR, PROLOG_PATH
+from clustergen.outputs.slurm import configless as configless_files
 from clustergen.outputs.slurm.derive import (
     EPILOG_NAME,
     PAM_ADOPT_ACCESS,
@@ -54,11 +57,15 @@ SSHD_USEPAM_DROPIN = "/etc/ssh/sshd_config.d/00-clustergen-usepam.conf"
 def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
     slurm = derive_slurm(cluster)
 
+    configless = cluster.spec.slurm.configless
+
     def conf(name: str, change: NodeChange, template: str | None = None) -> Artifact:
         text = render_template(env, template or f"slurm/{name}.j2", cluster, slurm=slurm)
-        return Artifact(
-            f"slurm/{name}", text, install=Install(f"{SLURM_ETC}/{name}", SLURM_GROUP, change)
-        )
+        dest = f"{SLURM_ETC}/{name}"
+        if configless and configless_files.is_served(name):
+            install = configless_files.served_install(dest, change)
+            return Artifact(f"slurm/{name}", text, install=install)
+        return Artifact(f"slurm/{name}", text, install=Install(dest, SLURM_GROUP, change))
 
     slurm_conf = conf("slurm.conf", RECONFIGURE)
     artifacts = [slurm_conf, conf("cgroup.conf", RESTART_SLURMD)]
@@ -110,6 +117,8 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         )
     if slurm.imex is not None:
         artifacts += _imex_scripts(cluster, env, slurm.imex)
+    if configless:
+        artifacts += _configless(cluster, artifacts)
     if slurm.qos:
         # Applied by the slurm_accounting role (sacctmgr), not by a daemon reading it.
         text = render_template(env, "slurm/qos.sh.j2", cluster, slurm=slurm)
@@ -124,6 +133,19 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
             )
         )
     return artifacts
+
+
+def _configless(cluster: ResolvedCluster, artifacts: list[Artifact]) -> list[Artifact]:
+    """slurm.configless: slurmd's drop-in on the compute nodes and the DNS SRV records."""
+    served = [a for a in artifacts if a.install is not None and a.install.served is not None]
+    restart_files = [
+        a for a in served if a.install and a.install.change == configless_files.RESTART_SLURMCTLD
+    ]
+    replaced = tuple(a.install.dest for a in served if a.install)
+    return [
+        configless_files.dropin(cluster, restart_files, replaced),
+        configless_files.srv_records(cluster),
+    ]
 
 
 def _imex_scripts(

@@ -444,13 +444,34 @@ def _slurm_sections(
         sections.append(
             ConfSection("Topology (network.nvlink_domains)", [("TopologyPlugin", "topology/block")])
         )
-    if slurm.options:
-        sections.append(
-            ConfSection(
-                "Site options (slurm.options)", [(k, str(v)) for k, v in slurm.options.items()]
-            )
-        )
+    options = [(k, str(v)) for k, v in slurm.options.items()]
+    if slurm.configless:
+        options, configless = configless_parameters(options)
+        sections += configless
+    if options:
+        sections.append(ConfSection("Site options (slurm.options)", options))
     return sections
+
+
+# slurmctld serves the configuration files to slurmd (and to the commands of nodes
+# without files) only with this (slurm.conf(5) SlurmctldParameters; SchedMD's
+# configless_slurm page, Slurm 20.02 on).
+ENABLE_CONFIGLESS = "enable_configless"
+
+
+def configless_parameters(options: list[Setting]) -> tuple[list[Setting], list[ConfSection]]:
+    """slurm.configless: enable_configless joins the SlurmctldParameters slurm.options
+    gives (one line, its values kept in order), or has a section of its own."""
+    merged: list[Setting] = []
+    for key, value in options:
+        if key.lower() == "slurmctldparameters":
+            words = [word for word in value.split(",") if word]
+            if ENABLE_CONFIGLESS not in {word.lower() for word in words}:
+                value = ",".join([*words, ENABLE_CONFIGLESS])
+            return [*merged, (key, value), *options[len(merged) + 1 :]], []
+        merged.append((key, value))
+    title = "Configless (slurm.configless: slurmd fetches these files from slurmctld)"
+    return options, [ConfSection(title, [("SlurmctldParameters", ENABLE_CONFIGLESS)])]
 
 
 def health_epilog_path(cluster: ResolvedCluster) -> str:
