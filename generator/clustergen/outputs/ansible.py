@@ -463,7 +463,7 @@ def arch_nodes(cluster: ResolvedCluster) -> dict[str, str]:
 
 def all_group_vars(cluster: ResolvedCluster) -> list[GroupVars]:
     """One file per group that has nodes and something to set, sorted by group name:
-    the pins of the concerns it carries (its rendered files are in files/<group>.yml)."""
+    the pins of the concerns it carries (its rendered files: files/groups/<group>.yml)."""
     variables: dict[str, list[Variable]] = {}
     software = cluster.spec.software
     for concern in CONCERNS:
