@@ -3,6 +3,7 @@ host ranges, and the rendered inventory as ansible-inventory itself reads it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -423,20 +424,27 @@ def _ansible_inventory(inventory: Path, *args: str) -> Any:
 
 def test_a_node_carries_only_its_own_files_and_addresses() -> None:
     """Install entries meant for some nodes (a Lustre target's, a node's network files)
-    are in those nodes' host_vars, never in a group list every member loads; the
-    /etc/hosts list is one rendered file, not a loop over every host's variables."""
+    are in those nodes' host_vars, never in a group list every member loads; a group's
+    list is files/<group>.yml, no inventory variable; the /etc/hosts list is one rendered
+    file, not a loop over every host's variables."""
     spec = spec_with()
     cluster = resolve(spec, "spec.yaml")
     files = render_all(cluster)
+    lists = {p: yaml.safe_load(a.text) for p, a in files.items() if p.startswith("files/")}
+    assert {"files/groups/compute.yml", "files/groups/slurm.yml", "files/hosts/oss01.yml"} <= set(
+        lists
+    )
+    for path, entries in lists.items():
+        assert entries and not [e for e in entries if "hosts" in e or "{{" in e["src"]], path
     for path, artifact in files.items():
-        if path.startswith("inventory/group_vars/"):
-            lists = [v for k, v in yaml.safe_load(artifact.text).items() if "files" in k]
-            assert not [e for entries in lists for e in entries if "hosts" in e], path
+        if path.startswith(("inventory/group_vars/", "inventory/host_vars/")):
+            names = yaml.safe_load(artifact.text)
+            assert not [n for n in names if n.startswith("clustergen_files_")], path
     own = {
         name: yaml.safe_load(files[f"inventory/host_vars/{name}.yml"].text)
         for name in ("oss01", "oss02", "mds01", "gpu01")
     }
-    dests = {name: [e["dest"] for e in v["clustergen_files_node"]] for name, v in own.items()}
+    dests = {name: [e["dest"] for e in lists[f"files/hosts/{name}.yml"]] for name in own}
     assert "/usr/local/sbin/lustre-format-training-ost0000" in dests["oss01"]
     assert not [d for d in dests["oss02"] if "ost0000" in d or "ost0001" in d]
     assert not [d for d in dests["gpu01"] if "lustre" in d]
@@ -475,6 +483,24 @@ def test_inventory_as_ansible_reads_it(spec_path: Path, tmp_path: Path, cli) -> 
         for role in host.roles:
             assert role in groups
         assert f"hw_{host.hardware_name.replace('-', '_')}" in groups
+        _check_gathered_files(tmp_path, host.name, groups, variables)
+
+
+def _check_gathered_files(
+    tree: Path, host: str, groups: set[str], variables: dict[str, Any]
+) -> None:
+    """A host's variables carry no file list (its groups' are files/groups/<group>.yml, outside
+    the inventory, as are the node's own in files/hosts/<node>.yml); what clustergen_files
+    gathers names files of the tree, with the sha256 the converge check compares."""
+    assert not [n for n in variables if n.startswith("clustergen_files_")]
+    lists = [tree / "files" / "groups" / f"{group}.yml" for group in sorted(groups)]
+    lists.append(tree / "files" / "hosts" / f"{host}.yml")
+    entries = [e for path in lists if path.exists() for e in yaml.safe_load(path.read_text())]
+    assert entries
+    for entry in entries:
+        if "sha256" in entry:
+            text = (tree / entry["src"]).read_bytes()
+            assert hashlib.sha256(text).hexdigest() == entry["sha256"], entry["src"]
 
 
 def _members(listing: dict[str, Any], group: str) -> set[str]:
@@ -494,13 +520,12 @@ def test_ml_training_groups() -> None:
     assert members["lustre_oss"] == {"oss01", "oss02", "oss03", "oss04"}
 
 
-def test_group_vars_hold_only_a_reference_to_the_database_password(tmp_path: Path) -> None:
+def test_rendered_files_hold_only_a_reference_to_the_database_password(tmp_path: Path) -> None:
     document = reference()
     document["slurm"]["accounting"]["database"] = {"password_variable": "vault_site_db_pass"}
     spec = Spec.model_validate(document)
     files = render_all(resolve(spec, "spec.yaml"))
-    dbd = yaml.safe_load(files["inventory/group_vars/slurm_dbd.yml"].text)
-    (entry,) = dbd["clustergen_files_slurm_dbd"]
+    (entry,) = yaml.safe_load(files["files/groups/slurm_dbd.yml"].text)
     assert entry["dest"] == "/etc/slurm/slurmdbd.conf"
     assert (entry["secret_key"], entry["secret_variable"]) == ("StoragePass", "vault_site_db_pass")
     assert (entry["owner"], entry["mode"], entry["notify"]) == ("slurm", "0600", "Restart slurmdbd")

@@ -52,16 +52,16 @@ def test_configless_changes_slurm_conf_by_one_setting_and_moves_the_served_files
 ) -> None:
     files, configless = renders
     assert set(configless) - set(files) == {
-        "inventory/group_vars/slurm_conf.yml",
+        "files/groups/slurm_conf.yml",
         "slurm/configless-srv.txt",
         "slurm/slurmd-configless.conf",
     }
-    assert set(files) <= set(configless)
-    changed = {p for p in files if files[p].text != configless[p].text}
+    # Every file the slurm group's nodes received is served or moved to slurm_conf.
+    assert set(files) - set(configless) == {"files/groups/slurm.yml"}
+    changed = {p for p in files if p in configless and files[p].text != configless[p].text}
     assert changed == {
         "inventory/group_vars/all.yml",  # the release stamp
-        "inventory/group_vars/compute.yml",  # the drop-in
-        "inventory/group_vars/slurm.yml",  # the served files, gone to slurm_conf
+        "files/groups/compute.yml",  # the drop-in
         "inventory/hosts.yml",  # the slurm_conf group
         "slurm/slurm.conf",
     }
@@ -78,8 +78,9 @@ def test_configless_changes_slurm_conf_by_one_setting_and_moves_the_served_files
 
 
 def _entries(artifacts: dict[str, Artifact], group: str) -> dict[str, dict[str, object]]:
-    data = yaml.safe_load(artifacts[f"inventory/group_vars/{group}.yml"].text) or {}
-    return {entry["dest"]: entry for entry in data.get(f"clustergen_files_{group}", [])}
+    listing = artifacts.get(f"files/groups/{group}.yml")  # none where a group has no files
+    data = yaml.safe_load(listing.text) if listing else []
+    return {entry["dest"]: entry for entry in data}
 
 
 def test_served_files_go_to_the_nodes_that_keep_files_and_scripts_stay_on_compute(

@@ -245,8 +245,8 @@ def test_host_vars_carry_each_interface_address(rendered: dict[str, str]) -> Non
         {"netdev": "ib9", "address": "10.30.129.18/17"},
     ]
     assert "frontend_ip" not in gpu08
-    # Beside them, the node's own rendered files (its host network files).
-    head_files = hosts["slurm-head"].pop("clustergen_files_node")
+    # Beside them (files/hosts/), the node's own rendered files: its host network files.
+    head_files = yaml.safe_load(rendered["files/hosts/slurm-head.yml"])
     assert {entry["family"] for entry in head_files} == {"host_network"}
     assert hosts["slurm-head"] == {
         "ansible_host": "10.0.1.2",

@@ -182,11 +182,11 @@ def test_new_nodes_restart_what_the_slurm_role_restarts(  # type: ignore[no-unty
         in steps[("restart", "slurmd")]["reasons"]
     )
 
-    # The rendered group_vars say the same: each record notifies its daemon's restart, on
-    # the group whose nodes run it, and the slurm role's handlers of those names act there.
+    # The rendered group file lists say the same: each record notifies its daemon's restart,
+    # on the group whose nodes run it, and the slurm role's handlers of those names act there.
     def entries(group: str) -> list[dict[str, str]]:
-        rendered = yaml.safe_load((tree / "inventory" / "group_vars" / f"{group}.yml").read_text())
-        return [e for e in rendered[f"clustergen_files_{group}"] if "clustergen-nodes" in e["dest"]]
+        rendered = yaml.safe_load((tree / "files" / "groups" / f"{group}.yml").read_text())
+        return [e for e in rendered if "clustergen-nodes" in e["dest"]]
 
     assert [(e["dest"], e["notify"]) for e in entries("slurm_controller")] == [
         ("/etc/slurm/clustergen-nodes.slurmctld", "Restart slurmctld")

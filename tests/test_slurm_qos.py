@@ -108,8 +108,8 @@ def run_role(out: Path, bed: SlurmTestbed, tmp_path: Path) -> tuple[dict[str, in
             "vars": {
                 "ansible_python_interpreter": sys.executable,
                 "slurm_accounting_qos_script": str(script),
-                # What the rendered group_vars give the controllers.
-                "clustergen_files_slurm_controller": [{"dest": str(script)}],
+                # What clustergen_files (group_vars/all.yml) gives the controllers.
+                "clustergen_files": [{"dest": str(script)}],
             },
             "roles": ["slurm_accounting"],
         }

@@ -3,8 +3,9 @@ site repository's .gitignore.
 
 site.yml and the roles consume these. Every node gets the packages of each
 inventory group it is in, and the files of every family that declare an install
-for one of its groups (`clustergen_files_<group>`, installed by the
-rendered_files role with the handler that a change needs). This family knows no
+for one of its groups (files/groups/<group>.yml) or for it alone
+(files/hosts/<node>.yml), gathered by all.yml's `clustergen_files` and installed by the
+rendered_files role with the handler that a change needs. This family knows no
 other family's files: it reads their artifacts. versions.lock carries the pins
 for review and for the drift report (verify.yml). No secret is rendered: a file
 that needs one names the vault variable its secret line is filled from.
@@ -64,8 +65,8 @@ CUDA_PREFIX = "/usr/local/cuda-"
 _FROM_INVENTORY = "{{ inventory_dir }}/.."
 
 
-# One rendered file's entry in clustergen_files_<group>: strings, and the list of paths
-# it replaces (absent).
+# One rendered file's entry in files/groups/<group>.yml or files/hosts/<node>.yml:
+# strings, and the list of paths it replaces (absent).
 FileField = str | list[str]
 FileEntry = dict[str, FileField]
 
@@ -84,6 +85,9 @@ class Variable:
         | Sequence[str]
         | Sequence[Mapping[str, str | bool | list[str]]]
     )
+    # A Jinja expression of the roles' (never spec data): written as a folded block,
+    # one line of the expression a line, not as one quoted string.
+    folded: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,14 +141,15 @@ def render(
             ),
         ),
     ]
-    for group_vars in all_group_vars(cluster, group_files):
+    for group_vars in all_group_vars(cluster):
         artifacts.append(
             Artifact(
                 f"inventory/group_vars/{group_vars.group}.yml",
                 render_template(env, "ansible/group_vars.yml.j2", cluster, vars=group_vars),
             )
         )
-    artifacts += host_vars(cluster, node_files)
+    artifacts += file_lists(cluster, group_files, node_files)
+    artifacts += host_vars(cluster)
     artifacts.append(Artifact(HOSTS_LIST, _hosts_list(cluster)))
     # The digest covers all.yml as rendered without it, then all.yml carries it.
     installed = [a for family in by_family.values() for a in family if a.install is not None]
@@ -186,29 +191,90 @@ def release_stamp(artifacts: Sequence[Artifact]) -> str:
     return digest.hexdigest()
 
 
+# --- files/: the lists of rendered files each group and each node receives --------
+
+# Outside inventory/: Ansible parses every file of an inventory directory, and a
+# subdirectory's too, as inventory. Were these lists inventory variables, every host
+# would carry its groups' copies in its merged variables (`ansible-inventory --list`:
+# 16,384 hosts x 10 KB at 16k nodes); the roles read them from here (clustergen_files).
+FILE_LISTS = "files"
+
+# all.yml's clustergen_files: the entries of files/groups/<group>.yml for each of the
+# node's groups and of files/hosts/<node>.yml, read on the controller, each src made
+# absolute. Evaluated where a role uses it, for that node: a few files of a few KB each,
+# whatever the cluster's size. The same list the roles gathered from the variables
+# clustergen_files_<group> and clustergen_files_node before.
+_GATHER_FILES = "\n".join(
+    (
+        "{%- set found = [] -%}",
+        "{%- set lists = group_names | map('regex_replace', '^', 'groups/') | list -%}",
+        "{%- for name in lists + ['hosts/' ~ inventory_hostname] -%}",
+        "{%-   set path = clustergen_tree ~ '/" + FILE_LISTS + "/' ~ name ~ '.yml' -%}",
+        "{%-   if path is file -%}",
+        "{%-     set _ = found.extend(lookup('ansible.builtin.file', path) | from_yaml) -%}",
+        "{%-   endif -%}",
+        "{%- endfor -%}",
+        "{%- set entries = [] -%}",
+        "{%- for entry in found -%}",
+        "{%-   set src = {'src': clustergen_tree ~ '/' ~ entry.src} -%}",
+        "{%-   set _ = entries.append(entry | combine(src)) -%}",
+        "{%- endfor -%}",
+        "{{ entries }}",
+    )
+)
+
+
+def file_lists(
+    cluster: ResolvedCluster,
+    group_files: Mapping[str, Sequence[Mapping[str, FileField]]],
+    node_files: Mapping[str, Sequence[Mapping[str, FileField]]],
+) -> list[Artifact]:
+    """files/groups/<group>.yml for each group with nodes and files, files/hosts/<node>.yml
+    for each node with files meant for it alone (its network files, its Lustre targets'):
+    YAML lists of install entries, src relative to the tree. Written as text, as
+    host_vars are: 16,384 of them at 16k nodes."""
+    name = cluster.spec.cluster.name
+    footer = [
+        f"# Rendered by clustergen from the spec of cluster {name}. Do not edit this",
+        "# file: change the spec and run `clustergen render` again; every render replaces it.",
+        "---",
+    ]
+    artifacts = []
+    for group, entries in group_files.items():
+        if cluster.members.get(group):
+            title = GROUP_TITLES.get(group, f"Nodes of group {group}")
+            head = [
+                f"# The rendered files every node of group {group} ({title}) receives;",
+                "# the roles read this list (clustergen_files, group_vars/all.yml).",
+            ]
+            text = "\n".join(head + footer) + "\n" + _entries_text(entries)
+            artifacts.append(Artifact(f"{FILE_LISTS}/groups/{group}.yml", text))
+    for host, entries in node_files.items():
+        head = [
+            f"# The rendered files only {host} receives, beside its groups' (files/groups/);",
+            "# the roles read this list (clustergen_files, group_vars/all.yml).",
+        ]
+        text = "\n".join(head + footer) + "\n" + _entries_text(entries)
+        artifacts.append(Artifact(f"{FILE_LISTS}/hosts/{host}.yml", text))
+    return artifacts
+
+
 # --- host_vars: what only one node has ------------------------------------------
 
-# The variable of a node's own rendered files in its host_vars: the roles gather it with
-# every clustergen_files_<group> list the node's groups give it (no group has this name).
-NODE_FILES_VARIABLE = "clustergen_files_node"
 
-
-def host_vars(
-    cluster: ResolvedCluster, node_files: Mapping[str, Sequence[Mapping[str, FileField]]]
-) -> list[Artifact]:
-    """inventory/host_vars/<host>.yml for every host: its addresses and the rendered
-    files meant for it alone (its network files, its Lustre targets'). Ansible reads a
-    host's file only when that host's variables are asked for, so listing the groups
-    (--graph, --limit, a pull run on one node) never reads its peers' data, and no node
-    carries its peers' entries. Written as text, not through the template: 16,384 files
-    of a few lines each."""
+def host_vars(cluster: ResolvedCluster) -> list[Artifact]:
+    """inventory/host_vars/<host>.yml for every host: its addresses (its rendered files
+    are in files/hosts/). Ansible reads a host's file only when that host's variables are
+    asked for, so listing the groups (--graph, --limit, a pull run on one node) never
+    reads its peers' data. Written as text, not through the template: 16,384 files of a
+    few lines each."""
     addresses = interface_addresses(cluster)
     name = cluster.spec.cluster.name
     artifacts = []
     for host in cluster.hosts:
         address = _quoted(host.management_ip)
         lines = [
-            f"# Ansible host_vars for {host.name}: its addresses and the files only it receives",
+            f"# Ansible host_vars for {host.name}: its addresses",
             f"# Rendered by clustergen from the spec of cluster {name}. Do not edit this",
             "# file: change the spec and run `clustergen render` again; every render replaces it.",
             "---",
@@ -216,9 +282,6 @@ def host_vars(
             f"clustergen_address: {address}",
         ]
         text = "\n".join(lines) + "\n" + addresses.get(host.name, "")
-        entries = node_files.get(host.name)
-        if entries:
-            text += _node_files_text(entries)
         artifacts.append(Artifact(f"inventory/host_vars/{host.name}.yml", text))
     return artifacts
 
@@ -246,15 +309,13 @@ def _hosts_list(cluster: ResolvedCluster) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _node_files_text(entries: Sequence[Mapping[str, FileField]]) -> str:
-    parts = [
-        "\n# rendered files only this node receives; the rendered_files role installs them\n"
-        f"# with its groups' clustergen_files_<group>\n{NODE_FILES_VARIABLE}:\n"
-    ]
+def _entries_text(entries: Sequence[Mapping[str, FileField]]) -> str:
+    """A YAML list of install entries, each value quoted as tojson writes it."""
+    parts = []
     for entry in entries:
         first = True
         for key, value in entry.items():
-            parts.append(f"{'  - ' if first else '    '}{key}: {_quoted(value)}\n")
+            parts.append(f"{'- ' if first else '  '}{key}: {_quoted(value)}\n")
             first = False
     return "".join(parts)
 
@@ -407,12 +468,9 @@ def arch_nodes(cluster: ResolvedCluster) -> dict[str, str]:
 # --- group_vars -------------------------------------------------------------------
 
 
-def all_group_vars(
-    cluster: ResolvedCluster,
-    group_files: Mapping[str, Sequence[Mapping[str, FileField]]],
-) -> list[GroupVars]:
+def all_group_vars(cluster: ResolvedCluster) -> list[GroupVars]:
     """One file per group that has nodes and something to set, sorted by group name:
-    the pins of the concerns it carries and the files installed on it."""
+    the pins of the concerns it carries (its rendered files: files/groups/<group>.yml)."""
     variables: dict[str, list[Variable]] = {}
     software = cluster.spec.software
     for concern in CONCERNS:
@@ -460,15 +518,6 @@ def all_group_vars(
                 "the RDMA devices of this profile (fabric_hcas, topology hcas): the converge "
                 "check records those the node has and reports the others (docs/rdma.md)",
                 rdma_device_names(cluster.spec.hardware[profile]),
-            )
-        )
-    for group, entries in group_files.items():
-        variables.setdefault(group, []).append(
-            Variable(
-                f"clustergen_files_{group}",
-                "rendered files the rendered_files role installs (copied, never re-templated); "
-                "notify names what a change needs",
-                entries,
             )
         )
     files = [_all_vars(cluster), *_arch_vars(cluster)]
@@ -548,7 +597,7 @@ def _install_entry(family: str, artifact: Artifact, install: Install) -> FileEnt
     text = artifact.text
     entry: FileEntry = {
         "family": family,
-        "src": f"{_FROM_INVENTORY}/{artifact.path}",
+        "src": artifact.path,  # in the tree; clustergen_files makes it absolute
         "dest": install.dest,
         "owner": install.owner,
         "group": install.file_group,
@@ -673,6 +722,7 @@ def _all_vars(cluster: ResolvedCluster) -> GroupVars:
                 "the nodes' addresses and names, the lines of that /etc/hosts block",
                 f"{_FROM_INVENTORY}/{HOSTS_LIST}",
             ),
+            *_file_list_vars(),
             Variable("clustergen_domain", "cluster.domain", cluster.spec.cluster.domain),
             Variable(
                 "clustergen_time_sync",
@@ -698,6 +748,24 @@ def _all_vars(cluster: ResolvedCluster) -> GroupVars:
             ),
         ],
     )
+
+
+def _file_list_vars() -> list[Variable]:
+    """all.yml's way to the rendered files: the tree, and the lists a node receives."""
+    return [
+        Variable(
+            "clustergen_tree",
+            "the rendered tree: where the roles read the rendered files from",
+            _FROM_INVENTORY,
+        ),
+        Variable(
+            "clustergen_files",
+            f"the rendered files this node receives: {FILE_LISTS}/groups/<group>.yml of "
+            f"each of its groups and {FILE_LISTS}/hosts/<node>.yml, src absolute",
+            _GATHER_FILES,
+            folded=True,
+        ),
+    ]
 
 
 def _firewall_sources(cluster: ResolvedCluster) -> list[str]:
