@@ -503,6 +503,18 @@ class NodePlan:
 _REBOOT_EXIT = 133
 
 
+def _own_boot_clock() -> list[str]:
+    """A node's uptime counts from its own boot, as a machine's does: unshare(1) gives
+    systemd-nspawn a time namespace whose CLOCK_BOOTTIME starts near 0 (time_namespaces(7);
+    no fork: unshare joins it before it executes nspawn). Without it the node reports
+    the host's uptime, and slurmctld never takes a node as rebooted after `scontrol
+    reboot` (it compares the boot time slurmd reports with the request's:
+    src/slurmctld/node_mgr.c, boot_time < boot_req_time) and marks it DOWN after
+    ResumeTimeout."""
+    host_uptime = int(float(Path("/proc/uptime").read_text().split()[0]))
+    return ["unshare", "--time", "--boottime", str(1 - host_uptime)]
+
+
 @dataclass
 class BootedNode:
     """One node: its tree, and the systemd-nspawn that runs it. A reboot inside the node
@@ -532,7 +544,7 @@ class BootedNode:
         env = {**os.environ, "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY": "0"}
         with self.log.open("ab") as console:
             self.process = subprocess.Popen(
-                self.argv,
+                [*_own_boot_clock(), *self.argv],
                 stdin=subprocess.DEVNULL,
                 stdout=console,
                 stderr=subprocess.STDOUT,
