@@ -501,6 +501,13 @@ class NodePlan:
 
 # systemd-nspawn's exit status when the node's systemd asked for a reboot.
 _REBOOT_EXIT = 133
+# How long a rebooted node stays off before the watcher boots it again. A node tree
+# shuts down and is booted again within a second or two, where a machine takes
+# minutes; slurmctld takes a node as rebooted only when the boot time slurmd reports
+# (now - sysinfo's uptime, in whole seconds rounded up) is later than the reboot
+# request, and the booted test saw it 2 s earlier, the node then left REBOOT_ISSUED
+# until ResumeTimeout. 5 s clears the 0-1 s the node clock starts at and the rounding.
+_REBOOT_PAUSE_S = 5
 
 
 def _own_boot_clock() -> list[str]:
@@ -512,7 +519,8 @@ def _own_boot_clock() -> list[str]:
     src/slurmctld/node_mgr.c, boot_time < boot_req_time) and marks it DOWN after
     ResumeTimeout."""
     host_uptime = int(float(Path("/proc/uptime").read_text().split()[0]))
-    return ["unshare", "--time", "--boottime", str(1 - host_uptime)]
+    # The clock starts between 0 and 1 s (an offset may not make it negative).
+    return ["unshare", "--time", "--boottime", str(-host_uptime)]
 
 
 @dataclass
@@ -564,6 +572,7 @@ class BootedNode:
             if self.stopping or status != _REBOOT_EXIT:
                 return
             _remove_lock(self.root)
+            time.sleep(_REBOOT_PAUSE_S)
             self.launch()
 
     @property
