@@ -1014,12 +1014,7 @@ def _slurm_driven_reboots(
     edits.apply(*SLURM_REBOOT)
     boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
     first, busy = GPU_NODES
-    cluster.nodes[busy].sh(f"rm -f {RELEASE_FILE}")
-    wait = f"for i in $(seq {JOB_SECONDS}); do [ -e {RELEASE_FILE} ] && exit 0; sleep 1; done"
-    job = _on_head(
-        cluster, f"sbatch --parsable --exclusive -w {busy} -o /dev/null --wrap '{wait}'"
-    ).strip()
-    _wait_for(f"job {job} running on {busy}", lambda: _node_states(cluster)[busy][0] == "alloc")
+    job = _job_held_on(cluster, busy)
 
     # site.yml puts the lists in place and leaves the running driver alone.
     with _StateRecorder(cluster, lambda samples: None) as recorder:
@@ -1338,18 +1333,24 @@ class _StateRecorder:
         return states
 
 
-def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
-    """The spec moves to a newer driver; site.yml drains, upgrades, reboots and resumes
-    one GPU node at a time while a job runs on the other, and the job completes."""
-    edits.apply(*DRIVER_UPGRADE)
-    boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
-    busy, first = GPU_NODES[1], GPU_NODES[0]
+def _job_held_on(cluster: BootedCluster, busy: str) -> str:
+    """A job that holds node `busy` until the test touches RELEASE_FILE there; running."""
     cluster.nodes[busy].sh(f"rm -f {RELEASE_FILE}")
     wait = f"for i in $(seq {JOB_SECONDS}); do [ -e {RELEASE_FILE} ] && exit 0; sleep 1; done"
     job = _on_head(
         cluster, f"sbatch --parsable --exclusive -w {busy} -o /dev/null --wrap '{wait}'"
     ).strip()
     _wait_for(f"job {job} running on {busy}", lambda: _node_states(cluster)[busy][0] == "alloc")
+    return job
+
+
+def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
+    """The spec moves to a newer driver; site.yml drains, upgrades, reboots and resumes
+    one GPU node at a time while a job runs on the other, and the job completes."""
+    edits.apply(*DRIVER_UPGRADE)
+    boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
+    busy, first = GPU_NODES[1], GPU_NODES[0]
+    job = _job_held_on(cluster, busy)
 
     released: list[int] = []
 

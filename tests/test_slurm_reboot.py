@@ -15,15 +15,13 @@ import pytest
 import yaml
 
 from clustergen.artifacts import Artifact
-from clustergen.load import load_spec
 from clustergen.outputs.slurm.reboot import BOOT_DROPIN, BOOT_UNIT, ROLLOUT_SCRIPT
 from clustergen.plan import ROLLOUT_COMMAND
-from clustergen.render import render_all
-from clustergen.validate import validate_cluster
 
 from support.ci import tool
 from support.paths import DATA, EXAMPLES
 from support.pull_request import BUMP_DRIVER, edited
+from support.specs import render_text
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 SLURM_MODE = (
@@ -40,11 +38,7 @@ SCRIPTS = (
 
 
 def _render(text: str, directory: Path) -> dict[str, Artifact]:
-    spec = directory / ML.name
-    spec.write_text(text, encoding="utf-8")
-    cluster, problems = validate_cluster(load_spec(str(spec)))
-    assert cluster is not None, [p.format() for p in problems]
-    return render_all(cluster)
+    return render_text(text, directory, ML.name)
 
 
 @pytest.fixture(scope="module")
