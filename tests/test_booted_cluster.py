@@ -965,9 +965,109 @@ def test_site_builds_a_working_slurm_cluster(
     # 9. Host network: the fabric stand-ins carry the spec's address, MTU and route, the
     #    management interface is left alone, and a bad interface name is refused.
     figures["bad interface run"] = _host_network_applied_and_guarded(cluster, ansible, edits)
+    figures.update(_slurm_driven_reboots(cluster, ansible, edits))  # 10. #27, slurm.reboot
 
     with capsys.disabled():
         print("\nbooted e2e (" + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()) + ")")
+
+
+# --- Slurm-driven reboots (slurm.reboot mode slurm, #27) ------------------------------
+
+SLURM_REBOOT = (
+    "slurm:\n  controllers: [head]\n",
+    "slurm:\n  reboot: {mode: slurm, max_per_partition: 1, timeout_s: 600}\n"
+    "  controllers: [head]\n",
+)
+DRIVER_BACK = (f"nvidia_driver: {NEWER_DRIVER}", f"nvidia_driver: {DRIVER}")
+ROLLOUT = "/etc/slurm/clustergen-reboot-rollout.sh"
+
+
+def _slurm_driven_reboots(
+    cluster: BootedCluster, ansible: Ansible, edits: SpecEdits
+) -> dict[str, float]:
+    """Step 8 left the nodes on NEWER_DRIVER; the spec moves back to DRIVER in mode slurm.
+    site.yml drains and reboots nothing; the rendered roll-out script hands `plan`'s
+    batches to `scontrol reboot ASAP nextstate=RESUME`: the idle node reboots first, the
+    busy one once its job has ended, never both out (bound 1), and each comes back idle
+    with DRIVER from its boot step, booted once more."""
+    planned = edits.path.with_name("slurm-reboot-plan.yaml")
+    planned.write_text(_edited(_edited(edits.text, *DRIVER_BACK), *SLURM_REBOOT))
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "clustergen",
+            "plan",
+            str(planned),
+            "-o",
+            str(edits.rendered.out),
+            "--format",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        document = json.loads(proc.communicate()[0])
+    rollout = document["driver_rollout"]
+    assert rollout["mode"] == "slurm" and rollout["batches"] == [["gpu1"], ["gpu2"]], rollout
+    edits.apply(*DRIVER_BACK)
+    edits.apply(*SLURM_REBOOT)
+    boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
+    first, busy = GPU_NODES
+    job = _job_held_on(cluster, busy)
+
+    # site.yml puts the lists in place and leaves the running driver alone.
+    with _StateRecorder(cluster, lambda samples: None) as recorder:
+        converge = ansible.playbook("site.yml")
+    _succeeded(converge, "site.yml in mode slurm with the driver change")
+    for name in GPU_NODES:
+        assert cluster.nodes[name].boots == boots[name], f"site.yml rebooted {name}"
+        assert set(recorder.sequence(name)) <= {"idle", "alloc"}, recorder.sequence(name)
+        assert _smi(cluster, name) == [NEWER_DRIVER] * GPUS_PER_NODE, name
+        listed = cluster.nodes[name].sh("cat /etc/clustergen/boot-packages/nvidia_gpu.list")
+        assert f" {DRIVER}-" in listed.stdout, listed.stdout
+
+    released: list[int] = []
+
+    def release_once_handed_over(samples: list[dict[str, str]]) -> None:
+        # The busy node is draining for its reboot (its job still runs): end the job.
+        if not released and samples[-1].get(busy, "").startswith("dr"):
+            cluster.nodes[busy].sh(f"touch {RELEASE_FILE}", check=False)
+            released.append(len(samples))
+
+    start = time.monotonic()
+    with _StateRecorder(cluster, release_once_handed_over) as recorder:
+        roll = cluster.nodes[HEAD].sh(
+            f"CLUSTERGEN_ROLLOUT_POLL_S=2 {ROLLOUT} "
+            + " ".join(",".join(batch) for batch in rollout["batches"]),
+            check=False,
+        )
+    seconds = time.monotonic() - start
+    assert roll.returncode == 0, roll.stdout + roll.stderr
+    assert released, f"{busy} was never handed to Slurm: {recorder.samples}"
+    _wait_for(f"sacct to record job {job}", lambda: _sacct_state(cluster, job) != "")
+    assert _sacct_state(cluster, job) == f"COMPLETED|{busy}"
+    for name in GPU_NODES:
+        assert cluster.nodes[name].boots == boots[name] + 1, f"{name}: {recorder.sequence(name)}"
+        assert _smi(cluster, name) == [DRIVER] * GPUS_PER_NODE, name
+    states = _node_states(cluster)
+    assert {n: states[n][0] for n in GPU_NODES} == dict.fromkeys(GPU_NODES, "idle"), states
+    # Bound 1: never both out; the idle node went out while the job ran on the other,
+    # and the busy node rebooted only after its job had ended.
+    samples = [sample for sample in recorder.samples if sample]  # {}: sinfo failed
+    both = [s for s in samples if all(s.get(n) not in ("idle", "alloc") for n in GPU_NODES)]
+    assert not both, both
+    first_out = next(i for i, s in enumerate(samples) if s.get(first, "idle") != "idle")
+    assert samples[first_out].get(busy) == "alloc", recorder.sequence(busy)
+    ended = _on_head(cluster, f"sacct -n -X -P -j {job} -o End").strip()
+    booted = re.search(r"BootTime=(\S+)", _on_head(cluster, f"scontrol show node {busy}"))
+    assert booted and ended <= booted[1], (ended, booted and booted[1])
+    return {"slurm roll-out site.yml": converge.seconds, "slurm roll-out": seconds}
+
+
+def _smi(cluster: BootedCluster, name: str) -> list[str]:
+    command = "nvidia-smi --query-gpu=driver_version --format=csv,noheader"
+    return cluster.nodes[name].sh(command).stdout.split()
 
 
 # --- clustergen audit (collect.yml) ---------------------------------------------------
@@ -1233,18 +1333,24 @@ class _StateRecorder:
         return states
 
 
-def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
-    """The spec moves to a newer driver; site.yml drains, upgrades, reboots and resumes
-    one GPU node at a time while a job runs on the other, and the job completes."""
-    edits.apply(*DRIVER_UPGRADE)
-    boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
-    busy, first = GPU_NODES[1], GPU_NODES[0]
+def _job_held_on(cluster: BootedCluster, busy: str) -> str:
+    """A job that holds node `busy` until the test touches RELEASE_FILE there; running."""
     cluster.nodes[busy].sh(f"rm -f {RELEASE_FILE}")
     wait = f"for i in $(seq {JOB_SECONDS}); do [ -e {RELEASE_FILE} ] && exit 0; sleep 1; done"
     job = _on_head(
         cluster, f"sbatch --parsable --exclusive -w {busy} -o /dev/null --wrap '{wait}'"
     ).strip()
     _wait_for(f"job {job} running on {busy}", lambda: _node_states(cluster)[busy][0] == "alloc")
+    return job
+
+
+def _rolling_driver_upgrade(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
+    """The spec moves to a newer driver; site.yml drains, upgrades, reboots and resumes
+    one GPU node at a time while a job runs on the other, and the job completes."""
+    edits.apply(*DRIVER_UPGRADE)
+    boots = {name: cluster.nodes[name].boots for name in GPU_NODES}
+    busy, first = GPU_NODES[1], GPU_NODES[0]
+    job = _job_held_on(cluster, busy)
 
     released: list[int] = []
 

@@ -14,14 +14,12 @@ import yaml
 
 from clustergen.artifacts import Artifact
 from clustergen.errors import ExitCode
-from clustergen.load import load_spec
 from clustergen.outputs.slurm.configless import DROPIN, SERVED_NOTE
 from clustergen.outputs.slurm.derive import configless_parameters
-from clustergen.render import render_all
-from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES
 from support.pull_request import edited
+from support.specs import render_text
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 CONFIGLESS = ("slurm:\n  controllers:", "slurm:\n  configless: true\n  controllers:")
@@ -30,11 +28,7 @@ HEAD_IP = "10.0.1.2"  # slurm-head's management address in the 8-node example
 
 
 def _render(text: str, directory: Path) -> dict[str, Artifact]:
-    spec = directory / ML.name
-    spec.write_text(text, encoding="utf-8")
-    cluster, problems = validate_cluster(load_spec(str(spec)))
-    assert cluster is not None, [p.format() for p in problems]
-    return render_all(cluster)
+    return render_text(text, directory, ML.name)
 
 
 @pytest.fixture(scope="module")

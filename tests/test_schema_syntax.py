@@ -70,6 +70,10 @@ _WEAKENS = (
 SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "configless-node-name-in-spool-dir": "slurm.options keys are open in the schema (they "
     "depend on the pinned Slurm), and %n matters only with slurm.configless, another key",
+    "reboot-bound-below-one": "slurm.reboot.max_per_partition is checked by validation, "
+    "so that a bound below 1 gets its own code (slurm.reboot-bound)",
+    "reboot-gpu-node-outside-slurm": "which nodes have GPUs and which are Slurm compute "
+    "nodes depends on hardware profiles and node roles together",
     "configless-topology-yaml-not-served": "whether Slurm gets topology.yaml depends on the "
     "partitions, the NVLink domains and the fabric together, and the patch release on a "
     "version string compared as numbers",

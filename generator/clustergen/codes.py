@@ -774,6 +774,17 @@ SLURM_CONFIGLESS_TOPOLOGY_YAML = Code(
     "slurm.configless with topology.yaml on a Slurm whose slurmctld does not serve it "
     "(before 25.05.2)",
 )
+SLURM_REBOOT_BOUND = Code(
+    "slurm.reboot-bound",
+    "error",
+    "slurm.reboot.max_per_partition below 1: no node could ever reboot",
+)
+SLURM_REBOOT_NODE_OUTSIDE_SLURM = Code(
+    "slurm.reboot-node-outside-slurm",
+    "error",
+    "slurm.reboot.mode slurm with a GPU node that is no Slurm compute node, which "
+    "`scontrol reboot` cannot reboot",
+)
 SLURM_OPTION_UNKNOWN = Code(
     "slurm.option-unknown", "error", "not a slurm.conf key of the pinned Slurm"
 )

@@ -74,6 +74,10 @@ class Plan:
     # Repositories the spec marks trusted: true (no signature check, or plain http://),
     # said on every plan, whatever it changes and whatever warnings are ignored.
     trusted: list[str] = field(default_factory=list)
+    # slurm.reboot: who rolls the batches (ansible: site.yml; slurm: scontrol reboot),
+    # and in slurm mode the bound on nodes out per partition.
+    reboot_mode: str = "ansible"
+    max_per_partition: int | None = None
 
     @property
     def destructive(self) -> bool:
@@ -99,6 +103,7 @@ def make_plan(
     rolling = sorted(rolling_nodes, key=order.__getitem__)
     batches = [rolling[i : i + batch_size] for i in range(0, len(rolling), batch_size)]
     added, removed = _membership_changes(cluster, old_hosts, order)
+    reboot = cluster.spec.slurm.reboot
     return Plan(
         spec=cluster.spec_name,
         tree=str(out_dir),
@@ -109,6 +114,8 @@ def make_plan(
         removed=removed,
         tree_only=tree_only,
         trusted=_trusted_repositories(cluster),
+        reboot_mode=reboot.mode if reboot else "ansible",
+        max_per_partition=reboot.max_per_partition if reboot else None,
     )
 
 
@@ -501,19 +508,7 @@ def markdown(plan: Plan) -> str:
     lines += _section("reformat", [s for s in plan.steps if s.action == "reformat"])
     lines += _section("reboot", [s for s in plan.steps if s.action == "reboot"])
     if plan.batches:
-        size = max(len(batch) for batch in plan.batches)
-        nodes = sum(len(batch) for batch in plan.batches)
-        lines += [
-            f"### Rolling upgrade with reboots: {nodes} node(s) in {len(plan.batches)} "
-            f"batch(es) of {size}",
-            "",
-            "Each batch is drained, upgraded, rebooted, checked and resumed before the next.",
-            "",
-            *(f"- {_described(change)}" for change in plan.rollout),
-            "",
-            *_batch_lines(plan.batches),
-            "",
-        ]
+        lines += _rollout_lines(plan)
     for action in SEVERITY[2:]:
         lines += _section(action, [s for s in plan.steps if s.action == action])
     if plan.added or plan.removed:
@@ -531,6 +526,41 @@ def markdown(plan: Plan) -> str:
         lines += [f"- {entry}" for entry in plan.tree_only]
         lines.append("")
     return "\n".join(lines)
+
+
+# Where the roll-out script is installed (outputs/slurm/reboot.py ROLLOUT_SCRIPT).
+ROLLOUT_COMMAND = "/etc/slurm/clustergen-reboot-rollout.sh"
+
+
+def _rollout_lines(plan: Plan) -> list[str]:
+    """The roll-out's section: its packages, its batches, and who rolls them."""
+    size = max(len(batch) for batch in plan.batches)
+    nodes = sum(len(batch) for batch in plan.batches)
+    if plan.reboot_mode == "slurm":
+        how = [
+            f"Mode slurm (slurm.reboot): site.yml only puts the new package lists on the "
+            f"nodes in service. Then, on the primary controller, run "
+            f"`{ROLLOUT_COMMAND} {' '.join(repr(compress(b)) for b in plan.batches)}`: "
+            "it hands each node to `scontrol reboot ASAP nextstate=RESUME`, at most "
+            f"{plan.max_per_partition} node(s) of a partition out at once; a node reboots "
+            "once its jobs have ended and its boot step installs the packages.",
+        ]
+    else:
+        how = [
+            "Mode ansible (slurm.reboot): site.yml drains, upgrades, reboots, checks and "
+            "resumes each batch before the next.",
+        ]
+    return [
+        f"### Rolling upgrade with reboots: {nodes} node(s) in {len(plan.batches)} "
+        f"batch(es) of {size}",
+        "",
+        *how,
+        "",
+        *(f"- {_described(change)}" for change in plan.rollout),
+        "",
+        *_batch_lines(plan.batches),
+        "",
+    ]
 
 
 def _batch_lines(batches: list[list[str]], shown: int = 12) -> list[str]:
@@ -585,6 +615,8 @@ def json_text(plan: Plan) -> str:
                 for c in plan.rollout
             ],
             "batches": plan.batches,
+            "mode": plan.reboot_mode,
+            "max_per_partition": plan.max_per_partition,
         },
         "nodes": {
             "added": plan.added,

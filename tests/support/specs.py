@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from clustergen.load import LoadedSpec
+from clustergen.artifacts import Artifact
+from clustergen.load import LoadedSpec, load_spec
+from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
@@ -26,3 +29,15 @@ def validated(data: Data) -> tuple[ResolvedCluster, list[str]]:
     cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
     assert cluster is not None, [p.format() for p in problems]
     return cluster, [p.code.name for p in problems]
+
+
+def render_text(
+    text: str, directory: Path, name: str = "ml-training-8node.yaml"
+) -> dict[str, Artifact]:
+    """Every artifact of a valid spec's text, written as <directory>/<name> and loaded
+    from there as the CLI would."""
+    spec = directory / name
+    spec.write_text(text, encoding="utf-8")
+    cluster, problems = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None, [p.format() for p in problems]
+    return render_all(cluster)

@@ -46,6 +46,7 @@ def nodes(cluster: ResolvedCluster) -> list[Problem]:
         *_accounting(cluster),
         *_partitions(cluster),
         *_imported(cluster.spec),
+        *_reboot(cluster),
     ]
 
 
@@ -63,6 +64,39 @@ def options(cluster: ResolvedCluster) -> list[Problem]:
         *_health_check(spec),
         *_configless(spec),
     ]
+
+
+def _reboot(cluster: ResolvedCluster) -> list[Problem]:
+    """slurm.reboot where Slurm cannot roll the reboots: a bound that lets no node out,
+    or, in slurm mode, a GPU node (whose driver change needs a reboot) that slurmctld does
+    not know, so `scontrol reboot` cannot reboot it."""
+    reboot = cluster.spec.slurm.reboot
+    if reboot is None:
+        return []
+    problems = []
+    if reboot.max_per_partition < 1:
+        problems.append(
+            Problem(
+                codes.SLURM_REBOOT_BOUND,
+                ("slurm", "reboot", "max_per_partition"),
+                f"max_per_partition is {reboot.max_per_partition}: the roll-out would wait "
+                "for ever; give 1 or more",
+            )
+        )
+    if reboot.mode == "slurm":
+        slurm_nodes = {host.name for host in cluster.compute}
+        outside = [h.name for h in cluster.hosts if h.hardware.gpu and h.name not in slurm_nodes]
+        if outside:
+            problems.append(
+                Problem(
+                    codes.SLURM_REBOOT_NODE_OUTSIDE_SLURM,
+                    ("slurm", "reboot", "mode"),
+                    f"GPU node(s) {', '.join(outside)} are no Slurm compute node: "
+                    "`scontrol reboot` cannot roll a driver change through them; give them "
+                    "the compute role or use mode ansible",
+                )
+            )
+    return problems
 
 
 # slurmd expands %n in these only when started with -N: configless, it fetches them before

@@ -405,6 +405,35 @@ class TopologySettings(StrictModel):
     )
 
 
+class Reboot(StrictModel):
+    """Who rolls a change that needs a reboot (a new NVIDIA driver) through the running GPU
+    nodes (docs/ansible.md "Slurm-driven reboots")."""
+
+    mode: Literal["ansible", "slurm"] = Field(
+        default="ansible",
+        description="ansible: site.yml's rolling play drains, upgrades, reboots and resumes "
+        "the nodes in batches. slurm: site.yml only puts the new package list on the nodes; "
+        "the rendered roll-out script on the controller hands the nodes to `scontrol reboot "
+        "ASAP nextstate=RESUME`, slurmd runs the rendered RebootProgram once a node's jobs "
+        "have ended, and a boot step installs the pinned packages before slurmd starts.",
+    )
+    # Checked by validation (slurm.reboot-bound), not by the schema, so that it is coded.
+    max_per_partition: Int = Field(
+        default=1,
+        description="slurm mode: at most this many nodes of one partition rebooting or "
+        "draining for a reboot at once (the roll-out script counts them with sinfo before "
+        "each node it hands to Slurm). At least 1.",
+    )
+    timeout_s: Int = Field(
+        default=1800,
+        ge=60,
+        le=65533,
+        description="slurm mode: slurm.conf's ResumeTimeout, how long slurmctld waits for a "
+        "rebooted node to register before it marks the node DOWN (slurm.conf(5) "
+        "RebootProgram, ResumeTimeout); it covers the boot step's package install.",
+    )
+
+
 class Slurm(StrictModel):
     """The Slurm configuration: slurm.conf, gres.conf, cgroup.conf, topology.conf, slurmdbd.conf."""
 
@@ -474,6 +503,11 @@ class Slurm(StrictModel):
         "job_container.conf and topology.conf (or topology.yaml) are installed only on the "
         "controllers, the login nodes and the slurmdbd host; the Epilog, Prolog and other "
         'scripts stay installed on the compute nodes (docs/slurm.md "Configless Slurm").',
+    )
+    reboot: Reboot | None = Field(
+        default=None,
+        description="Who rolls a driver change that needs a reboot (docs/ansible.md "
+        '"Slurm-driven reboots"). Absent: mode ansible, site.yml\'s rolling play.',
     )
     keep_imported: bool = Field(
         default=False,

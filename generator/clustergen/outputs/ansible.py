@@ -740,6 +740,7 @@ def _all_vars(cluster: ResolvedCluster) -> GroupVars:
                 cluster.spec.cluster.munge_key_variable,
             ),
             Variable("clustergen_cluster_name", "cluster.name", cluster.spec.cluster.name),
+            *_reboot_vars(cluster),
             Variable(
                 "clustergen_slurm_firewall_sources",
                 "slurm.isolation.firewall_sources: the networks the Slurm ports are open to "
@@ -748,6 +749,21 @@ def _all_vars(cluster: ResolvedCluster) -> GroupVars:
             ),
         ],
     )
+
+
+def _reboot_vars(cluster: ResolvedCluster) -> list[Variable]:
+    """slurm.reboot mode slurm only (absent, the roles' default is ansible): site.yml
+    then leaves a running GPU node's driver change to the Slurm-driven reboot."""
+    reboot = cluster.spec.slurm.reboot
+    if reboot is None or reboot.mode != "slurm":
+        return []
+    return [
+        Variable(
+            "clustergen_reboot_mode",
+            "slurm.reboot.mode: Slurm reboots the nodes in service for a driver change",
+            reboot.mode,
+        )
+    ]
 
 
 def _file_list_vars() -> list[Variable]:

@@ -12,7 +12,9 @@ With slurm.isolation: job_container.conf (a private /tmp and /dev/shm per job), 
 compute nodes the account lines of pam_slurm_adopt that sshd's PAM stack includes, with the
 pam_access file of the admins let in without a job. With slurm.configless (configless.py):
 the files slurmctld serves install only on the slurm_conf group, and the compute nodes get
-slurmd's drop-in with --conf-server instead.
+slurmd's drop-in with --conf-server instead. With slurm.reboot mode slurm (reboot.py):
+the RebootProgram, the boot step that installs the pinned driver packages before slurmd,
+and the roll-out script that hands the nodes to `scontrol reboot`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange, Secre
 from clustergen.catalog.packages import SLURM_GROUP
 from clustergen.imex_mode import EPILOG_DIR, PROLOG_PATH
 from clustergen.outputs.slurm import configless as configless_files
+from clustergen.outputs.slurm import reboot as reboot_files
 from clustergen.outputs.slurm.derive import (
     EPILOG_NAME,
     PAM_ADOPT_ACCESS,
@@ -119,6 +122,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         artifacts += _imex_scripts(cluster, env, slurm.imex)
     if configless:
         artifacts += _configless(cluster, artifacts)
+    artifacts += reboot_files.render(cluster, env)
     if slurm.qos:
         # Applied by the slurm_accounting role (sacctmgr), not by a daemon reading it.
         text = render_template(env, "slurm/qos.sh.j2", cluster, slurm=slurm)

@@ -434,6 +434,7 @@ def _slurm_sections(
         )
     sections += _script_sections(cluster, epilog)
     sections += health_program_section(cluster.spec)
+    sections += reboot_section(spec, overridden)
     # topology.yaml, when rendered, names each topology's plugin and is read instead of
     # TopologyPlugin (topology.yaml(5), src/interfaces/topology.c of 25.05).
     if network.kind == "tree":
@@ -451,6 +452,25 @@ def _slurm_sections(
     if options:
         sections.append(ConfSection("Site options (slurm.options)", options))
     return sections
+
+
+# slurm.reboot mode slurm: slurmd runs this once `scontrol reboot` finds the node idle
+# (slurm.conf(5) RebootProgram; outputs/slurm/reboot.py renders it).
+REBOOT_PROGRAM = "/etc/slurm/clustergen-reboot.sh"
+
+
+def reboot_section(spec: Spec, overridden: set[str]) -> list[ConfSection]:
+    """slurm.reboot mode slurm: RebootProgram, and ResumeTimeout from its timeout_s.
+    slurm.conf(5), 22.05 to 24.11: RebootProgram runs on each node once it becomes idle
+    after `scontrol reboot`; a node that does not register again within ResumeTimeout
+    (seconds; default 60) is marked DOWN ("reboot timed out", scontrol(1) reboot).
+    A key slurm.options gives is written there instead."""
+    reboot = spec.slurm.reboot
+    if reboot is None or reboot.mode != "slurm":
+        return []
+    settings = [("RebootProgram", REBOOT_PROGRAM), ("ResumeTimeout", str(reboot.timeout_s))]
+    kept = [(key, value) for key, value in settings if key.lower() not in overridden]
+    return [ConfSection("Reboots rolled by Slurm (slurm.reboot)", kept)] if kept else []
 
 
 # slurmctld serves the configuration files to slurmd (and to the commands of nodes
