@@ -85,7 +85,7 @@ def test_the_timer_and_settings_carry_the_spec(renders: tuple[dict[str, Artifact
     pull = renders[1]
     timer = pull["pull/clustergen-pull.timer"].text
     assert re.findall(r"^(On\w+Sec|RandomizedDelaySec)=(\S+)$", timer, re.M) == [
-        ("OnBootSec", "15min"),
+        ("OnActiveSec", "15min"),
         ("OnUnitActiveSec", "15min"),
         ("RandomizedDelaySec", "5min"),
     ]
@@ -121,13 +121,20 @@ def test_the_script_is_shellcheck_clean(
 FAKE_PULL = """#!/bin/bash
 set -e
 echo "$@" >> "$PULL_ARGS"
+echo "$ANSIBLE_CONFIG $ANSIBLE_INVENTORY" >> "$PULL_ARGS.env"
 while [ $# -gt 1 ]; do
   case "$1" in -U) url=$2; shift 2;; -C) ref=$2; shift 2;; -d) dest=$2; shift 2;; *) shift;; esac
 done
 [ -d "$dest/.git" ] || git clone -q "$url" "$dest"
 git -C "$dest" fetch -q origin && git -C "$dest" checkout -q --detach "origin/$ref"
-if [ -f "$dest/FAIL" ]; then echo "TASK [slurm] fatal: node1: FAILED!"; exit 2; fi
-echo "PLAY RECAP ok"
+if [ -f "$dest/FAIL" ]; then
+  printf 'TASK [slurm : Write slurm.conf]\nfatal: [node1]: FAILED! => changed=false\n'
+  printf '  msg: Device or resource busy\n\nPLAY RECAP\n'
+  echo "node1 : ok=3 changed=0 unreachable=0 failed=1"
+  exit 2
+fi
+echo "PLAY RECAP *****"
+echo "node1                      : ok=12   changed=0    unreachable=0    failed=0"
 """
 
 
@@ -162,6 +169,7 @@ def _script(text: str, tmp_path: Path) -> Path:
         ("/etc/clustergen/pull.env", tmp_path / "pull.env"),
         ("/etc/clustergen/pull-node.env", tmp_path / "pull-node.env"),
         ("/etc/clustergen/vault-password", tmp_path / "vault-password"),
+        ("/etc/clustergen/pull-secrets.yml", tmp_path / "pull-secrets.yml"),
         ("/var/lib/clustergen/site", tmp_path / "checkout"),
         ("/var/lib/clustergen/pull.json", tmp_path / "state/pull.json"),
         ("/run/clustergen-pull.lock", tmp_path / "lock"),
@@ -185,10 +193,19 @@ def test_the_script_records_each_run_and_keeps_the_last_good_commit(
     assert subprocess.run([script], env=env, capture_output=True).returncode == 0
     first = json.loads(state.read_text(encoding="utf-8"))
     assert (first["commit"], first["result"], first["last_good"]) == (good, "ok", good)
+    assert first["recap"] == "node1 : ok=12 changed=0 unreachable=0 failed=0"
     args = (tmp_path / "args").read_text(encoding="utf-8").split()
     assert args[args.index("--limit") + 1] == "node1"
-    assert args[args.index("-i") + 1] == f"{tmp_path / 'checkout'}/inventory"
+    # The tree's inventory and ansible.cfg by environment, never -i: ansible-pull would
+    # run its checkout step on this node's inventory entry too.
+    assert "-i" not in args and {"--full", "--clean"} <= set(args)
+    checkout = tmp_path / "checkout"
+    assert (tmp_path / "args.env").read_text(encoding="utf-8").split() == [
+        f"{checkout}/ansible.cfg",
+        f"{checkout}/inventory",
+    ]
     assert args[-1] == "site.yml" and "--vault-password-file" not in args
+    assert not any(a.startswith("@") for a in args)
 
     # A commit whose run fails: recorded as failed, the last good commit kept, exit 1.
     (origin / "FAIL").write_text("", encoding="utf-8")
@@ -197,14 +214,22 @@ def test_the_script_records_each_run_and_keeps_the_last_good_commit(
     subprocess.run([*git, "commit", "-q", "-m", "r2"], check=True)
     bad = subprocess.run(head, check=True, capture_output=True, text=True).stdout.strip()
     (tmp_path / "vault-password").write_text("x\n", encoding="utf-8")
+    (tmp_path / "pull-secrets.yml").write_text("vault_munge_key: x\n", encoding="utf-8")
     assert subprocess.run([script], env=env, capture_output=True).returncode == 1
     second = json.loads(state.read_text(encoding="utf-8"))
     assert (second["commit"], second["result"], second["last_good"]) == (bad, "failed", good)
-    assert second["tail"][-1] == "TASK [slurm] fatal: node1: FAILED!"
+    assert second["ref"] == "main"
+    assert second["failure"] == [
+        "fatal: [node1]: FAILED! => changed=false",
+        "  msg: Device or resource busy",
+    ]
+    assert second["tail"][-1] == "node1 : ok=3 changed=0 unreachable=0 failed=1"
+    assert second["recap"] == "node1 : ok=3 changed=0 unreachable=0 failed=1"
     last_args = (tmp_path / "args").read_text(encoding="utf-8").splitlines()[-1].split()
     assert last_args[last_args.index("--vault-password-file") + 1] == str(
         tmp_path / "vault-password"
     )
+    assert f"@{tmp_path / 'pull-secrets.yml'}" in last_args
 
 
 def test_a_run_never_overlaps_another(

@@ -63,7 +63,8 @@ class Pull(StrictModel):
     every: Annotated[str, TIME_SPAN] = Field(
         default="30min",
         description="How long after a run the next one starts (the timer's OnUnitActiveSec; "
-        "also its first run after boot, OnBootSec).",
+        "also its first run after the timer starts, at boot or when the converge starts it, "
+        "OnActiveSec).",
     )
     jitter: Annotated[str, JITTER_SPAN] = Field(
         default="10min",

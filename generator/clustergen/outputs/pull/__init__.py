@@ -8,8 +8,9 @@
 
 Nothing without ansible.pull. The node's inventory name is not rendered here (one file
 for every node): roles/ansible_pull writes it beside pull.env.
-[src: systemd.timer(5) OnBootSec, OnUnitActiveSec, RandomizedDelaySec; flock(1) -n;
-ansible-pull(1) -U -C -d -i --limit --vault-password-file, the playbook argument.]
+[src: systemd.timer(5) OnActiveSec, OnUnitActiveSec, RandomizedDelaySec; flock(1) -n;
+ansible-pull(1) -U -C -d --full --clean --limit --vault-password-file, the playbook
+argument; ansible-core's lib/ansible/cli/pull.py (the checkout step's inventory).]
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ CHECKOUT = "/var/lib/clustergen/site"
 STATE = "/var/lib/clustergen/pull.json"
 # The site places it, root-only; never rendered (docs/security.md's vault).
 VAULT_PASSWORD_FILE = "/etc/clustergen/vault-password"
+# This node's secrets, written root-only by roles/ansible_pull from the push converge.
+SECRETS = "/etc/clustergen/pull-secrets.yml"
 
 
 def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
@@ -45,6 +48,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         "checkout": CHECKOUT,
         "state": STATE,
         "vault_password_file": VAULT_PASSWORD_FILE,
+        "secrets": SECRETS,
         "service": SERVICE,
     }
     restart_timer = NodeChange("restart", TIMER)
