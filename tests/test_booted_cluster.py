@@ -51,6 +51,22 @@ from support.booted import (
 )
 from support.ci import skip_or_fail, tool
 from support.paths import DATA
+from support.pull_site import (
+    APPROVED,
+    PULL_RECORD,
+    PULL_SERVICE,
+    PULL_TIMER,
+    SITE_GIT,
+    Pull,
+    SiteRepository,
+    differences,
+    installed,
+    pull,
+    pull_all,
+    pull_section,
+    read_only,
+    writable,
+)
 from support.secret_scan import leaks, secret_needles
 
 pytestmark = pytest.mark.daemons
@@ -208,16 +224,21 @@ def rendered(
 
 
 def _booted(
-    rendered: Rendered, base: Path, repo: Path, work: Path
+    rendered: Rendered,
+    base: Path,
+    repo: Path,
+    work: Path,
+    binds: Sequence[tuple[Path, str]] = (),
 ) -> AbstractContextManager[BootedCluster]:
-    """The rendered spec's nodes, booted from base with repo; checked first, before any
-    node exists, so the test talks to no address it did not create."""
+    """The rendered spec's nodes, booted from base with repo (and binds, read-only);
+    checked first, before any node exists, so the test talks to no address it did not
+    create."""
     refuse_outside(rendered.addresses, rendered.subnet)
     plans = [
         NodePlan(host, address, rendered.gpus.get(host, 0))
         for host, address in rendered.addresses.items()
     ]
-    return booted_cluster(plans, rendered.subnet, rendered.gateway, base, repo, work)
+    return booted_cluster(plans, rendered.subnet, rendered.gateway, base, repo, work, binds=binds)
 
 
 @pytest.fixture(scope="module")
@@ -385,6 +406,7 @@ def _on_debian_13(spec_text: str) -> str:
     gpu["management_ip"] = f"{TRIXIE_SUBNET}.11"
     head["management_ip"] = f"{TRIXIE_SUBNET}.2"
     spec["slurm"]["configless"] = True  # _assert_configless_slurmd
+    spec["ansible"] = {"pull": pull_section(PULL_JITTER[0])}  # _pull_mode
     return yaml.safe_dump(spec, sort_keys=False)
 
 
@@ -476,6 +498,105 @@ def _assert_configless_slurmd(cluster: BootedCluster) -> None:
     )
 
 
+# Pull mode's releases: each changes one file on every node, the pull timer's jitter.
+PULL_JITTER = ("1min", "2min", "3min")
+PULL_TIMER_FILE = f"/etc/systemd/system/{PULL_TIMER}"
+
+
+def _assert_pulled(pulls: dict[str, Pull], commit: str, what: str) -> None:
+    for name, done in pulls.items():
+        record = done.record
+        assert done.returncode == 0, f"{what}: {name} failed: {record}\n{done.journal}"
+        assert (record["commit"], record["result"], record["last_good"]) == (
+            commit,
+            "ok",
+            commit,
+        ), (what, name, record)
+        assert record["ref"] == APPROVED, (what, name, record)
+
+
+def _pull_mode(
+    cluster: BootedCluster, rendered: Rendered, site: SiteRepository, ansible: Ansible, work: Path
+) -> dict[str, float]:
+    """Pull mode on every node (ansible.pull): the push converge left each node's timer
+    waiting; each pull converges the node alone from the approved commit of the site's
+    repository; a second run changes nothing; a release that changes one file reaches
+    every node and changes only that file; a node whose run fails keeps its last good
+    release and verify.yml names it. Returns the pulls' longest times."""
+    nodes = list(cluster.nodes.values())
+    for node in nodes:
+        # OnActiveSec: counted from the timer's start, which the converge just made.
+        assert _active(node, PULL_TIMER) == "active", node.name
+        assert node.sh(f"test -e {PULL_RECORD}", check=False).returncode == 1, node.name
+    edits = SpecEdits(rendered, work)
+    spec_name = edits.path.name
+
+    # 1. The release the push applied, committed and approved: every node pulls it, is
+    #    already at it, and changes nothing.
+    first = site.commit(spec_name, edits.text, rendered.out, "release 1")
+    site.approve(first)
+    before = {node.name: installed(node) for node in nodes}
+    pulls = pull_all(nodes)
+    _assert_pulled(pulls, first, "first pull")
+    assert {name: done.changed for name, done in pulls.items()} == dict.fromkeys(cluster.nodes, 0)
+    timings = {"first pull": max(done.seconds for done in pulls.values())}
+
+    # 2. A commit on main that is not approved yet: the next run changes nothing.
+    edits.apply(f"jitter: {PULL_JITTER[0]}", f"jitter: {PULL_JITTER[1]}")
+    second = site.commit(spec_name, edits.text, rendered.out, "release 2: jitter")
+    pulls = pull_all(nodes)
+    _assert_pulled(pulls, first, "second pull")
+    assert {name: done.changed for name, done in pulls.items()} == dict.fromkeys(cluster.nodes, 0)
+    for node in nodes:
+        assert installed(node) == before[node.name], node.name
+    timings["no-op pull"] = max(done.seconds for done in pulls.values())
+
+    # 3. Approved, it reaches every node, and only the timer file changes.
+    site.approve(second)
+    pulls = pull_all(nodes)
+    _assert_pulled(pulls, second, "pull of a one-file change")
+    for node in nodes:
+        after = installed(node)
+        assert differences(before[node.name], after) == [PULL_TIMER_FILE], node.name
+        assert after["release"] != before[node.name]["release"], node.name
+        timer = node.sh(f"cat {PULL_TIMER_FILE}").stdout
+        assert f"RandomizedDelaySec={PULL_JITTER[1]}" in timer.splitlines(), node.name
+        before[node.name] = after
+    timings["converging pull"] = max(done.seconds for done in pulls.values())
+
+    # 4. A node whose run fails (its timer file cannot be replaced): it keeps its last
+    #    good release, the service fails, and verify.yml names it with both commits.
+    broken = cluster.nodes[GPU_NODES[1]]
+    edits.apply(f"jitter: {PULL_JITTER[1]}", f"jitter: {PULL_JITTER[2]}")
+    third = site.commit(spec_name, edits.text, rendered.out, "release 3: jitter")
+    site.approve(third)
+    read_only(broken, PULL_TIMER_FILE)
+    try:
+        pulls = pull_all(nodes)
+    finally:
+        writable(broken, PULL_TIMER_FILE)
+    failed = pulls.pop(broken.name)
+    _assert_pulled(pulls, third, "pull with one node failing")
+    record = failed.record
+    assert failed.returncode != 0, (record, failed.journal)
+    assert (record["commit"], record["result"], record["last_good"]) == (third, "failed", second)
+    assert any(PULL_TIMER_FILE in line for line in record["failure"]), record
+    assert installed(broken) == before[broken.name]
+    assert _active(broken, PULL_SERVICE) == "failed"
+    report = ansible.playbook("verify.yml")
+    assert report.returncode != 0, report.output
+    assert (
+        f"the last pull run failed on 1 node(s): {broken.name} at {third} (last good {second}"
+        in report.output
+    ), report.output
+
+    # 5. Its next run, with the fault gone, converges it; verify.yml passes.
+    done = pull(broken)
+    _assert_pulled({broken.name: done}, third, "pull after the fault")
+    _succeeded(ansible.playbook("verify.yml"), "verify.yml after every pull succeeded")
+    return timings
+
+
 def test_site_converges_on_debian_13_nodes(
     testbed_scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -490,8 +611,9 @@ def test_site_converges_on_debian_13_nodes(
     (tmp_path / "render").mkdir()
     rendered = _render(tmp_path / "render", spec_text, version=TRIXIE_SLURM)
     repo = local_repository(rendered.pins, base, testbed_scratch)
+    site = SiteRepository(tmp_path)
     build = time.monotonic() - started
-    with _booted(rendered, base, repo, tmp_path / "b") as cluster:
+    with _booted(rendered, base, repo, tmp_path / "b", [(site.bare, SITE_GIT)]) as cluster:
         secrets = {
             "vault_munge_key": base64.b64encode(MUNGE_KEY).decode(),
             "vault_slurmdbd_storage_pass": STORAGE_PASS,
@@ -508,11 +630,14 @@ def test_site_converges_on_debian_13_nodes(
             f"second run changed: {_changes(second)}\n{second.output}"
         )
         _assert_fast_path(second, set(cluster.nodes))
+        (tmp_path / "edits").mkdir()
+        pulls = _pull_mode(cluster, rendered, site, ansible, tmp_path / "edits")
     with capsys.disabled():
         print(
             f"\nbooted Debian 13: build {build:.1f}s, boot {cluster.boot_seconds:.1f}s, "
             f"first site.yml {first.seconds:.1f}s, no-op {second.seconds:.1f}s, "
-            f"whole test {time.monotonic() - started:.1f}s"
+            + ", ".join(f"{what} {seconds:.1f}s" for what, seconds in pulls.items())
+            + f", whole test {time.monotonic() - started:.1f}s"
         )
 
 

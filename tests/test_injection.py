@@ -317,6 +317,23 @@ def _rails_spec() -> dict[str, Any]:
     return document
 
 
+def _pull_spec() -> dict[str, Any]:
+    """The booted spec on Debian 13 with pull mode (ansible.pull: Debian 13's ansible-core
+    is one the roles run on; the reference specs' OS ships none)."""
+    document: dict[str, Any] = yaml.safe_load((REPO / "tests/data/booted-3node.yaml").read_text())
+    document["software"].update(os="debian-13", slurm="24.11.5")
+    document["ansible"] = {
+        "pull": {
+            "repository": "https://git.example.org/site/cluster.git",
+            "ref": "release-1",
+            "path": "clusters/booted",
+            "every": "30min",
+            "jitter": "10min",
+        }
+    }
+    return document
+
+
 def _doca_spec() -> dict[str, Any]:
     """The RoCE reference spec on DOCA-OFED from a named repository (software.rdma)."""
     document: dict[str, Any] = yaml.safe_load((REPO / "examples/edge-roce-2node.yaml").read_text())
@@ -334,6 +351,7 @@ def _doca_spec() -> dict[str, Any]:
 SOURCES: dict[str, dict[str, Any]] = {
     "every-string": _every_string_spec(),
     "doca": _doca_spec(),
+    "pull": _pull_spec(),
     "rails": _rails_spec(),
     **{path.stem: yaml.safe_load(path.read_text()) for path in REFERENCE_SPECS},
     **{path.stem: yaml.safe_load(path.read_text()) for path in sorted(DATA.glob("*.yaml"))},

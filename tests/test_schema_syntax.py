@@ -181,6 +181,10 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "switch-unknown-node": _CROSS_REFERENCE,
     "accounting-host-unknown": _CROSS_REFERENCE,
     "package-nccl-wrong-cuda-suffix": _PINS,
+    "pull-ansible-core-too-old": "catalog knowledge: the ansible-core each distribution "
+    "ships, against the roles' min_ansible_version",
+    "pull-without-ansible-package": "catalog knowledge: which distributions' ansible and git "
+    "packages the catalog knows",
     "slurm-not-distribution-version": "catalog knowledge: the Slurm each distribution "
     "ships (catalog/packages.py)",
     "slurm-schedmd-apt-too-old": "compares software.slurm with the first release of "

@@ -1132,6 +1132,22 @@ MONITORING_SLURM_EXPORTER_VERSION = Code(
     "the Slurm exporter (kind exporter) without the version of its package",
 )
 
+ANSIBLE_PULL_NO_PACKAGE = Code(
+    "ansible.pull-no-package",
+    "error",
+    "pull mode on an OS whose ansible and git packages the catalog does not know",
+)
+ANSIBLE_PULL_CORE_TOO_OLD = Code(
+    "ansible.pull-core-too-old",
+    "error",
+    "pull mode with the OS's ansible-core older than the roles' min_ansible_version",
+)
+ANSIBLE_PULL_CORE_UNTESTED = Code(
+    "ansible.pull-core-untested",
+    "warning",
+    "pull mode with the OS's ansible-core older than every ansible-core the roles are tested on",
+)
+
 
 # audit: what the nodes report against the spec and the rendered tree (docs/audit.md)
 AUDIT_UNKNOWN_NODE = Code(

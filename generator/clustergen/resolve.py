@@ -23,6 +23,7 @@ from clustergen.catalog.architectures import CPU_ARCHES, arch_group
 from clustergen.catalog.gpus import profile_cpu_arch
 from clustergen.catalog.monitoring import slurm_metrics_kind
 from clustergen.catalog.packages import (
+    ANSIBLE_PULL_GROUP,
     DCGM_EXPORTER_GROUP,
     EXPORTERS_GROUP,
     GPU_GROUP,
@@ -198,6 +199,7 @@ class ResolvedCluster:
         features = frozenset([PMIX_FEATURE] if slurm is not None and slurm.mpi == "pmix" else [])
         monitoring = getattr(self.spec, "monitoring", None)
         with_nodes += exporter_groups(self.spec, monitoring, hardware)
+        with_nodes += [ANSIBLE_PULL_GROUP] if pull_mode(self.spec) else []
         return derived_pins(self.spec.software, frozenset(with_nodes), features, monitoring)
 
     @cached_property
@@ -356,8 +358,16 @@ def inventory_groups(spec: Spec, hosts: tuple[Host, ...]) -> tuple[InventoryGrou
     if configured:  # only then: a spec without fabric, storage or front end keeps its inventory
         groups.append(InventoryGroup(HOST_NETWORK_GROUP, configured, ()))
     groups += monitoring_groups(spec, hosts)
+    if pull_mode(spec):  # only then: push-only specs keep their inventory
+        groups.append(derived(ANSIBLE_PULL_GROUP, {hardware_group(n) for n in spec.hardware}))
     groups += arch_groups(spec, hosts)
     return tuple(sorted(groups, key=lambda g: g.name))
+
+
+def pull_mode(spec: Spec) -> bool:
+    """Whether the spec has ansible.pull (read where the section is valid)."""
+    ansible = getattr(spec, "ansible", None)
+    return ansible is not None and ansible.pull is not None
 
 
 def slurm_metrics(spec: Spec) -> SlurmMetricsKind | None:

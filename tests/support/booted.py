@@ -94,6 +94,10 @@ DAEMON_PACKAGES = (
     # address the rendered drop-in sets (tests/test_booted_cluster.py checks /metrics).
     "prometheus-node-exporter",
 )
+# Pull mode (ansible.pull): the pinned ansible, ansible-core and git roles/ansible_pull
+# installs, for the suites whose booted test runs pull mode (Debian 13: Debian 12's
+# ansible-core is older than the roles' minimum, catalog/distributions.py).
+PULL_PACKAGES: dict[str, tuple[str, ...]] = {"trixie": ("ansible", "ansible-core", "git")}
 # Debian 13 renamed libraries for 64-bit time_t (the "t64" transition); the packages
 # above under their trixie names (packages.debian.org/trixie/libpmix2t64).
 RENAMED_PACKAGES: dict[str, dict[str, str]] = {"trixie": {"libpmix2": "libpmix2t64"}}
@@ -168,7 +172,8 @@ def suite_of(tree: Path) -> str:
 def daemon_package_names(suite: str) -> tuple[str, ...]:
     """DAEMON_PACKAGES under the names `suite` gives them."""
     renamed = RENAMED_PACKAGES.get(suite, {})
-    return tuple(renamed.get(name, name) for name in DAEMON_PACKAGES)
+    names = tuple(renamed.get(name, name) for name in DAEMON_PACKAGES)
+    return names + PULL_PACKAGES.get(suite, ())
 
 
 @contextmanager
@@ -653,7 +658,14 @@ def _systemd_major(root: Path) -> int:
 
 
 def _boot(
-    plan: NodePlan, base: Path, repo: Path, bridge_name: str, prefix: int, key: str, work: Path
+    plan: NodePlan,
+    base: Path,
+    repo: Path,
+    bridge_name: str,
+    prefix: int,
+    key: str,
+    work: Path,
+    binds: Sequence[tuple[Path, str]] = (),
 ) -> BootedNode:
     root = work / "nodes" / plan.name
     run(["cp", "-a", str(base), str(root)])
@@ -673,6 +685,9 @@ def _boot(
         f"--network-bridge={bridge_name}",
         f"--bind-ro={repo}:{REPO_IN_NODE}",
     ]
+    for source, target in binds:
+        (root / target.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        argv.append(f"--bind-ro={source}:{target}")
     if plan.gpus:
         argv += _fake_gpus(work / "dev" / plan.name, plan.gpus)
     argv.append("-b")
@@ -788,9 +803,11 @@ def booted_cluster(
     repo: Path,
     work: Path,
     boot_timeout: float = 120,
+    binds: Sequence[tuple[Path, str]] = (),
 ) -> Iterator[BootedCluster]:
-    """Boot every planned node on a new bridge; stop them all and remove their trees,
-    cgroups and the bridge however the block ends."""
+    """Boot every planned node on a new bridge, each with binds (host folder, where the
+    node sees it), read-only; stop them all and remove their trees, cgroups and the
+    bridge however the block ends."""
     refuse_outside({plan.name: plan.address for plan in plans}, subnet)
     (work / "nodes").mkdir(parents=True)
     private_key = work / "admin_ed25519"
@@ -809,7 +826,7 @@ def booted_cluster(
         cleanup.callback(stop_all)
         for plan in plans:
             nodes[plan.name] = _boot(
-                plan, base, repo, bridge_name, subnet.prefixlen, public_key, work
+                plan, base, repo, bridge_name, subnet.prefixlen, public_key, work, binds
             )
         deadline = time.monotonic() + boot_timeout
         for node in nodes.values():

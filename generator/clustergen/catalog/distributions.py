@@ -43,6 +43,17 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
   prometheus-node-exporter` on Debian 12: 1.5.0-1+b6; trixie's Packages index:
   1.9.0-1+b4]; pinned as its upstream version with any revision. Not known here for the
   other releases: monitoring.node_exporter.version.
+- Ansible and git for pull mode (ansible.pull, docs/ansible.md "Pull mode"): the
+  distribution's `ansible` (the collections the roles use: community.general,
+  ansible.posix, community.mysql), `ansible-core` (ansible-pull, ansible-playbook) and
+  `git`, each pinned as its upstream version with any revision [src: `apt-cache policy
+  ansible ansible-core git` on Debian 12: 7.7.0+dfsg-3+deb12u1, 2.14.18-0+deb12u2,
+  1:2.39.5-0+deb12u3; trixie's main/binary-amd64 Packages index: 12.0.0+dfsg-0+deb13u1,
+  2.19.11-0+deb13u1, 1:2.47.3-0+deb13u1; Ubuntu 24.04 noble/universe: ansible
+  9.2.0+dfsg-0ubuntu5 and ansible-core 2.16.3-0ubuntu2 (apt-get logs and dpkg lists of
+  noble hosts), git 1:2.43.0-1ubuntu7 (noble-updates moves the revision: 7.1, 7.3)]. Not
+  known here: Ubuntu 22.04 and 26.04, and EL, whose AppStream ansible-core bundles none of
+  the collections (EPEL packages them one by one).
 - The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
   `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
   redhat-rpm-config defines as `.el<major>`].
@@ -85,6 +96,11 @@ class Distribution:
     openmpi: str | None = None
     # prometheus-node-exporter's upstream version (monitoring.node_exporter), where known.
     node_exporter: str | None = None
+    # Pull mode's packages, upstream versions, where known: the `ansible` bundle, the
+    # `ansible-core` it depends on, and `git` (with its epoch).
+    ansible: str | None = None
+    ansible_core: str | None = None
+    git: str | None = None
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {
@@ -109,6 +125,9 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             rdma_core="50.0",
             perftest="24.01.0+0.38-1build2",
             opensm="3.3.23-2",
+            ansible="9.2.0+dfsg",
+            ansible_core="2.16.3",
+            git="1:2.43.0",
         ),
         Distribution(
             "ubuntu-26.04",
@@ -136,6 +155,9 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             pmix=("libpmix2", "4.2.2"),
             openmpi="4.1.4",
             node_exporter="1.5.0",
+            ansible="7.7.0+dfsg",
+            ansible_core="2.14.18",
+            git="1:2.39.5",
         ),
         Distribution(
             "debian-13",
@@ -149,6 +171,9 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             pmix=("libpmix2t64", "5.0.7"),
             openmpi="5.0.7",
             node_exporter="1.9.0",
+            ansible="12.0.0+dfsg",
+            ansible_core="2.19.11",
+            git="1:2.47.3",
         ),
         Distribution("rocky-9", "Rocky Linux 9", "dnf", "rhel9", el_dist=".el9"),
         Distribution("rhel-9", "Red Hat Enterprise Linux 9", "dnf", "rhel9", el_dist=".el9"),

@@ -106,6 +106,9 @@ DCGM_EXPORTER_GROUP = "dcgm_exporter"
 SLURM_EXPORTER_GROUP = "slurm_exporter"
 # Their parent, which site.yml's monitoring play targets (one play for all three).
 EXPORTERS_GROUP = "prometheus_exporters"
+# Every node, in a spec with ansible.pull: ansible and git, the pull script and timer
+# (roles/ansible_pull); the inventory has the group only then.
+ANSIBLE_PULL_GROUP = "ansible_pull"
 DERIVED_GROUPS: tuple[str, ...] = (
     GPU_GROUP,
     NVSWITCH_GROUP,
@@ -125,6 +128,7 @@ DERIVED_GROUPS: tuple[str, ...] = (
     DCGM_EXPORTER_GROUP,
     SLURM_EXPORTER_GROUP,
     EXPORTERS_GROUP,
+    ANSIBLE_PULL_GROUP,
 )
 # What each group is, for the comments of its group_vars file.
 GROUP_TITLES: dict[str, str] = {
@@ -146,6 +150,7 @@ GROUP_TITLES: dict[str, str] = {
     DCGM_EXPORTER_GROUP: "NVIDIA dcgm-exporter on GPU nodes (monitoring.dcgm_exporter)",
     SLURM_EXPORTER_GROUP: "prometheus-slurm-exporter on the controllers (monitoring.slurm)",
     EXPORTERS_GROUP: "Every node with a Prometheus exporter of monitoring (the groups above)",
+    ANSIBLE_PULL_GROUP: "Pull mode (ansible.pull): every node converges itself with ansible-pull",
     "compute": "Slurm compute nodes",
     "login": "Login nodes",
     "slurm_controller": "Slurm controllers",
@@ -609,6 +614,20 @@ def _slurm_exporter(family: PackageFamily, s: Software, m: Monitoring) -> Pins:
     return {SLURM_EXPORTER_PACKAGE: m.slurm.version}
 
 
+# Pull mode (ansible.pull, roles/ansible_pull): the distribution's ansible bundle (the
+# collections the roles use), the ansible-core it depends on (ansible-pull) and git
+# (catalog/distributions.py); checks.ansible reports an OS the catalog has none for.
+PULL_PACKAGES: dict[str, str] = {"ansible": "ansible", "ansible-core": "ansible_core", "git": "git"}
+
+
+def _ansible_pull(family: PackageFamily, s: Software) -> Pins:
+    distribution = DISTRIBUTIONS[s.os]
+    versions = {name: getattr(distribution, field) for name, field in PULL_PACKAGES.items()}
+    if any(version is None for version in versions.values()):
+        return {}
+    return {name: distribution_version_pin(version) for name, version in versions.items()}
+
+
 def _from_monitoring(family: PackageFamily, s: Software) -> Pins:
     return {}  # a monitoring concern's pins come from Concern.monitoring
 
@@ -820,6 +839,15 @@ CONCERNS: tuple[Concern, ...] = (
         without_packages="none: monitoring.slurm is not kind exporter",
         only_with_nodes=True,
         monitoring=_slurm_exporter,
+    ),
+    Concern(
+        "ansible_pull",
+        "Ansible and git for pull mode",
+        ANSIBLE_PULL_GROUP,
+        "ansible_pull",
+        _ansible_pull,
+        without_packages="none: ansible.pull is not set",
+        only_with_nodes=True,
     ),
 )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from clustergen.checks import (
     addresses,
+    ansible,
     facility,
     hardware,
     host_network,
@@ -62,6 +63,7 @@ CHECKS: tuple[Check, ...] = (
     _check(monitoring.node_exporter, "monitoring", "software"),
     _check(monitoring.dcgm_exporter, "monitoring", "software"),
     _check(monitoring.slurm, "monitoring", "software", "slurm"),
+    _check(ansible.pull, "ansible", "software"),
     _check(nfs.mount_points, "storage"),
     _check(nfs.selection, "storage", "cluster", "hardware", "nodes"),
     _check(nfs.keyed_options, "storage"),

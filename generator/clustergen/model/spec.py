@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from clustergen.codes import WARNINGS, ignorable
+from clustergen.model.ansible import Ansible
 from clustergen.model.cluster import Cluster
 from clustergen.model.common import StrictModel, whole_number
 from clustergen.model.hardware import HardwareProfile
@@ -46,6 +47,11 @@ class Spec(StrictModel):
         default=None,
         description="Prometheus endpoints (node_exporter, dcgm-exporter, Slurm's metrics); "
         "absent: none installed.",
+    )
+    ansible: Ansible | None = Field(
+        default=None,
+        description="How the rendered tree is applied besides push: pull mode "
+        "(ansible-pull on every node); absent: push only.",
     )
     ignore: list[Annotated[str, AfterValidator(ignorable)]] = Field(
         default_factory=list,

@@ -20,6 +20,7 @@ from clustergen.outputs import (
     nfs,
     nhc,
     opensm,
+    pull,
     slurm,
 )
 from clustergen.resolve import ResolvedCluster
@@ -40,6 +41,7 @@ FAMILIES: dict[str, Family] = {
     "nhc": nhc.render,
     "host_network": host_network.render,
     "monitoring": monitoring.render,
+    "pull": pull.render,
 }
 
 # The families whose files stay in the output tree: none is installed on a node, so

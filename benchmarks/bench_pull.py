@@ -1,0 +1,158 @@
+"""What pull mode costs each node, and the site's git repository, against the render of
+the same spec, measured in the same run (issue 27, "Pull mode"; docs/ansible.md).
+
+Run: python benchmarks/bench_pull.py [--sizes 1024,4096,16384]
+(prints Markdown; writes only under a temp dir; needs git)
+
+For the compact benchmark spec (clustergen.dev.large_spec.compact_spec) on Debian 13 with
+ansible.pull (the tree in a folder `cluster` of the repository, as docs/ansible.md
+shows), at each size, each a fresh process:
+
+- `clustergen render SPEC -o DIR`: the reference;
+- the tree every node checks out: its files and MiB;
+- the site's commit of the whole tree (`git add -A` and `git commit`), and the bare
+  repository's size after `git gc`;
+- a node's first pull: `git clone` over file:// of that repository (what ansible-pull's
+  checkout step does with --full), time and peak RSS;
+- a release that changes one file: the site's commit and a node's `git fetch` and
+  checkout of it;
+- what each pull run's playbook pays before its first task: `ansible-playbook site.yml
+  --list-hosts --limit <one node>` in the checkout (the whole inventory is loaded, the
+  limit applied after), time and peak RSS.
+
+Times are one run each (a 16k commit takes a while); RSS is the child's own (wait4's
+ru_maxrss). Nothing here is timed in a test: the machines are shared and noisy.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from clustergen.dev.large_spec import compact_spec
+
+BIN = Path(sys.executable).parent
+SIZES = (1024, 4096, 16384)
+FOLDER = "cluster"
+GIT = ("git", "-c", "user.name=bench", "-c", "user.email=bench@site.invalid")
+
+
+def run(*argv: str | Path, cwd: Path | None = None) -> tuple[float, float]:
+    """Run one child to completion: its wall time (s) and peak resident memory (MiB)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [str(a) for a in argv], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    if status != 0:
+        assert child.stderr is not None
+        raise SystemExit(f"{' '.join(map(str, argv))} failed: {child.stderr.read().decode()}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def pull_spec(nodes: int) -> str:
+    spec = yaml.safe_load(compact_spec(nodes))
+    spec["software"].update(os="debian-13", slurm="24.11.5")
+    spec["ansible"] = {
+        "pull": {
+            "repository": "https://git.site.invalid/cluster.git",
+            "ref": "approved",
+            "path": FOLDER,
+            "every": "30min",
+            "jitter": "10min",
+        }
+    }
+    return yaml.safe_dump(spec, sort_keys=False)
+
+
+def mib(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def measure(work: Path, nodes: int) -> dict[str, float]:
+    site, bare, node = work / "site", work / "site.git", work / "node"
+    spec = site / "spec.yaml"
+    site.mkdir(parents=True)
+    spec.write_text(pull_spec(nodes), encoding="utf-8")
+    got: dict[str, float] = {}
+    got["render"], _ = run(BIN / "clustergen", "render", spec, "-o", site / FOLDER)
+    tree = site / FOLDER
+    got["files"] = sum(1 for f in tree.rglob("*") if f.is_file())
+    got["tree MiB"] = mib(tree)
+    subprocess.run(["git", "init", "-q", "-b", "approved", str(site)], check=True)
+    start = time.perf_counter()
+    run(*GIT, "add", "-A", cwd=site)
+    run(*GIT, "commit", "-q", "-m", "release 1", cwd=site)
+    got["commit"] = time.perf_counter() - start
+    subprocess.run(["git", "clone", "-q", "--bare", str(site), str(bare)], check=True)
+    run("git", "gc", "-q", cwd=bare)
+    got["repository MiB"] = mib(bare)
+    got["clone"], got["clone RSS"] = run("git", "clone", "-q", f"file://{bare}", node)
+
+    # One file changes: the timer's jitter (as the booted test's release 2 does).
+    timer = tree / "pull/clustergen-pull.timer"
+    timer.write_text(timer.read_text().replace("=10min", "=11min"), encoding="utf-8")
+    run(*GIT, "commit", "-q", "-a", "-m", "release 2", cwd=site)
+    run("git", "push", "-q", str(bare), "approved", cwd=site)
+    start = time.perf_counter()
+    run("git", "fetch", "-q", "origin", cwd=node)
+    run("git", "checkout", "-q", "--detach", "origin/approved", cwd=node)
+    got["fetch"] = time.perf_counter() - start
+
+    got["load"], got["load RSS"] = run(
+        BIN / "ansible-playbook",
+        "site.yml",
+        "-i",
+        "inventory",
+        "--list-hosts",
+        "--limit",
+        "compute[0]",
+        cwd=node / FOLDER,
+    )
+    return got
+
+
+def table(work: Path, sizes: tuple[int, ...]) -> list[str]:
+    rows = [
+        "| nodes | `render` (s) | tree files | tree MiB | site commit (s) | repository MiB | "
+        "node's clone (s) | clone RSS (MiB) | one-file fetch (s) | playbook load, one node "
+        "(s) | load RSS (MiB) | load / render |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    figures = {}
+    for nodes in sizes:
+        got = figures[nodes] = measure(work / str(nodes), nodes)
+        rows.append(
+            f"| {nodes} | {got['render']:.2f} | {got['files']:.0f} | {got['tree MiB']:.1f} | "
+            f"{got['commit']:.1f} | {got['repository MiB']:.1f} | {got['clone']:.1f} | "
+            f"{got['clone RSS']:.0f} | {got['fetch']:.2f} | {got['load']:.1f} | "
+            f"{got['load RSS']:.0f} | {got['load'] / got['render']:.2f} |"
+        )
+    first, last = sizes[0], sizes[-1]
+    if last > first:
+        a, b = figures[first], figures[last]
+        growth = ", ".join(
+            f"{name} {b[name] / a[name]:.1f}x"
+            for name in ("render", "clone", "fetch", "load", "load RSS")
+        )
+        rows += ["", f"- {last // first}x the nodes ({first} to {last}): {growth}"]
+    return rows
+
+
+def main() -> None:
+    sizes = SIZES
+    if "--sizes" in sys.argv:
+        sizes = tuple(int(n) for n in sys.argv[sys.argv.index("--sizes") + 1].split(","))
+    with tempfile.TemporaryDirectory() as scratch:
+        print("\n".join(table(Path(scratch), sizes)))
+
+
+if __name__ == "__main__":
+    main()

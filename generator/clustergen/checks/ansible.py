@@ -1,0 +1,66 @@
+"""ansible.pull: the OS ships an ansible the roles run on (catalog/distributions.py).
+
+The roles declare min_ansible_version 2.15 (roles/*/meta/main.yml; an older ansible-core
+is refused by the error below), and they are tested on ansible-core 2.17.14 to 2.21.5
+(tests/requirements.txt, the lock CI installs; an ansible-core between the two is
+warned about). tests/test_pull.py reads both files, so these two numbers follow them.
+"""
+
+from __future__ import annotations
+
+from clustergen import codes
+from clustergen.catalog.distributions import DISTRIBUTIONS
+from clustergen.catalog.versions import parse_version
+from clustergen.errors import Problem
+from clustergen.resolve import ResolvedCluster, pull_mode
+
+ROLES_MIN_ANSIBLE_CORE: tuple[int, int] = (2, 15)
+TESTED_MIN_ANSIBLE_CORE: tuple[int, int] = (2, 17)
+
+
+def pull(cluster: ResolvedCluster) -> list[Problem]:
+    """Pull mode runs the distribution's own ansible-pull on every node: the catalog must
+    know its packages, and its ansible-core must be one the roles run on."""
+    if not pull_mode(cluster.spec):
+        return []
+    os = cluster.spec.software.os
+    distribution = DISTRIBUTIONS[os]
+    path = ("ansible", "pull")
+    if distribution.ansible_core is None or distribution.ansible is None or not distribution.git:
+        return [
+            Problem(
+                codes.ANSIBLE_PULL_NO_PACKAGE,
+                path,
+                f"the catalog knows no ansible, ansible-core and git packages of {os}, which "
+                "pull mode installs on every node (known: "
+                f"{', '.join(n for n, d in DISTRIBUTIONS.items() if d.ansible_core)}); apply "
+                "this tree by push or from an automation controller (docs/ansible.md)",
+            )
+        ]
+    core = parse_version(distribution.ansible_core)[:2]
+    shipped = f"{distribution.title} ships ansible-core {distribution.ansible_core}"
+    if core < ROLES_MIN_ANSIBLE_CORE:
+        return [
+            Problem(
+                codes.ANSIBLE_PULL_CORE_TOO_OLD,
+                path,
+                f"{shipped}, older than the roles' min_ansible_version "
+                f"{_dotted(ROLES_MIN_ANSIBLE_CORE)} (roles/*/meta/main.yml): pull mode "
+                "cannot run them there; apply this tree by push from a newer Ansible",
+            )
+        ]
+    if core < TESTED_MIN_ANSIBLE_CORE:
+        return [
+            Problem(
+                codes.ANSIBLE_PULL_CORE_UNTESTED,
+                path,
+                f"{shipped}; the roles are tested on ansible-core "
+                f"{_dotted(TESTED_MIN_ANSIBLE_CORE)} and later (tests/requirements.txt), so "
+                "pull runs there use a release they were not tested with",
+            )
+        ]
+    return []
+
+
+def _dotted(version: tuple[int, int]) -> str:
+    return ".".join(str(part) for part in version)

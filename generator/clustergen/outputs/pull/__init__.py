@@ -1,0 +1,69 @@
+"""pull: pull mode's files (ansible.pull; docs/ansible.md "Pull mode"), on every node.
+
+- /etc/clustergen/pull.env: the repository, ref and tree folder the node applies;
+- /usr/local/sbin/clustergen-pull: one ansible-pull run under a lock, recorded in
+  /var/lib/clustergen/pull.json (the commit applied, the last good one, a failure's tail);
+- clustergen-pull.service and clustergen-pull.timer: the run, every `every` after the
+  last and after boot, each delayed by up to `jitter`.
+
+Nothing without ansible.pull. The node's inventory name is not rendered here (one file
+for every node): roles/ansible_pull writes it beside pull.env.
+[src: systemd.timer(5) OnActiveSec, OnUnitActiveSec, RandomizedDelaySec; flock(1) -n;
+ansible-pull(1) -U -C -d --full --clean --limit --vault-password-file, the playbook
+argument; ansible-core's lib/ansible/cli/pull.py (the checkout step's inventory).]
+"""
+
+from __future__ import annotations
+
+import jinja2
+
+from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange
+from clustergen.catalog.packages import ANSIBLE_PULL_GROUP
+from clustergen.resolve import ResolvedCluster
+from clustergen.templating import render_template
+
+UNITS = "/etc/systemd/system"
+SERVICE = "clustergen-pull.service"
+TIMER = "clustergen-pull.timer"
+SCRIPT = "/usr/local/sbin/clustergen-pull"
+SETTINGS = "/etc/clustergen/pull.env"
+# Where ansible-pull checks the repository out, and the run's record (docs/ansible.md).
+CHECKOUT = "/var/lib/clustergen/site"
+STATE = "/var/lib/clustergen/pull.json"
+# The site places it, root-only; never rendered (docs/security.md's vault).
+VAULT_PASSWORD_FILE = "/etc/clustergen/vault-password"
+# This node's secrets, written root-only by roles/ansible_pull from the push converge.
+SECRETS = "/etc/clustergen/pull-secrets.yml"
+
+
+def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
+    ansible = cluster.spec.ansible
+    if ansible is None or ansible.pull is None:
+        return []
+    pull = ansible.pull
+    context = {
+        "pull": pull,
+        "script": SCRIPT,
+        "settings": SETTINGS,
+        "checkout": CHECKOUT,
+        "state": STATE,
+        "vault_password_file": VAULT_PASSWORD_FILE,
+        "secrets": SECRETS,
+        "service": SERVICE,
+    }
+    restart_timer = NodeChange("restart", TIMER)
+    files = (
+        ("pull/pull.env", "pull.env.j2", SETTINGS, NO_CHANGE, 0o644),
+        ("pull/clustergen-pull", "clustergen-pull.sh.j2", SCRIPT, NO_CHANGE, 0o755),
+        (f"pull/{SERVICE}", "clustergen-pull.service.j2", f"{UNITS}/{SERVICE}", NO_CHANGE, 0o644),
+        (f"pull/{TIMER}", "clustergen-pull.timer.j2", f"{UNITS}/{TIMER}", restart_timer, 0o644),
+    )
+    return [
+        Artifact(
+            path,
+            render_template(env, f"pull/{template}", cluster, **context),
+            mode=mode,
+            install=Install(dest, ANSIBLE_PULL_GROUP, change, mode=mode),
+        )
+        for path, template, dest, change, mode in files
+    ]
