@@ -22,14 +22,13 @@ tests: the machines are shared and noisy.
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from child import measure_child
 
 from clustergen.dev.large_spec import compact_rail_spec, compact_spec
 
@@ -46,29 +45,17 @@ COMMANDS = {
 }
 
 
-def run(*argv: str | Path, cwd: Path | None = None) -> tuple[float, float]:
-    """Run one child to completion: its wall time (s) and peak resident memory (MiB)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(
-        [str(a) for a in argv], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    if status != 0:
-        assert child.stderr is not None
-        raise SystemExit(f"{' '.join(map(str, argv))} failed: {child.stderr.read().decode()}")
-    return seconds, usage.ru_maxrss / 1024
-
-
 def measure(spec: Path, runs: int) -> dict[str, tuple[float, float]]:
     """command -> (median seconds, largest peak RSS in MiB) for one spec."""
     found: dict[str, list[tuple[float, float]]] = {}
     for number in range(runs):
         out = spec.parent / f"out{number}"
-        found.setdefault("render", []).append(run(BIN / "clustergen", "render", spec, "-o", out))
+        render = measure_child(BIN / "clustergen", "render", spec, "-o", out)
+        found.setdefault("render", []).append((render.seconds, render.rss_mib))
         for name, args in COMMANDS.items():
             inventory = (BIN / "ansible-inventory", "-i", "inventory", *args)
-            found.setdefault(name, []).append(run(*inventory, cwd=out))
+            got = measure_child(*inventory, cwd=out)
+            found.setdefault(name, []).append((got.seconds, got.rss_mib))
     return {
         name: (statistics.median(s for s, _ in rows), max(r for _, r in rows))
         for name, rows in found.items()

@@ -26,7 +26,6 @@ ru_maxrss). Nothing here is timed in a test: the machines are shared and noisy.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import time
 from pathlib import Path
 
 import yaml
+from child import measure_child
 
 from clustergen.dev.large_spec import compact_spec
 
@@ -41,20 +41,6 @@ BIN = Path(sys.executable).parent
 SIZES = (1024, 4096, 16384)
 FOLDER = "cluster"
 GIT = ("git", "-c", "user.name=bench", "-c", "user.email=bench@site.invalid")
-
-
-def run(*argv: str | Path, cwd: Path | None = None) -> tuple[float, float]:
-    """Run one child to completion: its wall time (s) and peak resident memory (MiB)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(
-        [str(a) for a in argv], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    if status != 0:
-        assert child.stderr is not None
-        raise SystemExit(f"{' '.join(map(str, argv))} failed: {child.stderr.read().decode()}")
-    return seconds, usage.ru_maxrss / 1024
 
 
 def pull_spec(nodes: int) -> str:
@@ -82,31 +68,32 @@ def measure(work: Path, nodes: int) -> dict[str, float]:
     site.mkdir(parents=True)
     spec.write_text(pull_spec(nodes), encoding="utf-8")
     got: dict[str, float] = {}
-    got["render"], _ = run(BIN / "clustergen", "render", spec, "-o", site / FOLDER)
+    got["render"] = measure_child(BIN / "clustergen", "render", spec, "-o", site / FOLDER).seconds
     tree = site / FOLDER
     got["files"] = sum(1 for f in tree.rglob("*") if f.is_file())
     got["tree MiB"] = mib(tree)
     subprocess.run(["git", "init", "-q", "-b", "approved", str(site)], check=True)
     start = time.perf_counter()
-    run(*GIT, "add", "-A", cwd=site)
-    run(*GIT, "commit", "-q", "-m", "release 1", cwd=site)
+    measure_child(*GIT, "add", "-A", cwd=site)
+    measure_child(*GIT, "commit", "-q", "-m", "release 1", cwd=site)
     got["commit"] = time.perf_counter() - start
     subprocess.run(["git", "clone", "-q", "--bare", str(site), str(bare)], check=True)
-    run("git", "gc", "-q", cwd=bare)
+    measure_child("git", "gc", "-q", cwd=bare)
     got["repository MiB"] = mib(bare)
-    got["clone"], got["clone RSS"] = run("git", "clone", "-q", f"file://{bare}", node)
+    clone = measure_child("git", "clone", "-q", f"file://{bare}", node)
+    got["clone"], got["clone RSS"] = clone.seconds, clone.rss_mib
 
     # One file changes: the timer's jitter (as the booted test's release 2 does).
     timer = tree / "pull/clustergen-pull.timer"
     timer.write_text(timer.read_text().replace("=10min", "=11min"), encoding="utf-8")
-    run(*GIT, "commit", "-q", "-a", "-m", "release 2", cwd=site)
-    run("git", "push", "-q", str(bare), "approved", cwd=site)
+    measure_child(*GIT, "commit", "-q", "-a", "-m", "release 2", cwd=site)
+    measure_child("git", "push", "-q", str(bare), "approved", cwd=site)
     start = time.perf_counter()
-    run("git", "fetch", "-q", "origin", cwd=node)
-    run("git", "checkout", "-q", "--detach", "origin/approved", cwd=node)
+    measure_child("git", "fetch", "-q", "origin", cwd=node)
+    measure_child("git", "checkout", "-q", "--detach", "origin/approved", cwd=node)
     got["fetch"] = time.perf_counter() - start
 
-    got["load"], got["load RSS"] = run(
+    load = measure_child(
         BIN / "ansible-playbook",
         "site.yml",
         "-i",
@@ -116,6 +103,7 @@ def measure(work: Path, nodes: int) -> dict[str, float]:
         "compute[0]",
         cwd=node / FOLDER,
     )
+    got["load"], got["load RSS"] = load.seconds, load.rss_mib
     return got
 
 

@@ -26,9 +26,7 @@ benchmark removes its own trees only when it ends.
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+from child import measure_child
 
 from clustergen.dev.large_spec import (
     compact_rail_spec,
@@ -64,24 +63,13 @@ def median_of(runs: int, action: Callable[[int], object]) -> float:
     return statistics.median(times)
 
 
-def run(*argv: str | Path, cwd: Path | None = None) -> tuple[float, float]:
-    """Run one child to completion; its peak resident memory in MiB and the CPU time
-    (user + system, s) it used."""
-    child = subprocess.Popen(
-        [str(a) for a in argv], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    if status != 0:
-        raise SystemExit(f"{' '.join(map(str, argv))} failed: {child.stderr.read().decode()}")
-    return usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
-
-
 def _peak(
     rss: dict[str, float], cpu: dict[str, list[float]], command: str, *args: str | Path
 ) -> None:
     """Run `clustergen COMMAND ARGS`, keeping the largest peak RSS it reached and its
     CPU time."""
-    peak, used = run(BIN / "clustergen", command, *args)
+    got = measure_child(BIN / "clustergen", command, *args)
+    peak, used = got.rss_mib, got.cpu_seconds
     rss[command] = max(rss.get(command, 0.0), peak)
     cpu.setdefault(command, []).append(used)
 
@@ -129,11 +117,11 @@ def large(work: Path, runs: int) -> list[str]:
 def small(work: Path, runs: int) -> list[str]:
     spec = REPO / "examples" / "ml-training-8node.yaml"
     out = work / "small"
-    run(BIN / "clustergen", "render", spec, "-o", out)
-    render = median_of(runs, lambda _n: run(BIN / "clustergen", "render", spec, "-o", out))
-    inventory = median_of(
-        runs, lambda _n: run(BIN / "ansible-inventory", "-i", "inventory/", "--list", cwd=out)
-    )
+    render_argv = (BIN / "clustergen", "render", spec, "-o", out)
+    measure_child(*render_argv)
+    render = median_of(runs, lambda _n: measure_child(*render_argv))
+    listing = (BIN / "ansible-inventory", "-i", "inventory/", "--list")
+    inventory = median_of(runs, lambda _n: measure_child(*listing, cwd=out))
     return [
         "| `clustergen render` 8-node (s) | `ansible-inventory --list` (s) | ratio |",
         "|---:|---:|---:|",

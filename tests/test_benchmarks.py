@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from clustergen.dev import large_spec as large_spec_module
@@ -48,3 +50,30 @@ def test_the_rail_optimised_form_is_valid_non_blocking_and_cables_every_hca(form
     assert factors == {1.0}
     hcas = sum(n for row in cluster.switch_ports for _, n in row.hcas if row.rail)
     assert hcas == 1024 * 8
+
+
+def test_the_pull_benchmark_spec_renders_pull_mode() -> None:
+    """benchmarks/bench_pull.py measures a tree with pull mode in it: its spec (the
+    compact spec on Debian 13 with ansible.pull) is valid and renders the pull family."""
+    import importlib.util
+
+    from clustergen.render import render_all
+    from clustergen.validate import validate_cluster
+
+    from support.paths import REPO
+
+    benchmarks = str(REPO / "benchmarks")
+    sys.path.insert(0, benchmarks)
+    try:
+        found = importlib.util.spec_from_file_location(
+            "bench_pull", REPO / "benchmarks/bench_pull.py"
+        )
+        assert found is not None and found.loader is not None
+        bench = importlib.util.module_from_spec(found)
+        found.loader.exec_module(bench)
+    finally:
+        sys.path.remove(benchmarks)
+    text = bench.pull_spec(64)
+    cluster, problems = validate_cluster(parse_spec(text, "pull.yaml", "pull.yaml"))
+    assert cluster is not None, [problem.format() for problem in problems[:5]]
+    assert "pull/clustergen-pull.timer" in render_all(cluster)
