@@ -13,15 +13,16 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
-from clustergen.audit.compare import Report, check_topology
-from clustergen.audit.expect import expectations, read_tree
+from clustergen.audit.compare import Report, check_pull, check_topology
+from clustergen.audit.expect import AppliedTree, NodeExpectation, expectations, read_tree
 from clustergen.audit.facts import NodeFacts, parse_facts
 from clustergen.audit.run import audit_facts
 from clustergen.cli import main
 from clustergen.codes import CODES
 from clustergen.errors import LocatedProblem
-from clustergen.load import load_spec
+from clustergen.load import LoadedSpec, load_spec
 from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
@@ -32,6 +33,7 @@ RECORDED = DATA / "audit"
 HEALTHY = RECORDED / "healthy" / "gpu01.txt"
 FAULTS = sorted((RECORDED / "faults").glob("*.txt"))
 TOPOLOGY = RECORDED / "topology"
+NEVER_PULLED = RECORDED / "pull" / "never-pulled.txt"
 ML = EXAMPLES / "ml-training-8node.yaml"
 SUPERPOD = EXAMPLES / "superpod-rail-128node.yaml"
 _EXPECT = re.compile(r"^# expect: (\S+) (\S+)$", re.M)
@@ -181,10 +183,55 @@ def test_command_line_formats_and_exit_codes(
         assert code == 2 and why in err and "Traceback" not in err, (args, err)
 
 
+@functools.cache
+def _pull_node() -> NodeExpectation:
+    """gpu1 of the booted test's spec on Debian 13 with pull mode (ansible.pull), as
+    tests/test_booted_cluster.py runs it."""
+    data = yaml.safe_load((DATA / "booted-3node.yaml").read_text())
+    data["software"].update(os="debian-13", slurm="24.11.5")
+    data["ansible"] = {"pull": {"repository": "file:///srv/site.git", "ref": "approved"}}
+    cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
+    assert cluster is not None, [p.format() for p in problems]
+    node = expectations(cluster, AppliedTree("apt", {}, {}))["gpu1"]
+    assert node.pull
+    return node
+
+
+def _pull_findings(text: str, path: str = "facts/gpu1.txt") -> list[LocatedProblem]:
+    report = Report(parse_facts(text, path))
+    check_pull(report, _pull_node())
+    return report.found
+
+
+def test_pull_records_against_pull_mode(ml: ResolvedCluster) -> None:
+    """A pull-mode node with no record has never pulled (a warning); its record of a run
+    that succeeded is no finding, of one that failed is, naming both commits and what
+    failed; a record audit cannot read says so. A node of a spec without pull mode that
+    reports no record is no finding."""
+    never = _pull_findings(NEVER_PULLED.read_text())
+    assert found(never) == expected_findings(NEVER_PULLED)
+    assert never[0].format().startswith("facts/gpu1.txt:1:1: gpu1.pull-record: warning: ")
+    header = "#### clustergen-facts 1 host=gpu1\n#### clustergen-section pull-record rc=0\n"
+    ok = {"ref": "approved", "commit": "c2", "result": "ok", "last_good": "c2", "time": "t"}
+    assert _pull_findings(header + json.dumps(ok) + "\n") == []
+    failed = (RECORDED / "faults" / "pull-failed.txt").read_text().replace("gpu01", "gpu1")
+    (problem,) = _pull_findings(failed)
+    assert (problem.code.name, problem.path) == ("audit.pull-failed", ("gpu1", "pull-record"))
+    assert problem.message.startswith(
+        "its last pull run (2026-11-28T10:02:11Z) failed at commit 5e0c41f2b7a9d3c8e1f0a6b4c2d9e8f"
+        "7a1b3c5d7 of approved; it keeps its last good commit 91a2d4c6e8f0a1b3c5d7e9f1a3b5c7d9e1"
+        "f3a5b7: failed: [gpu1] (item=/etc/systemd/system/clustergen-pull.timer"
+    ), problem.message
+    (garbled,) = _pull_findings(header + "{not json\n")
+    assert garbled.code.name == "audit.report-unreadable"
+    healthy = parse_facts(HEALTHY.read_text(), str(HEALTHY))
+    assert audit_facts(ml, read_tree(REPO), [healthy]).findings == []
+
+
 def test_every_audit_code_is_produced_by_a_recorded_fault() -> None:
     produced = {
         code
-        for path in [*FAULTS, TOPOLOGY / "gpu-hca-and-numa.txt"]
+        for path in [*FAULTS, TOPOLOGY / "gpu-hca-and-numa.txt", NEVER_PULLED]
         for code, _ in expected_findings(path)
     }
     assert produced == {name for name in CODES if name.startswith("audit.")}
@@ -202,6 +249,6 @@ def audit_examples() -> dict[str, str]:
     path = TOPOLOGY / "gpu-hca-and-numa.txt"
     report = Report(parse_facts(path.read_text(), f"facts/{node.host.name}.txt"))
     check_topology(report, node)
-    for problem in report.found:
+    for problem in [*report.found, *_pull_findings(NEVER_PULLED.read_text())]:
         examples.setdefault(problem.code.name, problem.format())
     return examples

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -522,7 +522,8 @@ def _pull_mode(
     waiting; each pull converges the node alone from the approved commit of the site's
     repository; a second run changes nothing; a release that changes one file reaches
     every node and changes only that file; a node whose run fails keeps its last good
-    release and verify.yml names it. Returns the pulls' longest times."""
+    release, and verify.yml and clustergen audit name it. Returns the pulls' longest
+    times."""
     nodes = list(cluster.nodes.values())
     for node in nodes:
         # OnActiveSec: counted from the timer's start, which the converge just made.
@@ -589,11 +590,19 @@ def _pull_mode(
         f"the last pull run failed on 1 node(s): {broken.name} at {third} (last good {second}"
         in report.output
     ), report.output
+    # clustergen audit reads the same record from the facts collect.yml gathers.
+    audited = replace(rendered, spec_text=edits.text)
+    code, findings = _collect_and_audit(ansible, audited, work / "facts")
+    assert code == 1 and [(f["code"], f["path"]) for f in findings] == [
+        ("audit.pull-failed", f"{broken.name}.pull-record")
+    ], findings
+    assert f"failed at commit {third} of {APPROVED}" in str(findings[0]["message"]), findings
 
-    # 5. Its next run, with the fault gone, converges it; verify.yml passes.
+    # 5. Its next run, with the fault gone, converges it; verify.yml and audit pass.
     done = pull(broken)
     _assert_pulled({broken.name: done}, third, "pull after the fault")
     _succeeded(ansible.playbook("verify.yml"), "verify.yml after every pull succeeded")
+    assert _collect_and_audit(ansible, audited, work / "facts") == (0, [])
     return timings
 
 

@@ -1220,6 +1220,12 @@ AUDIT_ADDRESS_MISSING = Code(
 AUDIT_LNET_MISSING = Code(
     "audit.lnet-missing", "error", "an LNet interface of the rendered configuration is not up"
 )
+AUDIT_PULL_FAILED = Code(
+    "audit.pull-failed", "error", "the node's last pull-mode run (ansible.pull) failed"
+)
+AUDIT_PULL_MISSING = Code(
+    "audit.pull-missing", "warning", "a node of pull mode (ansible.pull) has no pull run recorded"
+)
 
 
 CODES: Mapping[str, Code] = MappingProxyType(

@@ -7,6 +7,7 @@ comes from, its path `<node>.<report>`, as `validate` prints problems."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -320,6 +321,43 @@ def check_lnet(report: Report, node: NodeExpectation) -> None:
             )
 
 
+def check_pull(report: Report, node: NodeExpectation) -> None:
+    """Pull mode's record of the node's last run (clustergen-pull's pull.json): a run that
+    failed is a finding wherever a node reports one; a node of pull mode that reports
+    none has never pulled (its timer has not run, or pull mode was never set up on it)."""
+    section = "pull-record"
+    got = report.facts.sections.get(section)
+    if got is None or got.absent:
+        if node.pull:
+            report.add(
+                codes.AUDIT_PULL_MISSING,
+                section,
+                "the spec has pull mode (ansible.pull), but the node records no pull run "
+                "(/var/lib/clustergen/pull.json): its clustergen-pull.timer has not run yet",
+            )
+        return
+    record = report.parsed(section, "a pull record", _pull_record)
+    if record is None or record.get("result") != "failed":
+        return
+    lines = record.get("failure") or record.get("tail") or []
+    why = _first_line("\n".join(map(str, lines)) if isinstance(lines, list) else str(lines))
+    report.add(
+        codes.AUDIT_PULL_FAILED,
+        section,
+        f"its last pull run ({record.get('time', '?')}) failed at commit "
+        f"{record.get('commit') or '?'} of {record.get('ref') or '?'}; it keeps its last good "
+        f"commit {record.get('last_good') or '(none)'}: {why}",
+    )
+
+
+def _pull_record(text: str) -> dict[str, object] | None:
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and "result" in record else None
+
+
 NODE_CHECKS: tuple[Callable[[Report, NodeExpectation], None], ...] = (
     check_gpus,
     check_topology,
@@ -328,4 +366,5 @@ NODE_CHECKS: tuple[Callable[[Report, NodeExpectation], None], ...] = (
     check_packages,
     check_addresses,
     check_lnet,
+    check_pull,
 )

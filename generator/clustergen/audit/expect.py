@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from clustergen.catalog.gpus import GpuModel, gpu_model
+from clustergen.catalog.packages import ANSIBLE_PULL_GROUP
 from clustergen.errors import UsageError
 from clustergen.hosts import Host, InterfaceAddress
 from clustergen.model.common import expand_hostlist
@@ -51,6 +52,7 @@ class NodeExpectation:
     addresses: tuple[InterfaceAddress, ...] = ()
     lnet: tuple[tuple[str, str], ...] = ()  # (net, interface)
     cables: dict[str, PlannedCable] = field(default_factory=dict)  # HCA -> its switch port
+    pull: bool = False  # pull mode (ansible.pull): the node records each run
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ def expectations(cluster: ResolvedCluster, tree: AppliedTree) -> dict[str, NodeE
     network = spec.network
     fabric = network.fabric if network else None
     lnet = _lnet_by_profile(cluster)
+    pulling = cluster.members.get(ANSIBLE_PULL_GROUP, frozenset())
     expected = {}
     for host in cluster.hosts:
         if not host.profiled:
@@ -124,6 +127,7 @@ def expectations(cluster: ResolvedCluster, tree: AppliedTree) -> dict[str, NodeE
             packages=tree.pins.get(host.name, {}),
             addresses=_addresses(cluster, host),
             lnet=lnet.get(host.hardware_name, ()),
+            pull=host.name in pulling,
         )
         if profile.gpu is not None:
             node.gpu_count, node.gpu_model = profile.gpu.count, gpu_model(profile.gpu.model)

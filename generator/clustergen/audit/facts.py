@@ -35,6 +35,9 @@ SECTIONS: dict[str, str] = {
     "dpkg-query": "dpkg-query -W -f='${db:Status-Abbrev}\\t${Package}\\t${Version}\\n'",
     "rpm-qa": "rpm -qa --qf '%{NAME}\\t%|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}\\n'",
     "ip-j-addr": "ip -j addr",
+    # Pull mode's record of the node's last run (docs/ansible.md "Pull mode"), only where
+    # there is one.
+    "pull-record": "cat /var/lib/clustergen/pull.json",
 }
 
 
