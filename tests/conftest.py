@@ -1,8 +1,10 @@
-"""Fixtures, and the `generated` mark tests/regen.py selects (helpers live in tests/support/)."""
+"""Fixtures, the `generated` mark tests/regen.py selects, the one worker the tests that need
+the machine share, and the figures the long tests measure (helpers live in tests/support/)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pytest
 
@@ -26,12 +28,79 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# The tests that need the machine's daemons, chroots or booted nodes (`daemons`), or run a
+# whole tool chain (`slow`), run under pytest-xdist (pyproject.toml's addopts) one module
+# after another on a worker, their module's fixtures with them; a test may name a group of
+# its own (xdist_group) when it shares no fixture with its module. Every other test runs
+# on whichever worker is free. xdist hands out the groups in this order (--no-loadscope-
+# reorder): the longest first, by CI's durations (docs/ci.md), so that no long group starts
+# last; the rest keep their order.
+MACHINE_MARKS = ("daemons", "slow")
+LONGEST_FIRST = (
+    "booted-debian-13",
+    "test_booted_cluster",
+    "test_ansible_e2e",
+    "test_acceptance_jobs",
+    "test_lustre_ansible",
+)
+
+
+def _group(item: pytest.Item) -> str | None:
+    named = item.get_closest_marker("xdist_group")
+    if named is not None:
+        return str(named.args[0])
+    if any(item.get_closest_marker(mark) for mark in MACHINE_MARKS):
+        group = item.module.__name__.rpartition(".")[2] if item.module else item.nodeid
+        item.add_marker(pytest.mark.xdist_group(group))
+        return group
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that takes update_golden compares a generated file: mark it `generated`,
-    the mark tests/regen.py selects, so the one command refreshes every such file."""
+    the mark tests/regen.py selects, so the one command refreshes every such file. A
+    test that needs the machine joins its group, and the longest groups go first."""
+    rank: dict[str, int] = {}
     for item in items:
         if "update_golden" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.generated)
+        group = _group(item)
+        if group is not None:
+            rank[item.nodeid] = LONGEST_FIRST.index(group) if group in LONGEST_FIRST else -1
+    longest = len(LONGEST_FIRST)
+    items.sort(key=lambda item: longest if rank.get(item.nodeid, -1) < 0 else rank[item.nodeid])
+
+
+_FIGURES: list[str] = []  # measured fixture: "test id: what it measured", as they came
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect the figures each test kept; under xdist its workers' reports come here."""
+    if report.when == "call":
+        _FIGURES.extend(
+            f"{report.nodeid}: {text}" for name, text in report.user_properties if name == "figures"
+        )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What the long tests measured (the measured fixture): CI's log keeps it whether the
+    tests ran in this process or on xdist's workers."""
+    if _FIGURES:
+        terminalreporter.section("figures measured")
+        for line in _FIGURES:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def measured(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """measured(text): keep a line of what this test measured for the run's summary, at once,
+    so that a later step's failure does not lose it."""
+
+    def keep(text: str) -> None:
+        request.node.user_properties.append(("figures", text.strip()))
+
+    return keep
 
 
 @pytest.fixture
@@ -55,5 +124,10 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def testbed_scratch(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """Where node trees and repositories are built in CI (CI=true), once per test run, so
-    the chroot and the booted tests share one debootstrap base (support.ansible_testbed)."""
+    the chroot and the booted tests share one debootstrap base (support.ansible_testbed).
+    Under xdist every worker of the run shares it: beside the workers' own folders."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "testbed"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("testbed")

@@ -17,6 +17,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,7 @@ def _assert_slurm_files(nodes: dict[str, Node], rendered: Path) -> None:
 
 
 def test_site_pins_holds_and_reports_drift(
-    tmp_path: Path, testbed_scratch: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, testbed_scratch: Path, measured: Callable[[str], None]
 ) -> None:
     _require_testbed()
     started = time.monotonic()
@@ -262,9 +263,8 @@ def test_site_pins_holds_and_reports_drift(
     _succeeded(ansible.playbook("verify.yml"), "verify.yml after the converge run")
     _assert_pinned(node_list, expected, set(every_pin))
 
-    with capsys.disabled():
-        print(
-            f"\nansible e2e ({len(NODES)} chroot nodes, {os.cpu_count()} cores): "
-            f"first site.yml run {first.seconds:.1f}s, no-op run {second.seconds:.1f}s, "
-            f"testbed setup {setup_seconds:.1f}s, whole test {time.monotonic() - started:.1f}s"
-        )
+    measured(
+        f"\nansible e2e ({len(NODES)} chroot nodes, {os.cpu_count()} cores): "
+        f"first site.yml run {first.seconds:.1f}s, no-op run {second.seconds:.1f}s, "
+        f"testbed setup {setup_seconds:.1f}s, whole test {time.monotonic() - started:.1f}s"
+    )

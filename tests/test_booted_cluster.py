@@ -309,7 +309,7 @@ def test_site_converges_with_every_optional_component_absent(
     node_tree: Path,
     testbed_scratch: Path,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    measured: Callable[[str], None],
 ) -> None:
     """site.yml on bare nodes of a spec without DCGM, fabric manager, Lustre,
     accounting, QOS and cuDNN: the first run converges, a second changes nothing, and
@@ -377,11 +377,10 @@ def test_site_converges_with_every_optional_component_absent(
             f"the forced run changed: {forced.changed()}\n{forced.output}"
         )
         _succeeded(ansible.playbook("verify.yml"), "verify.yml without optional components")
-    with capsys.disabled():
-        print(
-            f"\nbooted, every optional component absent: first site.yml {first.seconds:.1f}s, "
-            f"no-op {second.seconds:.1f}s, forced {forced.seconds:.1f}s"
-        )
+    measured(
+        f"\nbooted, every optional component absent: first site.yml {first.seconds:.1f}s, "
+        f"no-op {second.seconds:.1f}s, forced {forced.seconds:.1f}s"
+    )
 
 
 # --- Debian 13 ----------------------------------------------------------------------------
@@ -606,13 +605,14 @@ def _pull_mode(
     return timings
 
 
+# Its own nodes, subnet and node base: under xdist it runs beside the module's cluster.
+@pytest.mark.xdist_group("booted-debian-13")
 def test_site_converges_on_debian_13_nodes(
-    testbed_scratch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    testbed_scratch: Path, tmp_path: Path, measured: Callable[[str], None]
 ) -> None:
     """Booted trixie nodes (head with slurmctld, slurmdbd and MariaDB; two GPU nodes)
     converge from bare with site.yml, run a job on both nodes, and a second run
-    changes nothing. Defined before the module's cluster tests, so its nodes are gone
-    before those boot."""
+    changes nothing."""
     _require()
     started = time.monotonic()
     base = node_base(testbed_scratch, TRIXIE)
@@ -641,17 +641,16 @@ def test_site_converges_on_debian_13_nodes(
         _assert_fast_path(second, set(cluster.nodes))
         (tmp_path / "edits").mkdir()
         pulls = _pull_mode(cluster, rendered, site, ansible, tmp_path / "edits")
-    with capsys.disabled():
-        print(
-            f"\nbooted Debian 13: build {build:.1f}s, boot {cluster.boot_seconds:.1f}s, "
-            f"first site.yml {first.seconds:.1f}s, no-op {second.seconds:.1f}s, "
-            + ", ".join(f"{what} {seconds:.1f}s" for what, seconds in pulls.items())
-            + f", whole test {time.monotonic() - started:.1f}s"
-        )
+    measured(
+        f"\nbooted Debian 13: build {build:.1f}s, boot {cluster.boot_seconds:.1f}s, "
+        f"first site.yml {first.seconds:.1f}s, no-op {second.seconds:.1f}s, "
+        + ", ".join(f"{what} {seconds:.1f}s" for what, seconds in pulls.items())
+        + f", whole test {time.monotonic() - started:.1f}s"
+    )
 
 
 def test_nodes_answer_over_ssh_with_become(
-    rendered: Rendered, cluster: BootedCluster, ansible: Ansible
+    rendered: Rendered, cluster: BootedCluster, ansible: Ansible, measured: Callable[[str], None]
 ) -> None:
     """The smoke test: every node answers Ansible as admin, become gives root, and the
     GPU nodes see their fake devices."""
@@ -691,7 +690,7 @@ def test_nodes_answer_over_ssh_with_become(
     _succeeded(reboot, f"reboot {REBOOTED}")
     assert node.boots == 2
     assert node.sh("systemctl is-active testbed-cgroup-rw").stdout.strip() == "active"
-    print(
+    measured(
         f"\nbooted nodes ({len(cluster.nodes)}, {os.cpu_count()} cores): build "
         f"{cluster.timings['build']:.1f}s, boot {cluster.timings['boot']:.1f}s, "
         f"ping --become {ping.seconds:.1f}s, reboot {reboot.seconds:.1f}s"
@@ -986,7 +985,7 @@ def test_site_builds_a_working_slurm_cluster(
     rendered: Rendered,
     cluster: BootedCluster,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    measured: Callable[[str], None],
 ) -> None:
     figures: dict[str, float] = dict(cluster.timings)
     vault, password = encrypt_vault(
@@ -1071,11 +1070,10 @@ def test_site_builds_a_working_slurm_cluster(
     figures["ping round"] = ping.seconds
     figures["no-op/ping"] = second.seconds / ping.seconds
     figures["no-op task headers"] = _task_headers(second)
-    with capsys.disabled():  # now, so that a later step's failure does not lose them
-        print(
-            f"\nno-op site.yml {second.seconds:.1f}s, ping round {ping.seconds:.1f}s "
-            f"({second.seconds / ping.seconds:.1f}x), {_task_headers(second)} task headers"
-        )
+    measured(
+        f"\nno-op site.yml {second.seconds:.1f}s, ping round {ping.seconds:.1f}s "
+        f"({second.seconds / ping.seconds:.1f}x), {_task_headers(second)} task headers"
+    )
 
     # 5. verify.yml passes on the converged cluster.
     _succeeded(ansible.playbook("verify.yml"), "verify.yml on the converged cluster")
@@ -1101,8 +1099,7 @@ def test_site_builds_a_working_slurm_cluster(
     figures["bad interface run"] = _host_network_applied_and_guarded(cluster, ansible, edits)
     figures.update(_slurm_driven_reboots(cluster, ansible, edits))  # 10. #27, slurm.reboot
 
-    with capsys.disabled():
-        print("\nbooted e2e (" + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()) + ")")
+    measured("\nbooted e2e (" + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()) + ")")
 
 
 # --- Slurm-driven reboots (slurm.reboot mode slurm, #27) ------------------------------

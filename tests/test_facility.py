@@ -246,7 +246,7 @@ def test_browser_draws_the_elevations_and_the_overview(spec_path: Path, tmp_path
     picture has that size, is not blank, and shows the fill of every role in it."""
     chromium = tool("chromium")
     if chromium is None:
-        skip_or_fail("chromium is installed by .ci/install-deps")
+        skip_or_fail("needs chromium")
     files = _facility_files(spec_path)
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

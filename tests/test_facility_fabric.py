@@ -156,7 +156,7 @@ def test_browser_draws_the_fabric(spec: Path, tmp_path: Path) -> None:
     """Headless Chromium draws the SVG at its own size, with every box's fill in it."""
     chromium = tool("chromium")
     if chromium is None:
-        skip_or_fail("chromium is installed by .ci/install-deps")
+        skip_or_fail("needs chromium")
     cluster = _cluster(spec)
     drawing = _drawing(cluster)
     page = tmp_path / "fabric.svg"

@@ -372,7 +372,7 @@ def test_mgs_settings_apply_once_and_pools_only_where_they_differ(
 def test_shellcheck_passes_on_every_rendered_script() -> None:
     exe = tool("shellcheck")
     if exe is None:
-        skip_or_fail("shellcheck is installed by .ci/install-deps")
+        skip_or_fail("needs shellcheck")
     for tree in (ML, ZFS):
         for name, text in tree.items():
             if name.endswith(".sh"):

@@ -15,6 +15,7 @@ hash of what goes into them, so reruns are fast; in CI (CI=true) they are built 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -121,22 +122,24 @@ def digest(*parts: object) -> str:
 
 def cached(kind: str, key: str, build: Callable[[Path], None], scratch: Path) -> Path:
     """Build into a temporary directory and move it into place, so a half-built tree
-    is never reused; in CI build under scratch instead of the cache."""
+    is never reused; in CI build under scratch instead of the cache. One build at a time
+    for each tree: another process of the run (an xdist worker) that wants the same tree
+    waits for it and takes it, instead of building it again."""
     root = scratch if in_ci() else CACHE_ROOT
     final = root / f"{kind}-{key}"
     if final.is_dir():
         return final
     root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=root))
-    try:
-        build(work / "tree")
+    with open(root / f".{kind}-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if final.is_dir():  # built while this one waited
+            return final
+        work = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=root))
         try:
+            build(work / "tree")
             (work / "tree").rename(final)
-        except OSError:
-            if not final.is_dir():  # another run finishing the same build first is fine
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     return final
 
 

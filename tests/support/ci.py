@@ -1,7 +1,8 @@
 """The CI switch, and finding the tools a test hands its files to.
 
-Locally a test whose real consumer is missing skips; in CI (CI=true) it fails,
-because .ci/run installs every consumer and CI must run every test.
+Locally a test whose real consumer is missing skips, naming the one command that
+installs every tool the full suite needs (INSTALL); in CI (CI=true) it fails, because
+.ci/run runs that command and CI must run every test.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+# Installs every Debian package and tool the full suite needs (root, Debian 12 or later).
+INSTALL = "sudo .ci/install-deps"
 
 
 def in_ci() -> bool:
@@ -38,7 +42,8 @@ def require(*tools: str, root: bool = False) -> None:
 
 
 def skip_or_fail(message: str) -> NoReturn:
-    """Skip the calling test locally; in CI fail it, because CI must run every test."""
+    """Skip the calling test locally, saying what installs the missing piece; in CI fail
+    it, because CI must run every test."""
     if in_ci():
         pytest.fail(f"{message}, and CI must run this test (.ci/run installs it)")
-    pytest.skip(message)
+    pytest.skip(f"{message}; `{INSTALL}` installs every tool the full suite needs")
