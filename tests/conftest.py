@@ -1,5 +1,5 @@
-"""Fixtures, the `generated` mark tests/regen.py selects, the one worker the tests that need
-the machine share, and the figures the long tests measure (helpers live in tests/support/)."""
+"""Fixtures, the `generated` mark tests/regen.py selects, the order xdist hands out the test
+files in, and the figures the long tests measure (helpers live in tests/support/)."""
 
 from __future__ import annotations
 
@@ -28,48 +28,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-# The tests that need the machine's daemons, chroots or booted nodes (`daemons`), or run a
-# whole tool chain (`slow`), run under pytest-xdist (pyproject.toml's addopts) one module
-# after another on a worker, their module's fixtures with them; a test may name a group of
-# its own (xdist_group) when it shares no fixture with its module. Every other test runs
-# on whichever worker is free. xdist hands out the groups in this order (--no-loadscope-
-# reorder): the longest first, by CI's durations (docs/ci.md), so that no long group starts
-# last; the rest keep their order.
-MACHINE_MARKS = ("daemons", "slow")
+# pytest-xdist (pyproject.toml's addopts: -n auto --dist loadfile) runs each test file on
+# one worker, so the daemons, chroots and booted nodes a file's fixtures start serve all of
+# its tests; files run side by side, each booted cluster on its own subnet. xdist hands
+# the files out in collection order (--no-loadscope-reorder), which puts the longest first,
+# by CI's durations (docs/ci.md): a long file that started last would end the run alone.
 LONGEST_FIRST = (
-    "booted-debian-13",
     "test_booted_cluster",
+    "test_booted_debian_13",
     "test_ansible_e2e",
     "test_acceptance_jobs",
     "test_lustre_ansible",
+    "test_real_slurm_releases",
+    "test_import_real_slurm",
+    "test_injection",
 )
 
 
-def _group(item: pytest.Item) -> str | None:
-    named = item.get_closest_marker("xdist_group")
-    if named is not None:
-        return str(named.args[0])
-    if any(item.get_closest_marker(mark) for mark in MACHINE_MARKS):
-        group = item.module.__name__.rpartition(".")[2] if item.module else item.nodeid
-        item.add_marker(pytest.mark.xdist_group(group))
-        return group
-    return None
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that takes update_golden compares a generated file: mark it `generated`,
-    the mark tests/regen.py selects, so the one command refreshes every such file. A
-    test that needs the machine joins its group, and the longest groups go first."""
-    rank: dict[str, int] = {}
+    the mark tests/regen.py selects, so the one command refreshes every such file. The
+    longest files go first."""
     for item in items:
         if "update_golden" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.generated)
-        group = _group(item)
-        if group is not None:
-            rank[item.nodeid] = LONGEST_FIRST.index(group) if group in LONGEST_FIRST else -1
-    longest = len(LONGEST_FIRST)
-    items.sort(key=lambda item: longest if rank.get(item.nodeid, -1) < 0 else rank[item.nodeid])
+    last = len(LONGEST_FIRST)
+
+    def rank(item: pytest.Item) -> int:
+        module = getattr(item, "module", None)
+        name = module.__name__.rpartition(".")[2] if module is not None else ""
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else last
+
+    items.sort(key=rank)
 
 
 _FIGURES: list[str] = []  # measured fixture: "test id: what it measured", as they came

@@ -1,8 +1,7 @@
 """site.yml on booted Debian nodes over SSH with become, as a site runs it.
 
-Debian 12 nodes run the whole of it below; Debian 13 nodes (trixie's systemd 257, MariaDB
-11.8 and Slurm 24.11.5) converge, run a two-node job and run site.yml again with no change
-(test_site_converges_on_debian_13_nodes).
+Debian 12 nodes run the whole of it below; tests/test_booted_debian_13.py boots the same
+spec on Debian 13, with pull mode, and takes its helpers from here.
 
 Three nodes of tests/data/booted-3node.yaml (head: slurmctld and slurmdbd; gpu1, gpu2:
 8 fake GPUs each) are booted with systemd-nspawn on a bridge the test creates
@@ -26,13 +25,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
-from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import hardware_group
 from clustergen.cli import main
 
@@ -51,22 +49,6 @@ from support.booted import (
 )
 from support.ci import skip_or_fail, tool
 from support.paths import DATA
-from support.pull_site import (
-    APPROVED,
-    PULL_RECORD,
-    PULL_SERVICE,
-    PULL_TIMER,
-    SITE_GIT,
-    Pull,
-    SiteRepository,
-    differences,
-    installed,
-    pull,
-    pull_all,
-    pull_section,
-    read_only,
-    writable,
-)
 from support.secret_scan import leaks, secret_needles
 
 pytestmark = pytest.mark.daemons
@@ -380,272 +362,6 @@ def test_site_converges_with_every_optional_component_absent(
     measured(
         f"\nbooted, every optional component absent: first site.yml {first.seconds:.1f}s, "
         f"no-op {second.seconds:.1f}s, forced {forced.seconds:.1f}s"
-    )
-
-
-# --- Debian 13 ----------------------------------------------------------------------------
-
-# The module's spec on trixie: its Slurm as the catalog has it (24.11.5), MariaDB 11.8,
-# systemd 257. On its own subnet, so it never waits for the module's cluster.
-TRIXIE, TRIXIE_OS, TRIXIE_SUBNET = "trixie", "debian-13", "10.213.9"
-TRIXIE_SLURM = DISTRIBUTIONS[TRIXIE_OS].slurm or ""
-# What the slurm role sets on the accounting server (roles/slurm/defaults/main.yml),
-# as MariaDB reports it: innodb_snapshot_isolation, innodb_lock_wait_timeout.
-TRIXIE_MARIADB = "SELECT @@innodb_snapshot_isolation, @@innodb_lock_wait_timeout"
-
-
-def _on_debian_13(spec_text: str) -> str:
-    spec = yaml.safe_load(spec_text)
-    spec["software"].update(os=TRIXIE_OS, slurm=TRIXIE_SLURM)
-    spec["network"]["management"] = {
-        "cidr": f"{TRIXIE_SUBNET}.0/24",
-        "gateway": f"{TRIXIE_SUBNET}.1",
-    }
-    gpu, head = spec["nodes"]
-    gpu["management_ip"] = f"{TRIXIE_SUBNET}.11"
-    head["management_ip"] = f"{TRIXIE_SUBNET}.2"
-    spec["slurm"]["configless"] = True  # _assert_configless_slurmd
-    spec["ansible"] = {"pull": pull_section(PULL_JITTER[0])}  # _pull_mode
-    return yaml.safe_dump(spec, sort_keys=False)
-
-
-def _site_ansible(
-    rendered: Rendered, cluster: BootedCluster, directory: Path, secrets: dict[str, str]
-) -> Ansible:
-    """site.yml as a site runs it: over SSH as admin, secrets from a vault."""
-    vault, password = encrypt_vault(secrets, directory)
-    return Ansible(
-        rendered.out,
-        (rendered.out / "inventory", cluster.connection_inventory(directory / "conn.yml")),
-        limit="all",
-        extra_args=("-e", f"@{vault}", "--vault-password-file", str(password)),
-    )
-
-
-def _assert_trixie_cluster_works(cluster: BootedCluster) -> None:
-    """Debian 13's daemons up, slurmdbd content with the role's MariaDB settings, and a
-    job on both nodes, recorded by accounting."""
-    for node in cluster.nodes.values():
-        assert node.sh("cat /etc/debian_version").stdout.startswith("13."), node.name
-    _assert_services(cluster)
-    _assert_one_munge_key_and_slurm_uid(cluster)
-    # Debian's build names itself slurm-wlm.
-    assert _on_head(cluster, "sinfo -V").split() == ["slurm-wlm", TRIXIE_SLURM]
-    assert _on_head(cluster, f"mariadb -N -B -e '{TRIXIE_MARIADB}'").split() == ["0", "900"]
-    dbd_log = _on_head(cluster, "cat /var/log/slurm/slurmdbd.log")
-    assert "Database settings not recommended values" not in dbd_log, dbd_log
-    _wait_for(
-        "both GPU nodes idle",
-        lambda: all(_node_states(cluster).get(n, ("", ""))[0] == "idle" for n in GPU_NODES),
-    )
-    try:
-        job = _run_gpu_job(cluster)
-    except (AssertionError, RuntimeError) as failure:
-        raise AssertionError(f"{failure}\n{_slurm_diagnostics(cluster)}") from None
-    _wait_for(
-        f"sacct to record job {job}", lambda: _sacct_state(cluster, job).startswith("COMPLETED")
-    )
-    assert _sacct_state(cluster, job) == "COMPLETED|gpu[1-2]"
-
-
-# Configless Slurm (slurm.configless): where slurmd caches what slurmctld serves, and the
-# link to it (SchedMD's configless_slurm page; SlurmdSpoolDir is clustergen's default).
-CONFIGLESS_CACHE, CONFIGLESS_LINK = "/var/spool/slurmd/conf-cache", "/run/slurm/conf"
-
-
-def _assert_configless_slurmd(cluster: BootedCluster) -> None:
-    """slurmd on each GPU node runs with no /etc/slurm/slurm.conf, on the slurm.conf that
-    slurmctld served (cached where 24.11 puts it), and `scontrol reconfigure` sends it a
-    changed one; the head's copy is then put back as rendered."""
-    served = _on_head(cluster, "cat /etc/slurm/slurm.conf")
-    assert "SlurmctldParameters=enable_configless" in served.splitlines(), served
-
-    def cached(name: str) -> str:  # "" while slurmd rewrites it
-        return cluster.nodes[name].sh(f"cat {CONFIGLESS_CACHE}/slurm.conf", check=False).stdout
-
-    for name in GPU_NODES:
-        node = cluster.nodes[name]
-        listing = node.sh("ls -A /etc/slurm").stdout.split()
-        assert not {"slurm.conf", "gres.conf", "cgroup.conf"} & set(listing), (name, listing)
-        assert node.sh("systemctl is-active slurmd").stdout.strip() == "active", name
-        pid = node.sh("systemctl show -p MainPID --value slurmd").stdout.strip()
-        argv = node.sh(f"tr '\\0' ' ' < /proc/{pid}/cmdline").stdout.split()
-        assert argv[-2:] == ["--conf-server", f"{TRIXIE_SUBNET}.2:6817"], (name, argv)
-        assert cached(name) == served, name
-        assert node.sh(f"readlink -f {CONFIGLESS_LINK}").stdout.strip() == CONFIGLESS_CACHE
-        assert node.sh(f"test -f {CONFIGLESS_CACHE}/gres.conf", check=False).returncode == 0
-    probe = "# configless probe"
-    _on_head(
-        cluster,
-        f"cp -p /etc/slurm/slurm.conf /root/slurm.conf.rendered && "
-        f"echo '{probe}' >> /etc/slurm/slurm.conf && scontrol reconfigure",
-    )
-    try:
-        for name in GPU_NODES:
-            _wait_for(
-                f"{name} to fetch the changed slurm.conf", lambda name=name: probe in cached(name)
-            )
-    finally:
-        _on_head(
-            cluster, "cp -p /root/slurm.conf.rendered /etc/slurm/slurm.conf && scontrol reconfigure"
-        )
-    for name in GPU_NODES:
-        _wait_for(f"{name} to fetch slurm.conf back", lambda name=name: cached(name) == served)
-    _wait_for(
-        "both GPU nodes idle after the reconfigures",
-        lambda: all(_node_states(cluster).get(n, ("", ""))[0] == "idle" for n in GPU_NODES),
-    )
-
-
-# Pull mode's releases: each changes one file on every node, the pull timer's jitter.
-PULL_JITTER = ("1min", "2min", "3min")
-PULL_TIMER_FILE = f"/etc/systemd/system/{PULL_TIMER}"
-
-
-def _assert_pulled(pulls: dict[str, Pull], commit: str, what: str) -> None:
-    for name, done in pulls.items():
-        record = done.record
-        assert done.returncode == 0, f"{what}: {name} failed: {record}\n{done.journal}"
-        assert (record["commit"], record["result"], record["last_good"]) == (
-            commit,
-            "ok",
-            commit,
-        ), (what, name, record)
-        assert record["ref"] == APPROVED, (what, name, record)
-
-
-def _pull_mode(
-    cluster: BootedCluster, rendered: Rendered, site: SiteRepository, ansible: Ansible, work: Path
-) -> dict[str, float]:
-    """Pull mode on every node (ansible.pull): the push converge left each node's timer
-    waiting; each pull converges the node alone from the approved commit of the site's
-    repository; a second run changes nothing; a release that changes one file reaches
-    every node and changes only that file; a node whose run fails keeps its last good
-    release, and verify.yml and clustergen audit name it. Returns the pulls' longest
-    times."""
-    nodes = list(cluster.nodes.values())
-    for node in nodes:
-        # OnActiveSec: counted from the timer's start, which the converge just made.
-        assert _active(node, PULL_TIMER) == "active", node.name
-        assert node.sh(f"test -e {PULL_RECORD}", check=False).returncode == 1, node.name
-    edits = SpecEdits(rendered, work)
-    spec_name = edits.path.name
-
-    # 1. The release the push applied, committed and approved: every node pulls it, is
-    #    already at it, and changes nothing.
-    first = site.commit(spec_name, edits.text, rendered.out, "release 1")
-    site.approve(first)
-    before = {node.name: installed(node) for node in nodes}
-    pulls = pull_all(nodes)
-    _assert_pulled(pulls, first, "first pull")
-    assert {name: done.changed for name, done in pulls.items()} == dict.fromkeys(cluster.nodes, 0)
-    timings = {"first pull": max(done.seconds for done in pulls.values())}
-
-    # 2. A commit on main that is not approved yet: the next run changes nothing.
-    edits.apply(f"jitter: {PULL_JITTER[0]}", f"jitter: {PULL_JITTER[1]}")
-    second = site.commit(spec_name, edits.text, rendered.out, "release 2: jitter")
-    pulls = pull_all(nodes)
-    _assert_pulled(pulls, first, "second pull")
-    assert {name: done.changed for name, done in pulls.items()} == dict.fromkeys(cluster.nodes, 0)
-    for node in nodes:
-        assert installed(node) == before[node.name], node.name
-    timings["no-op pull"] = max(done.seconds for done in pulls.values())
-
-    # 3. Approved, it reaches every node, and only the timer file changes.
-    site.approve(second)
-    pulls = pull_all(nodes)
-    _assert_pulled(pulls, second, "pull of a one-file change")
-    for node in nodes:
-        after = installed(node)
-        assert differences(before[node.name], after) == [PULL_TIMER_FILE], node.name
-        assert after["release"] != before[node.name]["release"], node.name
-        timer = node.sh(f"cat {PULL_TIMER_FILE}").stdout
-        assert f"RandomizedDelaySec={PULL_JITTER[1]}" in timer.splitlines(), node.name
-        before[node.name] = after
-    timings["converging pull"] = max(done.seconds for done in pulls.values())
-
-    # 4. A node whose run fails (its timer file cannot be replaced): it keeps its last
-    #    good release, the service fails, and verify.yml names it with both commits.
-    broken = cluster.nodes[GPU_NODES[1]]
-    edits.apply(f"jitter: {PULL_JITTER[1]}", f"jitter: {PULL_JITTER[2]}")
-    third = site.commit(spec_name, edits.text, rendered.out, "release 3: jitter")
-    site.approve(third)
-    read_only(broken, PULL_TIMER_FILE)
-    try:
-        pulls = pull_all(nodes)
-    finally:
-        writable(broken, PULL_TIMER_FILE)
-    failed = pulls.pop(broken.name)
-    _assert_pulled(pulls, third, "pull with one node failing")
-    record = failed.record
-    assert failed.returncode != 0, (record, failed.journal)
-    assert (record["commit"], record["result"], record["last_good"]) == (third, "failed", second)
-    assert any(PULL_TIMER_FILE in line for line in record["failure"]), record
-    assert installed(broken) == before[broken.name]
-    assert _active(broken, PULL_SERVICE) == "failed"
-    report = ansible.playbook("verify.yml")
-    assert report.returncode != 0, report.output
-    assert (
-        f"the last pull run failed on 1 node(s): {broken.name} at {third} (last good {second}"
-        in report.output
-    ), report.output
-    # clustergen audit reads the same record from the facts collect.yml gathers.
-    audited = replace(rendered, spec_text=edits.text)
-    code, findings = _collect_and_audit(ansible, audited, work / "facts")
-    assert code == 1 and [(f["code"], f["path"]) for f in findings] == [
-        ("audit.pull-failed", f"{broken.name}.pull-record")
-    ], findings
-    assert f"failed at commit {third} of {APPROVED}" in str(findings[0]["message"]), findings
-
-    # 5. Its next run, with the fault gone, converges it; verify.yml and audit pass.
-    done = pull(broken)
-    _assert_pulled({broken.name: done}, third, "pull after the fault")
-    _succeeded(ansible.playbook("verify.yml"), "verify.yml after every pull succeeded")
-    assert _collect_and_audit(ansible, audited, work / "facts") == (0, [])
-    return timings
-
-
-# Its own nodes, subnet and node base: under xdist it runs beside the module's cluster.
-@pytest.mark.xdist_group("booted-debian-13")
-def test_site_converges_on_debian_13_nodes(
-    testbed_scratch: Path, tmp_path: Path, measured: Callable[[str], None]
-) -> None:
-    """Booted trixie nodes (head with slurmctld, slurmdbd and MariaDB; two GPU nodes)
-    converge from bare with site.yml, run a job on both nodes, and a second run
-    changes nothing."""
-    _require()
-    started = time.monotonic()
-    base = node_base(testbed_scratch, TRIXIE)
-    spec_text = _on_debian_13(_site_spec(daemon_packages(base, testbed_scratch), TRIXIE_SLURM))
-    (tmp_path / "render").mkdir()
-    rendered = _render(tmp_path / "render", spec_text, version=TRIXIE_SLURM)
-    repo = local_repository(rendered.pins, base, testbed_scratch)
-    site = SiteRepository(tmp_path)
-    build = time.monotonic() - started
-    with _booted(rendered, base, repo, tmp_path / "b", [(site.bare, SITE_GIT)]) as cluster:
-        secrets = {
-            "vault_munge_key": base64.b64encode(MUNGE_KEY).decode(),
-            "vault_slurmdbd_storage_pass": STORAGE_PASS,
-        }
-        ansible = _site_ansible(rendered, cluster, tmp_path, secrets)
-        first = ansible.playbook("site.yml")
-        _succeeded(first, "first site.yml run on Debian 13 nodes")
-        _assert_trixie_cluster_works(cluster)
-        _assert_configless_slurmd(cluster)
-        second = ansible.playbook("site.yml")
-        _succeeded(second, "second site.yml run on Debian 13 nodes")
-        assert set(second.changed()) == set(cluster.nodes)
-        assert not any(second.changed().values()), (
-            f"second run changed: {_changes(second)}\n{second.output}"
-        )
-        _assert_fast_path(second, set(cluster.nodes))
-        (tmp_path / "edits").mkdir()
-        pulls = _pull_mode(cluster, rendered, site, ansible, tmp_path / "edits")
-    measured(
-        f"\nbooted Debian 13: build {build:.1f}s, boot {cluster.boot_seconds:.1f}s, "
-        f"first site.yml {first.seconds:.1f}s, no-op {second.seconds:.1f}s, "
-        + ", ".join(f"{what} {seconds:.1f}s" for what, seconds in pulls.items())
-        + f", whole test {time.monotonic() - started:.1f}s"
     )
 
 

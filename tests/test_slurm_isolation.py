@@ -174,6 +174,20 @@ def test_the_pam_module_is_pinned_with_slurm_on_compute_nodes() -> None:
         ({"LaunchParameters": "use_interactive_step"}, {}, True),
         ({"LaunchParameters": "use_interactive_step,ulimit_pam_adopt"}, {}, False),
         ({"LaunchParameters": "use_interactive_step"}, {"ssh_adopt": False}, False),
+        # What root or SlurmUser runs, loads or trusts lies where only root writes.
+        ({"Prolog": "/var/tmp/p"}, {}, True),
+        ({"Prolog": "/etc/slurm/prolog.sh,/home/alice/p"}, {}, True),
+        ({"Prolog": "/etc/slurm/prolog.d/*"}, {}, False),
+        ({"EpilogSlurmctld": "/mnt/lustre/bin/epilog"}, {}, True),  # the spec's Lustre
+        ({"RebootProgram": "/usr/sbin/reboot"}, {}, False),
+        ({"MailProg": "mail"}, {}, True),  # found from slurmctld's working folder
+        ({"JobCompType": "jobcomp/script", "JobCompLoc": "/tmp/jobcomp"}, {}, True),
+        ({"PluginDir": "/usr/lib/x86_64-linux-gnu/slurm-wlm:/dev/shm/p"}, {}, True),
+        ({"PluginDir": "/usr/lib/x86_64-linux-gnu/slurm-wlm"}, {}, False),
+        ({"AuthInfo": "socket=/tmp/munge.socket"}, {}, True),
+        ({"AuthInfo": "socket=/run/munge/munge.socket.2"}, {}, False),
+        ({"SlurmUser": "alice"}, {}, True),
+        ({"SlurmUser": "slurm"}, {}, False),
     ],
 )
 def test_options_that_weaken_security_are_errors(

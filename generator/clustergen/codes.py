@@ -754,8 +754,9 @@ SLURM_OPTION_SECRET = Code("slurm.option-secret", "error", "a slurm.conf key tha
 SLURM_OPTION_WEAKENS_SECURITY = Code(
     "slurm.option-weakens-security",
     "error",
-    "a slurm.options value that weakens authentication or keeps users less inside their jobs "
-    "than slurm.isolation says",
+    "a slurm.options value that weakens authentication, keeps users less inside their jobs "
+    "than slurm.isolation says, or has root or SlurmUser run, load or trust a path users can "
+    "write",
 )
 SLURM_SRUN_PORTS_FIREWALLED = Code(
     "slurm.srun-ports-firewalled",

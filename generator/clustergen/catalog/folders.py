@@ -76,3 +76,33 @@ def system_folder(path: str) -> str | None:
         if folder == tree or folder.startswith(tree + "/"):
             return tree
     return None
+
+
+# Where a user can write: what root or SlurmUser runs, loads or reads a key from there is
+# a way to root for that user, who can replace it. /tmp and /var/tmp are writable by every
+# user (FHS 3.0 3.18 and 5.15), and so is /dev/shm (a 1777 tmpfs, shm_overview(7)) and
+# /dev/mqueue (mq_overview(7)); /home holds the users' own homes (FHS 3.0 3.8) and
+# /run/user/UID each user's runtime folder (pam_systemd(8), XDG_RUNTIME_DIR).
+USER_WRITABLE_TREES: tuple[str, ...] = (
+    "/dev/mqueue",
+    "/dev/shm",
+    "/home",
+    "/run/user",
+    "/tmp",
+    "/var/tmp",
+)
+
+
+def user_writable(path: str, shared: tuple[str, ...] = ()) -> str | None:
+    """Where a user could replace `path`: the tree of USER_WRITABLE_TREES or the shared
+    file system (`shared`: the spec's NFS and Lustre mount points, which users write to
+    from every node) it lies in, or 'a relative path' when it is not absolute (it would
+    be found from the daemon's working folder); None where only root writes."""
+    if not path.startswith("/"):
+        return "a relative path"
+    folder = posixpath.normpath("/" + path.lstrip("/"))
+    for tree in (*USER_WRITABLE_TREES, *shared):
+        top = posixpath.normpath(tree)
+        if folder == top or folder.startswith(top.rstrip("/") + "/"):
+            return top
+    return None
