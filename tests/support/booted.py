@@ -680,8 +680,12 @@ def _boot(
         "--keep-unit",
         "-D",
         str(root),
+        # The machine name names the host's end of the node's veth (vb-NAME) and its
+        # folders under /run/systemd/nspawn: unique to this cluster's bridge, so that two
+        # clusters with the same node names (Debian 12's and 13's) boot side by side.
         "-M",
-        plan.name,
+        f"{plan.name}-{bridge_name[-4:]}",
+        f"--hostname={plan.name}",
         f"--network-bridge={bridge_name}",
         f"--bind-ro={repo}:{REPO_IN_NODE}",
     ]
