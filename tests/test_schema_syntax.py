@@ -164,6 +164,9 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "options-cred-none": _WEAKENS,
     "options-job-container-none": _WEAKENS,
     "options-privatedata-weakened": _WEAKENS,
+    "options-program-in-user-writable-folder": "the schema leaves slurm.options keys open "
+    "(they depend on the pinned Slurm), and whether a path is users' depends on the spec's "
+    "own shared mounts",
     "options-prologflags-without-contain": _WEAKENS,
     "preempt-qos-without-accounting": "a setting that needs another section",
     "compute-node-under-no-leaf": _TOPOLOGY,

@@ -297,9 +297,9 @@ def _untrusted_paths(spec: Spec) -> list[Problem]:
                 Problem(
                     codes.SLURM_OPTION_WEAKENS_SECURITY,
                     ("slurm", "options", key),
-                    f"{key}: {path} {place}, and {who}: a user who replaces it runs code with that privilege; put it "
-                    "where only root writes (an absolute path under /etc/slurm or "
-                    "/usr/local/sbin, say)",
+                    f"{key}: {path} {place}, and {who}: a user who replaces it runs code "
+                    "with that privilege; put it where only root writes (an absolute path "
+                    "under /etc/slurm or /usr/local/sbin, say)",
                 )
             )
     return problems
