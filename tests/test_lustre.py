@@ -27,7 +27,7 @@ from clustergen.load import load_spec, parse_spec
 from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 
-from support.ci import skip_or_fail, tool
+from support.ci import require, skip_or_fail, tool
 from support.paths import DATA, EXAMPLES, GOLDEN, TESTS
 from support.regen import stale
 
@@ -320,6 +320,7 @@ def layouts(tmp_path: Path, tree: dict[str, str], mount: str) -> Path:
 def test_layout_script_changes_only_differences_and_nothing_the_second_time(
     stubs: Stubs, tmp_path: Path, tree: dict[str, str], mount: str
 ) -> None:
+    require(root=True)  # the layout script gives the folders it makes to their owners
     path = layouts(tmp_path, tree, mount)
     first = stubs.run(path)
     assert first.returncode == 0, first.stderr
@@ -525,6 +526,7 @@ def test_server_mounts_pass_systemd_analyze_verify(tmp_path: Path) -> None:
 def test_quotas_are_set_once_and_project_ids_only_where_they_differ(
     stubs: Stubs, tmp_path: Path
 ) -> None:
+    require(root=True)  # the layout script gives the folders it makes to their owners
     path = layouts(tmp_path, ZFS, "/scratch")
     assert stubs.run(path).returncode == 0
     root = tmp_path / "mnt"
@@ -598,6 +600,7 @@ def _touching(calls: list[list[str]], victim: Path) -> list[list[str]]:
 def test_a_users_link_below_the_mount_is_refused_and_nothing_outside_changes(
     stubs: Stubs, tmp_path: Path, planted: str, refused: str
 ) -> None:
+    require(root=True)  # the layout script gives the folders it makes to their owners
     path = layouts(tmp_path, TEAM, "/scratch")
     root = tmp_path / "mnt"
     victim = _victim(tmp_path)
@@ -653,6 +656,7 @@ def test_a_file_where_a_directory_belongs_is_refused(stubs: Stubs, tmp_path: Pat
 def test_a_mount_point_reached_through_roots_link_is_used(stubs: Stubs, tmp_path: Path) -> None:
     """Links above the mount are root's: a mount point path through one still works, and
     the levels below it are checked against where the kernel puts the mount."""
+    require(root=True)  # the layout script gives the folders it makes to their owners
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "mnt").symlink_to(real)

@@ -35,15 +35,18 @@ def tool(name: str) -> str | None:
 def require(*tools: str, root: bool = False) -> None:
     """Skip locally when a real consumer is missing; in CI a missing consumer is a failure."""
     missing = [name for name in tools if tool(name) is None]
-    if root and os.geteuid() != 0:
-        missing.append("root privileges")
     if missing:
         skip_or_fail(f"needs {', '.join(missing)}")
+    if root and os.geteuid() != 0:
+        skip_or_fail("needs root privileges (run the test command as root)", install=False)
 
 
-def skip_or_fail(message: str) -> NoReturn:
-    """Skip the calling test locally, saying what installs the missing piece; in CI fail
-    it, because CI must run every test."""
+def skip_or_fail(message: str, install: bool = True) -> NoReturn:
+    """Skip the calling test locally, saying what installs the missing piece (unless
+    `install` is false: nothing to install); in CI fail it, because CI must run every
+    test."""
     if in_ci():
         pytest.fail(f"{message}, and CI must run this test (.ci/run installs it)")
-    pytest.skip(f"{message}; `{INSTALL}` installs every tool the full suite needs")
+    pytest.skip(
+        f"{message}; `{INSTALL}` installs every tool the full suite needs" if install else message
+    )
