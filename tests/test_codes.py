@@ -77,6 +77,9 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "monitoring.slurm-metrics-private": _both(
         _set("software.slurm", "25.11.2"), _set("monitoring", {"slurm": {"kind": "openmetrics"}})
     ),
+    "monitoring.slurm-metrics-unauthenticated": _both(
+        _set("software.slurm", "26.05.1"), _set("monitoring", {"slurm": {"kind": "openmetrics"}})
+    ),
     "ansible.pull-core-untested": _both(
         _set("software.os", "ubuntu-24.04"),
         _set("ansible", {"pull": {"repository": "https://git.example.org/site.git"}}),

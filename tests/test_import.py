@@ -115,6 +115,37 @@ def test_an_import_says_what_it_left_out_where_it_was(tmp_path: Path, cli) -> No
     assert "# imported: slurm.conf:30" in text  # SlurmdTimeout's line
 
 
+def test_programs_where_users_write_are_left_out_and_said(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A Prolog, a plugin folder or a jobcomp script where users can write is never carried
+    into the spec (validate would refuse it there): the import names each and leaves it
+    out; what lies where only root writes is imported."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "slurm.conf").write_text(
+        "ClusterName=mini\nSlurmctldHost=head1\nProlog=/var/tmp/p\n"
+        "MailProg=/usr/bin/s-nail\nPluginDir=/usr/lib/slurm:/home/alice/plugins\n"
+        "JobCompType=jobcomp/script\nJobCompLoc=/tmp/jobcomp.sh\n"
+        "NodeName=gpu[1-2] CPUs=64 RealMemory=512000\n"
+        "PartitionName=gpu Nodes=gpu[1-2] Default=YES\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "spec.yaml"
+    result = cli("import", "slurm", str(site), "-o", str(out))
+    assert result.code == 0, result.err
+    for line, option, where in (
+        (3, "Prolog=/var/tmp/p", "/var/tmp/p lies in /var/tmp"),
+        (5, "PluginDir=/usr/lib/slurm:/home/alice/plugins", "/home/alice/plugins lies in /home"),
+        (7, "JobCompLoc=/tmp/jobcomp.sh", "/tmp/jobcomp.sh lies in /tmp"),
+    ):
+        assert f"not imported: slurm.conf:{line}: {option}: {where}, where users can write" in (
+            result.err
+        )
+    options = yaml.safe_load(out.read_text(encoding="utf-8"))["slurm"]["options"]
+    assert options["MailProg"] == "/usr/bin/s-nail"
+    assert not {"Prolog", "PluginDir", "JobCompLoc"} & set(options), options
+    assert cli("validate", str(out)).code == 0
+
+
 def test_odd_syntax_imports_nodes_partitions_and_down_nodes(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("import", "slurm", str(SITES / "odd-syntax"))
     assert result.code == 0, result.err

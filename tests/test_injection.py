@@ -173,8 +173,10 @@ def _every_string_spec() -> dict[str, Any]:
             "path": "/home",
             "roles": ["compute"],
             "export_options": ["rw", "sync", "no_subtree_check", "root_squash"],
+            "setuid": "the homes hold the site's set-user-ID MPI launcher",
         }
     ]
+    document["storage"]["lustre"]["mount"]["setuid"] = "a reason for the reviewer"
     profile = document["hardware"]["hgx-h100"]
     profile["gpu"]["gres_type"] = "h100"
     profile["gpu"]["nvlink_domain"] = {"trays": 4, "switch_trays": 2}

@@ -439,12 +439,12 @@ def test_lnet_configuration_is_lnetctl_import_yaml() -> None:
 def test_client_mounts_wait_for_lnet() -> None:
     unit = ML["lustre/client/mnt-lustre.mount"]
     assert "What=10.10.0.5@o2ib0:/training\n" in unit
-    assert "Options=_netdev,x-systemd.requires=lnet.service\n" in unit
+    assert "Options=_netdev,x-systemd.requires=lnet.service,nosuid,nodev\n" in unit
     assert "Requires=lnet.service\n" in unit
     line = ZFS["lustre/client/fstab"].splitlines()[-1]
     assert line == (
         "10.10.0.5@o2ib1:10.10.0.6@o2ib1:/scratch/projects /scratch lustre "
-        "_netdev,x-systemd.requires=lnet.service,flock,noatime 0 0"
+        "_netdev,x-systemd.requires=lnet.service,flock,noatime,nosuid,nodev 0 0"
     )
 
 

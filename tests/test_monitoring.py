@@ -12,7 +12,9 @@ import pytest
 import yaml
 
 from clustergen.catalog.slurm_keys import accepted_keys, key_list_version
+from clustergen.load import LoadedSpec
 from clustergen.render import render_all
+from clustergen.validate import validate_cluster
 
 from support.specs import Data, example_data, validated
 
@@ -27,6 +29,12 @@ def _edge(monitoring: Any = None, **software: str) -> Data:
     if monitoring is not None:
         data["monitoring"] = copy.deepcopy(monitoring)
     return data
+
+
+def _codes(data: Data) -> list[str]:
+    """The codes of the errors validate reports for `data`."""
+    _, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
+    return [p.code.name for p in problems if p.severity == "error"]
 
 
 def _slurm_conf_keys(tree: dict[str, Any]) -> dict[str, str]:
@@ -123,6 +131,19 @@ def test_listen_all_and_the_el_package() -> None:
     assert [f"{lab1}:9101"] in [t["targets"] for t in targets]
 
 
+def test_private_metrics_need_the_scraper_named() -> None:
+    """26.05 with PrivateData: slurmctld's metrics are private only with MetricsAuthUsers,
+    so without auth_users validate refuses, and the option that would open them to anyone
+    is refused while private_data is on."""
+    data = _edge({"slurm": {"kind": "openmetrics"}}, slurm="26.05.1")
+    assert _codes(data) == ["monitoring.slurm-metrics-unauthenticated"]
+    data["monitoring"]["slurm"]["auth_users"] = ["prometheus"]
+    data["slurm"].setdefault("options", {})["MetricsParameters"] = "ignore_private_data"
+    assert _codes(data) == ["slurm.option-weakens-security"]
+    data["slurm"].setdefault("isolation", {})["private_data"] = False
+    assert _codes(data) == []
+
+
 @pytest.mark.parametrize(
     ("slurm", "private", "expected"),
     [
@@ -132,7 +153,7 @@ def test_listen_all_and_the_el_package() -> None:
         (
             "26.05.1",
             True,
-            {"MetricsType": "metrics/openmetrics", "MetricsParameters": "ignore_private_data"},
+            {"MetricsType": "metrics/openmetrics", "MetricsAuthUsers": "prometheus"},
         ),
         ("26.05.1", False, {"MetricsType": "metrics/openmetrics"}),
     ],
@@ -144,7 +165,7 @@ def test_slurmctld_metrics_only_where_the_release_serves_them(
     where slurmctld serves them to Prometheus, each key in that release's key list
     (catalog/slurm_keys), and the targets name slurmctld's port and paths; elsewhere the
     exporter's version is asked for."""
-    data = _edge({"slurm": {"version": "0.20-2"}}, slurm=slurm)
+    data = _edge({"slurm": {"version": "0.20-2", "auth_users": ["prometheus"]}}, slurm=slurm)
     data["slurm"].setdefault("isolation", {})["private_data"] = private
     cluster, _ = validated(data)
     tree = render_all(cluster)

@@ -45,7 +45,7 @@ After=network-online.target rdma-hw.target
 What=vast-vip.example.com:/datasets
 Where=/mnt/datasets
 Type=nfs
-Options=_netdev,vers=3,proto=rdma,port=20049,nconnect=8,hard,noatime,rsize=1048576,wsize=1048576
+Options=_netdev,vers=3,proto=rdma,port=20049,nconnect=8,hard,noatime,rsize=1048576,wsize=1048576,nosuid,nodev
 
 [Install]
 WantedBy=remote-fs.target
@@ -57,7 +57,7 @@ def test_a_mount_unit_reads_as_an_admin_writes_it() -> None:
     home = MIXED_FILES["nfs/client/home.mount"].text
     # Required (the default) and TCP at the default version: part of remote-fs.target,
     # which slurmd starts after; no RDMA ordering.
-    assert "\nOptions=_netdev,vers=4.2\n" in home
+    assert "\nOptions=_netdev,vers=4.2,nosuid,nodev\n" in home
     assert "\nRequiredBy=remote-fs.target\n" in home and "rdma" not in home
 
 

@@ -87,7 +87,8 @@ def test_release_runs_the_reference_spec(
     metrics = series >= "25.11"  # slurmctld's own metrics (monitoring.slurm, openmetrics)
     if metrics:
         with spec.open("a", encoding="utf-8") as text:
-            text.write("\nmonitoring:\n  slurm: {kind: openmetrics}\n")
+            # nobody: an account every chroot has (slurmctld maps the names to uids).
+            text.write("\nmonitoring:\n  slurm: {kind: openmetrics, auth_users: [nobody]}\n")
     result = cli("render", str(spec), "-o", str(tmp_path / "out"))
     assert result.code == 0, result.err
     cluster, _ = validate_cluster(load_spec(str(spec)))
@@ -99,16 +100,20 @@ def test_release_runs_the_reference_spec(
     assert report.accounting == ("slurmdbd" if cluster.spec.slurm.accounting else "none")
     assert_report_matches(report, cluster, derive_slurm(cluster))
     if metrics:
-        _metrics_list_the_nodes(report.raw["metrics /metrics/nodes"], set(report.nodes))
+        conf = (tmp_path / "out" / "slurm" / "slurm.conf").read_text(encoding="utf-8")
+        _metrics_refuse_an_unauthenticated_scrape(report.raw["metrics /metrics/nodes"], conf)
 
 
-def _metrics_list_the_nodes(answer: str, names: set[str]) -> None:
-    """The rendered MetricsType (with the reference specs' PrivateData, 26.05's
-    MetricsParameters=ignore_private_data): slurmctld answers /metrics/nodes without
-    authentication, one slurm_node_cpus series per node it knows."""
-    assert answer.startswith("HTTP/1.1 200") or answer.startswith("HTTP/1.0 200"), answer[:500]
-    listed = set(re.findall(r'^slurm_node_cpus\{node="([^"]+)"\}', answer, re.MULTILINE))
-    assert listed == names, (sorted(listed ^ names), answer[:2000])
+def _metrics_refuse_an_unauthenticated_scrape(answer: str, conf: str) -> None:
+    """The rendered MetricsType with the reference specs' PrivateData (26.05:
+    MetricsAuthUsers, never MetricsParameters=ignore_private_data): slurmctld serves its
+    endpoints, and refuses /metrics/nodes to a request without authentication, so no
+    user reads another's jobs from it."""
+    assert "\nMetricsAuthUsers=nobody\n" in conf and "ignore_private_data" not in conf
+    status = answer.split("\n", 1)[0]
+    assert status.startswith("HTTP/1."), answer[:500]
+    assert status.split()[1] in ("401", "403"), answer[:500]
+    assert "slurm_node_cpus" not in answer, answer[:2000]
 
 
 @pytest.mark.parametrize("series", sorted(RELEASES))

@@ -164,6 +164,11 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "options-cred-none": _WEAKENS,
     "options-job-container-none": _WEAKENS,
     "options-privatedata-weakened": _WEAKENS,
+    "mount-over-system-folder": "which folders a mount may not cover is the folder rule of "
+    "catalog/folders.py, with a message naming the folder; and suid or dev in options are "
+    "refused by validation so the error names the setuid key",
+    "paths-users-can-write": "whether a path is users' depends on the spec's own shared "
+    "mounts, and an NCCL plugin value is a path only when it holds a '/'",
     "options-program-in-user-writable-folder": "the schema leaves slurm.options keys open "
     "(they depend on the pinned Slurm), and whether a path is users' depends on the spec's "
     "own shared mounts",

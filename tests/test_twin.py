@@ -366,7 +366,7 @@ def test_keys_the_local_slurm_lacks_are_dropped_and_listed_and_qos_created(
     assert "rendered for Slurm 23.11.10, running on the local Slurm 22.05" in err
     assert "dropped from slurm.conf (2):" in err
     assert "  MaxBatchRequeue=3  (not a slurm.conf key of the local Slurm 22.05" in err
-    assert "  Epilog=/etc/slurm/health-epilog.sh  (a script for real nodes" in err
+    assert "  Epilog=/etc/slurm/health-epilog.sh  (not on the twin's list of keys it keeps" in err
     assert "QOS: created in slurmdbd by the rendered clustergen-qos.sh" in err
     assert sorted(result.stdout.splitlines()) == ["high|100|low,normal", "low|0|", "normal|0|"]
     assert left == []

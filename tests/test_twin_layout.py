@@ -53,6 +53,12 @@ def test_a_partition_outside_the_subset_still_gets_its_first_node(tmp_path: Path
     assert [node.name for node in choice.started] == ["gpu01", "gpu07"]
 
 
+NOT_KEPT = (
+    "not on the twin's list of keys it keeps (twin/layout.py TWIN_KEYS): the twin runs no "
+    "program, plugin or script a spec names"
+)
+
+
 def test_keys_the_local_slurm_lacks_and_node_scripts_are_dropped_and_listed(
     tmp_path: Path,
 ) -> None:
@@ -76,10 +82,10 @@ def test_keys_the_local_slurm_lacks_and_node_scripts_are_dropped_and_listed(
     )
     assert [str(line) for line in adapted.dropped] == [
         "MaxBatchRequeue=5  (not a slurm.conf key of the local Slurm 22.05.8)",
-        "Epilog=/etc/slurm/health-epilog.sh  (a script for real nodes (GPU driver, site paths))",
+        f"Epilog=/etc/slurm/health-epilog.sh  ({NOT_KEPT})",
+        f"EpilogMsgTime=2000  ({NOT_KEPT})",
     ]
     lines = adapted.text.splitlines()
-    assert "EpilogMsgTime=2000" in lines
     assert "ClusterName=x" in lines
     assert "SlurmctldHost=head(10.201.0.2)" in lines
     assert "PrologFlags=Alloc" in lines
@@ -89,6 +95,67 @@ def test_keys_the_local_slurm_lacks_and_node_scripts_are_dropped_and_listed(
         "PrologFlags=Alloc,Contain",
         "ProctrackType=proctrack/cgroup",
     ]
+
+
+# What slurmctld and slurmd would run, load or read as root for a spec pull request
+# (slurm.conf(5)): the twin keeps none of it.
+CONTRIBUTED = (
+    "Prolog=/var/tmp/p",
+    "PrologSlurmctld=/var/tmp/p",
+    "EpilogSlurmctld=/var/tmp/p",
+    "SlurmctldPrimaryOnProg=/var/tmp/p",
+    "SlurmctldPrimaryOffProg=/var/tmp/p",
+    "ResumeProgram=/var/tmp/p",
+    "SuspendProgram=/var/tmp/p",
+    "ResumeFailProgram=/var/tmp/p",
+    "RebootProgram=/var/tmp/p",
+    "ResvProlog=/var/tmp/p",
+    "ResvEpilog=/var/tmp/p",
+    "MailProg=/var/tmp/p",
+    "UnkillableStepProgram=/var/tmp/p",
+    "TaskProlog=/var/tmp/p",
+    "SrunEpilog=/var/tmp/p",
+    "JobCompType=jobcomp/script",
+    "JobCompLoc=/var/tmp/p",
+    "JobSubmitPlugins=lua",
+    "CliFilterPlugins=lua",
+    "BurstBufferType=burst_buffer/lua",
+    "NodeFeaturesPlugins=node_features/helpers",
+    "PlugStackConfig=/var/tmp/plugstack.conf",
+    "PluginDir=/var/tmp/plugins",
+    "Include /var/tmp/more.conf",
+    "SuspendTime=60",
+)
+
+
+def test_nothing_a_spec_names_is_run_by_the_twin(tmp_path: Path) -> None:
+    """An allowlist, not a list of what to drop: every program, plugin folder, script
+    plugin and include of the rendered slurm.conf is dropped and listed; the scheduling
+    keys stay."""
+    rendered = (
+        "ClusterName=x\nSlurmctldHost=head(10.0.1.2)\n"
+        + "\n".join(CONTRIBUTED)
+        + (
+            "\nSchedulerParameters=bf_continue\nDefMemPerGPU=4096\nMaxJobCount=9\n"
+            "PriorityWeightAge=10\nSlurmdTimeout=300\n"
+        )
+    )
+    adapted = adapt_slurm_conf(
+        rendered,
+        controller="head",
+        controller_address="10.201.0.2",
+        paths=TwinPaths.under(tmp_path, tmp_path / "spool"),
+        slurm_version="26.05.5",
+        known_keys=known_keys("26.05.5"),
+        dbd_port=6819,
+    )
+    dropped = [line.line for line in adapted.dropped]
+    assert dropped == [line for line in CONTRIBUTED if not line.startswith("PluginDir")]
+    assert "PluginDir=/var/tmp/plugins" in adapted.overridden
+    assert "/var/tmp" not in adapted.text
+    lines = adapted.text.splitlines()
+    for kept in ("SchedulerParameters=bf_continue", "DefMemPerGPU=4096", "SlurmdTimeout=300"):
+        assert kept in lines
 
 
 def test_missing_root_and_slurm_say_so(

@@ -399,6 +399,18 @@ STORAGE_MOUNT_UNIT_NAME = Code(
     "error",
     "a mount point whose systemd unit name is longer than systemd allows",
 )
+STORAGE_MOUNT_OVER_SYSTEM_FOLDER = Code(
+    "storage.mount-over-system-folder",
+    "error",
+    "an NFS or Lustre mount point in or at a system folder (/etc, /usr, /opt, /var/lib ...), "
+    "covering what root runs or reads",
+)
+STORAGE_MOUNT_SETUID = Code(
+    "storage.mount-setuid",
+    "error",
+    "an NFS or Lustre mount whose options allow set-user-ID programs or device files "
+    "(suid, dev), which the spec's setuid key must say why",
+)
 STORAGE_LAYOUT_OUTSIDE_MOUNT = Code(
     "storage.layout-outside-mount", "error", "a layout directory that is not under the mount"
 )
@@ -750,7 +762,18 @@ SLURM_OPTION_DERIVED = Code(
 SLURM_OPTION_DEFUNCT = Code(
     "slurm.option-defunct", "error", "a slurm.conf key the pinned Slurm ignores"
 )
-SLURM_OPTION_SECRET = Code("slurm.option-secret", "error", "a slurm.conf key that holds a password")
+SLURM_OPTION_SECRET = Code(
+    "slurm.option-secret",
+    "error",
+    "a slurm.conf key that holds a password, or a value with a credential in it (a URL's "
+    "user:password@, a token=)",
+)
+PATH_USERS_CAN_WRITE = Code(
+    "path.users-can-write",
+    "error",
+    "a path that root or every job runs, loads, reads keys from or builds in (an NCCL plugin, "
+    "the job tmpfs base, a file:// repository or its key) lies where users can write",
+)
 SLURM_OPTION_WEAKENS_SECURITY = Code(
     "slurm.option-weakens-security",
     "error",
@@ -1126,6 +1149,12 @@ MONITORING_SLURM_METRICS_PRIVATE = Code(
     "monitoring.slurm-metrics-private",
     "error",
     "slurmctld's metrics on Slurm 25.11 with PrivateData set: it answers them 401",
+)
+MONITORING_SLURM_METRICS_UNAUTHENTICATED = Code(
+    "monitoring.slurm-metrics-unauthenticated",
+    "error",
+    "slurmctld's metrics with PrivateData set and no monitoring.slurm.auth_users: only "
+    "MetricsAuthUsers keeps them private and open to the scraper",
 )
 MONITORING_SLURM_EXPORTER_VERSION = Code(
     "monitoring.slurm-exporter-version",

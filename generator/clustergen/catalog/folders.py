@@ -93,16 +93,39 @@ USER_WRITABLE_TREES: tuple[str, ...] = (
 )
 
 
+# What user_writable returns for a relative path: it is found from the working folder of
+# whatever uses it, which a user may choose.
+RELATIVE = "."
+
+
 def user_writable(path: str, shared: tuple[str, ...] = ()) -> str | None:
     """Where a user could replace `path`: the tree of USER_WRITABLE_TREES or the shared
     file system (`shared`: the spec's NFS and Lustre mount points, which users write to
-    from every node) it lies in, or 'a relative path' when it is not absolute (it would
-    be found from the daemon's working folder); None where only root writes."""
+    from every node) it lies in, or RELATIVE when it is not absolute; None where only
+    root writes."""
     if not path.startswith("/"):
-        return "a relative path"
+        return RELATIVE
     folder = posixpath.normpath("/" + path.lstrip("/"))
     for tree in (*USER_WRITABLE_TREES, *shared):
         top = posixpath.normpath(tree)
         if folder == top or folder.startswith(top.rstrip("/") + "/"):
             return top
     return None
+
+
+# Where a site mounts its shared storage (FHS 3.0: /home the users' homes, 3.8; /mnt a
+# temporarily mounted file system, 3.12; /srv a site's served data, 3.17; /media removable
+# media, 3.11): a mount at one of these folders covers nothing of the system's.
+MOUNT_FOLDERS: tuple[str, ...] = ("/home", "/media", "/mnt", "/srv")
+
+
+def mount_over_system(path: str) -> str | None:
+    """The system folder a file system mounted at `path` would cover, where root runs
+    programs or reads configuration from: a mount point in a system tree (/etc, /usr, /bin,
+    /lib, /root, /tmp ...), or at a system folder itself (/, /opt, /var, /var/lib,
+    /var/spool ...), whose contents it would hide; None for a mount point of its own
+    (/shared, /opt/apps, /var/lib/slurm-state) or one of MOUNT_FOLDERS."""
+    folder = posixpath.normpath("/" + path.lstrip("/"))
+    if folder in MOUNT_FOLDERS:
+        return None
+    return system_folder(folder)

@@ -23,9 +23,12 @@ Sources:
   MetricsType=metrics/openmetrics: /metrics (the index), /metrics/jobs, /metrics/nodes,
   /metrics/partitions, /metrics/scheduler and /metrics/jobs-users-accts [src: SchedMD
   doc/html/metrics.shtml and src/slurmctld/http.c at slurm-25-11-0-1]. 25.11 answers 401
-  while PrivateData is set (http.c _check_metrics_authorized); 26.05 asks for
-  authentication then, unless MetricsParameters=ignore_private_data [src:
-  src/common/read_config.c and doc/man/man5/slurm.conf.5 at slurm-26-05-0-1].
+  while PrivateData is set (http.c _check_metrics_authorized); 26.05 answers only
+  SlurmUser and root then, anyone with MetricsParameters=ignore_private_data, and with
+  MetricsAuthUsers only those accounts (plus SlurmUser and root), authenticated,
+  whatever PrivateData and MetricsParameters say [src: src/common/read_config.c and
+  doc/man/man5/slurm.conf.5 at slurm-26-05-0-1; NEWS of 26.05, "Authentication is now
+  available for querying any /metrics endpoints"].
   Before 25.11: prometheus-slurm-exporter (github.com/vpenso/prometheus-slurm-exporter),
   which runs sinfo, squeue and sdiag; flag -listen-address, default :8080 [src: its
   README, as openSUSE's README.SUSE of golang-github-vpenso-prometheus_slurm_exporter
@@ -40,8 +43,8 @@ from clustergen.catalog.distributions import PackageFamily
 from clustergen.catalog.versions import VersionTuple
 from clustergen.model.monitoring import DcgmExporter, SlurmMetrics, SlurmMetricsKind
 
-# The release that first has slurmctld's metrics (MetricsType), and the first whose
-# metrics can be opened while PrivateData is set (MetricsParameters=ignore_private_data).
+# The release that first has slurmctld's metrics (MetricsType), and the first that serves
+# them while PrivateData is set (to MetricsAuthUsers, authenticated).
 SLURM_METRICS_FIRST: tuple[int, int] = (25, 11)
 SLURM_METRICS_PRIVATE_FIRST: tuple[int, int] = (26, 5)
 SLURMCTLD_PORT = 6817  # slurm.conf(5) SlurmctldPort default; clustergen writes none

@@ -35,6 +35,7 @@ from clustergen.checks import (
     slurm_network,
     software,
     topology,
+    trusted_paths,
 )
 from clustergen.errors import Problem
 from clustergen.resolve import ResolvedCluster
@@ -65,6 +66,7 @@ CHECKS: tuple[Check, ...] = (
     _check(monitoring.slurm, "monitoring", "software", "slurm"),
     _check(ansible.pull, "ansible", "software"),
     _check(nfs.mount_points, "storage"),
+    _check(trusted_paths.mounts, "storage"),
     _check(nfs.selection, "storage", "cluster", "hardware", "nodes"),
     _check(nfs.keyed_options, "storage"),
     _check(nfs.rdma, "storage", "hardware", "nodes"),
@@ -78,6 +80,7 @@ CHECKS: tuple[Check, ...] = (
     _check(software.repository_architectures, "software", "hardware", "nodes"),
     _check(slurm.nodes, "slurm", "cluster", "hardware", "nodes"),
     _check(slurm.options, "slurm", "software"),
+    _check(trusted_paths.paths, "slurm", "software", "hardware"),
     _check(slurm.folders, "slurm"),
     _check(topology.check, "network", "hardware", "nodes"),
     _check(topology.storage_switches, "network"),

@@ -103,7 +103,19 @@ def slurm(cluster: ResolvedCluster) -> list[Problem]:
                 (*path, "kind"),
                 "Slurm 25.11 answers its metrics endpoints 401 while PrivateData is set "
                 "(slurm.isolation.private_data): set private_data false, or use kind "
-                "exporter, or Slurm 26.05 (MetricsParameters=ignore_private_data)",
+                "exporter, or Slurm 26.05 with auth_users",
+            )
+        ]
+    if private and not monitoring.slurm.auth_users:
+        return [
+            Problem(
+                codes.MONITORING_SLURM_METRICS_UNAUTHENTICATED,
+                path,
+                f"Slurm {cluster.spec.software.slurm} serves its metrics with PrivateData set "
+                "(slurm.isolation.private_data) only to the accounts of MetricsAuthUsers, "
+                "authenticated: name the scraper's account in auth_users (clustergen never "
+                "writes MetricsParameters=ignore_private_data, which shows every user's jobs "
+                "to anyone who reaches port 6817), or use kind exporter",
             )
         ]
     return []

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Sequence
 
 from clustergen import codes
-from clustergen.catalog.folders import system_folder, user_writable
+from clustergen.catalog.folders import system_folder
 from clustergen.catalog.packages import OS_PACKAGE_FAMILY
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
@@ -56,7 +57,7 @@ def options(cluster: ResolvedCluster) -> list[Problem]:
     return [
         *_options(spec),
         *_weakening(spec),
-        *_untrusted_paths(spec),
+        *_slurm_user(spec),
         *_policies(spec),
         *_qos(spec),
         *_timeouts(spec),
@@ -193,6 +194,18 @@ def _weakening(spec: Spec) -> list[Problem]:
                 f"keep {','.join(PRIVATE_DATA)} in it, or set slurm.isolation.private_data: "
                 "false",
             )
+        if (
+            lowered == "metricsparameters"
+            and "ignore_private_data" in words
+            and (isolation.private_data)
+        ):
+            weakens(
+                key,
+                f"MetricsParameters={value} shows every user's jobs to anyone who reaches "
+                "slurmctld's port, which slurm.isolation.private_data keeps private; name the "
+                "scraper's account in monitoring.slurm.auth_users instead, or set "
+                "private_data: false",
+            )
         if lowered in ("jobcontainertype", "namespacetype") and isolation.job_tmpfs:
             weakens(
                 key,
@@ -213,96 +226,23 @@ def _weakening(spec: Spec) -> list[Problem]:
     return problems
 
 
-# slurm.conf keys naming a program that root or SlurmUser runs, and who runs it
-# (slurm.conf(5), each key's entry). A value may list several, comma-separated (Prolog and
-# Epilog since 21.08; harmless to read so for the others).
-_PROGRAM_KEYS = {
-    "prolog": "slurmd runs it as root",
-    "epilog": "slurmd runs it as root",
-    "rebootprogram": "slurmd runs it as root",
-    "unkillablestepprogram": "slurmstepd runs it as root",
-    "prologslurmctld": "slurmctld runs it as SlurmUser",
-    "epilogslurmctld": "slurmctld runs it as SlurmUser",
-    "resvprolog": "slurmctld runs it as SlurmUser",
-    "resvepilog": "slurmctld runs it as SlurmUser",
-    "slurmctldprimaryonprog": "slurmctld runs it as SlurmUser",
-    "slurmctldprimaryoffprog": "slurmctld runs it as SlurmUser",
-    "resumeprogram": "slurmctld runs it as SlurmUser",
-    "suspendprogram": "slurmctld runs it as SlurmUser",
-    "resumefailprogram": "slurmctld runs it as SlurmUser",
-    "mailprog": "slurmctld runs it as SlurmUser",
-}
-# Keys whose `name=path` words name what the daemons trust (slurm.conf(5) AuthInfo socket=:
-# the MUNGE socket that vouches for every uid; AuthAltParameters jwt_key= and jwks=: the
-# keys that sign any user's token).
-_TRUSTED_WORDS = {"authinfo": ("socket",), "authaltparameters": ("jwt_key", "jwks")}
 # The accounts clustergen's roles know: the slurm account they create, or root.
 _SLURM_USERS = ("slurm", "root")
 
 
-def _shared_mounts(spec: Spec) -> tuple[str, ...]:
-    storage = getattr(spec, "storage", None)  # absent where the section itself is invalid
-    if storage is None:
-        return ()
-    lustre = (storage.lustre.mount.path,) if storage.lustre else ()
-    return (*lustre, *(mount.path for mount in storage.nfs))
-
-
-def _trusted_paths(key: str, value: object, options: dict[str, str]) -> list[tuple[str, str]]:
-    """(path, who trusts it) for each path of one slurm.options entry that a daemon runs,
-    loads or takes keys from."""
-    lowered, text = key.lower(), str(value)
-    if lowered in _PROGRAM_KEYS:
-        return [(p.strip(), _PROGRAM_KEYS[lowered]) for p in text.split(",") if p.strip()]
-    if lowered == "plugindir":
-        return [(p, "every daemon loads its plugins from it") for p in text.split(":") if p]
-    if lowered == "jobcomploc" and options.get("jobcomptype", "").lower() == "jobcomp/script":
-        return [(text.strip(), "slurmctld runs it as SlurmUser for every job (jobcomp/script)")]
-    names = _TRUSTED_WORDS.get(lowered, ())
-    found = []
-    for word in text.split(","):
-        name, equals, path = word.strip().partition("=")
-        if equals and name.lower() in names:
-            found.append((path, f"the daemons trust what {name} names"))
-    return found
-
-
-def _untrusted_paths(spec: Spec) -> list[Problem]:
-    """slurm.options paths that root or SlurmUser runs, loads or trusts, where a user can
-    write (catalog/folders.user_writable), and a SlurmUser the roles do not create."""
-    shared = _shared_mounts(spec)
-    options = {key.lower(): str(value) for key, value in spec.slurm.options.items()}
-    problems = []
-    for key, value in spec.slurm.options.items():
-        if key.lower() == "slurmuser" and str(value).strip() not in _SLURM_USERS:
-            problems.append(
-                Problem(
-                    codes.SLURM_OPTION_WEAKENS_SECURITY,
-                    ("slurm", "options", key),
-                    f"SlurmUser={value}: slurmctld would run as an account the roles do not "
-                    "create, with the state, keys and programs of the cluster; give slurm "
-                    "(the account clustergen creates) or root",
-                )
-            )
-        for path, who in _trusted_paths(key, value, options):
-            where = user_writable(path, shared)
-            if where is None:
-                continue
-            place = (
-                "is a relative path"
-                if where == "a relative path"
-                else f"lies in {where}, where users can write"
-            )
-            problems.append(
-                Problem(
-                    codes.SLURM_OPTION_WEAKENS_SECURITY,
-                    ("slurm", "options", key),
-                    f"{key}: {path} {place}, and {who}: a user who replaces it runs code "
-                    "with that privilege; put it where only root writes (an absolute path "
-                    "under /etc/slurm or /usr/local/sbin, say)",
-                )
-            )
-    return problems
+def _slurm_user(spec: Spec) -> list[Problem]:
+    """A SlurmUser the roles create (checks/trusted_paths: the paths the options name)."""
+    return [
+        Problem(
+            codes.SLURM_OPTION_WEAKENS_SECURITY,
+            ("slurm", "options", key),
+            f"SlurmUser={value}: slurmctld would run as an account the roles do not "
+            "create, with the state, keys and programs of the cluster; give slurm "
+            "(the account clustergen creates) or root",
+        )
+        for key, value in spec.slurm.options.items()
+        if key.lower() == "slurmuser" and str(value).strip() not in _SLURM_USERS
+    ]
 
 
 # PartitionName keys clustergen writes from partition keys (outputs/slurm/derive.py
@@ -593,6 +533,14 @@ def _gpu_defaults_fit(cluster: ResolvedCluster, index: int) -> list[Problem]:
 
 # slurm.conf keys whose value is a password (slurm.conf is world-readable on every node).
 _SECRET_KEYS = {key.lower(): key for key in ("AccountingStoragePass", "JobCompPass")}
+# A credential inside any value: a URL's user:password@ (RFC 3986 3.2.1 userinfo, e.g.
+# JobCompLoc=https://elastic:pw@host for jobcomp/elasticsearch), or a token or password
+# passed as a parameter.
+_CREDENTIAL = re.compile(
+    r"[a-z][a-z0-9+.-]*://[^/\s@]*:[^/\s@]*@|(?:^|[?&,;\s])"
+    r"(?:password|passwd|pass|token|secret|api_?key)=",
+    re.IGNORECASE,
+)
 
 
 def _options(spec: Spec) -> list[Problem]:
@@ -616,6 +564,18 @@ def _options(spec: Spec) -> list[Problem]:
                     "secret (slurmdbd's comes from the vault: "
                     "slurm.accounting.database.password_variable)",
                     at="key",
+                )
+            )
+        elif _CREDENTIAL.search(str(spec.slurm.options[key])):
+            problems.append(
+                Problem(
+                    codes.SLURM_OPTION_SECRET,
+                    path,
+                    f"{key} holds a credential (a user:password@ or a token in its value), "
+                    "which would be written into slurm.conf, readable by every user on every "
+                    "node and by anyone who reads the rendered tree; clustergen renders no "
+                    "secret: give the service its credential another way (a file only "
+                    "SlurmUser reads, or the service's own configuration)",
                 )
             )
         elif lowered in deprecated:

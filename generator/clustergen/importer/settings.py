@@ -9,13 +9,14 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from clustergen.catalog.folders import system_folder
+from clustergen.catalog.folders import RELATIVE, system_folder, user_writable
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
     DERIVED_KEYS,
     accepted_keys,
     key_list_version,
 )
+from clustergen.catalog.slurm_programs import slurm_option_paths
 from clustergen.importer.records import Imported, SlurmConf, Unrepresented, expand_names
 
 # The Slurm release an imported spec pins until the admin sets the cluster's own
@@ -274,10 +275,29 @@ def _options(
             )
             report(Unrepresented(line.where, f"{key}={value}", why))
             continue
+        untrusted = _untrusted(key, value, conf)
+        if untrusted:
+            report(Unrepresented(line.where, f"{key}={value}", untrusted))
+            continue
         options[key] = value
         result.option_sources[key] = line.where
     _builtin_defaults(options, result)
     return options
+
+
+def _untrusted(key: str, value: str, conf: SlurmConf) -> str | None:
+    """Why a program, plugin folder or key file the option names may not be imported: it
+    lies where users can write (checks/trusted_paths.py refuses it in a spec)."""
+    context = {k: v for _, k, v in conf.globals if k.lower() == "jobcomptype"}
+    for named, path, trust in slurm_option_paths({**context, key: value}):
+        where = user_writable(path)
+        if where is not None and named == key:
+            place = "is a relative path" if where == RELATIVE else f"lies in {where}"
+            return (
+                f"{path} {place}, where users can write, and {trust}: install it where only "
+                "root writes and name that path"
+            )
+    return None
 
 
 def _in_system_folder(path: str, is_folder: bool) -> bool:

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from clustergen.model.common import Int, StrictModel, Version
-from clustergen.model.syntax import PackageVersion
+from clustergen.model.syntax import PackageVersion, UnixName
 
 ListenOn = Literal["management", "all"]
 SlurmMetricsKind = Literal["openmetrics", "exporter"]
@@ -68,6 +68,15 @@ class SlurmMetrics(StrictModel):
         le=65535,
         description="kind exporter: its listen port (the exporter's default 8080). openmetrics "
         "is served on slurmctld's port (SlurmctldPort, 6817).",
+    )
+    auth_users: list[UnixName] = Field(
+        default_factory=list,
+        description="kind openmetrics with slurm.isolation.private_data on (Slurm 26.05 and "
+        "later): the accounts that may read the metrics (MetricsAuthUsers; SlurmUser and root "
+        "always may), each authenticating to slurmctld (a token from `scontrol token`, kept in "
+        "the scraper's vault). Required then: without it slurmctld would answer only "
+        "SlurmUser and root, and MetricsParameters=ignore_private_data would show every "
+        "user's jobs to anyone who reaches its port.",
     )
 
 

@@ -94,6 +94,17 @@ class LustreMgs(ServerTarget):
     """The Lustre management target."""
 
 
+# Mount options that are set-user-ID or device-file switches (mount(8) "FILESYSTEM-
+# INDEPENDENT MOUNT OPTIONS"): the mounts' setuid key decides them, not options.
+PRIVILEGE_OPTIONS = frozenset({"suid", "nosuid", "dev", "nodev"})
+
+
+def protective_options(setuid: str | None) -> list[str]:
+    """What keeps a network file system's programs and device files from raising anyone's
+    privilege: nosuid unless the mount's `setuid` says why not, and always nodev."""
+    return ["nodev"] if setuid else ["nosuid", "nodev"]
+
+
 class LustreTarget(ServerTarget):
     """A Lustre MDT or OST."""
 
@@ -117,6 +128,16 @@ class LustreMount(StrictModel):
     )
     method: Literal["systemd", "fstab"] = Field(
         default="systemd", description="systemd mount unit (default) or an /etc/fstab line."
+    )
+    setuid: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Why set-user-ID and set-group-ID programs on this file system may run "
+        "(a sentence for the reviewer, never rendered). Without it the mount carries nosuid: "
+        "whoever writes a set-user-ID root program to it (its server, or a user who is root "
+        "on any machine that mounts it) cannot become root on the nodes that run it. Device "
+        "files never work on it (nodev, always).",
     )
 
 
@@ -328,6 +349,16 @@ class NfsMount(StrictModel):
         description="Jobs need it: its unit is RequiredBy= remote-fs.target, which slurmd "
         "starts after, and a node without the mount is unhealthy (for health checks). false: "
         "only WantedBy= it, as nofail makes an fstab line.",
+    )
+    setuid: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Why set-user-ID and set-group-ID programs on this file system may run "
+        "(a sentence for the reviewer, never rendered). Without it the mount carries nosuid: "
+        "whoever writes a set-user-ID root program to it (its server, or a user who is root "
+        "on any machine that mounts it) cannot become root on the nodes that run it. Device "
+        "files never work on it (nodev, always).",
     )
 
 

@@ -3,7 +3,7 @@ keys a Slurm release accepts, the private hosts file. Pure functions."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from clustergen.catalog.slurm_keys import accepted_keys, key_list_version
@@ -108,6 +108,8 @@ def rewrite_conf(
     drop: Collection[str] = (),
     known_keys: Collection[str] | None = None,
     remove: Mapping[str, str] | None = None,
+    keep: Callable[[str], bool] | None = None,
+    keep_reason: str = "",
     unknown_reason: str = "key unknown to the installed Slurm",
     banner: str = "overrides for the local daemons, appended by clustergen",
 ) -> ConfRewrite:
@@ -120,6 +122,8 @@ def rewrite_conf(
         removed and reported as skipped. None accepts everything.
     remove: lower-case key -> reason, or key prefix ending in `*` -> reason; matching
         lines are removed and reported as skipped (e.g. accounting removed for a test).
+    keep: lower-case key -> whether a line of it may stay; the others are removed and
+        reported as skipped with keep_reason. None keeps everything.
     """
     replaced = {key.lower() for key in replace}
     kept: list[str] = []
@@ -133,6 +137,8 @@ def rewrite_conf(
             overridden.append(line.strip())
         elif (reason := _removal_reason(key, remove)) is not None:
             skipped.append(SkippedLine(line.strip(), reason))
+        elif keep is not None and not keep(key):
+            skipped.append(SkippedLine(line.strip(), keep_reason))
         elif known_keys is not None and key not in known_keys:
             skipped.append(SkippedLine(line.strip(), unknown_reason))
         else:

@@ -25,24 +25,56 @@ from clustergen.twin.conf import (
 MAX_NODES_ALL = 32
 DEFAULT_NODES_PER_GROUP = 2
 
-# Scripts written for the real nodes (nvidia-smi, site paths): a failing Epilog
-# would drain the twin's nodes, which have no driver.
-NODE_SCRIPT_KEYS = frozenset(
+# The slurm.conf keys the twin keeps: scheduling, limits, priorities, timeouts and the
+# node and partition lines, none of which names a program, a plugin folder, a script's
+# file or a credential. Every other key of the rendered slurm.conf is dropped and listed,
+# so the twin runs nothing a spec pull request names, though it runs its daemons as root
+# (docs/ci.md "What the twin may be trusted with"): Prolog, Epilog and the other
+# programs, PluginDir, JobSubmitPlugins (lua reads job_submit.lua), CliFilterPlugins,
+# BurstBufferType, NodeFeaturesPlugins (helpers runs helpers.conf's programs),
+# PlugStackConfig (SPANK plugins), JobComp*, the power-saving programs, Include.
+TWIN_KEYS = frozenset(
     {
-        "prolog",
-        "epilog",
-        "taskprolog",
-        "taskepilog",
-        "srunprolog",
-        "srunepilog",
-        "prologslurmctld",
-        "epilogslurmctld",
-        "healthcheckprogram",
-        "healthcheckinterval",
-        "healthchecknodestate",
-        "mailprog",
+        "accountingstorageenforce", "accountingstoragehost", "accountingstorageport",
+        "accountingstoragetres", "accountingstoragetype", "authtype", "batchstarttimeout",
+        "clustername", "completewait", "cpufreqdef", "cpufreqgovernors", "credtype",
+        "debugflags", "downnodes", "enforcepartlimits", "fairsharedampeningfactor",
+        "firstjobid", "gpufreqdef", "grestypes", "inactivelimit", "jobacctgatherfrequency",
+        "jobacctgatherparams", "jobacctgathertype", "jobrequeue", "killonbadexit",
+        "killwait", "launchparameters", "maxarraysize", "maxjobcount", "maxjobid",
+        "maxstepcount", "maxtaskspernode", "messagetimeout", "minjobage", "mpidefault",
+        "mpiparams", "nodename", "nodeset", "overtimelimit", "partitionname",
+        "preemptexempttime", "preemptmode", "preemptparameters", "preempttype",
+        "privatedata", "proctracktype", "prologepilogtimeout", "prologflags",
+        "propagateprioprocess", "propagateresourcelimits", "propagateresourcelimitsexcept",
+        "reconfigflags", "requeueexit", "requeueexithold", "resvoverrun", "returntoservice",
+        "schedulerparameters", "schedulertimeslice", "schedulertype", "selecttype",
+        "selecttypeparameters", "slurmctlddebug", "slurmctldhost", "slurmctldlogfile",
+        "slurmctldparameters", "slurmctldpidfile", "slurmctldport", "slurmctldtimeout",
+        "slurmddebug", "slurmdlogfile", "slurmdparameters", "slurmdpidfile", "slurmdport",
+        "slurmdspooldir", "slurmdtimeout", "slurmuser", "slurmduser", "statesavelocation",
+        "switchtype", "taskplugin", "taskpluginparam", "tcptimeout", "topologyparam",
+        "topologyplugin", "treewidth", "unkillablesteptimeout", "vsizefactor", "waittime",
     }
+)  # fmt: skip
+# Key families of the same kind: per-job defaults and limits (DefMemPerCPU, MaxMemPerNode,
+# ...), priority weights and settings, and other timeouts.
+_TWIN_KEY_PREFIXES = ("def", "max", "min", "priority")
+_TWIN_KEY_SUFFIXES = ("timeout",)
+# The rendered Slurm files the twin writes beside its slurm.conf: data its daemons read,
+# never a script (the rendered Epilog and health checks are for the real nodes).
+TWIN_FILES = frozenset(
+    {"slurm.conf", "cgroup.conf", "gres.conf", "topology.conf", "topology.yaml", "slurmdbd.conf"}
 )
+
+
+def twin_keeps(key: str) -> bool:
+    """Whether the twin keeps a slurm.conf key (lower-case) of the rendered file."""
+    return (
+        key in TWIN_KEYS
+        or key.startswith(_TWIN_KEY_PREFIXES)
+        or key.endswith(_TWIN_KEY_SUFFIXES)
+    )
 
 
 @dataclass(frozen=True)
@@ -209,9 +241,9 @@ def adapt_slurm_conf(
         replace=replace,
         drop=drop,
         known_keys=known_keys,
-        remove={
-            key: "a script for real nodes (GPU driver, site paths)" for key in NODE_SCRIPT_KEYS
-        },
+        keep=twin_keeps,
+        keep_reason="not on the twin's list of keys it keeps (twin/layout.py TWIN_KEYS): the "
+        "twin runs no program, plugin or script a spec names",
         unknown_reason=f"not a slurm.conf key of the local Slurm {slurm_version}",
         banner="clustergen twin: overrides for the local daemons",
     )

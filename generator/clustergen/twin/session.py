@@ -28,6 +28,7 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.twin.accounting import start_mariadb, write_slurmdbd_conf
 from clustergen.twin.conf import conf_values, known_keys
 from clustergen.twin.layout import (
+    TWIN_FILES,
     AdaptedConf,
     NodeChoice,
     TwinPaths,
@@ -178,6 +179,8 @@ class Twin(DaemonOwner):
 
     def _write_files(self, rendered: Mapping[str, Artifact]) -> None:
         for name, artifact in rendered.items():
+            if name not in TWIN_FILES:
+                continue  # a script or a file for the real nodes: the twin runs none
             target = self.paths.etc / name
             if name == "slurm.conf":
                 target.write_text(self.conf.text)

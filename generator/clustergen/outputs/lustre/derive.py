@@ -11,7 +11,13 @@ from clustergen.catalog.lustre import networks
 from clustergen.catalog.packages import hardware_group, role_group
 from clustergen.hosts import Host
 from clustergen.model.common import parse_size
-from clustergen.model.storage import LayoutComponent, Lustre, LustreLayout, ServerTarget
+from clustergen.model.storage import (
+    LayoutComponent,
+    Lustre,
+    LustreLayout,
+    ServerTarget,
+    protective_options,
+)
 from clustergen.resolve import ResolvedCluster
 from clustergen.systemd import unit_name, unit_word
 
@@ -165,7 +171,12 @@ def derive_lustre(cluster: ResolvedCluster) -> LustreContext | None:
         ]
         client_params += stats
         persistent += stats
-    options = ["_netdev", "x-systemd.requires=lnet.service", *lustre.mount.options]
+    options = [
+        "_netdev",
+        "x-systemd.requires=lnet.service",
+        *lustre.mount.options,
+        *protective_options(lustre.mount.setuid),  # last: mount(8) takes the last one
+    ]
     return LustreContext(
         fsname=lustre.fsname,
         mgs_nids=mgs_nids,

@@ -21,7 +21,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.packages import NFS_CLIENT_GROUP, NFS_SERVER_GROUP
-from clustergen.model.storage import NfsMount
+from clustergen.model.storage import NfsMount, protective_options
 from clustergen.resolve import ResolvedCluster
 from clustergen.systemd import unit_name
 from clustergen.templating import render_template
@@ -56,14 +56,16 @@ class ExportLine:
 
 
 def mount_options(mount: NfsMount) -> str:
-    """_netdev, the keys' options (vers, proto and port for rdma, nconnect), then the
-    spec's own, each once, in that order."""
+    """_netdev, the keys' options (vers, proto and port for rdma, nconnect), the spec's
+    own, then nosuid (unless the mount's setuid key says why not) and nodev, each once, in
+    that order: mount(8) takes the last of contradicting options, so no option before them
+    (defaults, say) turns them off."""
     options = ["_netdev", f"vers={mount.version}"]
     if mount.transport == "rdma":
         options += ["proto=rdma", f"port={RDMA_PORT}"]
     if mount.nconnect is not None:
         options.append(f"nconnect={mount.nconnect}")
-    return ",".join(dict.fromkeys([*options, *mount.options]))
+    return ",".join(dict.fromkeys([*options, *mount.options, *protective_options(mount.setuid)]))
 
 
 def nfs_units(cluster: ResolvedCluster) -> tuple[NfsUnit, ...]:

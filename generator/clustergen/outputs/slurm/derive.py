@@ -307,14 +307,17 @@ def _job_container(spec: Spec) -> list[Setting]:
 def metrics_settings(cluster: ResolvedCluster) -> list[Setting]:
     """slurmctld's own OpenMetrics endpoints (monitoring.slurm kind openmetrics, 25.11 on;
     catalog/monitoring.py): MetricsType, and on 26.05 on with PrivateData set
-    MetricsParameters=ignore_private_data, which opens them to Prometheus without a JWT
-    (slurm.conf(5) of 26.05). Nothing with kind exporter or without monitoring.slurm."""
+    MetricsAuthUsers, the accounts that may read them once authenticated (never
+    MetricsParameters=ignore_private_data, which opens every user's jobs to anyone).
+    Nothing with kind exporter or without monitoring.slurm."""
     spec = cluster.spec
     if slurm_metrics(spec) != "openmetrics":
         return []
     settings: list[Setting] = [("MetricsType", "metrics/openmetrics")]
-    if spec.slurm.isolation.private_data and slurm_release(spec) >= SLURM_METRICS_PRIVATE_FIRST:
-        settings.append(("MetricsParameters", "ignore_private_data"))
+    metrics = spec.monitoring.slurm if spec.monitoring else None
+    private = spec.slurm.isolation.private_data
+    if metrics and private and slurm_release(spec) >= SLURM_METRICS_PRIVATE_FIRST:
+        settings.append(("MetricsAuthUsers", ",".join(metrics.auth_users)))
     overridden = {key.lower() for key in spec.slurm.options}
     return [(key, value) for key, value in settings if key.lower() not in overridden]
 

@@ -1,0 +1,59 @@
+"""slurm.conf keys that name what root, SlurmUser or every job runs, loads or trusts: the
+paths validate holds to the rule of checks/trusted_paths.py, and `import slurm` leaves out
+where users can write."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+# slurm.conf keys naming a program that root or SlurmUser runs, and who runs it
+# (slurm.conf(5), each key's entry). A value may list several, comma-separated (Prolog and
+# Epilog since 21.08; harmless to read so for the others).
+_PROGRAM_KEYS = {
+    "prolog": "slurmd runs it as root",
+    "epilog": "slurmd runs it as root",
+    "rebootprogram": "slurmd runs it as root",
+    "unkillablestepprogram": "slurmstepd runs it as root",
+    "prologslurmctld": "slurmctld runs it as SlurmUser",
+    "epilogslurmctld": "slurmctld runs it as SlurmUser",
+    "resvprolog": "slurmctld runs it as SlurmUser",
+    "resvepilog": "slurmctld runs it as SlurmUser",
+    "slurmctldprimaryonprog": "slurmctld runs it as SlurmUser",
+    "slurmctldprimaryoffprog": "slurmctld runs it as SlurmUser",
+    "resumeprogram": "slurmctld runs it as SlurmUser",
+    "suspendprogram": "slurmctld runs it as SlurmUser",
+    "resumefailprogram": "slurmctld runs it as SlurmUser",
+    "mailprog": "slurmctld runs it as SlurmUser",
+    "taskprolog": "slurmstepd runs it as the job's user, in every job",
+    "taskepilog": "slurmstepd runs it as the job's user, in every job",
+    "srunprolog": "srun runs it as the job's user, in every job",
+    "srunepilog": "srun runs it as the job's user, in every job",
+}
+# Keys whose `name=path` words name what the daemons trust (slurm.conf(5) AuthInfo socket=:
+# the MUNGE socket that vouches for every uid; AuthAltParameters jwt_key= and jwks=: the
+# keys that sign any user's token).
+_TRUSTED_WORDS = {"authinfo": ("socket",), "authaltparameters": ("jwt_key", "jwks")}
+
+
+def slurm_option_paths(options: Mapping[str, object]) -> Iterator[tuple[str, str, str]]:
+    """(key, path, who trusts it) for each path of slurm.conf `options` that a daemon or
+    every job runs, loads or takes keys from."""
+    lowered_options = {key.lower(): str(value) for key, value in options.items()}
+    for key, value in options.items():
+        lowered, text = key.lower(), str(value)
+        if lowered in _PROGRAM_KEYS:
+            for path in (p.strip() for p in text.split(",")):
+                if path:
+                    yield key, path, _PROGRAM_KEYS[lowered]
+        elif lowered == "plugindir":
+            for path in text.split(":"):
+                if path:
+                    yield key, path, "every daemon loads its plugins from it"
+        elif lowered == "jobcomploc" and (
+            lowered_options.get("jobcomptype", "").lower() == "jobcomp/script"
+        ):
+            yield key, text.strip(), "slurmctld runs it as SlurmUser for every job (jobcomp/script)"
+        for word in text.split(","):
+            name, equals, path = word.strip().partition("=")
+            if equals and name.lower() in _TRUSTED_WORDS.get(lowered, ()):
+                yield key, path, f"the daemons trust what {name} names"

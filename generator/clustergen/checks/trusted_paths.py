@@ -1,0 +1,183 @@
+"""One rule for every path root, SlurmUser or every user's job runs, loads, reads keys
+from or builds in: it lies where only root writes (catalog/folders.user_writable), and a
+mount point never covers a folder root runs programs or reads configuration from
+(catalog/folders.mount_over_system).
+
+A spec pull request is untrusted until it merges (docs/security.md "Threat model"); once
+merged, what it names is trusted by root on every node. A path below /tmp, /var/tmp,
+/dev/shm, a home folder or the spec's own shared file systems can be replaced by any user,
+who then runs code with the privilege of whoever trusts the path. Every key that names
+such a path is listed here, in `trusted_paths`, so that a new key is added in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from clustergen import codes
+from clustergen.catalog.folders import RELATIVE, mount_over_system, user_writable
+from clustergen.catalog.slurm_programs import slurm_option_paths
+from clustergen.codes import Code
+from clustergen.errors import Problem, SpecPath
+from clustergen.model import Spec
+from clustergen.model.storage import PRIVILEGE_OPTIONS, LustreMount, NfsMount
+from clustergen.resolve import ResolvedCluster
+
+# NCCL variables naming a file every job on the node reads, loads or writes (NCCL's
+# environment variables documentation, docs.nvidia.com/deeplearning/nccl/user-guide/docs/
+# env.html: NCCL_NET_PLUGIN "a library name" dlopen()ed by every process; NCCL_TOPO_FILE
+# read, NCCL_TOPO_DUMP_FILE written by every job). A NCCL_NET_PLUGIN without a '/' is a
+# suffix or library name the loader searches for; only a path is checked.
+_NCCL_FILES = {
+    "NCCL_NET_PLUGIN": "every job on these nodes loads it",
+    "NCCL_TOPO_FILE": "every job on these nodes takes its topology from it",
+    "NCCL_TOPO_DUMP_FILE": "every job on these nodes writes to it",
+}
+
+
+@dataclass(frozen=True)
+class TrustedPath:
+    """A path a key names, and who trusts it for what."""
+
+    where: SpecPath
+    path: str
+    trust: str
+    code: Code
+
+
+def _slurm_options(spec: Spec) -> Iterator[TrustedPath]:
+    for key, path, trust in slurm_option_paths(spec.slurm.options):
+        where: SpecPath = ("slurm", "options", key)
+        yield TrustedPath(where, path, trust, codes.SLURM_OPTION_WEAKENS_SECURITY)
+
+
+def _nccl(spec: Spec) -> Iterator[TrustedPath]:
+    blocks: list[tuple[SpecPath, dict[str, object]]] = []
+    nccl = getattr(spec, "nccl", None)  # absent where the section itself is invalid
+    if nccl is not None:
+        blocks.append((("nccl",), dict(nccl.env)))
+    for name, profile in spec.hardware.items():
+        if profile.nccl is not None:
+            blocks.append((("hardware", name, "nccl"), dict(profile.nccl.env)))
+    for index, partition in enumerate(spec.slurm.partitions):
+        if partition.nccl is not None:
+            blocks.append((("slurm", "partitions", index, "nccl"), dict(partition.nccl.env)))
+    for base, env in blocks:
+        for variable, trust in _NCCL_FILES.items():
+            value = str(env.get(variable, "")).strip()
+            if value and (variable != "NCCL_NET_PLUGIN" or "/" in value):
+                where = (*base, "env", variable)
+                yield TrustedPath(where, value, trust, codes.PATH_USERS_CAN_WRITE)
+
+
+def _file_url(url: str | None) -> str | None:
+    if url is None or not url.startswith("file:"):
+        return None
+    return unquote(urlsplit(url).path) or None
+
+
+def _repositories(spec: Spec) -> Iterator[TrustedPath]:
+    for index, repository in enumerate(spec.software.repositories):
+        base: SpecPath = ("software", "repositories", index)
+        for key, url, trust in (
+            ("url", repository.url, "apt and dnf install its packages as root"),
+            ("key_url", repository.key_url, "root takes the key there as the packages' signer"),
+        ):
+            path = _file_url(url)
+            if path is not None:
+                yield TrustedPath((*base, key), path, trust, codes.PATH_USERS_CAN_WRITE)
+
+
+def trusted_paths(spec: Spec) -> Iterator[TrustedPath]:
+    """Every path a key of the spec names that root, SlurmUser or every job trusts."""
+    yield from _slurm_options(spec)
+    isolation = spec.slurm.isolation
+    if isolation.job_tmpfs:
+        yield TrustedPath(
+            ("slurm", "isolation", "job_tmpfs_base"),
+            isolation.job_tmpfs_base,
+            "slurmstepd creates and mounts every job's /tmp and /dev/shm below it as root",
+            codes.PATH_USERS_CAN_WRITE,
+        )
+    yield from _nccl(spec)
+    yield from _repositories(spec)
+
+
+def shared_mounts(spec: Spec) -> tuple[str, ...]:
+    """The spec's shared file systems' mount points: users write there from every node."""
+    storage = getattr(spec, "storage", None)  # absent where the section itself is invalid
+    if storage is None:
+        return ()
+    lustre = (storage.lustre.mount.path,) if storage.lustre else ()
+    return (*lustre, *(mount.path for mount in storage.nfs))
+
+
+def paths(cluster: ResolvedCluster) -> list[Problem]:
+    """Each trusted path where only root writes."""
+    spec = cluster.spec
+    shared = shared_mounts(spec)
+    problems = []
+    for trusted in trusted_paths(spec):
+        where = user_writable(trusted.path, shared)
+        if where is None:
+            continue
+        if where == RELATIVE:
+            place = "is a relative path, found from whatever folder it is used in"
+        elif where in shared:
+            place = f"lies in {where}, a shared file system users write to"
+        else:
+            place = f"lies in {where}, where users can write"
+        problems.append(
+            Problem(
+                trusted.code,
+                trusted.where,
+                f"{trusted.path} {place}, and {trusted.trust}: a user who replaces it runs "
+                "code with that privilege; put it where only root writes (an absolute path "
+                "under /etc or /usr, say)",
+            )
+        )
+    return problems
+
+
+def mounts(cluster: ResolvedCluster) -> list[Problem]:
+    """No NFS or Lustre mount point covers a folder root runs programs or reads
+    configuration from; set-user-ID programs and device files only as the mount's setuid
+    key says."""
+    storage = cluster.spec.storage
+    if storage is None:
+        return []
+    mounts: list[tuple[SpecPath, NfsMount | LustreMount]] = [
+        (("storage", "nfs", i), mount) for i, mount in enumerate(storage.nfs)
+    ]
+    if storage.lustre is not None:
+        mounts.append((("storage", "lustre", "mount"), storage.lustre.mount))
+    problems = []
+    for base, mount in mounts:
+        for j, option in enumerate(mount.options):
+            if option in PRIVILEGE_OPTIONS:
+                problems.append(
+                    Problem(
+                        codes.STORAGE_MOUNT_SETUID,
+                        (*base, "options", j),
+                        f"'{option}': clustergen mounts network file systems nosuid,nodev; "
+                        "to run set-user-ID programs from this one, say why in its setuid "
+                        "key (device files never work on it)",
+                    )
+                )
+        where, path = (*base, "path"), mount.path
+        system = mount_over_system(path)
+        if system is not None:
+            problems.append(
+                Problem(
+                    codes.STORAGE_MOUNT_OVER_SYSTEM_FOLDER,
+                    where,
+                    f"a mount at {path} covers {system}, where root runs programs or reads "
+                    "configuration from: whoever writes the file system (its server, or a "
+                    "user with root on any machine that mounts it) replaces them on every "
+                    "node; mount it below /home, /mnt, /srv or a folder of its own, such as "
+                    "/shared",
+                )
+            )
+    return problems

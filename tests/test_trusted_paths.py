@@ -1,0 +1,204 @@
+"""What root or every job runs, loads, installs from or builds in lies where only root
+writes (checks/trusted_paths.py), network file systems never cover a system folder, and
+they are mounted nosuid,nodev unless the spec says why not.
+
+The refusals, one spec of each class with its exact messages, are the cases
+tests/invalid/paths-users-can-write.yaml, mount-over-system-folder.yaml and
+options-program-in-user-writable-folder.yaml; here: what stays allowed beside them, and
+what the mounts render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from clustergen.artifacts import Artifact
+from clustergen.catalog.folders import RELATIVE, mount_over_system, user_writable
+from clustergen.load import LoadedSpec
+from clustergen.render import render_all
+from clustergen.validate import validate, validate_cluster
+
+from support.paths import EXAMPLES
+
+Data = dict[str, Any]
+CODES = {
+    "path.users-can-write",
+    "slurm.option-weakens-security",
+    "storage.mount-over-system-folder",
+    "storage.mount-setuid",
+}
+
+
+def _spec() -> Data:
+    loaded: Data = YAML(typ="safe").load((EXAMPLES / "ml-training-8node.yaml").read_text())
+    return loaded
+
+
+def _errors(data: Data) -> list[tuple[str, str]]:
+    problems = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
+    return [
+        (".".join(map(str, p.path)), p.code.name)
+        for p in problems
+        if p.severity == "error" and p.code.name in CODES
+    ]
+
+
+def _render(data: Data) -> dict[str, Artifact]:
+    cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
+    assert cluster is not None, [str(p) for p in problems]
+    return render_all(cluster)
+
+
+@pytest.mark.parametrize(
+    ("path", "shared", "where"),
+    [
+        ("/var/tmp/x", (), "/var/tmp"),
+        ("/tmp/../var/tmp/x", (), "/var/tmp"),
+        ("//tmp/x", (), "/tmp"),
+        ("/dev/shm/x.so", (), "/dev/shm"),
+        ("/home/alice/p", (), "/home"),
+        ("/run/user/1000/k", (), "/run/user"),
+        ("/shared/tools/p", ("/shared",), "/shared"),
+        ("/shared", ("/shared/",), "/shared"),
+        ("lib/x.so", (), RELATIVE),
+        ("/etc/slurm/prolog", ("/shared",), None),
+        ("/usr/local/sbin/p", (), None),
+        ("/sharedtools/p", ("/shared",), None),
+        ("/tmpfs/x", (), None),
+    ],
+)
+def test_user_writable(path: str, shared: tuple[str, ...], where: str | None) -> None:
+    assert user_writable(path, shared) == where
+
+
+@pytest.mark.parametrize(
+    ("path", "covers"),
+    [
+        ("/usr/local/sbin", "/usr"),
+        ("/etc/slurm", "/etc"),
+        ("/opt", "/opt"),
+        ("/var/lib", "/var/lib"),
+        ("/var", "/var"),
+        ("/", "/"),
+        ("/lib64/x", "/lib64"),
+        ("/root/data", "/root"),
+        ("/tmp/scratch", "/tmp"),
+        ("/home", None),
+        ("/home/projects", None),
+        ("/mnt", None),
+        ("/srv/data", None),
+        ("/opt/apps", None),
+        ("/var/lib/slurm-state", None),
+        ("/shared", None),
+        ("/scratch", None),
+    ],
+)
+def test_mount_over_system(path: str, covers: str | None) -> None:
+    assert mount_over_system(path) == covers
+
+
+def test_the_reference_spec_passes_and_its_mounts_are_nosuid_nodev() -> None:
+    data = _spec()
+    assert _errors(data) == []
+    unit = _render(data)["lustre/client/mnt-lustre.mount"].text
+    assert "\nOptions=_netdev,x-systemd.requires=lnet.service,nosuid,nodev\n" in unit
+
+
+def test_what_stays_allowed() -> None:
+    """Names the loader searches for, folders only root writes, a tmpfs base that is
+    not used, and mount points of the site's own."""
+    data = _spec()
+    data["nccl"] = {"env": {"NCCL_NET_PLUGIN": "aws-ofi", "NCCL_TOPO_FILE": "/etc/nccl/t.xml"}}
+    data["slurm"]["isolation"] = {"job_tmpfs": False, "job_tmpfs_base": "/var/tmp/unused"}
+    data["slurm"].setdefault("options", {})["Prolog"] = "/etc/slurm/prolog.d/*"
+    data["software"]["repositories"] = [
+        {
+            "name": "local",
+            "url": "file:///srv/repo/",
+            "key_url": "file:///etc/apt/keys/local.asc",
+            "suite": "jammy",
+            "components": ["main"],
+        }
+    ]
+    data["storage"]["nfs"] = [
+        {"server": "filer.example.org", "export": "/home", "path": "/home", "roles": ["login"]},
+        {"server": "filer.example.org", "export": "/apps", "path": "/opt/apps", "roles": ["login"]},
+    ]
+    assert _errors(data) == []
+
+
+PLUGIN = "nccl.env.NCCL_NET_PLUGIN"
+BASE = "slurm.isolation.job_tmpfs_base"
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "error"),
+    [
+        (("nccl",), {"env": {"NCCL_NET_PLUGIN": "plugins/libnccl-net.so"}}, PLUGIN),
+        (("nccl",), {"env": {"NCCL_NET_PLUGIN": "/mnt/lustre/libnccl-net.so"}}, PLUGIN),
+        (("slurm", "isolation"), {"job_tmpfs_base": "/dev/shm/jobs"}, BASE),
+        (("slurm", "isolation"), {"job_tmpfs_base": "/mnt/lustre/jobs"}, BASE),
+    ],
+)
+def test_each_key_is_held_to_the_rule(where: tuple[str, ...], value: Data, error: str) -> None:
+    data = _spec()
+    parent = data
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = value
+    assert _errors(data) == [(error, "path.users-can-write")]
+
+
+def test_a_repository_on_a_shared_file_system_is_refused_even_with_a_fingerprint() -> None:
+    data = _spec()
+    data["software"]["repositories"] = [
+        {
+            "name": "shared",
+            "url": "file:///mnt/lustre/repo/",
+            "key_url": "file:///mnt/lustre/repo/key.asc",
+            "key_fingerprint": "0123456789ABCDEF0123456789ABCDEF01234567",
+            "suite": "jammy",
+            "components": ["main"],
+        }
+    ]
+    assert _errors(data) == [
+        ("software.repositories.0.url", "path.users-can-write"),
+        ("software.repositories.0.key_url", "path.users-can-write"),
+    ]
+
+
+def test_options_before_the_protection_cannot_undo_it() -> None:
+    """mount(8) takes the last of contradicting options: nosuid,nodev come last, so
+    `defaults` (suid, dev) in the spec's options does not turn them off."""
+    data = _spec()
+    data["storage"]["lustre"]["mount"]["options"] = ["defaults", "flock"]
+    data["storage"]["nfs"] = [
+        {
+            "server": "filer.example.org",
+            "export": "/home",
+            "path": "/home",
+            "roles": ["login"],
+            "options": ["defaults"],
+        }
+    ]
+    artifacts = _render(data)
+    lustre = artifacts["lustre/client/mnt-lustre.mount"].text
+    assert "\nOptions=_netdev,x-systemd.requires=lnet.service,defaults,flock,nosuid,nodev\n" in (
+        lustre
+    )
+    assert (
+        "\nOptions=_netdev,vers=4.2,defaults,nosuid,nodev\n"
+        in artifacts["nfs/client/home.mount"].text
+    )
+
+
+def test_setuid_says_why_and_keeps_nodev() -> None:
+    data = _spec()
+    data["storage"]["lustre"]["mount"]["setuid"] = "the site's MPI launcher is set-user-ID"
+    data["storage"]["lustre"]["mount"]["options"] = ["suid"]
+    assert _errors(data) == [("storage.lustre.mount.options.0", "storage.mount-setuid")]
+    del data["storage"]["lustre"]["mount"]["options"]
+    unit = _render(data)["lustre/client/mnt-lustre.mount"].text
+    assert "\nOptions=_netdev,x-systemd.requires=lnet.service,nodev\n" in unit
