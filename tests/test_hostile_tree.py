@@ -278,6 +278,54 @@ def test_a_journal_replacing_the_operators_file_is_refused(
     assert (out / "secrets.yml").read_text() == SECRET
 
 
+def test_a_journal_removes_only_what_the_manifest_lists_with_that_digest(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """A committed journal `remove <digest of the operator's file> site-notes.txt`: the
+    digest is the journal's own claim, and the file is what it says, but clustergen never
+    wrote it (the manifest does not list it). The old write deleted it and reported "0
+    removed"; now the whole journal is refused, naming the step, and nothing is applied,
+    the other steps included."""
+    out = rendered(cli, tmp_path)
+    notes = b"the site's own notes\n"
+    (out / "site-notes.txt").write_bytes(notes)
+    gres = (out / "slurm" / "gres.conf").read_bytes()
+    (out / JOURNAL).write_text(
+        f"remove {sha256(gres)} slurm/gres.conf\nremove {sha256(notes)} site-notes.txt\n"
+    )
+    before = listing(out)
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert "refusing the clustergen journal" in result.err
+    assert "'remove site-notes.txt'" in result.err
+    assert "the manifest does not list that file as clustergen's" in result.err
+    assert listing(out) == before
+
+
+@pytest.mark.parametrize("target", [".git/HEAD", "slurm/slurm.conf"])
+def test_a_journal_replaces_only_with_what_this_render_renders(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    target: str,
+) -> None:
+    """A replace line with a planted temporary, over a file outside clustergen's (.git's
+    HEAD) or over one of its own with other contents than this render's: refused, and
+    the file is as it was."""
+    out = rendered(cli, tmp_path)
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    current = (out / target).read_bytes()
+    planted = b"ref: refs/heads/attacker\n"
+    folder, name = os.path.split(target)
+    (out / folder / f".{name}{TEMPORARY}").write_bytes(planted)
+    (out / JOURNAL).write_text(f"replace {sha256(planted)} {sha256(current)} {target}\n")
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 2, result.err
+    assert f"'replace {target}'" in result.err
+    assert (out / target).read_bytes() == current
+
+
 @pytest.mark.parametrize("planted", ["link", "folder-with-a-link"])
 def test_a_planted_staging_folder_is_refused_for_a_new_tree(
     cli,  # type: ignore[no-untyped-def]

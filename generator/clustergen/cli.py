@@ -355,6 +355,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         recover,
         refuse_other_cluster,
         refuse_unknown_directory,
+        rendered_digests,
         unified_diff,
         with_manifest,
         write,
@@ -370,10 +371,12 @@ def cmd_render(args: argparse.Namespace) -> int:
     left = pending(out_dir) if args.check else None
     if left:
         print(left, file=sys.stderr)
-    repaired = None if args.check else recover(out_dir)
+    cluster = _load_valid(args.spec, args)
+    # A journal is finished only where each step is what this render writes there, so
+    # the render is asked for its digests (only when there is a journal).
+    repaired = None if args.check else recover(out_dir, lambda: rendered_digests(cluster))
     if repaired:
         print(repaired, file=sys.stderr)
-    cluster = _load_valid(args.spec, args)
     # --check writes nothing, so another cluster's tree is only stale to it.
     if not (args.check or args.replace_cluster):
         refuse_other_cluster(out_dir, cluster.spec.cluster.name)

@@ -39,6 +39,7 @@ from typing import Literal
 
 from clustergen.artifacts import Artifact, Install
 from clustergen.errors import UsageError
+from clustergen.resolve import ResolvedCluster
 from clustergen.tree import Tree, digest, inside
 
 MANIFEST = ".clustergen-manifest"
@@ -79,6 +80,15 @@ def with_manifest(files: dict[str, Artifact], cluster: str) -> dict[str, Artifac
     installs = {path: a.install for path, a in files.items()}
     digests = {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
     return {**files, MANIFEST: manifest(installs, digests, cluster)}
+
+
+def rendered_digests(cluster: ResolvedCluster) -> dict[str, str]:
+    """The digest of every file a render of cluster writes, its manifest included: what
+    a journal may finish (`recover`)."""
+    from clustergen.render import render_all  # the writer needs no templates otherwise
+
+    files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
+    return {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
 
 
 def manifest(
@@ -123,7 +133,11 @@ class Listed:
 def listed(out_dir: Path) -> dict[str, Listed]:
     """The paths the last render wrote into out_dir, as its manifest lists them."""
     with Tree(out_dir) as tree:
-        text = tree.read_text(MANIFEST)
+        return _listed(tree)
+
+
+def _listed(tree: Tree) -> dict[str, Listed]:
+    text = tree.read_text(MANIFEST)
     entries: dict[str, Listed] = {}
     for line in (text or "").splitlines():
         path, *fields = line.strip("\n").split("\t")
@@ -518,13 +532,17 @@ def commit(target: Destination, changes: list[FileChange], parts: Sequence[Stage
     replaced.
     """
     out_dir = target.out_dir
+    replaced = [
+        _Step("replace", c.path, c.new_digest, c.old_digest)
+        for c in changes
+        if c.action in ("create", "change")
+    ]
+    # The manifest last: until the journal is applied whole, the manifest on disk is the
+    # previous render's, which is what a recovery checks every step against.
     steps = [
-        *(
-            _Step("replace", c.path, c.new_digest, c.old_digest)
-            for c in changes
-            if c.action in ("create", "change")
-        ),
+        *(step for step in replaced if step.path != MANIFEST),
         *(_Step("remove", c.path, None, c.old_digest) for c in changes if c.action == "remove"),
+        *(step for step in replaced if step.path == MANIFEST),
     ]
     try:
         # Every staged file and its folder's entries on disk before the journal is.
@@ -608,12 +626,14 @@ def make_directories(directory: Path, made: list[Path]) -> None:
         made.append(folder)
 
 
-def recover(out_dir: Path) -> str | None:
+def recover(out_dir: Path, rendered: Callable[[], Mapping[str, str]]) -> str | None:
     """Before a write: complete a render that was interrupted after its journal was
-    committed (once every entry of the journal is checked to be clustergen's own), or
-    undo one interrupted before (its temporaries go; the old files were never
-    touched), and remove the staging folder of a new tree whose render was interrupted.
-    Only a write calls it: `plan` and `render --check` say what `pending` finds.
+    committed (once every step of the journal is checked to finish only what clustergen
+    started: `_refuse_foreign_journal`), or undo one interrupted before (its temporaries
+    go; the old files were never touched), and remove the staging folder of a new tree
+    whose render was interrupted. `rendered` gives the digest of every file this render
+    writes (its manifest included), asked for only when there is a journal. Only a write
+    calls it: `plan` and `render --check` say what `pending` finds.
 
     Returns what was done, for the user, or None when there was nothing to do.
     """
@@ -627,7 +647,7 @@ def recover(out_dir: Path) -> str | None:
             )
         if out_dir.is_dir():
             with Tree(out_dir) as tree:
-                done += _recover_tree(tree)
+                done += _recover_tree(tree, rendered)
     except OSError as exc:
         raise UsageError(
             f"cannot repair the interrupted render in {out_dir}: {exc.strerror or exc}"
@@ -684,11 +704,11 @@ def pending(out_dir: Path, staging_too: bool = True) -> str | None:
     )
 
 
-def _recover_tree(tree: Tree) -> list[str]:
+def _recover_tree(tree: Tree, rendered: Callable[[], Mapping[str, str]]) -> list[str]:
     journal = tree.read_text(JOURNAL)
     if journal is not None:
         steps = _journal_steps(journal)
-        _refuse_foreign_journal(tree, steps)
+        _refuse_foreign_journal(tree, steps, _listed(tree), rendered())
         _apply(tree, steps)
         tree.unlink(JOURNAL)
         remove_temporaries(tree)
@@ -762,31 +782,58 @@ def _is_digest(text: str) -> bool:
     )
 
 
-def _refuse_foreign_journal(tree: Tree, steps: list[_Step]) -> None:
-    """Refuse a journal that is not clustergen's own, before any of it is applied: each
-    step must act only on what that render found and staged. A replace's temporary
-    (named as clustergen names them, a regular file) holds what it staged, and its
-    target is still the file the render saw (or already the new one); a remove's file
-    is still what clustergen wrote there (or gone). Paths in the tree and links are
-    checked as the journal is read (Tree refuses them)."""
+def _refuse_foreign_journal(
+    tree: Tree, steps: list[_Step], previous: Mapping[str, Listed], rendered: Mapping[str, str]
+) -> None:
+    """Refuse a journal that would do anything but finish what clustergen started, before
+    any of it is applied (a journal is a file in the tree, which a pull request can
+    commit). A step already done (the file is gone, or is what the step put there) is
+    nothing to apply. Otherwise: a replace only of a file this render renders
+    (`rendered`: its digests), with the staged temporary (named as clustergen names
+    them, a regular file) holding exactly what this render renders there, over the file
+    the journal records; a remove only of a file the previous manifest (`previous`, the
+    one on disk, which a journal replaces last) lists with the digest the journal gives,
+    and that is still that file. Paths in the tree and links are checked as the journal
+    is read (Tree refuses them)."""
     for step in steps:
         current = tree.read(step.path)
         now = digest(current[0]) if current is not None else None
         if step.op == "replace":
             staged = tree.read(_temporary_name(step.path))
-            if staged is not None:
-                ok = digest(staged[0]) == step.new and now in (step.old, step.new)
-            else:  # replaced already by the interrupted render
+            if staged is None:  # replaced already by the interrupted render
                 ok = now == step.new
+                why = "the staged file is missing"
+            else:
+                ok = (
+                    rendered.get(step.path) == step.new
+                    and digest(staged[0]) == step.new
+                    and now in (step.old, step.new)
+                )
+                why = (
+                    "this render does not render that file"
+                    if step.path not in rendered
+                    else "the staged file is not what this render renders there"
+                    if rendered[step.path] != step.new or digest(staged[0]) != step.new
+                    else "the file there is not the one the journal records"
+                )
         else:
-            ok = now is None or now == step.old
+            entry = previous.get(step.path)
+            ok = now is None or (
+                entry is not None and entry.digest == step.old and now == step.old
+            )
+            why = (
+                "the manifest does not list that file as clustergen's"
+                if entry is None or entry.digest is None
+                else "the manifest records other contents for it"
+                if entry.digest != step.old
+                else "the file there is no longer what clustergen wrote"
+            )
         if not ok:
             raise UsageError(
                 f"refusing the clustergen journal {tree.path(JOURNAL)}: its step "
-                f"'{step.op} {step.path}' does not act on what clustergen staged or wrote "
-                f"there ({tree.path(step.path)} is not the file the journal records); nothing "
-                "of it was applied. If no render of yours was interrupted there, remove the "
-                f"journal and the {TEMPORARY} files yourself"
+                f"'{step.op} {step.path}' does not finish what clustergen started ({why}); "
+                "nothing of it was applied. If no render of yours was interrupted there, "
+                f"remove the journal and the {TEMPORARY} files yourself"
             )
 
 
