@@ -43,13 +43,17 @@ FOLDER = "cluster"
 GIT = ("git", "-c", "user.name=bench", "-c", "user.email=bench@site.invalid")
 
 
+SIGNER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEjJ3g7C3Sv8wDZrW2Fvm5VXJYd2r7l0c8ZbS8N1n3Xk"
+
+
 def pull_spec(nodes: int) -> str:
     spec = yaml.safe_load(compact_spec(nodes))
     spec["software"].update(os="debian-13", slurm="24.11.5")
     spec["ansible"] = {
         "pull": {
             "repository": "https://git.site.invalid/cluster.git",
-            "ref": "approved",
+            "branch": "approved",
+            "signers": [{"name": "release@site.invalid", "ssh_key": SIGNER_KEY}],
             "path": FOLDER,
             "every": "30min",
             "jitter": "10min",

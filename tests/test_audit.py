@@ -189,7 +189,9 @@ def _pull_node() -> NodeExpectation:
     tests/test_booted_cluster.py runs it."""
     data = yaml.safe_load((DATA / "booted-3node.yaml").read_text())
     data["software"].update(os="debian-13", slurm="24.11.5")
-    data["ansible"] = {"pull": {"repository": "file:///srv/site.git", "ref": "approved"}}
+    data["ansible"] = {
+        "pull": {"repository": "file:///srv/site.git", "branch": "approved", "unsigned": True}
+    }
     cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
     assert cluster is not None, [p.format() for p in problems]
     node = expectations(cluster, AppliedTree("apt", {}, {}))["gpu1"]

@@ -67,6 +67,7 @@ from support.pull_site import (
     pull_all,
     pull_section,
     read_only,
+    signing_key,
     writable,
 )
 
@@ -83,7 +84,7 @@ TRIXIE_SLURM = DISTRIBUTIONS[TRIXIE_OS].slurm or ""
 TRIXIE_MARIADB = "SELECT @@innodb_snapshot_isolation, @@innodb_lock_wait_timeout"
 
 
-def _on_debian_13(spec_text: str) -> str:
+def _on_debian_13(spec_text: str, signer_key: str) -> str:
     spec = yaml.safe_load(spec_text)
     spec["software"].update(os=TRIXIE_OS, slurm=TRIXIE_SLURM)
     spec["network"]["management"] = {
@@ -94,7 +95,7 @@ def _on_debian_13(spec_text: str) -> str:
     gpu["management_ip"] = f"{TRIXIE_SUBNET}.11"
     head["management_ip"] = f"{TRIXIE_SUBNET}.2"
     spec["slurm"]["configless"] = True  # _assert_configless_slurmd
-    spec["ansible"] = {"pull": pull_section(PULL_JITTER[0])}  # _pull_mode
+    spec["ansible"] = {"pull": pull_section(PULL_JITTER[0], signer_key)}  # _pull_mode
     return yaml.safe_dump(spec, sort_keys=False)
 
 
@@ -200,7 +201,7 @@ def _assert_pulled(pulls: dict[str, Pull], commit: str, what: str) -> None:
             "ok",
             commit,
         ), (what, name, record)
-        assert record["ref"] == APPROVED, (what, name, record)
+        assert record["ref"] == f"refs/heads/{APPROVED}", (what, name, record)
 
 
 def _pull_mode(
@@ -229,6 +230,24 @@ def _pull_mode(
     _assert_pulled(pulls, first, "first pull")
     assert {name: done.changed for name, done in pulls.items()} == dict.fromkeys(cluster.nodes, 0)
     timings = {"first pull": max(done.seconds for done in pulls.values())}
+
+    # 1b. An unsigned commit forced onto the approved branch (a compromised server, a
+    #     stolen push right): every node refuses it before anything of it runs, keeps
+    #     release 1 and records a failed pull. The site puts the branch back.
+    planted = site.commit_unsigned("planted")
+    site.approve(planted)
+    for name, done in pull_all(nodes).items():
+        record = done.record
+        assert done.returncode != 0, (name, record)
+        assert (record["commit"], record["result"], record["last_good"]) == (
+            planted,
+            "failed",
+            first,
+        ), (name, record)
+        assert any("is not signed by a signer" in line for line in record["failure"]), record
+    for node in nodes:
+        assert installed(node) == before[node.name], node.name
+    site.approve(first)
 
     # 2. A commit on main that is not approved yet: the next run changes nothing.
     edits.apply(f"jitter: {PULL_JITTER[0]}", f"jitter: {PULL_JITTER[1]}")
@@ -284,7 +303,9 @@ def _pull_mode(
     assert code == 1 and [(f["code"], f["path"]) for f in findings] == [
         ("audit.pull-failed", f"{broken.name}.pull-record")
     ], findings
-    assert f"failed at commit {second} of {APPROVED}" in str(findings[0]["message"]), findings
+    assert f"failed at commit {second} of refs/heads/{APPROVED}" in str(findings[0]["message"]), (
+        findings
+    )
 
     # 4. Its next run, with the fault gone, converges it to the same one-file change;
     #    verify.yml and audit pass.
@@ -305,11 +326,14 @@ def test_site_converges_on_debian_13_nodes(
     _require()
     started = time.monotonic()
     base = node_base(testbed_scratch, TRIXIE)
-    spec_text = _on_debian_13(_site_spec(daemon_packages(base, testbed_scratch), TRIXIE_SLURM))
+    key, public_key = signing_key(tmp_path)
+    spec_text = _on_debian_13(
+        _site_spec(daemon_packages(base, testbed_scratch), TRIXIE_SLURM), public_key
+    )
     (tmp_path / "render").mkdir()
     rendered = _render(tmp_path / "render", spec_text, version=TRIXIE_SLURM)
     repo = local_repository(rendered.pins, base, testbed_scratch)
-    site = SiteRepository(tmp_path)
+    site = SiteRepository(tmp_path, key)
     build = time.monotonic() - started
     with _booted(rendered, base, repo, tmp_path / "b", [(site.bare, SITE_GIT)]) as cluster:
         secrets = {

@@ -80,6 +80,10 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "monitoring.slurm-metrics-unauthenticated": _both(
         _set("software.slurm", "26.05.1"), _set("monitoring", {"slurm": {"kind": "openmetrics"}})
     ),
+    "ansible.pull-unsigned-allowed": _both(
+        _set("software.os", "debian-13"),
+        _set("ansible", {"pull": {"repository": "https://g.example.org/s.git", "unsigned": True}}),
+    ),
     "ansible.pull-core-untested": _both(
         _set("software.os", "ubuntu-24.04"),
         _set("ansible", {"pull": {"repository": "https://git.example.org/site.git"}}),

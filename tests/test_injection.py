@@ -164,7 +164,7 @@ def _every_string_spec() -> dict[str, Any]:
     document["monitoring"] = {
         "node_exporter": {"version": "1.3.1"},
         "dcgm_exporter": {"version": "4.0.4"},
-        "slurm": {"kind": "exporter", "version": "0.20-1"},
+        "slurm": {"kind": "exporter", "version": "0.20-1", "auth_users": ["prometheus"]},
     }
     document["storage"]["nfs"] = [
         {
@@ -319,20 +319,26 @@ def _rails_spec() -> dict[str, Any]:
     return document
 
 
-def _pull_spec() -> dict[str, Any]:
+def _pull_spec(**source: Any) -> dict[str, Any]:
     """The booted spec on Debian 13 with pull mode (ansible.pull: Debian 13's ansible-core
-    is one the roles run on; the reference specs' OS ships none)."""
+    is one the roles run on; the reference specs' OS ships none), from an ssh server with
+    its host key and a tag by default; `source` replaces the repository and the tag."""
     document: dict[str, Any] = yaml.safe_load((REPO / "tests/data/booted-3node.yaml").read_text())
     document["software"].update(os="debian-13", slurm="24.11.5")
-    document["ansible"] = {
-        "pull": {
-            "repository": "https://git.example.org/site/cluster.git",
-            "ref": "release-1",
-            "path": "clusters/booted",
-            "every": "30min",
-            "jitter": "10min",
-        }
+    key = "AAAAC3NzaC1lZDI1NTE5AAAAIEjJ3g7C3Sv8wDZrW2Fvm5VXJYd2r7l0c8ZbS8N1n3Xk"
+    pull: dict[str, Any] = {
+        "repository": "ssh://git@git.example.org/site/cluster.git",
+        "tag": "release-1",
+        "signers": [{"name": "release@site.example.org", "ssh_key": f"ssh-ed25519 {key}"}],
+        "host_keys": [f"git.example.org ssh-ed25519 {key}"],
+        "path": "clusters/booted",
+        "every": "30min",
+        "jitter": "10min",
     }
+    if source:
+        del pull["tag"], pull["host_keys"]
+        pull.update(source)
+    document["ansible"] = {"pull": pull}
     return document
 
 
@@ -354,6 +360,10 @@ SOURCES: dict[str, dict[str, Any]] = {
     "every-string": _every_string_spec(),
     "doca": _doca_spec(),
     "pull": _pull_spec(),
+    "pull-branch": _pull_spec(repository="https://git.example.org/site.git", branch="rel/7"),
+    "pull-commit": _pull_spec(
+        repository="https://git.example.org/site.git", commit="0123456789abcdef" * 2 + "01234567"
+    ),
     "rails": _rails_spec(),
     **{path.stem: yaml.safe_load(path.read_text()) for path in REFERENCE_SPECS},
     **{path.stem: yaml.safe_load(path.read_text()) for path in sorted(DATA.glob("*.yaml"))},
@@ -380,6 +390,7 @@ PLACES = _find_places()
 # Likewise OpenSM on the storage fabric (network.subnet-manager-keys: OpenSM is rendered
 # for network.fabric only, docs/subnet-manager.md).
 REFUSED_PLACES = (
+    ("ansible", "pull", "ref"),  # refused whenever given (ansible.pull-ref)
     ("network", "storage", "switches"),
     ("network", "storage", "subnet_manager", "nodes"),
     ("network", "storage", "subnet_manager", "root_guids"),

@@ -1,8 +1,10 @@
 """Pull mode (ansible.pull, docs/ansible.md "Pull mode"): what the render adds, the timer's
 schedule, the inventory group and its pins, the checks of the OS's ansible-core, and the
-rendered clustergen-pull script run for real (git, flock, python3) with a stand-in
-ansible-pull: what it records in pull.json on success and on failure, and that a second
-run never overlaps the first."""
+rendered clustergen-pull script run for real (git with SSH-signed commits, flock,
+python3) with a stand-in ansible-playbook: what it records in pull.json on success and on
+failure, that it applies exactly the branch, tag or commit asked for (never a branch that
+shares a tag's name, or is named after the commit), only when signed by an allowed
+signer, and that a second run never overlaps the first."""
 
 from __future__ import annotations
 
@@ -26,15 +28,20 @@ from support.ci import require
 from support.paths import REPO
 
 BOOTED = REPO / "tests/data/booted-3node.yaml"
+# A signer's key, generated once per run for the tests that sign (the spec needs one).
+SIGNER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEjJ3g7C3Sv8wDZrW2Fvm5VXJYd2r7l0c8ZbS8N1n3Xk"
 PULL = {
     "repository": "file:///srv/site.git",
-    "ref": "release-7",
+    "tag": "release-7",
+    "signers": [{"name": "release@site.invalid", "ssh_key": SIGNER_KEY}],
     "path": "clusters/booted",
     "every": "15min",
     "jitter": "5min",
 }
 PULL_FILES = {
     "pull/pull.env",
+    "pull/pull-gitconfig",
+    "pull/pull-allowed-signers",
     "pull/clustergen-pull",
     "pull/clustergen-pull.service",
     "pull/clustergen-pull.timer",
@@ -94,7 +101,12 @@ def test_the_timer_and_settings_carry_the_spec(renders: tuple[dict[str, Artifact
     assert "Type=oneshot" in service and "ExecStart=/usr/local/sbin/clustergen-pull" in service
     env = pull["pull/pull.env"].text
     assert "CLUSTERGEN_PULL_REPOSITORY='file:///srv/site.git'" in env
-    assert "CLUSTERGEN_PULL_REF='release-7'" in env
+    assert "CLUSTERGEN_PULL_REF='refs/tags/release-7'" in env
+    assert "CLUSTERGEN_PULL_SIGNED='yes'" in env
+    signers = pull["pull/pull-allowed-signers"].text.splitlines()
+    assert f'release@site.invalid namespaces="git" {SIGNER_KEY}' in signers
+    gitconfig = pull["pull/pull-gitconfig"].text
+    assert "allowedSignersFile = /etc/clustergen/pull-allowed-signers" in gitconfig
     assert "CLUSTERGEN_PULL_PATH='clusters/booted'" in env
     script = pull["pull/clustergen-pull"]
     assert script.mode == 0o755 and script.install is not None
@@ -116,20 +128,14 @@ def test_the_script_is_shellcheck_clean(
     assert proc.returncode == 0, proc.stdout
 
 
-# A stand-in for ansible-pull: the real checkout (git clone, then fetch and check out the
-# ref), its arguments recorded, and the run's status from the commit's FAIL file.
-FAKE_PULL = """#!/bin/bash
-set -e
+# A stand-in for ansible-playbook: its arguments and the checkout it ran in recorded, and
+# the run's status from the commit's FAIL file.
+FAKE_PLAYBOOK = """#!/bin/bash
 echo "$@" >> "$PULL_ARGS"
-echo "$ANSIBLE_CONFIG $ANSIBLE_INVENTORY" >> "$PULL_ARGS.env"
-while [ $# -gt 1 ]; do
-  case "$1" in -U) url=$2; shift 2;; -C) ref=$2; shift 2;; -d) dest=$2; shift 2;; *) shift;; esac
-done
-[ -d "$dest/.git" ] || git clone -q "$url" "$dest"
-git -C "$dest" fetch -q origin && git -C "$dest" checkout -q --detach "origin/$ref"
-if [ -f "$dest/FAIL" ]; then
-  printf 'TASK [slurm : Write slurm.conf]\nfatal: [node1]: FAILED! => changed=false\n'
-  printf '  msg: Device or resource busy\n\nPLAY RECAP\n'
+echo "$PWD $ANSIBLE_CONFIG $(git rev-parse HEAD)" >> "$PULL_ARGS.env"
+if [ -f FAIL ]; then
+  printf 'TASK [slurm : Write slurm.conf]\\nfatal: [node1]: FAILED! => changed=false\\n'
+  printf '  msg: Device or resource busy\\n\\nPLAY RECAP\\n'
   echo "node1 : ok=3 changed=0 unreachable=0 failed=1"
   exit 2
 fi
@@ -138,30 +144,79 @@ echo "node1                      : ok=12   changed=0    unreachable=0    failed=
 """
 
 
-def _site(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
-    """A git repository, the script with its paths moved under tmp_path, and its env."""
-    origin = tmp_path / "origin"
-    git = ["git", "-C", str(origin), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", "-b", "main", str(origin)], check=True)
-    (origin / "site.yml").write_text("---\n", encoding="utf-8")
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "r1"], check=True)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "ansible-pull").write_text(FAKE_PULL, encoding="utf-8")
-    (bin_dir / "ansible-pull").chmod(0o755)
-    (tmp_path / "pull.env").write_text(
-        f"CLUSTERGEN_PULL_REPOSITORY='{origin}'\nCLUSTERGEN_PULL_REF='main'\n"
-        "CLUSTERGEN_PULL_PATH=''\n",
-        encoding="utf-8",
-    )
-    (tmp_path / "pull-node.env").write_text("CLUSTERGEN_PULL_NODE='node1'\n", encoding="utf-8")
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "PULL_ARGS": str(tmp_path / "args"),
-    }
-    return origin, tmp_path / "state/pull.json", env
+class Site:
+    """The site's repository (origin), a signer's SSH key and another's, and the
+    rendered script with its paths moved under the test's folder."""
+
+    def __init__(self, tmp_path: Path, script_text: str) -> None:
+        require("git", "flock", "ssh-keygen")
+        self.tmp = tmp_path
+        self.origin = tmp_path / "origin"
+        self.state = tmp_path / "state/pull.json"
+        for name in ("signer", "stranger"):
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / name)],
+                check=True,
+            )
+        public = (tmp_path / "signer.pub").read_text(encoding="utf-8").split()
+        (tmp_path / "allowed-signers").write_text(
+            f'release@site.invalid namespaces="git" {public[0]} {public[1]}\n', encoding="utf-8"
+        )
+        (tmp_path / "gitconfig").write_text(
+            f'[gpg "ssh"]\n\tallowedSignersFile = {tmp_path / "allowed-signers"}\n',
+            encoding="utf-8",
+        )
+        subprocess.run(["git", "init", "-q", "-b", "main", str(self.origin)], check=True)
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "ansible-playbook").write_text(FAKE_PLAYBOOK, encoding="utf-8")
+        (bin_dir / "ansible-playbook").chmod(0o755)
+        (tmp_path / "pull-node.env").write_text("CLUSTERGEN_PULL_NODE='node1'\n", encoding="utf-8")
+        self.env = {
+            **os.environ,
+            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "PULL_ARGS": str(tmp_path / "args"),
+        }
+        self.script = _script(script_text, tmp_path)
+        self.settings("refs/heads/main")
+
+    def settings(self, ref: str, signed: bool = True) -> None:
+        (self.tmp / "pull.env").write_text(
+            f"CLUSTERGEN_PULL_REPOSITORY='{self.origin}'\nCLUSTERGEN_PULL_REF='{ref}'\n"
+            f"CLUSTERGEN_PULL_SIGNED='{'yes' if signed else 'no'}'\nCLUSTERGEN_PULL_PATH=''\n",
+            encoding="utf-8",
+        )
+
+    def git(self, *args: str) -> str:
+        identity = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "gpg.format=ssh"]
+        result = subprocess.run(
+            ["git", "-C", str(self.origin), *identity, *args],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return result.stdout.strip()
+
+    def commit(self, message: str, key: str | None = "signer", fail: bool = False) -> str:
+        """A release: site.yml (and FAIL, for a run that fails), signed by `key`."""
+        (self.origin / "site.yml").write_text(f"--- # {message}\n", encoding="utf-8")
+        if fail:
+            (self.origin / "FAIL").write_text("", encoding="utf-8")
+        else:
+            (self.origin / "FAIL").unlink(missing_ok=True)
+        self.git("add", "-A")
+        sign = ["-c", f"user.signingkey={self.tmp / key}", "commit", "-S"] if key else ["commit"]
+        self.git(*sign, "-q", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def run(self) -> tuple[int, dict[str, object]]:
+        done = subprocess.run([self.script], env=self.env, capture_output=True, text=True)
+        return done.returncode, json.loads(self.state.read_text(encoding="utf-8"))
+
+    def applied(self) -> list[str]:
+        """The commit each playbook run ran on, in order."""
+        lines = (self.tmp / "args.env").read_text(encoding="utf-8").splitlines()
+        return [line.split()[-1] for line in lines]
 
 
 def _script(text: str, tmp_path: Path) -> Path:
@@ -170,6 +225,8 @@ def _script(text: str, tmp_path: Path) -> Path:
         ("/etc/clustergen/pull-node.env", tmp_path / "pull-node.env"),
         ("/etc/clustergen/vault-password", tmp_path / "vault-password"),
         ("/etc/clustergen/pull-secrets.yml", tmp_path / "pull-secrets.yml"),
+        ("/etc/clustergen/pull-gitconfig", tmp_path / "gitconfig"),
+        ("/etc/clustergen/pull-deploy-key", tmp_path / "deploy-key"),
         ("/var/lib/clustergen/site", tmp_path / "checkout"),
         ("/var/lib/clustergen/pull.json", tmp_path / "state/pull.json"),
         ("/run/clustergen-pull.lock", tmp_path / "lock"),
@@ -185,40 +242,33 @@ def _script(text: str, tmp_path: Path) -> Path:
 def test_the_script_records_each_run_and_keeps_the_last_good_commit(
     renders: tuple[dict[str, Artifact], ...], tmp_path: Path
 ) -> None:
-    require("git", "flock")
-    origin, state, env = _site(tmp_path)
-    script = _script(renders[1]["pull/clustergen-pull"].text, tmp_path)
-    head = ["git", "-C", str(origin), "rev-parse", "HEAD"]
-    good = subprocess.run(head, check=True, capture_output=True, text=True).stdout.strip()
-    assert subprocess.run([script], env=env, capture_output=True).returncode == 0
-    first = json.loads(state.read_text(encoding="utf-8"))
+    site = Site(tmp_path, renders[1]["pull/clustergen-pull"].text)
+    good = site.commit("r1")
+    code, first = site.run()
+    assert code == 0, first
     assert (first["commit"], first["result"], first["last_good"]) == (good, "ok", good)
     assert first["recap"] == "node1 : ok=12 changed=0 unreachable=0 failed=0"
     args = (tmp_path / "args").read_text(encoding="utf-8").split()
     assert args[args.index("--limit") + 1] == "node1"
-    # The tree's inventory and ansible.cfg by environment, never -i: ansible-pull would
-    # run its checkout step on this node's inventory entry too.
-    assert "-i" not in args and {"--full", "--clean"} <= set(args)
+    assert args[args.index("-c") + 1] == "local"
     checkout = tmp_path / "checkout"
+    assert args[args.index("-i") + 1] == f"{checkout}/inventory"
     assert (tmp_path / "args.env").read_text(encoding="utf-8").split() == [
+        str(checkout),
         f"{checkout}/ansible.cfg",
-        f"{checkout}/inventory",
+        good,
     ]
     assert args[-1] == "site.yml" and "--vault-password-file" not in args
     assert not any(a.startswith("@") for a in args)
 
     # A commit whose run fails: recorded as failed, the last good commit kept, exit 1.
-    (origin / "FAIL").write_text("", encoding="utf-8")
-    git = ["git", "-C", str(origin), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "r2"], check=True)
-    bad = subprocess.run(head, check=True, capture_output=True, text=True).stdout.strip()
+    bad = site.commit("r2", fail=True)
     (tmp_path / "vault-password").write_text("x\n", encoding="utf-8")
     (tmp_path / "pull-secrets.yml").write_text("vault_munge_key: x\n", encoding="utf-8")
-    assert subprocess.run([script], env=env, capture_output=True).returncode == 1
-    second = json.loads(state.read_text(encoding="utf-8"))
+    code, second = site.run()
+    assert code == 1
     assert (second["commit"], second["result"], second["last_good"]) == (bad, "failed", good)
-    assert second["ref"] == "main"
+    assert second["ref"] == "refs/heads/main"
     assert second["failure"] == [
         "fatal: [node1]: FAILED! => changed=false",
         "  msg: Device or resource busy",
@@ -232,17 +282,81 @@ def test_the_script_records_each_run_and_keeps_the_last_good_commit(
     assert f"@{tmp_path / 'pull-secrets.yml'}" in last_args
 
 
+@pytest.mark.parametrize("key", [None, "stranger"], ids=["unsigned", "unknown-signer"])
+def test_a_release_not_signed_by_a_signer_never_runs(
+    renders: tuple[dict[str, Artifact], ...], tmp_path: Path, key: str | None
+) -> None:
+    """An unsigned commit, or one signed by a key the allowed signers lack, pushed to the
+    branch the nodes follow (a force-push, a compromised server): nothing of it runs, the
+    node keeps its last good release, and the run is a failure naming the commit."""
+    site = Site(tmp_path, renders[1]["pull/clustergen-pull"].text)
+    good = site.commit("r1")
+    assert site.run()[0] == 0
+    planted = site.commit("r2", key=key)
+    code, record = site.run()
+    assert code == 1
+    assert (record["commit"], record["result"], record["last_good"]) == (planted, "failed", good)
+    assert any(
+        f"commit {planted} (refs/heads/main) is not signed" in line for line in record["failure"]
+    )
+    assert site.applied() == [good]
+
+
+def test_the_tag_asked_for_is_applied_never_a_branch_of_its_name(
+    renders: tuple[dict[str, Artifact], ...], tmp_path: Path
+) -> None:
+    """ansible-core's git module takes a branch before a tag of the same name: a branch
+    `release-7` (or one named after the commit asked for) would win. The script resolves
+    refs/tags/release-7 and the commit in their own namespaces, and checks HEAD."""
+    site = Site(tmp_path, renders[1]["pull/clustergen-pull"].text)
+    tagged = site.commit("r1")
+    site.git("tag", "release-7", tagged)
+    site.git("checkout", "-q", "-b", "release-7")
+    branch = site.commit("r2: a branch named as the tag, signed")
+    site.git("checkout", "-q", "-b", tagged)  # a branch named as the commit
+    site.commit("r3: a branch named as the commit, signed")
+    site.settings("refs/tags/release-7")
+    code, record = site.run()
+    assert code == 0, record
+    assert record["commit"] == tagged and site.applied() == [tagged]
+    site.settings(tagged)
+    code, record = site.run()
+    assert code == 0, record
+    assert site.applied() == [tagged, tagged]
+    site.settings("refs/heads/release-7")
+    assert site.run()[0] == 0
+    assert site.applied()[-1] == branch
+    # A commit id the repository does not hold: refused, nothing run.
+    site.settings("0" * 40)
+    code, record = site.run()
+    assert code == 1 and site.applied()[-1] == branch
+    assert any("is not in" in line for line in record["failure"]), record
+
+
+def test_a_deploy_key_others_can_read_is_refused(
+    renders: tuple[dict[str, Artifact], ...], tmp_path: Path
+) -> None:
+    site = Site(tmp_path, renders[1]["pull/clustergen-pull"].text)
+    site.commit("r1")
+    key = tmp_path / "deploy-key"
+    key.write_text("not a key\n", encoding="utf-8")
+    key.chmod(0o644)
+    code, record = site.run()
+    assert code == 1
+    assert any("readable by others than root" in line for line in record["failure"]), record
+    assert not (tmp_path / "args").exists()
+
+
 def test_a_run_never_overlaps_another(
     renders: tuple[dict[str, Artifact], ...], tmp_path: Path
 ) -> None:
-    require("git", "flock")
-    _, state, env = _site(tmp_path)
-    script = _script(renders[1]["pull/clustergen-pull"].text, tmp_path)
+    site = Site(tmp_path, renders[1]["pull/clustergen-pull"].text)
+    site.commit("r1")
     with open(tmp_path / "lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        proc = subprocess.run([script], env=env, capture_output=True, text=True)
+        proc = subprocess.run([site.script], env=site.env, capture_output=True, text=True)
     assert proc.returncode == 0 and "another run holds" in proc.stderr
-    assert not (tmp_path / "args").exists() and not state.exists()
+    assert not (tmp_path / "args").exists() and not site.state.exists()
 
 
 def test_the_checks_follow_the_roles_and_the_tested_ansible_core() -> None:

@@ -167,6 +167,9 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "mount-over-system-folder": "which folders a mount may not cover is the folder rule of "
     "catalog/folders.py, with a message naming the folder; and suid or dev in options are "
     "refused by validation so the error names the setuid key",
+    "pull-source-unverified": "ref is refused by validation to say why (a branch and a tag "
+    "may share its name), and signers and host_keys are required by the repository's kind "
+    "and the unsigned key, which validation reads together",
     "paths-users-can-write": "whether a path is users' depends on the spec's own shared "
     "mounts, and an NCCL plugin value is a path only when it holds a '/'",
     "options-program-in-user-writable-folder": "the schema leaves slurm.options keys open "

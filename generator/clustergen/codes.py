@@ -1162,6 +1162,27 @@ MONITORING_SLURM_EXPORTER_VERSION = Code(
     "the Slurm exporter (kind exporter) without the version of its package",
 )
 
+ANSIBLE_PULL_REF = Code(
+    "ansible.pull-ref",
+    "error",
+    "ansible.pull names what the nodes apply by ref (a branch or a tag), or by more than one "
+    "of branch, tag and commit",
+)
+ANSIBLE_PULL_UNSIGNED = Code(
+    "ansible.pull-unsigned",
+    "error",
+    "pull mode without signers and not marked unsigned: the nodes would apply any commit",
+)
+ANSIBLE_PULL_UNSIGNED_ALLOWED = Code(
+    "ansible.pull-unsigned-allowed",
+    "warning",
+    "pull mode marked unsigned: whoever can push to the repository is root on every node",
+)
+ANSIBLE_PULL_HOST_KEYS = Code(
+    "ansible.pull-host-keys",
+    "error",
+    "an ssh pull repository without the server's host keys",
+)
 ANSIBLE_PULL_NO_PACKAGE = Code(
     "ansible.pull-no-package",
     "error",

@@ -818,9 +818,7 @@ def _refuse_foreign_journal(
                 )
         else:
             entry = previous.get(step.path)
-            ok = now is None or (
-                entry is not None and entry.digest == step.old and now == step.old
-            )
+            ok = now is None or (entry is not None and entry.digest == step.old and now == step.old)
             why = (
                 "the manifest does not list that file as clustergen's"
                 if entry is None or entry.digest is None

@@ -2,8 +2,9 @@
 
 The site's repository as a site keeps it: the spec at its top, the rendered tree in a
 folder beside it, a branch the nodes follow that the site moves to each release it
-approves. It is a bare repository on the host, which every node sees read-only at
-SITE_GIT (booted_cluster's binds), so each node's clustergen-pull clones it over file://.
+approves, every commit signed with the site's SSH signing key (the spec's signer). It is
+a bare repository on the host, which every node sees read-only at SITE_GIT
+(booted_cluster's binds), so each node's clustergen-pull fetches it over file://.
 
 A pull is what the node's timer starts: `systemctl start clustergen-pull.service`, which
 returns when the oneshot run has ended; the run's record is the node's pull.json.
@@ -26,18 +27,30 @@ from support.booted import BootedNode
 SITE_GIT = "/srv/site.git"
 TREE_FOLDER = "cluster"
 APPROVED = "approved"
+SIGNER = "release@site.invalid"
 PULL_SERVICE = "clustergen-pull.service"
 PULL_TIMER = "clustergen-pull.timer"
 PULL_RECORD = "/var/lib/clustergen/pull.json"
 STATE = "/var/lib/clustergen/state.json"
 
 
-def pull_section(jitter: str) -> dict[str, str]:
+def signing_key(work: Path) -> tuple[Path, str]:
+    """The site's SSH signing key (made once in `work`) and its public key, as the spec's
+    signer names it."""
+    key = work / "signing-key"
+    if not key.exists():
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", SIGNER, "-f", str(key)])
+    kind, base64 = (work / "signing-key.pub").read_text(encoding="utf-8").split()[:2]
+    return key, f"{kind} {base64}"
+
+
+def pull_section(jitter: str, signer_key: str) -> dict[str, object]:
     """The spec's ansible.pull for this repository; `every` is long enough that no timer
     fires during a test: each pull is started by the test."""
     return {
         "repository": f"file://{SITE_GIT}",
-        "ref": APPROVED,
+        "branch": APPROVED,
+        "signers": [{"name": SIGNER, "ssh_key": signer_key}],
         "path": TREE_FOLDER,
         "every": "6h",
         "jitter": jitter,
@@ -48,7 +61,8 @@ class SiteRepository:
     """The bare repository (host folder `bare`, bound into the nodes) and the site's
     clone, where each release is committed."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, key: Path) -> None:
+        self.key = key
         self.bare = work / "site.git"
         self.clone = work / "site"
         run(["git", "init", "-q", "--bare", "-b", "main", str(self.bare)])
@@ -65,6 +79,24 @@ class SiteRepository:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(tree, folder, symlinks=True)
         (self.clone / spec_name).write_text(spec_text, encoding="utf-8")
+        self._git("add", "-A")
+        self._git(
+            "-c",
+            "gpg.format=ssh",
+            "-c",
+            f"user.signingkey={self.key}",
+            "commit",
+            "-S",
+            "-q",
+            "-m",
+            message,
+        )
+        self._git("push", "-q", "origin", "main")
+        return self._git("rev-parse", "HEAD")
+
+    def commit_unsigned(self, message: str) -> str:
+        """A commit nobody signed (a force-push, or a compromised server), pushed to main."""
+        (self.clone / "UNSIGNED").write_text(message, encoding="utf-8")
         self._git("add", "-A")
         self._git("commit", "-q", "-m", message)
         self._git("push", "-q", "origin", "main")

@@ -65,6 +65,7 @@ CHECKS: tuple[Check, ...] = (
     _check(monitoring.dcgm_exporter, "monitoring", "software"),
     _check(monitoring.slurm, "monitoring", "software", "slurm"),
     _check(ansible.pull, "ansible", "software"),
+    _check(ansible.pull_source, "ansible"),
     _check(nfs.mount_points, "storage"),
     _check(trusted_paths.mounts, "storage"),
     _check(nfs.selection, "storage", "cluster", "hardware", "nodes"),

@@ -64,3 +64,66 @@ def pull(cluster: ResolvedCluster) -> list[Problem]:
 
 def _dotted(version: tuple[int, int]) -> str:
     return ".".join(str(part) for part in version)
+
+
+def pull_source(cluster: ResolvedCluster) -> list[Problem]:
+    """What the nodes apply is named once (branch, tag or commit), signed by a signer
+    the spec names (or deliberately unsigned, warned each time), and an ssh server's
+    host keys are pinned."""
+    ansible = cluster.spec.ansible
+    if ansible is None or ansible.pull is None:
+        return []
+    pull = ansible.pull
+    path = ("ansible", "pull")
+    problems = []
+    named = [key for key in ("branch", "tag", "commit") if getattr(pull, key) is not None]
+    if pull.ref is not None:
+        problems.append(
+            Problem(
+                codes.ANSIBLE_PULL_REF,
+                (*path, "ref"),
+                f"ref: {pull.ref} may name a branch and a tag at once, and git takes the "
+                "branch, which anyone who can push a branch creates: give branch, tag or "
+                "commit instead",
+                at="key",
+            )
+        )
+    if len(named) > 1:
+        problems.append(
+            Problem(
+                codes.ANSIBLE_PULL_REF,
+                (*path, named[1]),
+                f"{' and '.join(named)} are both given: the nodes apply one of them",
+                at="key",
+            )
+        )
+    if not pull.signers and not pull.unsigned:
+        problems.append(
+            Problem(
+                codes.ANSIBLE_PULL_UNSIGNED,
+                path,
+                "pull mode without signers: every node would apply whatever the repository "
+                "serves, so whoever can push to it, or change what the nodes fetch, is root "
+                "on every node; name who signs the releases in signers (SSH keys), or set "
+                "unsigned: true for a test repository",
+            )
+        )
+    if pull.unsigned and not pull.signers:
+        problems.append(
+            Problem(
+                codes.ANSIBLE_PULL_UNSIGNED_ALLOWED,
+                (*path, "unsigned"),
+                "pull mode applies unsigned commits: whoever can push to the repository, or "
+                "change what the nodes fetch, is root on every node",
+            )
+        )
+    if pull.over_ssh and not pull.host_keys:
+        problems.append(
+            Problem(
+                codes.ANSIBLE_PULL_HOST_KEYS,
+                (*path, "repository"),
+                "an ssh repository without host_keys: the nodes could not tell the git server "
+                "from another; give its known_hosts lines (ssh-keyscan, checked out of band)",
+            )
+        )
+    return problems

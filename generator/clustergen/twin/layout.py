@@ -71,9 +71,7 @@ TWIN_FILES = frozenset(
 def twin_keeps(key: str) -> bool:
     """Whether the twin keeps a slurm.conf key (lower-case) of the rendered file."""
     return (
-        key in TWIN_KEYS
-        or key.startswith(_TWIN_KEY_PREFIXES)
-        or key.endswith(_TWIN_KEY_SUFFIXES)
+        key in TWIN_KEYS or key.startswith(_TWIN_KEY_PREFIXES) or key.endswith(_TWIN_KEY_SUFFIXES)
     )
 
 
