@@ -5,6 +5,7 @@ slurmctld judges the result in tests/test_import_real_slurm.py."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,55 @@ def test_programs_where_users_write_are_left_out_and_said(tmp_path: Path, cli) -
     assert options["MailProg"] == "/usr/bin/s-nail"
     assert not {"Prolog", "PluginDir", "JobCompLoc"} & set(options), options
     assert cli("validate", str(out)).code == 0
+
+
+_BASE_CONF = (
+    "ClusterName=mini\nSlurmctldHost=head1\nNodeName=gpu[1-2] CPUs=64 RealMemory=512000\n"
+    "PartitionName=gpu Nodes=gpu[1-2] Default=YES\n"
+)
+
+
+def test_includes_are_read_only_inside_the_directory_and_bounded(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """An imported configuration is untrusted: an Include of /etc/shadow, of ../x, of
+    /dev/zero, of a FIFO, and a fan-out of Includes each end with a line saying what was
+    not read, never a hang, the machine's memory, or the file's text on stderr or in the
+    spec. An absolute Include in /etc/slurm names the same file of the directory."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (tmp_path / "outside.conf").write_text("SlurmdTimeout=1\n", encoding="utf-8")
+    os.mkfifo(site / "fifo.conf")
+    (site / "partitions.conf").write_text("PartitionName=cpu Nodes=gpu1\n", encoding="utf-8")
+    (site / "noise.conf").write_text("secret-looking text of an included file\n", encoding="utf-8")
+    fan = "".join("Include fan.conf\n" for _ in range(40))
+    (site / "fan.conf").write_text("Include leaf.conf\n" * 40, encoding="utf-8")
+    (site / "leaf.conf").write_text("SchedulerParameters=bf_continue\n", encoding="utf-8")
+    (site / "slurm.conf").write_text(
+        _BASE_CONF
+        + "Include /etc/shadow\nInclude ../outside.conf\nInclude /dev/zero\n"
+        + "Include fifo.conf\nInclude /etc/slurm/partitions.conf\nInclude noise.conf\n"
+        + "Comment=\x1b[31mred\x00\n"
+        + fan,
+        encoding="utf-8",
+    )
+    out = tmp_path / "spec.yaml"
+    result = cli("import", "slurm", str(site), "-o", str(out))
+    assert result.code == 0, result.err
+    err = result.err
+    for line, what in (
+        (5, "Include /etc/shadow: outside the directory imported: not read"),
+        (6, "Include ../outside.conf: outside the directory imported: not read"),
+        (7, "Include /dev/zero: outside the directory imported: not read"),
+        (8, "Include fifo.conf: "),
+    ):
+        assert f"not imported: slurm.conf:{line}: line: {what}" in err, err
+    assert "not a regular file" in err
+    assert "secret-looking" not in err and "secret-looking" not in out.read_text()
+    assert err.count("more than 1024 files: this and every later Include not read") == 1, err
+    text = out.read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\x00" not in text and "\x1b" not in err
+    spec = yaml.safe_load(text)
+    assert [p["name"] for p in spec["slurm"]["partitions"]] == ["gpu", "cpu"]
+    assert "SlurmdTimeout" not in spec["slurm"].get("options", {})
 
 
 def test_odd_syntax_imports_nodes_partitions_and_down_nodes(cli) -> None:  # type: ignore[no-untyped-def]

@@ -150,6 +150,27 @@ def test_an_unusable_index_exits_2(  # type: ignore[no-untyped-def]
     assert "Traceback" not in result.err
 
 
+@pytest.mark.parametrize("kind", ["gzip", "xz", "plain"])
+def test_an_index_that_expands_past_any_distribution_s_is_refused(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, kind: str
+) -> None:
+    """A small file that expands without end (a gzip of zeros: about 1 MB here for
+    1 GiB) ran lock out of memory; it is read in pieces and refused past 256 MiB."""
+    index = tmp_path / "Packages"
+    if kind == "plain":
+        with index.open("wb") as out:
+            out.truncate(257 * 1024 * 1024)  # sparse: no disk used
+    else:
+        compress = gzip.GzipFile if kind == "gzip" else lzma.LZMAFile
+        with compress(index, "wb") as out:  # type: ignore[operator]
+            zeros = bytes(1024 * 1024)
+            for _ in range(1024 if kind == "gzip" else 300):
+                out.write(zeros)
+    result = cli("lock", str(ML), "--index", str(index))
+    assert result.code == ExitCode.USAGE, result.err
+    assert "larger than 256 MiB, more than any distribution's index: not read" in result.err
+
+
 def test_an_index_of_the_other_package_manager_exits_2(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("lock", str(ML), "--index", str(NVIDIA_RHEL))
     assert result.code == ExitCode.USAGE

@@ -426,3 +426,40 @@ def test_unusable_plan_invocations_exit_2(
         return
     assert result.code == ExitCode.USAGE
     assert message in result.err
+
+
+ALIAS_BOMB = "\n".join(
+    [
+        "a: &a ['x','x','x','x','x','x','x','x','x']",
+        *(
+            f"{n}: &{n} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]"
+            for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+        ),
+        "groups: *i",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "says"),
+    [
+        ("versions.lock", ALIAS_BOMB, "a YAML alias or anchor, which clustergen never writes"),
+        (
+            "inventory/hosts.yml",
+            "all:\n  hosts:\n    gpu[0:99999999999]: {}\n",
+            "the range gpu[0:99999999999] names more than 1048576 hosts",
+        ),
+    ],
+    ids=["alias-bomb-in-the-lock", "range-of-the-inventory"],
+)
+def test_a_committed_file_that_would_expand_without_end_is_refused(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, path: str, text: str, says: str
+) -> None:
+    """The committed tree is untrusted until it merges: a ten-line alias bomb in
+    versions.lock, or an inventory range of 10^11 hosts, ran plan out of memory. plan
+    refuses the file (exit 2), naming it, and expands nothing."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    (tree / path).write_text(text, encoding="utf-8")
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.USAGE, result.err
+    assert says in result.err and "Traceback" not in result.err

@@ -629,6 +629,7 @@ def _add_import(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
 def cmd_import_slurm(args: argparse.Namespace) -> int:
     from clustergen.importer.build import REVIEW, import_slurm
     from clustergen.importer.emit import spec_text
+    from clustergen.importer.records import printable
 
     imported = import_slurm(Path(args.directory))
     text = spec_text(imported, args.directory)
@@ -638,7 +639,7 @@ def cmd_import_slurm(args: argparse.Namespace) -> int:
     for item in imported.unrepresented:
         print(f"not imported: {item.format()}", file=sys.stderr)
     for change in imported.changes:
-        print(f"render changes: {change}", file=sys.stderr)
+        print(f"render changes: {printable(change)}", file=sys.stderr)
     print("review (placeholders, not facts): " + "; ".join(REVIEW), file=sys.stderr)
     if args.output == "-":
         sys.stdout.write(text)

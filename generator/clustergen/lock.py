@@ -19,11 +19,13 @@ from __future__ import annotations
 import bz2
 import fnmatch
 import gzip
+import io
 import lzma
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from clustergen.catalog.packages import PackageFamily, upstream_version
 from clustergen.errors import UsageError
@@ -65,31 +67,63 @@ class MissingPin:
         return f"{what}: not in the indexes; nearest carried: {', '.join(self.nearest)}"
 
 
-def _decompressed(path: Path, raw: bytes) -> bytes:
-    for magic, kind in _MAGIC:
-        if raw.startswith(magic):
+# An index is read and decompressed at most this large: Debian's largest (main, amd64) is
+# under 100 MiB decompressed and EPEL's primary.xml about as large, while a small file
+# that expands without end (a 1 MB gzip of a GiB of zeros) must stop at a clear refusal.
+MAX_INDEX_BYTES = 256 * 1024 * 1024
+
+
+def _decompressing(kind: str, raw: IO[bytes]) -> io.BufferedIOBase | None:
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw)
+    if kind == "xz":
+        return lzma.LZMAFile(raw)
+    if kind == "bzip2":
+        return bz2.BZ2File(raw)
+    return None
+
+
+def _bounded(path: Path, stream: IO[bytes] | io.BufferedIOBase, what: str) -> bytes:
+    """At most MAX_INDEX_BYTES of a stream, read in pieces; UsageError past it."""
+    pieces, size = [], 0
+    while piece := stream.read(1024 * 1024):
+        size += len(piece)
+        if size > MAX_INDEX_BYTES:
+            raise UsageError(
+                f"{path}: {what} larger than {MAX_INDEX_BYTES // 2**20} MiB, more than any "
+                "distribution's index: not read"
+            )
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
+def _read_decompressed(path: Path) -> bytes:
+    """The index's bytes, decompressed as its magic says, streamed and bounded."""
+    with path.open("rb") as raw:
+        head = raw.read(8)
+        raw.seek(0)
+        for magic, kind in _MAGIC:
+            if not head.startswith(magic):
+                continue
+            stream = _decompressing(kind, raw)
+            if stream is None:
+                raise UsageError(f"{path}: {kind}-compressed; decompress it first (unzstd)")
             try:
-                if kind == "gzip":
-                    return gzip.decompress(raw)
-                if kind == "xz":
-                    return lzma.decompress(raw)
-                if kind == "bzip2":
-                    return bz2.decompress(raw)
+                with stream:
+                    return _bounded(path, stream, "decompressed, it is")
             except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
                 raise UsageError(f"{path}: cannot decompress it ({kind}): {exc}") from None
-            raise UsageError(f"{path}: {kind}-compressed; decompress it first (unzstd)")
-    return raw
+        return _bounded(path, raw, "it is")
 
 
 def read_index(path: Path) -> PackageIndex:
     """Read one index file; an unreadable or unrecognised file is a UsageError (exit 2)."""
     try:
-        raw = path.read_bytes()
+        data = _read_decompressed(path)
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory, not a package index") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    data = _decompressed(path, raw)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

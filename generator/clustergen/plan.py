@@ -25,7 +25,7 @@ from clustergen.artifacts import Artifact, NodeAction, NodeChange
 from clustergen.catalog.packages import CONCERNS, Concern
 from clustergen.catalog.slurm_releases import release_name, upgrade_steps
 from clustergen.catalog.versions import VersionTuple, parse_version
-from clustergen.errors import ClustergenError, ExitCode
+from clustergen.errors import ClustergenError, ExitCode, UsageError
 from clustergen.hosts import compress
 from clustergen.resolve import ResolvedCluster
 from clustergen.tree import Tree
@@ -421,17 +421,42 @@ def _described(change: PackageChange) -> str:
     return f"{change.title}: {change.package} {change.old} -> {change.new}"
 
 
+# The committed tree is untrusted until it merges (docs/security.md): what plan reads of
+# it is bounded. clustergen writes no YAML alias or anchor, and no file near this size;
+# a range names no more hosts than the largest cluster clustergen renders, many times.
+MAX_COMMITTED_BYTES = 64 * 1024 * 1024
+MAX_RANGE_HOSTS = 1_048_576
+
+
 def _read_yaml(out_dir: Path, path: str) -> Any:
     """A YAML file of the old tree (a link there is refused, never followed); None where
-    it is missing or unreadable."""
+    it is missing or unreadable. One larger than MAX_COMMITTED_BYTES, or with an alias
+    or anchor (which clustergen never writes, and which a ten-line file can make expand
+    past any memory), is refused: UsageError."""
     with Tree(out_dir) as tree:
         found = tree.read(path)
     if found is None:
         return None
+    data = found[0]
+    if len(data) > MAX_COMMITTED_BYTES:
+        raise UsageError(
+            f"{out_dir / path}: larger than {MAX_COMMITTED_BYTES // 2**20} MiB, which no "
+            "render writes: not read"
+        )
     try:
-        return yaml.safe_load(found[0].decode("utf-8"))
+        text = data.decode("utf-8")
+        for event in yaml.parse(text, Loader=_LOADER):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise UsageError(
+                    f"{out_dir / path}: a YAML alias or anchor, which clustergen never "
+                    "writes (a committed file could make it expand past any memory): not read"
+                )
+        return yaml.load(text, Loader=_LOADER)
     except (UnicodeDecodeError, yaml.YAMLError):
         return None
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _lock_packages(lock: Any, group: str) -> dict[str, str]:
@@ -464,6 +489,11 @@ def _range_names(pattern: str) -> list[str]:
     if match is None:
         return [pattern]
     begin, end = match["begin"], match["end"]
+    if int(end) - int(begin) >= MAX_RANGE_HOSTS:
+        raise UsageError(
+            f"{HOSTS}: the range {pattern} names more than {MAX_RANGE_HOSTS} hosts, which no "
+            "render writes: not read"
+        )
     width = len(begin) if begin.startswith("0") else 0
     return [
         f"{match['head']}{number:0{width}d}{match['tail']}"

@@ -7,16 +7,16 @@ from __future__ import annotations
 import yaml
 
 from clustergen.importer.build import REVIEW
-from clustergen.importer.records import Imported
+from clustergen.importer.records import Imported, printable
 
 
 def _comment(lines: list[str]) -> list[str]:
-    return [f"#   {line}" for line in lines]
+    return [f"#   {printable(line)}" for line in lines]
 
 
 def header(imported: Imported, source: str) -> list[str]:
     out = [
-        f"# Imported by `clustergen import slurm {source}`.",
+        f"# Imported by `clustergen import slurm {printable(source)}`.",
         "# slurm.keep_imported: the render keeps the imported node features and partition",
         "# defaults instead of deriving its own (docs/adopt.md).",
         "#",
@@ -36,7 +36,8 @@ def _options_lines(imported: Imported, options: dict[str, object]) -> list[str]:
     lines = ["  options:"]
     for key, value in options.items():
         text = yaml.safe_dump({key: value}, default_flow_style=False, width=1000).strip()
-        lines.append(f"    {text}  # imported: {imported.option_sources.get(key, 'slurm.conf')}")
+        where = printable(imported.option_sources.get(key, "slurm.conf"))
+        lines.append(f"    {text}  # imported: {where}")
     return lines
 
 

@@ -7,12 +7,23 @@ PartitionName, SwitchName, Name lines)."""
 
 from __future__ import annotations
 
+import os
 import posixpath
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # Slurm stops following Include lines this deep (a loop would never end).
 MAX_INCLUDE_DEPTH = 16
+# What one import reads at most: the files of a configuration directory are small (a
+# 65,536-node slurm.conf written out is a few MB), and an Include fan-out, a FIFO or
+# /dev/zero must end with a clear refusal, not a hang or the machine's memory.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
+MAX_FILES = 1024
+# Where sites keep Slurm's configuration (the packages' and SchedMD's default SYSCONFDIR):
+# an absolute Include in it names the same file of the directory imported.
+CONFIG_FOLDERS = ("/etc/slurm", "/etc/slurm-llnl", "/usr/local/etc/slurm")
 
 
 class ConfError(Exception):
@@ -136,38 +147,112 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 
 
 def read_conf(root: Path, name: str) -> ConfFile:
-    """Read root/name with its Include files. A missing top file raises ConfError."""
+    """Read root/name with its Include files. A missing top file raises ConfError.
+
+    Untrusted input (docs/security.md): an Include is read only inside root (a relative
+    path from the including file's folder, or an absolute one in a CONFIG_FOLDERS folder,
+    which names the same file of root), only a regular file, within the budget of
+    MAX_FILE_BYTES, MAX_TOTAL_BYTES and MAX_FILES; anything else is listed as not read,
+    and no line of a refused file is read or echoed."""
     conf = ConfFile()
-    _read_into(conf, root, name, depth=0, seen=())
+    _read_into(conf, root.resolve(), name, depth=0, seen=(), budget=_Budget())
     return conf
 
 
-def _read_into(conf: ConfFile, root: Path, name: str, depth: int, seen: tuple[str, ...]) -> None:
-    path = Path(name) if Path(name).is_absolute() else root / name
+@dataclass
+class _Budget:
+    files: int = 0
+    total: int = 0
+    spent: bool = False  # said once; every Include after it is left unread
+
+
+def _inside(root: Path, name: str) -> str | None:
+    """The path of an Include target relative to root, or None where it leads outside."""
+    if name.startswith("/"):
+        folder = next((f for f in CONFIG_FOLDERS if name.startswith(f + "/")), None)
+        if folder is None:
+            return None
+        name = name[len(folder) + 1 :]
+    relative = posixpath.normpath(name)
+    if relative.startswith(("../", "/")) or relative in ("..", "."):
+        return None
+    resolved = (root / relative).resolve()
+    if resolved != root and root not in resolved.parents:
+        return None  # through a link that leads out of the directory
+    return relative
+
+
+def _read_bounded(path: Path, budget: _Budget) -> str:
+    """A regular file's text, within the import's budget; ConfError otherwise."""
+    budget.files += 1
+    if budget.files > MAX_FILES:
+        raise ConfError(f"more than {MAX_FILES} files: not read")
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:
         raise ConfError(f"{path}: {exc.strerror or exc}") from exc
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ConfError(f"{path}: not a regular file: not read")
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB: not read")
+    budget.total += len(data)
+    if budget.total > MAX_TOTAL_BYTES:
+        raise ConfError(f"{path}: the files read pass {MAX_TOTAL_BYTES // 2**20} MiB: not read")
+    return data.decode("utf-8", errors="replace")
+
+
+def _read_into(
+    conf: ConfFile, root: Path, name: str, depth: int, seen: tuple[str, ...], budget: _Budget
+) -> None:
+    path = Path(name) if Path(name).is_absolute() else root / name
+    text = _read_bounded(path, budget)
     for number, body in _logical_lines(text):
         if not body:
             continue
         head, _, rest = body.partition(" ")
         where = f"{name}:{number}"
         if head.lower() == "include" and "=" not in head:
-            target = rest.strip().strip('"')
+            written = rest.strip().strip('"')
             # slurmctld reads a relative path from the including file's folder
             # (s_p_parse_file: "cannot stat file <folder of the file>/<path>").
-            target = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
+            joined = (
+                written
+                if written.startswith("/")
+                else posixpath.join(posixpath.dirname(name), written)
+            )
+            target = _inside(root, joined)
+            if target is None:
+                conf.unreadable.append(
+                    (where, f"Include {written}: outside the directory imported: not read")
+                )
+                continue
+            if budget.spent:
+                continue
+            if budget.files >= MAX_FILES:
+                budget.spent = True
+                conf.unreadable.append(
+                    (
+                        where,
+                        f"Include {target}: more than {MAX_FILES} files: this and every "
+                        "later Include not read",
+                    )
+                )
+                continue
             if depth + 1 > MAX_INCLUDE_DEPTH or target in seen:
                 conf.unreadable.append((where, f"Include {target}: nested too deeply"))
                 continue
             try:
-                _read_into(conf, root, target, depth + 1, (*seen, name))
+                _read_into(conf, root, target, depth + 1, (*seen, name), budget)
             except ConfError as exc:
                 conf.unreadable.append((where, f"Include {target}: {exc}"))
             continue
         pairs, bare = split_pairs(body)
         if bare or not pairs:
-            conf.unreadable.append((where, f"not Key=Value: {body}"))
+            # An included file's text is never echoed (it may be anything the site's
+            # files name); the top file's line is, escaped where it is written.
+            shown = f": {body}" if depth == 0 else f" ({len(body)} characters)"
+            conf.unreadable.append((where, f"not Key=Value{shown}"))
             continue
         conf.lines.append(ConfLine(name, number, tuple(pairs), body))

@@ -16,6 +16,16 @@ from clustergen.importer.reader import ConfError, ConfLine
 from clustergen.model.common import hostlist_parts
 
 
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (control characters, NUL, escape
+    sequences, line and paragraph separators) written as its Python escape, so what an
+    imported file holds never reaches a terminal or the spec raw."""
+    return "".join(
+        char if char.isprintable() or char == " " else char.encode("unicode_escape").decode()
+        for char in text
+    )
+
+
 @dataclass(frozen=True)
 class Unrepresented:
     """A line, or a key of a line, that the spec cannot hold."""
@@ -25,7 +35,7 @@ class Unrepresented:
     why: str
 
     def format(self) -> str:
-        return f"{self.where}: {self.text}: {self.why}"
+        return printable(f"{self.where}: {self.text}: {self.why}")
 
 
 @dataclass
