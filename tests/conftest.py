@@ -45,13 +45,29 @@ LONGEST_FIRST = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that takes update_golden compares a generated file: mark it `generated`,
-    the mark tests/regen.py selects, so the one command refreshes every such file. The
-    longest files go first."""
+    the mark tests/regen.py selects, so the one command refreshes every such file. With
+    CLUSTERGEN_SWEEP_SAMPLE=N (the fast matrix's other interpreters), one in N cases of
+    each `sweep` test runs: the main run has run them all on the same code. The longest
+    files go first."""
     for item in items:
         if "update_golden" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.generated)
+    sample = int(os.environ.get("CLUSTERGEN_SWEEP_SAMPLE", "1") or "1")
+    if sample > 1:
+        seen: dict[str, int] = {}
+        kept, dropped = [], []
+        for item in items:
+            if item.get_closest_marker("sweep") is None:
+                kept.append(item)
+                continue
+            base = item.nodeid.split("[", 1)[0]
+            seen[base] = seen.get(base, -1) + 1
+            (kept if seen[base] % sample == 0 else dropped).append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
     last = len(LONGEST_FIRST)
 
     def rank(item: pytest.Item) -> int:

@@ -612,6 +612,7 @@ def _replaced_inside(node: Any, old: str, new: str) -> Any:
     return node
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("field", sorted(PLACES), ids=".".join)
 def test_hostile_values_are_refused_or_inert(field: SchemaPath) -> None:
     name, path, is_key = PLACES[field]
