@@ -326,6 +326,27 @@ def test_a_journal_replaces_only_with_what_this_render_renders(
     assert (out / target).read_bytes() == current
 
 
+def test_a_manifest_line_removes_nothing_outside_clustergen_s_folders(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """Manifest lines (committed, so untrusted) naming the site's own file and git's
+    HEAD with their true digests: the old render deleted both ("2 removed"), breaking
+    the checkout. Only files in a family's folder are ever removed; these stay, named."""
+    out = rendered(cli, tmp_path)
+    (out / "site").mkdir()
+    (out / "site" / "notes.md").write_text("site runbook, not clustergen\n")
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    with (out / MANIFEST).open("a") as manifest:
+        for path in ("site/notes.md", ".git/HEAD"):
+            manifest.write(f"{path}\t{sha256((out / path).read_bytes())}\n")
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 0, result.err
+    assert (out / "site" / "notes.md").exists() and (out / ".git" / "HEAD").exists()
+    assert "left site/notes.md alone" in result.err and "left .git/HEAD alone" in result.err
+
+
 @pytest.mark.parametrize("planted", ["link", "folder-with-a-link"])
 def test_a_planted_staging_folder_is_refused_for_a_new_tree(
     cli,  # type: ignore[no-untyped-def]

@@ -196,6 +196,33 @@ def test_includes_are_read_only_inside_the_directory_and_bounded(tmp_path: Path,
     assert "SlurmdTimeout" not in spec["slurm"].get("options", {})
 
 
+def test_a_hostlist_fan_out_and_a_file_leading_outside_are_refused(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Sixty 65,536-node NodeName lines in 4 KB ran the import out of memory; a gres.conf
+    linked to /etc/shadow was read and its lines echoed. Both exit 2 or are refused,
+    echoing nothing of the file."""
+    fan = tmp_path / "fan"
+    fan.mkdir()
+    (fan / "slurm.conf").write_text(
+        "ClusterName=mini\nSlurmctldHost=head1\n"
+        + "".join(f"NodeName=q{i}x[0-65535] CPUs=64 RealMemory=1000\n" for i in range(60)),
+        encoding="utf-8",
+    )
+    result = cli("import", "slurm", str(fan), "-o", str(tmp_path / "fan.yaml"))
+    assert result.code == 2, result.err
+    assert "more than 262144 nodes" in result.err
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "slurm.conf").write_text(_BASE_CONF, encoding="utf-8")
+    secret = tmp_path / "secret.conf"
+    secret.write_text("root:not-a-key-value line of a secret\n", encoding="utf-8")
+    (linked / "gres.conf").symlink_to(secret)
+    result = cli("import", "slurm", str(linked), "-o", str(tmp_path / "linked.yaml"))
+    assert "not-a-key-value" not in result.err
+    if result.code == 0:
+        assert "not-a-key-value" not in (tmp_path / "linked.yaml").read_text(encoding="utf-8")
+    assert "leads outside the directory imported" in result.err, result.err
+
+
 def test_odd_syntax_imports_nodes_partitions_and_down_nodes(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("import", "slurm", str(SITES / "odd-syntax"))
     assert result.code == 0, result.err

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import gzip
 import lzma
+import resource
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -169,6 +172,36 @@ def test_an_index_that_expands_past_any_distribution_s_is_refused(  # type: igno
     result = cli("lock", str(ML), "--index", str(index))
     assert result.code == ExitCode.USAGE, result.err
     assert "larger than 256 MiB, more than any distribution's index: not read" in result.err
+
+
+def _lock_in_512_mib(index: Path) -> subprocess.CompletedProcess[str]:
+    """`clustergen lock` of the reference spec against `index`, in a process limited to
+    512 MiB of address space: an index that grows a table past it fails there."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2**29, 2**29))
+
+    return subprocess.run(
+        [sys.executable, "-m", "clustergen", "lock", str(ML), "--index", str(index)],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_an_index_whose_table_would_outgrow_memory_is_refused(tmp_path: Path) -> None:
+    """A small compressed index of unique Package stanzas ran lock out of memory below
+    the size limit (a 25 MB gzip of 250 MiB did); past 500,000 versions it is refused.
+    (A primary.xml is parsed as a stream, each element dropped once read.)"""
+    apt = tmp_path / "Packages.gz"
+    with gzip.open(apt, "wt") as out:
+        for number in range(500_001):
+            out.write(f"Package: p{number}\nVersion: 1\n\n")
+    done = _lock_in_512_mib(apt)
+    assert done.returncode == ExitCode.USAGE, done.stderr
+    assert "more than 500000 package versions" in done.stderr
 
 
 def test_an_index_of_the_other_package_manager_exits_2(cli) -> None:  # type: ignore[no-untyped-def]

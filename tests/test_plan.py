@@ -449,8 +449,14 @@ ALIAS_BOMB = "\n".join(
             "all:\n  hosts:\n    gpu[0:99999999999]: {}\n",
             "the range gpu[0:99999999999] names more than 1048576 hosts",
         ),
+        (
+            "inventory/hosts.yml",
+            "all:\n  hosts:\n"
+            + "".join(f"    g{i}[{'0' * 400}:{'0' * 394}900000]: {{}}\n" for i in range(4)),
+            "names more than 1048576 hosts",
+        ),
     ],
-    ids=["alias-bomb-in-the-lock", "range-of-the-inventory"],
+    ids=["alias-bomb-in-the-lock", "range-of-the-inventory", "padded-ranges"],
 )
 def test_a_committed_file_that_would_expand_without_end_is_refused(  # type: ignore[no-untyped-def]
     cli, tmp_path: Path, path: str, text: str, says: str

@@ -96,13 +96,22 @@ def _ok(result: PlaybookRun, what: str) -> None:
 
 
 def test_only_a_key_with_the_spec_fingerprint_is_installed(
-    tmp_path: Path, testbed_scratch: Path
+    tmp_path: Path, testbed_scratch: Path, request: pytest.FixtureRequest
 ) -> None:
     missing = missing_prerequisites()
     if tool("gpg") is None:
         missing.append("gpg")
     if missing:
         skip_or_fail(f"the Ansible testbed needs {', '.join(missing)}")
+    gpgconf = tool("gpgconf")
+    for home in ("gpg-site", "gpg-other") if gpgconf else ():  # gpg leaves an agent running
+        request.addfinalizer(
+            lambda home=home: subprocess.run(
+                [str(gpgconf), "--homedir", str(tmp_path / home), "--kill", "gpg-agent"],
+                check=False,
+                capture_output=True,
+            )
+        )
     right, right_key = _new_key(tmp_path / "gpg-site", "site repository <site@example.invalid>")
     other, other_key = _new_key(tmp_path / "gpg-other", "someone else <other@example.invalid>")
     assert right != other

@@ -25,6 +25,7 @@ from support.paths import EXAMPLES
 Data = dict[str, Any]
 CODES = {
     "path.users-can-write",
+    "storage.nfs-export-system-folder",
     "slurm.option-weakens-security",
     "storage.mount-over-system-folder",
     "storage.mount-setuid",
@@ -85,6 +86,11 @@ def test_user_writable(path: str, shared: tuple[str, ...], where: str | None) ->
         ("/lib64/x", "/lib64"),
         ("/root/data", "/root"),
         ("/tmp/scratch", "/tmp"),
+        ("/run/munge", "/run"),
+        ("/run/systemd/system", "/run"),
+        ("/var/lib/dpkg", "/var/lib/dpkg"),
+        ("/var/spool/cron", "/var/spool/cron"),
+        ("/opt/nvidia", "/opt/nvidia"),
         ("/home", None),
         ("/home/projects", None),
         ("/mnt", None),
@@ -202,3 +208,57 @@ def test_setuid_says_why_and_keeps_nodev() -> None:
     del data["storage"]["lustre"]["mount"]["options"]
     unit = _render(data)["lustre/client/mnt-lustre.mount"].text
     assert "\nOptions=_netdev,x-systemd.requires=lnet.service,nodev\n" in unit
+
+
+# A second round of attacks, by someone who had not seen these tests (the closing note of
+# this work lists them): each was accepted before.
+WEAKENS, USERS = "slurm.option-weakens-security", "path.users-can-write"
+SECOND_ROUND = {
+    "glob-folder": ("slurm.options", "Prolog", "/[t]mp/evil", WEAKENS),
+    "pid-file": ("slurm.options", "SlurmdPidFile", "/tmp/slurmd.pid", WEAKENS),
+    "chowned-log-folder": ("slurm.options", "SlurmdLogFile", "/home/alice/x/slurmd.log", USERS),
+    "spool-on-lustre": ("slurm.options", "SlurmdSpoolDir", "/mnt/lustre/spool", USERS),
+    "tuner-plugin": ("nccl.env", "NCCL_TUNER_PLUGIN", "/tmp/t.so", USERS),
+    "debug-file": ("nccl.env", "NCCL_DEBUG_FILE", "/tmp/nccl.%h.log", USERS),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SECOND_ROUND))
+def test_second_round_paths_are_refused(case: str) -> None:
+    section, key, value, code = SECOND_ROUND[case]
+    data = _spec()
+    parent = data
+    for name in section.split("."):
+        parent = parent.setdefault(name, {})
+    parent[key] = value
+    assert (f"{section}.{key}", code) in _errors(data)
+
+
+def test_tls_and_certmgr_paths_are_held_to_the_rule() -> None:
+    data = _spec()
+    data["software"]["slurm"] = "25.11.2"
+    data["slurm"].setdefault("options", {}).update(
+        {
+            "CertmgrType": "certmgr/script",
+            "CertmgrParameters": "generate_csr_script=/tmp/g.sh,validate_node_script=/etc/v",
+            "TLSParameters": "ca_cert_file=/tmp/ca.pem",
+        }
+    )
+    assert sorted(e for e in _errors(data) if e[1] == WEAKENS) == [
+        ("slurm.options.CertmgrParameters", WEAKENS),
+        ("slurm.options.TLSParameters", WEAKENS),
+    ]
+
+
+def test_a_node_exports_no_system_folder_and_pull_takes_no_user_folder() -> None:
+    data = _spec()
+    data["storage"]["nfs"] = [
+        {"server": "slurm-head", "export": "/etc", "path": "/shared/etc", "roles": ["login"]},
+        {"server": "slurm-head", "export": "/srv/home", "path": "/home", "roles": ["login"]},
+    ]
+    data["software"]["os"] = "debian-13"
+    data["ansible"] = {"pull": {"repository": "file:///tmp/mirror", "unsigned": True}}
+    errors = _errors(data)
+    assert ("storage.nfs.0.export", "storage.nfs-export-system-folder") in errors
+    assert not any(e[0] == "storage.nfs.1.export" for e in errors)
+    assert ("ansible.pull.repository", "path.users-can-write") in errors

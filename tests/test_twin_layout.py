@@ -12,7 +12,7 @@ import pytest
 from clustergen.load import load_spec
 from clustergen.resolve import ResolvedCluster
 from clustergen.twin.conf import known_keys
-from clustergen.twin.layout import TwinPaths, adapt_slurm_conf, choose_nodes
+from clustergen.twin.layout import AdaptedConf, TwinPaths, adapt_slurm_conf, choose_nodes
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES
@@ -59,6 +59,19 @@ NOT_KEPT = (
 )
 
 
+def _adapted(rendered: str, version: str, tmp_path: Path) -> AdaptedConf:
+    """The rendered slurm.conf as the twin adapts it for a local Slurm `version`."""
+    return adapt_slurm_conf(
+        rendered,
+        controller="head",
+        controller_address="10.201.0.2",
+        paths=TwinPaths.under(tmp_path, tmp_path / "spool"),
+        slurm_version=version,
+        known_keys=known_keys(version),
+        dbd_port=6819,
+    )
+
+
 def test_keys_the_local_slurm_lacks_and_node_scripts_are_dropped_and_listed(
     tmp_path: Path,
 ) -> None:
@@ -71,15 +84,7 @@ def test_keys_the_local_slurm_lacks_and_node_scripts_are_dropped_and_listed(
         "PrologFlags=Alloc,Contain\n"
         "ProctrackType=proctrack/cgroup\n"
     )
-    adapted = adapt_slurm_conf(
-        rendered,
-        controller="head",
-        controller_address="10.201.0.2",
-        paths=TwinPaths.under(tmp_path, tmp_path / "spool"),
-        slurm_version="22.05.8",
-        known_keys=known_keys("22.05.8"),
-        dbd_port=6819,
-    )
+    adapted = _adapted(rendered, "22.05.8", tmp_path)
     assert [str(line) for line in adapted.dropped] == [
         "MaxBatchRequeue=5  (not a slurm.conf key of the local Slurm 22.05.8)",
         f"Epilog=/etc/slurm/health-epilog.sh  ({NOT_KEPT})",
@@ -140,15 +145,7 @@ def test_nothing_a_spec_names_is_run_by_the_twin(tmp_path: Path) -> None:
             "PriorityWeightAge=10\nSlurmdTimeout=300\n"
         )
     )
-    adapted = adapt_slurm_conf(
-        rendered,
-        controller="head",
-        controller_address="10.201.0.2",
-        paths=TwinPaths.under(tmp_path, tmp_path / "spool"),
-        slurm_version="26.05.5",
-        known_keys=known_keys("26.05.5"),
-        dbd_port=6819,
-    )
+    adapted = _adapted(rendered, "26.05.5", tmp_path)
     dropped = [line.line for line in adapted.dropped]
     assert dropped == [line for line in CONTRIBUTED if not line.startswith("PluginDir")]
     assert "PluginDir=/var/tmp/plugins" in adapted.overridden

@@ -405,6 +405,11 @@ STORAGE_MOUNT_OVER_SYSTEM_FOLDER = Code(
     "an NFS or Lustre mount point in or at a system folder (/etc, /usr, /opt, /var/lib ...), "
     "covering what root runs or reads",
 )
+STORAGE_NFS_EXPORT_SYSTEM_FOLDER = Code(
+    "storage.nfs-export-system-folder",
+    "error",
+    "a node of the spec exports a system folder (/, /etc, /root, /var/lib ...) over NFS",
+)
 STORAGE_MOUNT_SETUID = Code(
     "storage.mount-setuid",
     "error",

@@ -22,10 +22,10 @@ import gzip
 import io
 import lzma
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from clustergen.catalog.packages import PackageFamily, upstream_version
 from clustergen.errors import UsageError
@@ -130,7 +130,7 @@ def read_index(path: Path) -> PackageIndex:
         raise UsageError(f"{path}: not a text file (an apt Packages or dnf primary.xml)") from None
     if text.lstrip().startswith("<"):
         return PackageIndex(str(path), "dnf", parse_primary_xml(text, str(path)))
-    versions = parse_apt_packages(text)
+    versions = parse_apt_packages(text, str(path))
     if not versions:
         raise UsageError(
             f"{path}: neither an apt Packages index (Package:/Version: stanzas) nor a dnf "
@@ -139,10 +139,23 @@ def read_index(path: Path) -> PackageIndex:
     return PackageIndex(str(path), "apt", versions)
 
 
-def parse_apt_packages(text: str) -> dict[str, frozenset[str]]:
+# A distribution's index carries some 100,000 package versions (Debian's main, amd64); an
+# index with more is refused before its table grows past memory.
+MAX_INDEX_ENTRIES = 500_000
+
+
+def _too_many(origin: str) -> UsageError:
+    return UsageError(
+        f"{origin}: more than {MAX_INDEX_ENTRIES} package versions, more than any "
+        "distribution's index: not read"
+    )
+
+
+def parse_apt_packages(text: str, origin: str = "Packages") -> dict[str, frozenset[str]]:
     """apt's Packages index: package name -> the versions its stanzas carry."""
     found: dict[str, set[str]] = {}
     name: str | None = None
+    entries = 0
     for line in text.splitlines():
         if not line.strip():
             name = None
@@ -150,6 +163,9 @@ def parse_apt_packages(text: str) -> dict[str, frozenset[str]]:
             name = line.split(":", 1)[1].strip()
         elif line.startswith("Version:") and name:
             found.setdefault(name, set()).add(line.split(":", 1)[1].strip())
+            entries += 1
+            if entries > MAX_INDEX_ENTRIES:
+                raise _too_many(origin)
     return {name: frozenset(versions) for name, versions in found.items()}
 
 
@@ -160,25 +176,54 @@ def rpm_version(epoch: str | None, ver: str, rel: str | None) -> str:
 
 
 def parse_primary_xml(text: str, origin: str = "primary.xml") -> dict[str, frozenset[str]]:
-    """dnf's primary.xml: package name -> its builds' `epoch:version-release`."""
+    """dnf's primary.xml: package name -> its builds' `epoch:version-release`. Parsed
+    as a stream, a piece at a time, each <package> dropped once read, so memory follows
+    the table, not the file."""
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
+    found: dict[str, set[str]] = {}
+    root: ET.Element | None = None
+    depth = entries = 0
+    piece = 1 << 20
     try:
-        root = ET.fromstring(text)
+        for start in range(0, max(len(text), 1), piece):
+            parser.feed(text[start : start + piece])
+            # Only start and end events are asked for: each is (event, its element).
+            events = cast("Iterator[tuple[str, ET.Element]]", parser.read_events())
+            for event, element in events:
+                if event == "start":
+                    depth += 1
+                    if root is None:
+                        root = element
+                        if root.tag not in (f"{_RPM_NAMESPACE}metadata", "metadata"):
+                            raise UsageError(
+                                f"{origin}: an XML file, but not a dnf primary.xml (<metadata>)"
+                            )
+                    continue
+                depth -= 1
+                if depth != 1 or root is None:
+                    continue
+                entries += _package(element, found)
+                root.remove(element)
+                if entries > MAX_INDEX_ENTRIES:
+                    raise _too_many(origin)
+        parser.close()
     except ET.ParseError as exc:
         raise UsageError(f"{origin}: not a readable primary.xml ({exc})") from None
-    if root.tag not in (f"{_RPM_NAMESPACE}metadata", "metadata"):
-        raise UsageError(f"{origin}: an XML file, but not a dnf primary.xml (<metadata>)")
-    found: dict[str, set[str]] = {}
-    for package in root:
-        name = package.findtext(f"{_RPM_NAMESPACE}name") or package.findtext("name")
-        version = package.find(f"{_RPM_NAMESPACE}version")
-        if version is None:
-            version = package.find("version")
-        if not name or version is None or not version.get("ver"):
-            continue
-        found.setdefault(name.strip(), set()).add(
-            rpm_version(version.get("epoch"), version.get("ver", ""), version.get("rel"))
-        )
     return {name: frozenset(versions) for name, versions in found.items()}
+
+
+def _package(package: ET.Element, found: dict[str, set[str]]) -> int:
+    """Record one <package>'s name and version; how many it recorded (0 or 1)."""
+    name = package.findtext(f"{_RPM_NAMESPACE}name") or package.findtext("name")
+    version = package.find(f"{_RPM_NAMESPACE}version")
+    if version is None:
+        version = package.find("version")
+    if not name or version is None or not version.get("ver"):
+        return 0
+    found.setdefault(name.strip(), set()).add(
+        rpm_version(version.get("epoch"), version.get("ver", ""), version.get("rel"))
+    )
+    return 1
 
 
 def _normal(version: str) -> str:

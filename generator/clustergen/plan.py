@@ -475,7 +475,15 @@ def _old_hosts(out_dir: Path) -> set[str]:
         return set()
     if not isinstance(hosts, dict):
         return set()
-    return {name for pattern in hosts for name in _range_names(str(pattern))}
+    names: set[str] = set()
+    for pattern in hosts:
+        names.update(_range_names(str(pattern)))
+        if len(names) > MAX_RANGE_HOSTS:
+            raise UsageError(
+                f"{HOSTS}: names more than {MAX_RANGE_HOSTS} hosts, which no render writes: "
+                "not read"
+            )
+    return names
 
 
 _RANGE = re.compile(r"^(?P<head>[^\[]*)\[(?P<begin>\d+):(?P<end>\d+)\](?P<tail>[^\[]*)$")
@@ -489,7 +497,7 @@ def _range_names(pattern: str) -> list[str]:
     if match is None:
         return [pattern]
     begin, end = match["begin"], match["end"]
-    if int(end) - int(begin) >= MAX_RANGE_HOSTS:
+    if len(begin) > 20 or len(end) > 20 or int(end) - int(begin) >= MAX_RANGE_HOSTS:
         raise UsageError(
             f"{HOSTS}: the range {pattern} names more than {MAX_RANGE_HOSTS} hosts, which no "
             "render writes: not read"

@@ -259,7 +259,13 @@ def removals(
     each removed if it is still what clustergen wrote there (its digest in the
     manifest), else kept (left alone, and named). A manifest line without a digest (a
     tree rendered before digests were kept, or a line added by hand) cannot say what
-    clustergen wrote, so its file is kept too."""
+    clustergen wrote, so its file is kept too. The manifest is committed, so a line
+    there is no proof that clustergen wrote a file: only a path in a family's folder, or
+    in one this render writes into, is ever removed (never one of git's, or a top-level
+    file of the site's); any other stays, named."""
+    from clustergen.outputs import FAMILIES  # their folders: what a render writes into
+
+    folders = {path.split("/", 1)[0] for path in rendered if "/" in path} | set(FAMILIES)
     changes = []
     with Tree(out_dir) as tree:
         for path in sorted(set(previous) - set(rendered)):
@@ -270,7 +276,12 @@ def removals(
             data = found[0]
             text = data.decode("utf-8", errors="replace")
             recorded = previous[path]
-            if recorded is not None and digest(data) == recorded:
+            ours = (
+                "/" in path
+                and path.split("/", 1)[0] in folders
+                and not any(part.startswith(".git") for part in path.split("/"))
+            )
+            if ours and recorded is not None and digest(data) == recorded:
                 changes.append(FileChange(path, "remove", text, None, recorded))
             else:
                 changes.append(FileChange(path, "keep", text, None, digest(data)))

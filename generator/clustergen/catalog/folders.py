@@ -119,6 +119,29 @@ def user_writable(path: str, shared: tuple[str, ...] = ()) -> str | None:
 MOUNT_FOLDERS: tuple[str, ...] = ("/home", "/media", "/mnt", "/srv")
 
 
+# Trees below the system folders where root keeps what it runs or trusts: no file system
+# may be mounted in them. /run: runtime units, udev rules, sockets (file-hierarchy(7));
+# the package managers' databases and maintainer scripts, cron's tables, systemd's and
+# munge's state, the logs (FHS 3.0 5.8, 5.14); the vendor trees the catalog's packages
+# install into (NVIDIA's, DOCA-OFED's /opt/mellanox).
+ROOT_TREES: tuple[str, ...] = (
+    "/run",
+    "/var/cache/apt",
+    "/var/cache/dnf",
+    "/var/lib/apt",
+    "/var/lib/dnf",
+    "/var/lib/dpkg",
+    "/var/lib/munge",
+    "/var/lib/rpm",
+    "/var/lib/systemd",
+    "/var/lib/yum",
+    "/var/log",
+    "/var/spool/cron",
+    "/opt/mellanox",
+    "/opt/nvidia",
+)
+
+
 def mount_over_system(path: str) -> str | None:
     """The system folder a file system mounted at `path` would cover, where root runs
     programs or reads configuration from: a mount point in a system tree (/etc, /usr, /bin,
@@ -128,4 +151,7 @@ def mount_over_system(path: str) -> str | None:
     folder = posixpath.normpath("/" + path.lstrip("/"))
     if folder in MOUNT_FOLDERS:
         return None
+    for tree in ROOT_TREES:
+        if folder == tree or folder.startswith(tree + "/"):
+            return tree
     return system_folder(folder)

@@ -28,11 +28,28 @@ _PROGRAM_KEYS = {
     "taskepilog": "slurmstepd runs it as the job's user, in every job",
     "srunprolog": "srun runs it as the job's user, in every job",
     "srunepilog": "srun runs it as the job's user, in every job",
+    # Not a program, but the file that lists the SPANK plugins slurmd and slurmstepd
+    # load as root (slurm.conf(5) PlugStackConfig, spank(7)).
+    "plugstackconfig": "slurmd and slurmstepd load the SPANK plugins it lists, as root",
+    # Files the daemons write (a link a user plants there makes them overwrite what it
+    # points to): the pid files and the scheduler log. The state, spool and log folders
+    # the slurm role creates are checked where it creates them (checks/slurm.folders).
+    "slurmdpidfile": "slurmd writes it as root, following a link planted there",
+    "slurmctldpidfile": "slurmctld writes it, following a link planted there",
+    "slurmschedlogfile": "slurmctld writes it as SlurmUser, following a link planted there",
 }
 # Keys whose `name=path` words name what the daemons trust (slurm.conf(5) AuthInfo socket=:
 # the MUNGE socket that vouches for every uid; AuthAltParameters jwt_key= and jwks=: the
 # keys that sign any user's token).
 _TRUSTED_WORDS = {"authinfo": ("socket",), "authaltparameters": ("jwt_key", "jwks")}
+# Keys whose every `name=path` word names a program the daemons run or a key or
+# certificate they trust (Slurm 25.05 on, slurm.conf(5) CertmgrParameters: the scripts
+# certmgr/script runs; TLSParameters: the CA, certificates and keys of tls/s2n): a word
+# whose value is a path is checked, whatever its name.
+_PATH_WORDS = {
+    "certmgrparameters": "slurmctld and slurmd run it or trust what it names (certmgr)",
+    "tlsparameters": "the daemons trust the certificates and keys it names (TLS)",
+}
 
 
 def slurm_option_paths(options: Mapping[str, object]) -> Iterator[tuple[str, str, str]]:
@@ -57,3 +74,5 @@ def slurm_option_paths(options: Mapping[str, object]) -> Iterator[tuple[str, str
             name, equals, path = word.strip().partition("=")
             if equals and name.lower() in _TRUSTED_WORDS.get(lowered, ()):
                 yield key, path, f"the daemons trust what {name} names"
+            elif equals and lowered in _PATH_WORDS and "/" in path:
+                yield key, path, f"{_PATH_WORDS[lowered]}: {name}="

@@ -68,6 +68,7 @@ CHECKS: tuple[Check, ...] = (
     _check(ansible.pull_source, "ansible"),
     _check(nfs.mount_points, "storage"),
     _check(trusted_paths.mounts, "storage"),
+    _check(trusted_paths.exports, "storage", "nodes", "hardware"),
     _check(nfs.selection, "storage", "cluster", "hardware", "nodes"),
     _check(nfs.keyed_options, "storage"),
     _check(nfs.rdma, "storage", "hardware", "nodes"),

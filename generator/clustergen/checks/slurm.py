@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from clustergen import codes
-from clustergen.catalog.folders import system_folder
+from clustergen.catalog.folders import RELATIVE, system_folder, user_writable
 from clustergen.catalog.packages import OS_PACKAGE_FAMILY
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
@@ -20,6 +20,7 @@ from clustergen.catalog.slurm_keys import (
 )
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.checks.references import meant_roles, unknown_node
+from clustergen.checks.trusted_paths import shared_mounts
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host
 from clustergen.model import Spec
@@ -951,8 +952,25 @@ def folders(cluster: ResolvedCluster) -> list[Problem]:
         folder = path if is_folder else posixpath.dirname(posixpath.normpath(path))
         chowned.append((("slurm", "options", key), path, folder, owner or user, mode, default))
     problems = []
+    shared = shared_mounts(cluster.spec)
     for at, path, folder, owner, mode, default in chowned:
         system = system_folder(folder)
+        # The state folder of several controllers lies on a shared file system by design
+        # (slurm.state_save.shared); nothing else the role chowns may.
+        users = user_writable(
+            folder, () if at[1] == "state_save" and slurm.state_save.shared else shared
+        )
+        if system is None and users is not None and users != RELATIVE:
+            problems.append(
+                Problem(
+                    codes.PATH_USERS_CAN_WRITE,
+                    at,
+                    f"'{path}': the slurm role would create {folder} and give it to {owner} "
+                    f"as root, and {folder} lies in {users}, where users can write (a link "
+                    "planted there makes root chown what it points to); use a path of "
+                    f"Slurm's own, such as {default}",
+                )
+            )
         if system is None:
             continue
         folder = posixpath.normpath(folder)

@@ -12,12 +12,14 @@ such a path is listed here, in `trusted_paths`, so that a new key is added in on
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from clustergen import codes
-from clustergen.catalog.folders import RELATIVE, mount_over_system, user_writable
+from clustergen.catalog.folders import RELATIVE, mount_over_system, system_folder, user_writable
 from clustergen.catalog.slurm_programs import slurm_option_paths
 from clustergen.codes import Code
 from clustergen.errors import Problem, SpecPath
@@ -35,6 +37,10 @@ _NCCL_FILES = {
     "NCCL_TOPO_FILE": "every job on these nodes takes its topology from it",
     "NCCL_TOPO_DUMP_FILE": "every job on these nodes writes to it",
 }
+
+
+# glob(7)'s pattern characters: a folder written with them is not one folder.
+_GLOB = re.compile(r"[*?\[]")
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,14 @@ def _nccl(spec: Spec) -> Iterator[TrustedPath]:
         if partition.nccl is not None:
             blocks.append((("slurm", "partitions", index, "nccl"), dict(partition.nccl.env)))
     for base, env in blocks:
-        for variable, trust in _NCCL_FILES.items():
-            value = str(env.get(variable, "")).strip()
-            if value and (variable != "NCCL_NET_PLUGIN" or "/" in value):
+        for variable, raw in env.items():
+            value = str(raw).strip()
+            trust = _NCCL_FILES.get(variable)
+            if trust is None and variable.endswith(("_PLUGIN", "_FILE")):
+                # Any other plugin or file NCCL takes (NCCL_TUNER_PLUGIN,
+                # NCCL_PROFILER_PLUGIN, NCCL_DEBUG_FILE ...), documented or not.
+                trust = "every job on these nodes loads, reads or writes it"
+            if trust is not None and "/" in value:
                 where = (*base, "env", variable)
                 yield TrustedPath(where, value, trust, codes.PATH_USERS_CAN_WRITE)
 
@@ -90,9 +101,21 @@ def _repositories(spec: Spec) -> Iterator[TrustedPath]:
                 yield TrustedPath((*base, key), path, trust, codes.PATH_USERS_CAN_WRITE)
 
 
+def _pull(spec: Spec) -> Iterator[TrustedPath]:
+    ansible = getattr(spec, "ansible", None)  # absent where the section itself is invalid
+    pull = ansible.pull if ansible is not None else None
+    path = _file_url(pull.repository if pull is not None else None)
+    if path is not None:
+        trust = "every node's pull runs what it serves as root"
+        yield TrustedPath(
+            ("ansible", "pull", "repository"), path, trust, codes.PATH_USERS_CAN_WRITE
+        )
+
+
 def trusted_paths(spec: Spec) -> Iterator[TrustedPath]:
     """Every path a key of the spec names that root, SlurmUser or every job trusts."""
     yield from _slurm_options(spec)
+    yield from _pull(spec)
     isolation = spec.slurm.isolation
     if isolation.job_tmpfs:
         yield TrustedPath(
@@ -120,10 +143,16 @@ def paths(cluster: ResolvedCluster) -> list[Problem]:
     shared = shared_mounts(spec)
     problems = []
     for trusted in trusted_paths(spec):
-        where = user_writable(trusted.path, shared)
+        folder = posixpath.dirname(trusted.path)
+        where = "a pattern" if _GLOB.search(folder) else user_writable(trusted.path, shared)
         if where is None:
             continue
-        if where == RELATIVE:
+        if where == "a pattern":
+            place = (
+                "has a pattern in its folders, which may match a folder where users write "
+                "(Prolog and Epilog take glob(7) patterns)"
+            )
+        elif where == RELATIVE:
             place = "is a relative path, found from whatever folder it is used in"
         elif where in shared:
             place = f"lies in {where}, a shared file system users write to"
@@ -178,6 +207,33 @@ def mounts(cluster: ResolvedCluster) -> list[Problem]:
                     "user with root on any machine that mounts it) replaces them on every "
                     "node; mount it below /home, /mnt, /srv or a folder of its own, such as "
                     "/shared",
+                )
+            )
+    return problems
+
+
+def exports(cluster: ResolvedCluster) -> list[Problem]:
+    """A node of the spec exports no system folder over NFS: root on every node that
+    mounts it could then read the MUNGE key or rewrite what root runs there (an NFS
+    client's root is trusted as far as the export's options say, and the spec's exports
+    are rw by default)."""
+    storage = cluster.spec.storage
+    if storage is None:
+        return []
+    problems = []
+    for i, mount in enumerate(storage.nfs):
+        if mount.server not in cluster.by_name:
+            continue  # a filer's exports are the site's
+        system = mount_over_system(mount.export) or system_folder(mount.export)
+        if system is not None:
+            problems.append(
+                Problem(
+                    codes.STORAGE_NFS_EXPORT_SYSTEM_FOLDER,
+                    ("storage", "nfs", i, "export"),
+                    f"{mount.server} would export {mount.export}, in {system}, to the nodes "
+                    "that mount it: root on any of them could read or replace what root "
+                    "runs and trusts there (the MUNGE key, Slurm's state); export a folder "
+                    "of its own, such as /srv/...",
                 )
             )
     return problems

@@ -155,7 +155,10 @@ def read_conf(root: Path, name: str) -> ConfFile:
     MAX_FILE_BYTES, MAX_TOTAL_BYTES and MAX_FILES; anything else is listed as not read,
     and no line of a refused file is read or echoed."""
     conf = ConfFile()
-    _read_into(conf, root.resolve(), name, depth=0, seen=(), budget=_Budget())
+    root = root.resolve()
+    if _inside(root, name) is None:
+        raise ConfError(f"{root / name}: leads outside the directory imported: not read")
+    _read_into(conf, root, name, depth=0, seen=(), budget=_Budget())
     return conf
 
 

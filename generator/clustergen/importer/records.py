@@ -119,19 +119,33 @@ def expand_names(expression: str) -> list[str]:
         raise ConfError(f"hostlist '{expression}' is not one Slurm reads: {exc}") from exc
 
 
+# What one import expands at most (every NodeName, NodeSet, Nodes= and DownNodes list
+# together): four times the largest cluster clustergen renders, so a few lines of
+# 65,536-node hostlists cannot run the import out of memory.
+MAX_IMPORTED_NAMES = 262_144
+
+
 def bad_hostlists(conf: SlurmConf, directory: Path) -> list[str]:
     """`file:line:col: message` for each record whose names or Nodes= slurmctld would
     refuse (it stops at the first): import reports them all and writes nothing."""
     sets = {record.name for record in conf.nodesets}
-    found = []
+    found: list[str] = []
+    total = 0
     for record in [*conf.nodes, *conf.nodesets, *conf.partitions, *conf.downnodes]:
+        if total > MAX_IMPORTED_NAMES:
+            where = f"{directory / record.line.file}:{record.line.line}:1"
+            return [
+                *found,
+                f"{where}: the files name more than {MAX_IMPORTED_NAMES} nodes, more than any "
+                "cluster clustergen renders: not imported",
+            ]
         named = [] if record in conf.nodesets or record in conf.partitions else [record.name]
         listed = list(filter(None, hostlist_parts(record.get("Nodes") or "")))
         for expression in [*named, *listed]:
             if expression.upper() == "ALL" or expression in sets:
                 continue
             try:
-                hostlist.expand_hostlist(expression)
+                total += len(hostlist.expand_hostlist(expression))
             except hostlist.BadHostlist as exc:
                 where = f"{directory / record.line.file}:{record.line.line}:1"
                 found.append(f"{where}: hostlist '{expression}' is not one Slurm reads: {exc}")

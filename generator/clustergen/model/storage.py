@@ -94,6 +94,15 @@ class LustreMgs(ServerTarget):
     """The Lustre management target."""
 
 
+# A network mount's setuid key: why its set-user-ID programs may run (never rendered).
+SetuidReason = Annotated[str, Field(min_length=1, max_length=200)]
+SETUID_DESCRIPTION = (
+    "Why set-user-ID and set-group-ID programs on this file system may run (a sentence for "
+    "the reviewer, never rendered). Without it the mount carries nosuid: whoever writes a "
+    "set-user-ID root program to it (its server, or a user who is root on any machine that "
+    "mounts it) cannot become root on the nodes that run it. Device files never work on it "
+    "(nodev, always)."
+)
 # Mount options that are set-user-ID or device-file switches (mount(8) "FILESYSTEM-
 # INDEPENDENT MOUNT OPTIONS"): the mounts' setuid key decides them, not options.
 PRIVILEGE_OPTIONS = frozenset({"suid", "nosuid", "dev", "nodev"})
@@ -129,16 +138,7 @@ class LustreMount(StrictModel):
     method: Literal["systemd", "fstab"] = Field(
         default="systemd", description="systemd mount unit (default) or an /etc/fstab line."
     )
-    setuid: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=200,
-        description="Why set-user-ID and set-group-ID programs on this file system may run "
-        "(a sentence for the reviewer, never rendered). Without it the mount carries nosuid: "
-        "whoever writes a set-user-ID root program to it (its server, or a user who is root "
-        "on any machine that mounts it) cannot become root on the nodes that run it. Device "
-        "files never work on it (nodev, always).",
-    )
+    setuid: SetuidReason | None = Field(default=None, description=SETUID_DESCRIPTION)
 
 
 class LayoutComponent(StrictModel):
@@ -350,16 +350,7 @@ class NfsMount(StrictModel):
         "starts after, and a node without the mount is unhealthy (for health checks). false: "
         "only WantedBy= it, as nofail makes an fstab line.",
     )
-    setuid: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=200,
-        description="Why set-user-ID and set-group-ID programs on this file system may run "
-        "(a sentence for the reviewer, never rendered). Without it the mount carries nosuid: "
-        "whoever writes a set-user-ID root program to it (its server, or a user who is root "
-        "on any machine that mounts it) cannot become root on the nodes that run it. Device "
-        "files never work on it (nodev, always).",
-    )
+    setuid: SetuidReason | None = Field(default=None, description=SETUID_DESCRIPTION)
 
 
 class Storage(StrictModel):
