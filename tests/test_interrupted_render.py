@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 
 from clustergen.load import load_spec
+from clustergen.render import render_all
+from clustergen.tree import digest
 from clustergen.validate import validate_cluster
-from clustergen.write import JOURNAL, TEMPORARY, recover, rendered_digests
+from clustergen.write import JOURNAL, TEMPORARY, recover, with_manifest
 
 from support.paths import EXAMPLES
 
@@ -142,7 +144,9 @@ def test_next_command_leaves_the_old_or_the_new_render_whole(
     # What a write does first (the render of NEW's digests: what the journal may finish).
     cluster, _ = validate_cluster(load_spec(str(NEW)))
     assert cluster is not None
-    repaired = recover(out, lambda: rendered_digests(cluster)) or ""
+    files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
+    digests = {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
+    repaired = recover(out, lambda: digests) or ""
     after = tree(out)
     leftovers = [p for p in after if p.endswith(TEMPORARY) or p == JOURNAL]
     assert leftovers == []

@@ -60,6 +60,10 @@ def _vault(spec: Path) -> dict[str, str]:
     return names
 
 
+SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                 "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com")  # fmt: skip
+
+
 def _secret_like(text: str) -> list[str]:
     found = []
     for line in text.splitlines():
@@ -78,6 +82,8 @@ def _secret_like(text: str) -> list[str]:
                     and (
                         SHA256_HEX.fullmatch(match[0])
                         or any(start < match.start() and match.end() <= end for start, end in urls)
+                        # An SSH public key (pull mode's allowed signers, host keys).
+                        or line[: match.start()].rstrip().endswith(SSH_KEY_TYPES)
                     )
                 )
             ]

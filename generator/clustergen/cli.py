@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, TextIO
 from clustergen import __version__
 from clustergen.artifacts import Artifact
 from clustergen.codes import ignorable
-from clustergen.errors import ClustergenError, ExitCode, LocatedProblem, SpecInvalid, UsageError
+from clustergen.errors import (
+    ClustergenError,
+    ExitCode,
+    LocatedProblem,
+    SpecInvalid,
+    UsageError,
+    printable,
+)
 from clustergen.load import load_spec
 from clustergen.report import FORMATS, Format, github_line, json_document
 from clustergen.resolve import ResolvedCluster
@@ -342,10 +349,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return int(worst)
 
 
+def _rendered_digests(cluster: ResolvedCluster) -> dict[str, str]:
+    """The digest of every file a render of cluster writes, its manifest included: what
+    a journal may finish (write.recover)."""
+    from clustergen.render import render_all
+    from clustergen.tree import digest
+    from clustergen.write import with_manifest
+
+    files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
+    return {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
     # Only render needs jinja2 and the writer; validate starts faster without them.
+    from clustergen.outputs import FAMILIES
     from clustergen.parallel import render_into
     from clustergen.render import render_all
     from clustergen.write import (
@@ -355,7 +374,6 @@ def cmd_render(args: argparse.Namespace) -> int:
         recover,
         refuse_other_cluster,
         refuse_unknown_directory,
-        rendered_digests,
         unified_diff,
         with_manifest,
         write,
@@ -374,7 +392,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     cluster = _load_valid(args.spec, args)
     # A journal is finished only where each step is what this render writes there, so
     # the render is asked for its digests (only when there is a journal).
-    repaired = None if args.check else recover(out_dir, lambda: rendered_digests(cluster))
+    repaired = None if args.check else recover(out_dir, lambda: _rendered_digests(cluster))
     if repaired:
         print(repaired, file=sys.stderr)
     # --check writes nothing, so another cluster's tree is only stale to it.
@@ -392,7 +410,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     rendered = render_all(cluster)
     files: dict[str, Artifact] = with_manifest(rendered, cluster.spec.cluster.name)
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
-    changes = file_changes(out_dir, files, adopt=args.adopt or args.check)
+    changes = file_changes(out_dir, files, adopt=args.adopt or args.check, families=FAMILIES)
     stale = [c for c in changes if c.action not in ("unchanged", "keep")]
     if args.diff:
         sys.stdout.write("".join(unified_diff(c) for c in stale))
@@ -412,7 +430,9 @@ def cmd_render(args: argparse.Namespace) -> int:
             return int(ExitCode.INVALID_SPEC)
         print(f"{out_dir}: up to date with {args.spec}", file=say)
         return int(ExitCode.OK)
-    changes = write(out_dir, rendered, cluster.spec.cluster.name, adopt=args.adopt)
+    changes = write(
+        out_dir, rendered, cluster.spec.cluster.name, adopt=args.adopt, families=FAMILIES
+    )
     for change in kept:
         print(kept_message(out_dir, change), file=sys.stderr)
     _summary(out_dir, changes, say)
@@ -629,7 +649,6 @@ def _add_import(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
 def cmd_import_slurm(args: argparse.Namespace) -> int:
     from clustergen.importer.build import REVIEW, import_slurm
     from clustergen.importer.emit import spec_text
-    from clustergen.importer.records import printable
 
     imported = import_slurm(Path(args.directory))
     text = spec_text(imported, args.directory)

@@ -53,7 +53,8 @@ def render_into(
         changes = _render_in_two(out_dir, cluster, adopt=adopt)
         if changes is not None:
             return changes
-    return write(out_dir, render_all(cluster), cluster.spec.cluster.name, adopt=adopt)
+    name = cluster.spec.cluster.name
+    return write(out_dir, render_all(cluster), name, adopt=adopt, families=FAMILIES)
 
 
 def _two_processes(cluster: ResolvedCluster) -> bool:
@@ -98,7 +99,7 @@ def _render_in_two(
     process or pipe left: EAGAIN, ENOMEM, EMFILE), and the render is to be serial."""
     env = environment()
     # Made before the fork, so the two sides never race to make the destination.
-    with TreeWrite(out_dir, cluster.spec.cluster.name, adopt=adopt) as writer:
+    with TreeWrite(out_dir, cluster.spec.cluster.name, adopt=adopt, families=FAMILIES) as writer:
         try:
             child = _Child.start(_Job(writer, cluster, env, sorted(UNINSTALLED)))
         except OSError:

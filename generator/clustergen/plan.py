@@ -27,6 +27,7 @@ from clustergen.catalog.slurm_releases import release_name, upgrade_steps
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.errors import ClustergenError, ExitCode, UsageError
 from clustergen.hosts import compress
+from clustergen.outputs import FAMILIES
 from clustergen.resolve import ResolvedCluster
 from clustergen.tree import Tree
 from clustergen.write import MANIFEST, Installed, file_changes, manifest_entries
@@ -184,7 +185,7 @@ def _file_steps(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> lis
         for path, installed in old_manifest.items()
         if installed is not None and installed.change.startswith("reformat ")
     }
-    for change in file_changes(out_dir, files, adopt=True):
+    for change in file_changes(out_dir, files, adopt=True, families=FAMILIES):
         if change.action == "unchanged" or change.path == MANIFEST:
             continue
         if change.action == "keep":

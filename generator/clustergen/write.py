@@ -39,7 +39,6 @@ from typing import Literal
 
 from clustergen.artifacts import Artifact, Install
 from clustergen.errors import UsageError
-from clustergen.resolve import ResolvedCluster
 from clustergen.tree import Tree, digest, inside
 
 MANIFEST = ".clustergen-manifest"
@@ -80,15 +79,6 @@ def with_manifest(files: dict[str, Artifact], cluster: str) -> dict[str, Artifac
     installs = {path: a.install for path, a in files.items()}
     digests = {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
     return {**files, MANIFEST: manifest(installs, digests, cluster)}
-
-
-def rendered_digests(cluster: ResolvedCluster) -> dict[str, str]:
-    """The digest of every file a render of cluster writes, its manifest included: what
-    a journal may finish (`recover`)."""
-    from clustergen.render import render_all  # the writer needs no templates otherwise
-
-    files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
-    return {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
 
 
 def manifest(
@@ -196,15 +186,20 @@ def refuse_unknown_directory(out_dir: Path) -> None:
 
 
 def file_changes(
-    out_dir: Path, files: dict[str, Artifact], *, adopt: bool = False
+    out_dir: Path,
+    files: dict[str, Artifact],
+    *,
+    adopt: bool = False,
+    families: Collection[str] = (),
 ) -> list[FileChange]:
     """What writing files into out_dir would do. Files clustergen did not write (absent
-    from the manifest) are never overwritten unless adopt is set."""
+    from the manifest) are never overwritten unless adopt is set; `families` as in
+    `removals`."""
     previous = previous_outputs(out_dir)
     changes, foreign = compare(out_dir, files, previous)
     if not adopt:
         refuse_foreign(out_dir, foreign)
-    return changes + removals(out_dir, previous, files)
+    return changes + removals(out_dir, previous, files, families)
 
 
 def compare(
@@ -253,19 +248,21 @@ def refuse_foreign(out_dir: Path, foreign: list[str]) -> None:
 
 
 def removals(
-    out_dir: Path, previous: Mapping[str, str | None], rendered: Collection[str]
+    out_dir: Path,
+    previous: Mapping[str, str | None],
+    rendered: Collection[str],
+    families: Collection[str] = (),
 ) -> list[FileChange]:
     """The files the last render wrote that this one no longer renders, in path order:
     each removed if it is still what clustergen wrote there (its digest in the
     manifest), else kept (left alone, and named). A manifest line without a digest (a
     tree rendered before digests were kept, or a line added by hand) cannot say what
     clustergen wrote, so its file is kept too. The manifest is committed, so a line
-    there is no proof that clustergen wrote a file: only a path in a family's folder, or
-    in one this render writes into, is ever removed (never one of git's, or a top-level
-    file of the site's); any other stays, named."""
-    from clustergen.outputs import FAMILIES  # their folders: what a render writes into
-
-    folders = {path.split("/", 1)[0] for path in rendered if "/" in path} | set(FAMILIES)
+    there is no proof that clustergen wrote a file: only a path in a family's folder
+    (`families`: the output families' folders, which the commands pass), or in one this
+    render writes into, is ever removed (never one of git's, or a top-level file of the
+    site's); any other stays, named."""
+    folders = {path.split("/", 1)[0] for path in rendered if "/" in path} | set(families)
     changes = []
     with Tree(out_dir) as tree:
         for path in sorted(set(previous) - set(rendered)):
@@ -370,11 +367,16 @@ def staging_folder(out_dir: Path) -> Path:
 
 
 def write(
-    out_dir: Path, files: Mapping[str, Artifact], cluster: str, *, adopt: bool = False
+    out_dir: Path,
+    files: Mapping[str, Artifact],
+    cluster: str,
+    *,
+    adopt: bool = False,
+    families: Collection[str] = (),
 ) -> list[FileChange]:
     """Write cluster's rendered files, with their manifest, into out_dir as one
     transaction (see the module's docstring); the changes made, in path order."""
-    with TreeWrite(out_dir, cluster, adopt=adopt) as writer:
+    with TreeWrite(out_dir, cluster, adopt=adopt, families=families) as writer:
         writer.stage(files)
         return writer.commit()
 
@@ -407,10 +409,13 @@ class TreeWrite:
     Made before a fork, it is the child's too: the child stages its part into the same
     destination and reports the Part."""
 
-    def __init__(self, out_dir: Path, cluster: str, *, adopt: bool = False) -> None:
+    def __init__(
+        self, out_dir: Path, cluster: str, *, adopt: bool = False, families: Collection[str] = ()
+    ) -> None:
         self.out_dir = out_dir
         self.cluster = cluster
         self.adopt = adopt
+        self.families = tuple(families)  # their folders: where removals may act
         self.previous = previous_outputs(out_dir)
         self.target = destination(out_dir)
         self.parts: list[Part] = []
@@ -472,7 +477,7 @@ class TreeWrite:
         digests = {path: value for part in self.parts for path, value in part.digests.items()}
         self.stage({MANIFEST: manifest(installs, digests, self.cluster)})
         changes = sorted((c for part in self.parts for c in part.changes), key=lambda c: c.path)
-        changes += removals(self.out_dir, self.previous, [*installs, MANIFEST])
+        changes += removals(self.out_dir, self.previous, [*installs, MANIFEST], self.families)
         self._handed_on = True
         staged = [part.staged for part in self.parts]
         # The commit takes back what was staged if it fails before its journal is on

@@ -58,6 +58,7 @@ def options(cluster: ResolvedCluster) -> list[Problem]:
     return [
         *_options(spec),
         *_weakening(spec),
+        *_open_metrics(spec),
         *_slurm_user(spec),
         *_policies(spec),
         *_qos(spec),
@@ -135,6 +136,24 @@ def _words(value: object) -> set[str]:
     return {word.strip().lower() for word in str(value).split(",") if word.strip()}
 
 
+def _open_metrics(spec: Spec) -> list[Problem]:
+    """MetricsParameters=ignore_private_data while slurm.isolation.private_data is on."""
+    return [
+        Problem(
+            codes.SLURM_OPTION_WEAKENS_SECURITY,
+            ("slurm", "options", key),
+            f"MetricsParameters={value} shows every user's jobs to anyone who reaches "
+            "slurmctld's port, which slurm.isolation.private_data keeps private; name the "
+            "scraper's account in monitoring.slurm.auth_users instead, or set "
+            "private_data: false",
+        )
+        for key, value in spec.slurm.options.items()
+        if key.lower() == "metricsparameters"
+        and "ignore_private_data" in _words(value)
+        and spec.slurm.isolation.private_data
+    ]
+
+
 def _weakening(spec: Spec) -> list[Problem]:
     """slurm.options that loosen what clustergen writes for authentication and containment,
     each allowed only by the spec key that turns that protection off."""
@@ -194,18 +213,6 @@ def _weakening(spec: Spec) -> list[Problem]:
                 f"PrivateData={value} lets users see each other's {', '.join(missing)}; "
                 f"keep {','.join(PRIVATE_DATA)} in it, or set slurm.isolation.private_data: "
                 "false",
-            )
-        if (
-            lowered == "metricsparameters"
-            and "ignore_private_data" in words
-            and (isolation.private_data)
-        ):
-            weakens(
-                key,
-                f"MetricsParameters={value} shows every user's jobs to anyone who reaches "
-                "slurmctld's port, which slurm.isolation.private_data keeps private; name the "
-                "scraper's account in monitoring.slurm.auth_users instead, or set "
-                "private_data: false",
             )
         if lowered in ("jobcontainertype", "namespacetype") and isolation.job_tmpfs:
             weakens(
@@ -544,6 +551,30 @@ _CREDENTIAL = re.compile(
 )
 
 
+def _credential(key: str) -> Problem:
+    """A key that holds a password (_SECRET_KEYS), or a value with a credential in it."""
+    lowered = key.lower()
+    if lowered in _SECRET_KEYS:
+        return Problem(
+            codes.SLURM_OPTION_SECRET,
+            ("slurm", "options", key),
+            f"{_SECRET_KEYS[lowered]} holds a password, which would be written into "
+            "slurm.conf for anyone who reads the rendered tree; clustergen renders no "
+            "secret (slurmdbd's comes from the vault: "
+            "slurm.accounting.database.password_variable)",
+            at="key",
+        )
+    return Problem(
+        codes.SLURM_OPTION_SECRET,
+        ("slurm", "options", key),
+        f"{key} holds a credential (a user:password@ or a token in its value), which would "
+        "be written into slurm.conf, readable by every user on every node and by anyone who "
+        "reads the rendered tree; clustergen renders no secret: give the service its "
+        "credential another way (a file only SlurmUser reads, or the service's own "
+        "configuration)",
+    )
+
+
 def _options(spec: Spec) -> list[Problem]:
     list_version = key_list_version(spec.software.slurm)
     if list_version is None:
@@ -555,30 +586,8 @@ def _options(spec: Spec) -> list[Problem]:
     for key in spec.slurm.options:
         path = ("slurm", "options", key)
         lowered = key.lower()
-        if lowered in _SECRET_KEYS:
-            problems.append(
-                Problem(
-                    codes.SLURM_OPTION_SECRET,
-                    path,
-                    f"{_SECRET_KEYS[lowered]} holds a password, which would be written into "
-                    "slurm.conf for anyone who reads the rendered tree; clustergen renders no "
-                    "secret (slurmdbd's comes from the vault: "
-                    "slurm.accounting.database.password_variable)",
-                    at="key",
-                )
-            )
-        elif _CREDENTIAL.search(str(spec.slurm.options[key])):
-            problems.append(
-                Problem(
-                    codes.SLURM_OPTION_SECRET,
-                    path,
-                    f"{key} holds a credential (a user:password@ or a token in its value), "
-                    "which would be written into slurm.conf, readable by every user on every "
-                    "node and by anyone who reads the rendered tree; clustergen renders no "
-                    "secret: give the service its credential another way (a file only "
-                    "SlurmUser reads, or the service's own configuration)",
-                )
-            )
+        if lowered in _SECRET_KEYS or _CREDENTIAL.search(str(spec.slurm.options[key])):
+            problems.append(_credential(key))
         elif lowered in deprecated:
             name, where = deprecated[lowered]
             problems.append(

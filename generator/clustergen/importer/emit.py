@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import yaml
 
+from clustergen.errors import printable
 from clustergen.importer.build import REVIEW
-from clustergen.importer.records import Imported, printable
+from clustergen.importer.records import Imported
 
 
 def _comment(lines: list[str]) -> list[str]:

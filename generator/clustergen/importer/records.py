@@ -12,18 +12,9 @@ from pathlib import Path
 
 import hostlist
 
+from clustergen.errors import printable
 from clustergen.importer.reader import ConfError, ConfLine
 from clustergen.model.common import hostlist_parts
-
-
-def printable(text: str) -> str:
-    """`text` with every character that is not printable (control characters, NUL, escape
-    sequences, line and paragraph separators) written as its Python escape, so what an
-    imported file holds never reaches a terminal or the spec raw."""
-    return "".join(
-        char if char.isprintable() or char == " " else char.encode("unicode_escape").decode()
-        for char in text
-    )
 
 
 @dataclass(frozen=True)
