@@ -179,8 +179,11 @@ class Twin(DaemonOwner):
 
     def _write_files(self, rendered: Mapping[str, Artifact]) -> None:
         for name, artifact in rendered.items():
-            if name not in TWIN_FILES:
-                continue  # a script or a file for the real nodes: the twin runs none
+            if name not in TWIN_FILES and name != QOS_SCRIPT_NAME:
+                # A script or a file for the real nodes: the twin runs none. The QOS
+                # script is clustergen's own sacctmgr calls, from QOS names and numbers
+                # validation restricts (checks/slurm.py), run in the twin's slurmdbd.
+                continue
             target = self.paths.etc / name
             if name == "slurm.conf":
                 target.write_text(self.conf.text)
