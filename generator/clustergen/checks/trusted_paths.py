@@ -137,27 +137,33 @@ def shared_mounts(spec: Spec) -> tuple[str, ...]:
     return (*lustre, *(mount.path for mount in storage.nfs))
 
 
+def _place(path: str, shared: tuple[str, ...]) -> str | None:
+    """Where `path` lies, said for a message, when a user could replace it; None where
+    only root writes."""
+    if _GLOB.search(posixpath.dirname(path)):
+        return (
+            "has a pattern in its folders, which may match a folder where users write "
+            "(Prolog and Epilog take glob(7) patterns)"
+        )
+    where = user_writable(path, shared)
+    if where is None:
+        return None
+    if where == RELATIVE:
+        return "is a relative path, found from whatever folder it is used in"
+    if where in shared:
+        return f"lies in {where}, a shared file system users write to"
+    return f"lies in {where}, where users can write"
+
+
 def paths(cluster: ResolvedCluster) -> list[Problem]:
     """Each trusted path where only root writes."""
     spec = cluster.spec
     shared = shared_mounts(spec)
     problems = []
     for trusted in trusted_paths(spec):
-        folder = posixpath.dirname(trusted.path)
-        where = "a pattern" if _GLOB.search(folder) else user_writable(trusted.path, shared)
-        if where is None:
+        place = _place(trusted.path, shared)
+        if place is None:
             continue
-        if where == "a pattern":
-            place = (
-                "has a pattern in its folders, which may match a folder where users write "
-                "(Prolog and Epilog take glob(7) patterns)"
-            )
-        elif where == RELATIVE:
-            place = "is a relative path, found from whatever folder it is used in"
-        elif where in shared:
-            place = f"lies in {where}, a shared file system users write to"
-        else:
-            place = f"lies in {where}, where users can write"
         problems.append(
             Problem(
                 trusted.code,
