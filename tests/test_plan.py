@@ -24,7 +24,16 @@ from clustergen.validate import validate_cluster
 from clustergen.write import with_manifest
 
 from support.paths import DATA, EXAMPLES, REPO
-from support.pull_request import ADD_TWO_NODES, BUMP_DRIVER, NEW_OST_DEVICE, edited
+from support.regen import check_current
+from support.pull_request import (
+    ADD_TWO_NODES,
+    BUMP_DRIVER,
+    BUMP_NCCL,
+    NEW_OSS_SERVERS,
+    NEW_OST,
+    NEW_OST_DEVICE,
+    edited,
+)
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 ROLES = REPO / "roles"
@@ -107,6 +116,24 @@ def test_a_renamed_spec_renders_the_same_tree_and_plans_nothing(cli, tmp_path: P
     result = cli("plan", str(renamed), "-o", str(tree))
     assert result.code == ExitCode.OK, result.out
     assert "DESTRUCTIVE" not in result.out
+
+
+def test_a_clone_made_under_umask_002_plans_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """git records only a file's executable bit: a clone under umask 002 has every file
+    group-writable (0664, 0775), and that is no change for plan or render --check (the
+    nodes take each file's mode from its install metadata). The executable bit is."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    files = [p for p in tree.rglob("*") if p.is_file()]
+    for path in files:
+        path.chmod(path.stat().st_mode | 0o020)
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.OK, result.out
+    assert "DESTRUCTIVE" not in result.out
+    assert cli("render", str(spec), "-o", str(tree), "--check").code == 0
+    script = next(p for p in files if p.stat().st_mode & 0o100)
+    script.chmod(0o664)
+    stale = cli("render", str(spec), "-o", str(tree), "--check")
+    assert stale.code != 0 and str(script.relative_to(tree)) in stale.out + stale.err
 
 
 def test_driver_bump_and_two_new_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -240,12 +267,12 @@ def test_a_reformat_is_destructive_and_comes_first(cli, tmp_path: Path) -> None:
     cluster, _ = validate_cluster(load_spec(str(spec)))
     assert cluster is not None
     files = render_all(cluster)
-    format_script = "lustre/format-ost0003.sh"
-    files[format_script] = Artifact(
-        format_script,
-        "mkfs.lustre --ost --index=3 /dev/disk/by-id/dm-name-ost3b\n",
-        0o755,
-        Install("/usr/local/sbin/format-ost0003", "lustre_oss", NodeChange("reformat", "OST0003")),
+    identity = "lustre/format/training-ost0003.format"  # an existing target's, changed
+    files[identity] = Artifact(
+        identity,
+        files[identity].text + "mkfs.lustre --ost --index=3 /dev/disk/by-id/dm-name-ost3b\n",
+        0o644,
+        Install("/etc/clustergen/x.format", "lustre_oss", NodeChange("reformat", "OST0003")),
     )
     plan = make_plan(cluster, with_manifest(files, cluster.spec.cluster.name), tree)
     assert plan.exit_code == ExitCode.PLAN_DESTRUCTIVE
@@ -253,7 +280,7 @@ def test_a_reformat_is_destructive_and_comes_first(cli, tmp_path: Path) -> None:
     assert text.index("**DESTRUCTIVE") < text.index("### DESTRUCTIVE: reformat")
     assert text.index("### DESTRUCTIVE: reformat") < text.index("Rolling upgrade with reboots")
     assert "- **reformat `OST0003`** on oss[01-04]" in text
-    assert f"  - {format_script} new" in text
+    assert f"  - {identity} changed" in text
 
 
 def test_a_new_ost_device_reformats_that_target_on_its_own_node(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -373,9 +400,14 @@ def test_what_decides_a_format_plans_a_reformat(  # type: ignore[no-untyped-def]
         for s in json.loads(result.out)["steps"]
         if s["action"] == "reformat"
     }
-    # Only the target whose format changes (and, for a new index, the one it replaces).
+    formats = {s["service"] for s in json.loads(result.out)["steps"] if s["action"] == "format"}
+    if "index" in old:
+        # The old index's target is gone with its data; the new index is a new target.
+        assert reformats == {"scratch-OST0001": ["oss1", "oss2"]} and formats == {target}
+        return
+    # Only the target whose format changes.
     assert target in reformats and node in reformats[target]
-    assert len(reformats) == (2 if "index" in old else 1), reformats
+    assert len(reformats) == 1 and not formats, (reformats, formats)
 
 
 def test_failover_nids_are_not_a_reformat(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -469,3 +501,80 @@ def test_a_committed_file_that_would_expand_without_end_is_refused(  # type: ign
     result = cli("plan", str(spec), "-o", str(tree))
     assert result.code == ExitCode.USAGE, result.err
     assert says in result.err and "Traceback" not in result.err
+
+
+def test_a_library_upgrade_is_an_install_on_the_nodes_that_get_it(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A pinned package whose version changes is installed by site.yml on its group's nodes:
+    an action (exit 4) that says what running jobs see, never "Nothing to do"."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    edit(spec, *BUMP_NCCL)
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.PLAN_CHANGES, result.out
+    assert "Nothing to do" not in result.out
+    section = result.out.split("### Install new package versions\n", 1)[1].split("\n### ")[0]
+    assert "- **install `nccl`** on gpu[01-08]\n" in section, result.out
+    assert "libnccl2 2.21.5-1+cuda12.4 -> 2.23.4-1+cuda12.4" in section, section
+    assert "jobs started after the install load it" in section, section
+    assert "libnccl2" not in result.out.split("### No action on the nodes", 1)[-1].split("###")[0]
+    steps = json.loads(cli("plan", str(spec), "-o", str(tree), "--format", "json").out)["steps"]
+    assert [(s["action"], s["service"], s["nodes"][-1]) for s in steps] == [
+        ("install", "nccl", "gpu08")
+    ]
+
+
+def test_a_new_target_is_formatted_and_mounted_not_destroyed(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Adding an OST is creation: a format of the new target (its script formats only a
+    blank device) and a mount, with no DESTRUCTIVE banner and exit 4."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    edit(spec, *NEW_OST)
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.PLAN_CHANGES, result.out
+    assert "DESTRUCTIVE" not in result.out and "reformat" not in result.out, result.out
+    assert "### Format new targets\n" in result.out
+    assert "- **format new target `training-OST0008`** on oss04\n" in result.out, result.out
+    assert "formats only a blank device" in result.out
+    assert "- **mount `lustre`** on oss04\n" in result.out, result.out
+    assert "remount `lustre`" not in result.out, result.out
+
+
+def test_new_servers_with_new_targets_plan_their_formats(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Two new OSS servers, two new OSTs each: each target's format on its new server
+    (named, though the servers are new), nothing destroyed, and the servers to bring up."""
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    edit(spec, *NEW_OSS_SERVERS)
+    result = cli("plan", str(spec), "-o", str(tree), "--format", "json")
+    assert result.code == ExitCode.PLAN_CHANGES, result.out
+    document = json.loads(result.out)
+    assert not document["destructive"]
+    formats = {s["service"]: s["nodes"] for s in document["steps"] if s["action"] == "format"}
+    assert formats == {
+        "training-OST0008": ["oss05"],
+        "training-OST0009": ["oss05"],
+        "training-OST000a": ["oss06"],
+        "training-OST000b": ["oss06"],
+    }
+    # The new servers get their mounts and interfaces at their bring-up: no running node.
+    assert {s["action"] for s in document["steps"]} == {"format", "mount", "reconfigure"}
+    assert all(s["nodes"] == [] for s in document["steps"] if s["action"] != "format")
+    assert document["nodes"]["added"] == ["oss05", "oss06"]
+
+
+# The plans a reviewer reads for the pull requests above, committed (tests/plans/) and
+# refreshed with tests/regen.py: each is read as a reviewer would, in the diff.
+PLAN_CASES = {
+    "nccl-upgrade": BUMP_NCCL,
+    "new-ost": NEW_OST,
+    "new-oss-servers": NEW_OSS_SERVERS,
+    "driver-and-two-nodes": [*BUMP_DRIVER, *ADD_TWO_NODES],
+    "ost-on-a-new-device": NEW_OST_DEVICE,
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLAN_CASES))
+def test_the_plans_a_reviewer_reads(cli, tmp_path: Path, case: str, update_golden: bool) -> None:  # type: ignore[no-untyped-def]
+    spec, tree = applied(cli, ML.read_text(), tmp_path)
+    edit(spec, *PLAN_CASES[case])
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code in (ExitCode.PLAN_CHANGES, ExitCode.PLAN_DESTRUCTIVE), result.err
+    text = result.out.replace(str(tree), "TREE")
+    check_current(REPO / "tests" / "plans" / f"{case}.md", text, update_golden)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -32,12 +32,20 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.tree import Tree
 from clustergen.write import MANIFEST, Installed, file_changes, manifest_entries
 
+# What the plan asks of the nodes: a file's NodeAction, or one the plan tells apart where
+# a file or a package is new: a target new in the spec is formatted (never DESTRUCTIVE),
+# a new mount is mounted, and a pinned package's new version is installed.
+PlanAction = Literal[NodeAction, "format", "mount", "install"]
+
 # Most severe first; the plan lists steps in this order.
-SEVERITY: tuple[NodeAction, ...] = (
+SEVERITY: tuple[PlanAction, ...] = (
     "reformat",
     "reboot",
     "restart",
     "remount",
+    "format",
+    "mount",
+    "install",
     "set_param",
     "reconfigure",
 )
@@ -47,7 +55,7 @@ HOSTS = "inventory/hosts.yml"
 
 @dataclass
 class Step:
-    action: NodeAction
+    action: PlanAction
     service: str | None
     target: str | None  # the path a remount or reformat acts on
     nodes: set[str] = field(default_factory=set)
@@ -144,16 +152,17 @@ class _Steps:
         return nodes & self.old_hosts if self.old_hosts else nodes
 
     def add(
-        self, change: NodeChange, target: str | None, nodes: Iterable[str], reason: str
+        self,
+        action: PlanAction,
+        service: str | None,
+        target: str | None,
+        nodes: Iterable[str],
+        reason: str,
     ) -> None:
-        key_target = target if change.action == "reformat" else None
-        key = (change.action, change.service, key_target)
-        entry = self.by_key.setdefault(key, Step(change.action, change.service, key_target))
-        group = (
-            self.runs_on.get(change.service)
-            if change.action in ("restart", "reconfigure")
-            else None
-        )
+        key_target = target if action in ("reformat", "format") else None
+        key = (action, service, key_target)
+        entry = self.by_key.setdefault(key, Step(action, service, key_target))
+        group = self.runs_on.get(service) if action in ("restart", "reconfigure") else None
         entry.nodes.update(nodes if group is None else self.members(group).intersection(nodes))
         entry.reasons.append(reason)
 
@@ -173,18 +182,33 @@ class _Steps:
         )
 
 
+@dataclass(frozen=True)
+class _Applied:
+    """What the applied tree's manifest says of the files installed now."""
+
+    manifest: dict[str, Installed | None]
+    # Where a file stood for a target's reformat: by its change ('reformat OST0003'). A
+    # target none stood for is new in the spec (or the tree is older than its identity
+    # files, when the target's format script stood for it).
+    stood_for: dict[str, str]
+    dests: frozenset[str]  # where the applied tree's files are installed
+
+    @classmethod
+    def read(cls, out_dir: Path) -> _Applied:
+        manifest = manifest_entries(out_dir)
+        installed = [(path, i) for path, i in manifest.items() if i is not None]
+        return cls(
+            manifest,
+            {i.change: path for path, i in installed if i.change.startswith("reformat ")},
+            frozenset(i.dest for _, i in installed),
+        )
+
+
 def _file_steps(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> list[str]:
     """Adds the steps the tree's changed, new and removed files need; returns the lines of
     the files that need nothing on the nodes."""
-    old_manifest = manifest_entries(out_dir)
+    applied = _Applied.read(out_dir)
     tree_only = []
-    # Where an old manifest had a file stand for a target's reformat (a tree rendered
-    # before the target had an identity file of its own, when its format script did).
-    stood_for = {
-        installed.change: path
-        for path, installed in old_manifest.items()
-        if installed is not None and installed.change.startswith("reformat ")
-    }
     for change in file_changes(out_dir, files, adopt=True, families=FAMILIES):
         if change.action == "unchanged" or change.path == MANIFEST:
             continue
@@ -194,10 +218,10 @@ def _file_steps(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> lis
                 "wrote there)"
             )
         elif change.action == "remove":
-            _removed_file(steps, change.path, old_manifest.get(change.path), tree_only)
+            _removed_file(steps, change.path, applied.manifest.get(change.path), tree_only)
         else:
             created = change.action == "create"
-            _rendered_file(steps, files, out_dir, change.path, created, stood_for, tree_only)
+            _rendered_file(steps, files, out_dir, change.path, created, applied, tree_only)
     return tree_only
 
 
@@ -212,8 +236,10 @@ def _removed_file(
             f"{path} (removed; the copy installed at {installed.dest} stays until removed by hand)"
         )
     else:
+        change = _parse_change(installed)
         steps.add(
-            _parse_change(installed),
+            change.action,
+            change.service,
             installed.dest,
             steps.members(installed.group),
             f"{path} is no longer rendered; the copy installed at "
@@ -227,36 +253,56 @@ def _rendered_file(
     out_dir: Path,
     path: str,
     created: bool,
-    stood_for: dict[str, str],
+    applied: _Applied,
     tree_only: list[str],
 ) -> None:
     """A new or changed file: the step its install declares, or a line where none."""
     install = files[path].install
     state = "new" if created else "changed"
-    if (
-        install is not None
-        and created
-        and _recorded_for_an_unchanged_target(
-            out_dir, files, stood_for.get(install.change.describe())
-        )
-    ):
+    if install is None:
+        tree_only.append(f"{path} ({state})")
+        return
+    change = install.change
+    stood_for = applied.stood_for.get(change.describe())
+    if created and _recorded_for_an_unchanged_target(out_dir, files, stood_for):
         tree_only.append(
             f"{path} (new, installed at {install.dest}: what decides the format "
             "of a target that is formatted already, and whose format is unchanged)"
         )
-    elif install is None:
-        tree_only.append(f"{path} ({state})")
-    elif install.change.action == "nothing":
+    elif change.action == "nothing":
         tree_only.append(f"{path} ({state}, installed at {install.dest} as is)")
     else:
-        nodes = steps.members(install.group)
+        action = _new_target_or_mount(change, created, stood_for, install.dest, applied)
+        action = action or change.action
+        # A new target is formatted on its nodes, new ones too: the reviewer sees every
+        # format, where a running node's other files wait for its bring-up.
+        nodes = (
+            steps.cluster.members.get(install.group, frozenset())
+            if action == "format"
+            else steps.members(install.group)
+        )
         steps.add(
-            install.change,
+            action,
+            change.service,
             install.dest,
             nodes if install.hosts is None else nodes & set(install.hosts),
             f"{path} {state} (installed at {install.dest}"
             + (f"; {install.served})" if install.served else ")"),
         )
+
+
+def _new_target_or_mount(
+    change: NodeChange, created: bool, stood_for: str | None, dest: str, applied: _Applied
+) -> PlanAction | None:
+    """'format' for a target no file of the applied tree stood for, 'mount' for a mount
+    installed where none was: creation, not destruction. None: the change's own action."""
+    if not created:
+        return None
+    if change.action == "reformat" and stood_for is None:
+        return "format"
+    if change.action == "remount" and dest not in applied.dests:
+        return "mount"
+    return None
 
 
 def _package_changes(
@@ -293,7 +339,12 @@ def _package_changes(
             rollout += changed
             running -= rolled
         if concern.change.action != "nothing" and running:
-            steps.add(concern.change, None, running, described)
+            steps.add(concern.change.action, concern.change.service, None, running, described)
+        elif running:
+            # Installed by site.yml all the same: an action, with what it changes for jobs.
+            for package in changed:
+                steps.add("install", concern.name, None, running, _versions(package))
+            steps.add("install", concern.name, None, running, concern.takes_effect)
         elif not rolled:
             tree_only.append(described)
     return rollout, rolling_nodes
@@ -417,9 +468,13 @@ def _parse_change(installed: Installed) -> NodeChange:
 
 
 def _described(change: PackageChange) -> str:
+    return f"{change.title}: {_versions(change)}"
+
+
+def _versions(change: PackageChange) -> str:
     if change.old is None:
-        return f"{change.title}: {change.package} {change.new} (newly pinned)"
-    return f"{change.title}: {change.package} {change.old} -> {change.new}"
+        return f"{change.package} {change.new} (newly pinned)"
+    return f"{change.package} {change.old} -> {change.new}"
 
 
 # The committed tree is untrusted until it merges (docs/security.md): what plan reads of
@@ -517,6 +572,9 @@ _HEADINGS = {
     "reboot": "Reboot",
     "restart": "Restart",
     "remount": "Remount",
+    "format": "Format new targets",
+    "mount": "Mount",
+    "install": "Install new package versions",
     "set_param": "Apply settings again (lctl set_param)",
     "reconfigure": "Reconfigure",
 }
@@ -613,7 +671,15 @@ def _batch_lines(batches: list[list[str]], shown: int = 12) -> list[str]:
     ]
 
 
-def _section(action: NodeAction, steps: list[Step]) -> list[str]:
+# Said under a section, once: what its steps do that the step lines cannot.
+_NOTES: dict[PlanAction, str] = {
+    "format": "A target new in the spec: nothing on it to lose. Its format script formats "
+    "only a blank device; where the device holds a file system, a label or a partition "
+    "table, the script stops and changes nothing.",
+}
+
+
+def _section(action: PlanAction, steps: list[Step]) -> list[str]:
     if not steps:
         return []
     lines = [f"### {_HEADINGS[action]}", ""]
@@ -623,13 +689,17 @@ def _section(action: NodeAction, steps: list[Step]) -> list[str]:
             "reboot": "reboot",
             "restart": f"restart `{step.service}`",
             "remount": f"remount `{step.service}`",
+            "format": f"format new target `{step.service}`",
+            "mount": f"mount `{step.service}`",
+            "install": f"install `{step.service}`",
             "set_param": f"set_param `{step.service}`",
             "reconfigure": f"reconfigure `{step.service}`",
         }[step.action]
         nodes = compress(sorted(step.nodes)) if step.nodes else "no running node"
         lines.append(f"- **{what}** on {nodes}")
         lines += [f"  - {reason}" for reason in step.reasons]
-    return [*lines, ""]
+    note = _NOTES.get(action)
+    return [*lines, "", *([note, ""] if note else [])]
 
 
 def json_text(plan: Plan) -> str:

@@ -219,7 +219,7 @@ def compare(
                 changes.append(FileChange(path, "create", None, rendered.text, None, new_digest))
                 continue
             old, mode = found
-            changed = old != data or mode != rendered.mode
+            changed = old != data or _executable(mode) != _executable(rendered.mode)
             # A file clustergen did not write is in the way only if rendering would change it.
             if changed and path not in previous and path != MANIFEST:
                 foreign.append(path)
@@ -227,6 +227,13 @@ def compare(
             text = _decoded(tree, path, old)
             changes.append(FileChange(path, action, text, rendered.text, digest(old), new_digest))
     return changes, foreign
+
+
+def _executable(mode: int) -> bool:
+    """What git records of a file's mode, and so all that a tree's mode can say: a clone
+    made under umask 002 has 0664 where the render wrote 0644, and nothing differs. The
+    nodes take their mode from each file's Install.mode, never from the tree."""
+    return bool(mode & 0o100)
 
 
 def _decoded(tree: Tree, path: str, data: bytes) -> str:

@@ -650,6 +650,10 @@ class Concern:
     reports: str | None = None
     # What installing a new version on a running node needs (`clustergen plan`).
     change: NodeChange = NO_CHANGE
+    # What the running nodes see once a new version is installed (`clustergen plan`).
+    takes_effect: str = (
+        "programs started after the install use it; running jobs keep what they loaded"
+    )
     # What the group_vars say where the concern derives no packages.
     without_packages: str = "not in the spec's software block, nothing installed"
     # Installed in each batch of the driver roll-out too (site.yml's roll-out play runs
@@ -695,7 +699,15 @@ CONCERNS: tuple[Concern, ...] = (
         only_with_nodes=True,
     ),
     Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),
-    Concern("nccl", "NCCL runtime and headers", GPU_GROUP, "nccl", _nccl),
+    Concern(
+        "nccl",
+        "NCCL runtime and headers",
+        GPU_GROUP,
+        "nccl",
+        _nccl,
+        takes_effect="jobs started after the install load it (and the acceptance jobs "
+        "test it); running jobs keep the NCCL they loaded",
+    ),
     Concern("cudnn", "cuDNN", GPU_GROUP, "cudnn", _cudnn),
     Concern(
         "nccl_tests",
@@ -731,7 +743,14 @@ CONCERNS: tuple[Concern, ...] = (
         _slurm("compute"),
         change=NodeChange("restart", "slurmd"),
     ),
-    Concern("slurm_login", "Slurm client commands", "login", "slurm", _slurm("login")),
+    Concern(
+        "slurm_login",
+        "Slurm client commands",
+        "login",
+        "slurm",
+        _slurm("login"),
+        takes_effect="each command run after the install is the new one",
+    ),
     Concern(
         "slurm_pmix",
         "PMIx and Slurm's mpi/pmix plugin",
@@ -805,6 +824,7 @@ CONCERNS: tuple[Concern, ...] = (
         "compute",
         "nhc",
         _nhc,
+        takes_effect="slurmd's next health check runs the new one",
         without_packages="not pinned (software.nhc): no HealthCheckProgram",
     ),
     Concern(
@@ -846,6 +866,7 @@ CONCERNS: tuple[Concern, ...] = (
         ANSIBLE_PULL_GROUP,
         "ansible_pull",
         _ansible_pull,
+        takes_effect="the node's next pull runs with it",
         without_packages="none: ansible.pull is not set",
         only_with_nodes=True,
     ),
