@@ -24,7 +24,6 @@ from clustergen.validate import validate_cluster
 from clustergen.write import with_manifest
 
 from support.paths import DATA, EXAMPLES, REPO
-from support.regen import check_current
 from support.pull_request import (
     ADD_TWO_NODES,
     BUMP_DRIVER,
@@ -34,6 +33,7 @@ from support.pull_request import (
     NEW_OST_DEVICE,
     edited,
 )
+from support.regen import check_current
 
 ML = EXAMPLES / "ml-training-8node.yaml"
 ROLES = REPO / "roles"

@@ -209,8 +209,8 @@ class Site:
         self.git(*sign, "-q", "-m", message)
         return self.git("rev-parse", "HEAD")
 
-    def run(self) -> tuple[int, dict[str, object]]:
-        done = subprocess.run([self.script], env=self.env, capture_output=True, text=True)
+    def run(self, *args: str) -> tuple[int, dict[str, object]]:
+        done = subprocess.run([self.script, *args], env=self.env, capture_output=True, text=True)
         return done.returncode, json.loads(self.state.read_text(encoding="utf-8"))
 
     def applied(self) -> list[str]:
@@ -300,6 +300,39 @@ def test_a_release_not_signed_by_a_signer_never_runs(
         f"commit {planted} (refs/heads/main) is not signed" in line for line in record["failure"]
     )
     assert site.applied() == [good]
+
+
+def test_an_older_signed_release_is_refused_unless_rolled_back_by_hand(
+    renders: tuple[dict[str, Artifact], ...], tmp_path: Path
+) -> None:
+    """A signature is no proof of freshness: the branch moved back to an older signed
+    release (by a compromised server replaying it, or a force-push) is refused while the
+    ref stays the same, and the node stays where it is. A revert, which descends, is
+    applied; `--allow-rollback` by hand takes the old release once."""
+    site = Site(tmp_path, renders[1]["pull/clustergen-pull"].text)
+    old = site.commit("r1")
+    assert site.run()[0] == 0
+    new = site.commit("r2")
+    assert site.run()[0] == 0
+    site.git("reset", "-q", "--hard", old)
+    code, record = site.run()
+    assert code == 1 and site.applied() == [old, new]
+    assert (record["commit"], record["result"], record["last_good"]) == (old, "failed", new)
+    assert any(f"does not descend from {new}" in line for line in record["failure"]), record
+    code, record = site.run("--allow-rollback")
+    assert code == 0 and site.applied()[-1] == old, record
+    # Forward again, then back by a revert: a new commit, so it descends and is applied.
+    again = site.commit("r3")
+    assert site.run()[0] == 0
+    site.git("-c", f"user.signingkey={tmp_path / 'signer'}", "revert", "-S", "--no-edit", again)
+    reverted = site.git("rev-parse", "HEAD")
+    assert site.run()[0] == 0 and site.applied()[-1] == reverted
+    # Another ref asked for (pull.env, from a signed release): its commit is taken as is.
+    site.git("checkout", "-q", "--orphan", "other")
+    unrelated = site.commit("o1")
+    site.settings("refs/heads/other")
+    assert site.run()[0] == 0 and site.applied()[-1] == unrelated
+    assert subprocess.run([site.script, "--rollback"], env=site.env).returncode == 2
 
 
 def test_the_tag_asked_for_is_applied_never_a_branch_of_its_name(
