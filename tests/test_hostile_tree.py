@@ -425,3 +425,19 @@ def test_the_output_folder_itself_may_be_a_link_the_user_named(
     assert result.code == 0, result.err
     assert "edge-lab" in (real / MANIFEST).read_text()
     assert cli("plan", str(EDGE), "-o", str(named)).code == 0
+
+
+@pytest.mark.parametrize("line", ["../outside.txt", "/etc/passwd", "slurm/../../x", "a//b"])
+def test_a_manifest_line_outside_the_tree_is_refused(cli, tmp_path: Path, line: str) -> None:  # type: ignore[no-untyped-def]
+    """clustergen writes only plain relative paths into its manifest: a line that leads
+    out of the tree (or is not as clustergen writes them) is refused, naming the line,
+    by render, --check and plan, and nothing is written."""
+    out = rendered(cli, tmp_path)
+    with (out / MANIFEST).open("a") as manifest:
+        manifest.write(f"{line}\t{sha256(b'x')}\n")
+    before = (out / MANIFEST).read_bytes()
+    for argv in (("render",), ("render", "--check"), ("plan",)):
+        result = cli(argv[0], str(ML), "-o", str(out), *argv[1:])
+        assert result.code == 2, (argv, result.out, result.err)
+        assert f"{MANIFEST}:" in result.err and "not a plain relative path" in result.err
+    assert (out / MANIFEST).read_bytes() == before

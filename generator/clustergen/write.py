@@ -129,12 +129,18 @@ def listed(out_dir: Path) -> dict[str, Listed]:
 def _listed(tree: Tree) -> dict[str, Listed]:
     text = tree.read_text(MANIFEST)
     entries: dict[str, Listed] = {}
-    for line in (text or "").splitlines():
+    for number, line in enumerate((text or "").splitlines(), 1):
         path, *fields = line.strip("\n").split("\t")
         path = path.strip()
-        # Never follow a manifest outside the output directory.
-        if not path or path.startswith("#") or not inside(path):
+        if not path or path.startswith("#"):
             continue
+        # Never follow a manifest outside the output directory; clustergen writes no such
+        # line, so one is a hand edit or an attack, and the whole manifest is refused.
+        if not inside(path):
+            raise UsageError(
+                f"{tree.path(MANIFEST)}:{number}: {path!a} is not a plain relative path "
+                "inside the tree (absolute, or with a '..', '.' or empty component): not read"
+            )
         recorded = fields.pop() if fields and fields[-1].startswith("sha256:") else None
         entries[path] = Listed(Installed(*fields) if len(fields) == 3 else None, recorded)
     return entries
