@@ -184,9 +184,11 @@ def test_the_reference_spec_has_only_its_true_warnings() -> None:
     # SchedMD's by default and no repository is named that serves it (issue 20). Its
     # InfiniBand fabric does not say what runs the subnet manager (issue 25). Its health
     # check pins no NHC, so no HealthCheckProgram runs between jobs, and it names no
-    # nccl-tests release, so nothing builds the all-reduce jobs' binaries (issue 25).
+    # nccl-tests release, so nothing builds the all-reduce jobs' binaries (issue 25), and
+    # its slurm.mpi is none, so they could not start their ranks either (issue 40).
     assert _codes_for(example_data()) == {
         "nccl.tests-not-built",
+        "nccl.tests-without-pmix",
         "slurm.health-check-without-nhc",
         "network.subnet-manager-unset",
         "software.slurm-end-of-support",

@@ -45,12 +45,13 @@ def test_json_is_in_the_text_order(cli) -> None:  # type: ignore[no-untyped-def]
 
 def test_valid_spec_is_an_empty_array(cli) -> None:  # type: ignore[no-untyped-def]
     # Its warnings (no GPU topology table, Slurm 24.11 past its end of support, SchedMD's
-    # packages from no named repository, no nccl-tests release to build) are ignored:
-    # nothing else is left.
+    # packages from no named repository, no nccl-tests release to build, no PMIx for it)
+    # are ignored: nothing else is left.
     spec = str(EXAMPLES / "edge-roce-2node.yaml")
     ignored = [
         *("--ignore", "hardware.topology-missing"),
         *("--ignore", "nccl.tests-not-built"),
+        *("--ignore", "nccl.tests-without-pmix"),
         *("--ignore", "software.slurm-end-of-support"),
         *("--ignore", "software.slurm-schedmd-without-repository"),
     ]
@@ -68,6 +69,7 @@ def test_render_prints_problems_as_json(cli, tmp_path: Path) -> None:  # type: i
         "software.slurm-end-of-support",
         "software.slurm-schedmd-without-repository",
         "network.subnet-manager-unset",
+        "nccl.tests-without-pmix",
     ]
     assert not (tmp_path / "out").exists()
 

@@ -78,3 +78,38 @@ def test_per_gpu_defaults_are_held_to_what_the_system_reserve_leaves() -> None:
     assert "more than the 56 CPUs" in _codes(data)["slurm.gpu-defaults-exceed-node"]
     data["slurm"]["partitions"][0].update(def_cpu_per_gpu=14, def_mem_per_gpu_mib=126976)
     assert "more than the 491520 MiB" in _codes(data)["slurm.gpu-defaults-exceed-node"]
+
+
+STATE_CODES = ("slurm.state-save-unmounted", "slurm.state-save-not-on-controllers")
+
+
+@pytest.mark.parametrize(
+    ("roles", "path", "found"),
+    [
+        (["compute", "slurm_controller"], "/srv/slurm/state", None),
+        (["compute"], "/srv/slurm/state", "slurm.state-save-not-on-controllers"),
+        (["compute"], "/srv/slurmstate", "slurm.state-save-unmounted"),  # not under /srv/slurm
+        (["compute"], "/srv/slurm", "slurm.state-save-not-on-controllers"),  # the mount itself
+    ],
+)
+def test_a_shared_state_folder_is_on_a_mount_every_controller_mounts(
+    roles: list[str], path: str, found: str | None
+) -> None:
+    data = YAML(typ="safe").load(
+        (EXAMPLES.parent / "tests/invalid/state-save-not-on-controllers.yaml").read_text()
+    )
+    data["storage"]["nfs"][0]["roles"] = roles
+    data["slurm"]["state_save"]["path"] = path
+    codes = _codes(data)
+    assert [code for code in STATE_CODES if code in codes] == ([found] if found else [])
+
+
+def test_a_second_node_of_the_slurm_dbd_role_is_refused_only_off_the_accounting_host() -> None:
+    data = _edge()
+    data["slurm"]["accounting"] = {"host": data["slurm"]["controllers"][0]}
+    head = next(group for group in data["nodes"] if "slurm_controller" in group["roles"])
+    head["roles"] = [*head["roles"], "slurm_dbd"]
+    assert "slurm.dbd-role-elsewhere" not in _codes(data)
+    compute = next(group for group in data["nodes"] if "compute" in group["roles"])
+    compute["roles"] = [*compute["roles"], "slurm_dbd"]
+    assert "slurm.dbd-role-elsewhere" in _codes(data)

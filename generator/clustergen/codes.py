@@ -719,6 +719,24 @@ SLURM_CONTROLLER_NOT_LISTED = Code(
     "warning",
     "a node with the slurm_controller role that is not a controller",
 )
+SLURM_STATE_SAVE_UNMOUNTED = Code(
+    "slurm.state-save-unmounted",
+    "warning",
+    "slurm.state_save.shared, and the state folder lies on none of the spec's mounts: the "
+    "site must mount one file system there on every controller",
+)
+SLURM_STATE_SAVE_NOT_ON_CONTROLLERS = Code(
+    "slurm.state-save-not-on-controllers",
+    "error",
+    "slurm.state_save.shared, and a controller does not mount the file system that holds "
+    "the state folder",
+)
+SLURM_DBD_ROLE_ELSEWHERE = Code(
+    "slurm.dbd-role-elsewhere",
+    "error",
+    "a node with the slurm_dbd role that is not slurm.accounting.host: it would run a "
+    "second slurmdbd",
+)
 SLURM_DBD_WITHOUT_ACCOUNTING = Code(
     "slurm.dbd-without-accounting",
     "warning",
@@ -943,6 +961,12 @@ NCCL_TESTS_NOT_BUILT = Code(
     "warning",
     "GPU nodes on which nothing installs nccl-tests: software.nccl_tests names no release, "
     "or the catalog knows no Open MPI of the OS to build it with",
+)
+NCCL_TESTS_WITHOUT_PMIX = Code(
+    "nccl.tests-without-pmix",
+    "warning",
+    "GPU nodes with slurm.mpi none: the acceptance all-reduce jobs stop with NOT RUN, as "
+    "nccl-tests starts its MPI ranks under srun only through PMIx",
 )
 NCCL_UNKNOWN_VARIABLE = Code(
     "nccl.unknown-variable", "warning", "an NCCL_* name NCCL's documentation does not list"

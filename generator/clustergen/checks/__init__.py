@@ -84,6 +84,7 @@ CHECKS: tuple[Check, ...] = (
     _check(slurm.options, "slurm", "software"),
     _check(trusted_paths.paths, "slurm", "software", "hardware"),
     _check(slurm.folders, "slurm"),
+    _check(slurm.state_save, "slurm", "storage", "hardware", "nodes"),
     _check(topology.check, "network", "hardware", "nodes"),
     _check(topology.storage_switches, "network"),
     _check(topology.oversubscription, "network", "hardware", "nodes", "slurm"),

@@ -380,6 +380,17 @@ def test_tools(cluster: ResolvedCluster) -> list[Problem]:
                     "is built with: the nccl_tests role builds nothing (docs/acceptance.md)",
                 )
             )
+        if cluster.spec.slurm.mpi == "none":
+            problems.append(
+                Problem(
+                    codes.NCCL_TESTS_WITHOUT_PMIX,
+                    ("slurm", "mpi"),
+                    "slurm.mpi is none (the default): the acceptance all-reduce jobs stop with "
+                    "NOT RUN, as nccl-tests, built with MPI, starts its ranks under srun only "
+                    "through PMIx; set slurm.mpi: pmix (the slurm role installs and pins "
+                    "PMIx), or run the jobs with SRUN_MPI naming the plugin your site installs",
+                )
+            )
     if cluster.spec.slurm.mpi == "pmix" and distribution.pmix is None:
         problems.append(
             Problem(

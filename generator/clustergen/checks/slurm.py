@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from clustergen import codes
 from clustergen.catalog.folders import RELATIVE, system_folder, user_writable
@@ -387,7 +387,85 @@ def _accounting(cluster: ResolvedCluster) -> list[Problem]:
                 f"node '{accounting.host}' does not have the slurm_dbd role",
             )
         ]
-    return []
+    # The slurm role installs and starts slurmdbd on every node of the role; only the
+    # accounting host's is the one slurmctld talks to (AccountingStorageHost).
+    return [
+        Problem(
+            codes.SLURM_DBD_ROLE_ELSEWHERE,
+            ("nodes", other.group_index, "roles"),
+            f"node '{other.name}' has the slurm_dbd role, but slurm.accounting.host is "
+            f"'{accounting.host}': site.yml would install and start a second slurmdbd there, "
+            "which no slurmctld talks to, with the database password in its slurmdbd.conf; "
+            f"remove the role from '{other.name}'",
+        )
+        for other in _first_of_each_group(h for h in dbd_hosts if h.name != accounting.host)
+    ]
+
+
+def state_save(cluster: ResolvedCluster) -> list[Problem]:
+    """With slurm.state_save.shared, every controller mounts the file system that holds
+    the state folder: one the spec mounts (storage.nfs, storage.lustre) on them all, or,
+    where none of its mounts holds the folder, one the site mounts itself (a warning)."""
+    slurm = cluster.spec.slurm
+    if not slurm.state_save.shared:
+        return []
+    path = slurm.state_save.path
+    at = ("slurm", "state_save", "shared")
+    holding = [
+        (mount, clients)
+        for mount, clients in _mounts_and_clients(cluster)
+        if path == mount or path.startswith(mount.rstrip("/") + "/")
+    ]
+    if not holding:
+        return [
+            Problem(
+                codes.SLURM_STATE_SAVE_UNMOUNTED,
+                at,
+                f"slurm.state_save.shared is true, but {path} lies on none of the spec's NFS "
+                "or Lustre mounts: clustergen mounts nothing there, so unless the site mounts "
+                "one file system there on every controller, each keeps its own state and a "
+                "takeover loses the queue; put state_save.path under a storage.nfs mount "
+                "that the controllers mount (roles: [slurm_controller])",
+            )
+        ]
+    mount, clients = max(holding, key=lambda held: len(held[0]))  # the innermost mount
+    missing = [name for name in slurm.controllers if name not in clients]
+    if not missing:
+        return []
+    return [
+        Problem(
+            codes.SLURM_STATE_SAVE_NOT_ON_CONTROLLERS,
+            at,
+            f"slurm.state_save.path {path} lies on the mount {mount}, which controller(s) "
+            f"{', '.join(missing)} do not mount: there slurmctld writes its state to the "
+            "local folder beneath, and a takeover loses the queue; add slurm_controller to "
+            "the mount's roles (storage.nfs[].roles, storage.lustre.mount.clients)",
+        )
+    ]
+
+
+def _mounts_and_clients(cluster: ResolvedCluster) -> list[tuple[str, frozenset[str]]]:
+    """Each network mount of the spec (NFS, Lustre) with the nodes that mount it."""
+    storage = cluster.spec.storage
+    if storage is None:
+        return []
+    mounts = [
+        (mount.path, frozenset(clients))
+        for mount, clients in zip(storage.nfs, cluster.nfs_clients, strict=True)
+    ]
+    if storage.lustre is not None:
+        roles = set(storage.lustre.mount.clients)
+        clients = frozenset(h.name for h in cluster.hosts if roles.intersection(h.roles))
+        mounts.append((storage.lustre.mount.path, clients))
+    return mounts
+
+
+def _first_of_each_group(hosts: Iterable[Host]) -> list[Host]:
+    """One host per node group: a group's nodes share its roles, so one problem says it."""
+    seen: dict[int, Host] = {}
+    for host in hosts:
+        seen.setdefault(host.group_index, host)
+    return list(seen.values())
 
 
 def _is_compute(spec: Spec, roles: tuple[str, ...], known: dict[tuple[str, ...], bool]) -> bool:
