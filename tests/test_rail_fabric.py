@@ -195,3 +195,28 @@ def test_pods_have_their_own_spines_and_the_cores_join_spines_of_one_place() -> 
     assert [p.message for p in wrong.problems] == [
         "3 spines are not 1 for each of 2 rails in each of 2 pods (4)"
     ]
+
+
+def _messages(data: Data) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for problem in validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]:
+        found.setdefault(problem.code.name, []).append(problem.message)
+    return found
+
+
+def test_a_single_unit_rail_fabric_is_judged_for_its_blocking_like_any_other() -> None:
+    """One scalable unit: every node hangs from every rail leaf, but a transfer from one
+    rail to another still goes through the spines (issue 40: a single-unit rail fabric
+    blocked per leaf passed, where the tree form of the same cabling warned)."""
+    blocked = _messages(_with_service_under_spines(_rail_spec({**RAILS, "units": "su1"})))
+    # 8 HCA ports down, 2 cables to each of 2 spines up: 2:1, on each of the 8 rail leaves
+    # (said once, the others named after it).
+    rails = [m for m in blocked.get("network.leaf-oversubscribed", []) if m.startswith("rail")]
+    assert len(rails) == 1 and "(and 7 more like it: " in rails[0], blocked
+    assert rails[0].startswith("rail leaf blocked 2:1 (8 HCA ports down, 4 uplinks up"), rails
+    assert "a transfer from one rail to another" in rails[0]
+    # Cabled non-blocking (4 cables to each spine), no rail leaf is named.
+    fine = _messages(
+        _with_service_under_spines(_rail_spec({**RAILS, "units": "su1", "uplinks": 4}))
+    )
+    assert not [m for m in fine.get("network.leaf-oversubscribed", []) if m.startswith("rail")]

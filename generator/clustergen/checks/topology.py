@@ -377,20 +377,26 @@ def oversubscription(cluster: ResolvedCluster) -> list[Problem]:
         if not nodes:
             continue
         # A partition whose nodes are all below here sends nothing up: its jobs stay here.
+        # Not on a rail leaf: a transfer from one rail to another goes through the tier
+        # above however few nodes there are (NCCL's PXN moves it onto the rail over NVLink
+        # first, where the GPUs share an NVSwitch), so a rail leaf is judged as any leaf.
+        rail = fabric.switches[switch.index].rail is not None
         crossing = [
             (t, i)
             for t, i, reach in reaching
-            if not reach.isdisjoint(nodes) and len(reach & nodes) < len(reach)
+            if not reach.isdisjoint(nodes) and (rail or len(reach & nodes) < len(reach))
         ]
         if not crossing:
             continue
         target, index = min(crossing)
         if switch.factor > target:
-            problems.append(_blocked(cluster, switch, target, index))
+            problems.append(_blocked(cluster, switch, target, index, rail))
     return problems
 
 
-def _blocked(cluster: ResolvedCluster, switch: Blocking, target: float, index: int) -> Problem:
+def _blocked(
+    cluster: ResolvedCluster, switch: Blocking, target: float, index: int, rail: bool
+) -> Problem:
     spec = cluster.spec
     fabric = spec.network.fabric
     assert fabric is not None
@@ -405,13 +411,18 @@ def _blocked(cluster: ResolvedCluster, switch: Blocking, target: float, index: i
     path = ("network", "fabric", "switches", switch.index)
     gbits = LINK_GBITS[fabric.rate]
     if switch.hca_ports:
+        across = (
+            "a transfer from one rail to another (or a job across scalable units)"
+            if rail
+            else "a job across leaves"
+        )
         return Problem(
             codes.NETWORK_LEAF_OVERSUBSCRIBED,
             path,
-            f"leaf blocked {ratio(switch.factor)} ({switch.hca_ports} HCA ports down, {ups}, "
-            f"all at {gbits} Gb/s), above the {declared}; a job across leaves gets "
-            f"1/{round(switch.factor, 2):g} of its HCAs' bandwidth: add uplinks, or set "
-            "max_blocking to the ratio the design accepts",
+            f"{'rail ' if rail else ''}leaf blocked {ratio(switch.factor)} "
+            f"({switch.hca_ports} HCA ports down, {ups}, all at {gbits} Gb/s), above the "
+            f"{declared}; {across} gets 1/{round(switch.factor, 2):g} of its HCAs' "
+            "bandwidth: add uplinks, or set max_blocking to the ratio the design accepts",
         )
     return Problem(
         codes.NETWORK_SPINE_OVERSUBSCRIBED,
