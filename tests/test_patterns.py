@@ -159,3 +159,32 @@ def test_a_pattern_with_a_wrong_key_is_a_shape_error_at_its_key(cli, tmp_path: P
     assert result.code == 1
     assert "network.fabric.switches[0].port" in result.err
     assert "[shape.unknown-key]" in result.err
+
+
+def test_every_spine_over_every_leaf_is_one_line(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The usual two-level fat tree: `per_switch: all` puts every leaf under every spine
+    (dealing them out failed with pattern.no-room, issue 40); it renders as its long form."""
+    spec = _compact_with(
+        tmp_path,
+        '      - {names: "ib-spine[1-1]", switches: "ib-leaf[1-2]",\n         per_switch: 32}\n'
+        '      - {name: ib-core, switches: "ib-spine[1-1],ib-svc[1-1]"}\n',
+        '      - {names: "ib-spine[1-2]", switches: "ib-leaf[1-2],ib-svc1", per_switch: all}\n',
+    )
+    result = cli("expand", str(spec))
+    assert result.code == 0, result.err
+    switches = YAML(typ="safe").load(result.out)["network"]["fabric"]["switches"]
+    assert switches[-2:] == [
+        {"name": "ib-spine1", "switches": "ib-leaf[1-2],ib-svc1"},
+        {"name": "ib-spine2", "switches": "ib-leaf[1-2],ib-svc1"},
+    ]
+    long_form = tmp_path / "long.yaml"
+    long_form.write_text(result.out)
+    assert cli("render", str(spec), "-o", str(tmp_path / "compact")).code == 0
+    assert cli("render", str(long_form), "-o", str(tmp_path / "long")).code == 0
+    assert _same_trees(tmp_path / "compact", tmp_path / "long") == []
+    leaves = _compact_with(
+        tmp_path, 'nodes: "gpu[01-64]", per_switch: 32}', 'nodes: "gpu[01-64]", per_switch: all}'
+    )
+    refused = cli("validate", str(leaves))
+    assert refused.code == 1
+    assert "per_switch all puts every member under every switch" in refused.err, refused.err

@@ -293,6 +293,10 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "open as a list that may be empty",
     "facility-power-shelves-odd-for-n-plus-n": "the parity of a count against another key",
     "facility-cdu-unknown-rack": _CROSS_REFERENCE,
+    "slurm-dbd-role-elsewhere": "a node's role against the name another key gives: "
+    + _CROSS_REFERENCE,
+    "state-save-not-on-controllers": "a path under a mount point of another section, on "
+    "the nodes that mount it (roles against node groups)",
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -21,6 +21,9 @@ from clustergen import codes
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import compress, fold_last_numbers
 from clustergen.model.common import expand_hostlist
+
+if TYPE_CHECKING:
+    from clustergen.model.patterns import SwitchGroup
 
 _PLACEHOLDER = re.compile(r"\{(rack|index|node|n|unit|rail)(?::(0?[1-9]?[dxX]))?\}")
 
@@ -182,8 +185,24 @@ def _switches(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
         )
         return
     kind = "nodes" if group.nodes is not None else "switches"
+    if group.per_switch == "all" and kind == "nodes":
+        out.problems.append(
+            Problem(
+                codes.NETWORK_SWITCH_LEAF_OR_SPINE,
+                (*path, "per_switch"),
+                f"switch group '{group.names}': per_switch all puts every member under every "
+                "switch, which only a spine group ('switches') can have: a node hangs from "
+                "one leaf (or from one leaf per rail: the rails pattern)",
+            )
+        )
+        return
     names = expand_hostlist(group.names)
     members = expand_hostlist(getattr(group, kind))
+    if group.per_switch == "all":  # every spine over every leaf: one hostlist for them all
+        every = compress(members)
+        for name in names:
+            yield _switch(group, name, {"name": name, kind: every})
+        return
     shares = _deal(len(members), len(names), group.per_switch)
     if shares is None:
         out.problems.append(
@@ -206,14 +225,18 @@ def _switches(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:
                 )
             )
             return
-        switch: dict[str, Any] = {"name": name, kind: compress(members[start : start + share])}
         start += share
-        for key in ("ports", "model"):
-            if getattr(group, key) is not None:
-                switch[key] = getattr(group, key)
-        if group.uplinks != 1:
-            switch["uplinks"] = group.uplinks
-        yield switch, f"switch {name}", {}
+        yield _switch(group, name, {"name": name, kind: compress(members[start - share : start])})
+
+
+def _switch(group: SwitchGroup, name: str, switch: dict[str, Any]) -> Element:
+    """One switch of a group: its members, and the keys the group gives each switch."""
+    for key in ("ports", "model"):
+        if getattr(group, key) is not None:
+            switch[key] = getattr(group, key)
+    if group.uplinks != 1:
+        switch["uplinks"] = group.uplinks
+    return switch, f"switch {name}", {}
 
 
 def _rail_fabric(out: Expansion, path: SpecPath, item: Any) -> Iterator[Element]:

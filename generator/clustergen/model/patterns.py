@@ -10,7 +10,7 @@ stand for the expanded element's values; an integer may carry a format, e.g.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -68,11 +68,11 @@ class SwitchGroup(StrictModel):
     switches: Hostlist | None = Field(
         default=None, description="Spines: the child switches to deal out."
     )
-    per_switch: Int | None = Field(
+    per_switch: Annotated[Int, Field(ge=1)] | Literal["all"] | None = Field(
         default=None,
-        ge=1,
         description="Members per switch; default: as evenly as they go (the first switches "
-        "take one more).",
+        "take one more). all (a spine group only): every spine over every switch of "
+        "'switches', the two tiers of a fat tree fully meshed.",
     )
     ports: Int | None = Field(
         default=None, ge=1, le=4096, description="Ports of each switch, as switches[].ports."
