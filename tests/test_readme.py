@@ -4,6 +4,7 @@ every command."""
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 
 from clustergen.cli import _parser
@@ -45,3 +46,48 @@ def test_readme_first_screen_says_what_each_top_level_folder_is() -> None:
     assert text.index("## Quick start") < 3000, "keep the table on the README's first screen"
     missing = sorted(f for f in folders if f"`{f}/`" not in table)
     assert not missing, f"the README's folder table does not say what these are: {missing}"
+
+
+_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def test_readme_counts_and_names_every_example() -> None:
+    """Each place the README counts `examples/` gives the number there is, and the
+    spec-language section names each example (it once said three, then two plus one)."""
+    examples = sorted(path.name for path in (REPO / "examples").glob("*.yaml"))
+    text = README.read_text(encoding="utf-8")
+    counts = re.findall(r"`examples/`[^.\n]*? (two|three|four|five|six) complete", text)
+    counts += re.findall(r"`examples/` holds (two|three|four|five|six) complete", text)
+    assert counts, "the README no longer counts its examples"
+    assert {_NUMBERS[word] for word in counts} == {len(examples)}, (counts, examples)
+    section = text[text.index("## The spec language") :][:3000]
+    assert [name for name in examples if f"`{name}`" not in section] == []
+
+
+def test_readme_says_the_storage_fabric_s_switches_are_refused() -> None:
+    """The key table's storage switches row says what validate does with them (the
+    shared model's description said they become topology.conf)."""
+    from clustergen.codes import NETWORK_STORAGE_SWITCHES
+
+    row = next(
+        line
+        for line in README.read_text().splitlines()
+        if line.startswith("| `network.storage.switches` |")
+    )
+    assert f"Refused ({NETWORK_STORAGE_SWITCHES.name})" in row, row
+    assert "topology.conf (topology/tree)" not in row
+    assert "| `network.storage.switches[].name` |" not in README.read_text()
+
+
+def test_docs_slurm_says_which_mariadb_settings_the_role_sets() -> None:
+    """docs/slurm.md once said no MariaDB setting is rendered, while the slurm role sets
+    innodb_snapshot_isolation OFF (Slurm 26.05 stops otherwise on MariaDB 11.6.2 and
+    later) among SchedMD's recommended settings: the doc names the variable and them."""
+    import yaml
+
+    defaults = yaml.safe_load((REPO / "roles/slurm/defaults/main.yml").read_text())
+    settings = defaults["slurm_database_server_settings"]
+    assert settings["loose-innodb_snapshot_isolation"] == "OFF"
+    doc = (REPO / "docs/slurm.md").read_text(encoding="utf-8")
+    assert "slurm_database_server_settings" in doc
+    assert "renders no MariaDB server settings" not in doc

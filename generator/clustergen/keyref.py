@@ -31,6 +31,14 @@ PATTERNS = (
     ("storage.lustre.osts[]", TargetGroup),
 )
 
+# Keys a shared model has where a check refuses them (the storage fabric has the compute
+# fabric's shape): their row says so, and the keys under them are not listed.
+REFUSED = {
+    "network.storage.switches": "Refused (network.storage-switches): the storage fabric's "
+    "switches are not modelled; cabling, ports and topology.conf come from "
+    "network.fabric.switches only (docs/networks.md).",
+}
+
 START = "<!-- spec-keys:start (generated from the models; do not edit) -->"
 END = "<!-- spec-keys:end -->"
 
@@ -68,6 +76,9 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, str, str, str]
         description = (field.description or (nested.__doc__ if nested else "") or "").replace(
             "|", "\\|"
         )
+        if path in REFUSED:
+            rows.append((path, _type_name(annotation), default, REFUSED[path]))
+            continue
         rows.append((path, _type_name(annotation), default, " ".join(description.split())))
         if nested is not None:
             rows += _rows(nested, f"{path}{suffix}.")
