@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self
@@ -12,6 +12,7 @@ from clustergen.codes import invalid
 from clustergen.model.common import Identifier, StrictModel, Version
 from clustergen.model.hardware import CpuArch
 from clustergen.model.syntax import (
+    NVLSM_VERSION,
     AptComponent,
     AptSuite,
     KeyFingerprint,
@@ -253,10 +254,11 @@ class Software(StrictModel):
         description="NVIDIA Fabric Manager version. Required, and equal to nvidia_driver, when any "
         "hardware profile has NVSwitch; must be absent otherwise.",
     )
-    nvlsm: Version | None = Field(
+    nvlsm: Annotated[str, NVLSM_VERSION] | None = Field(
         default=None,
         description="NVIDIA NVLink Subnet Manager (NVLSM) version, as NVIDIA's repository lists "
-        "it for the driver branch. Required when a hardware profile has NVSwitch and Blackwell "
+        "it for the driver branch: its release date YEAR.MONTH.N (e.g. 2025.01.5), never the "
+        "driver's version. Required when a hardware profile has NVSwitch and Blackwell "
         "GPUs (HGX B200/B300: fourth-generation NVSwitch), installed beside the fabric manager; "
         "must be absent otherwise.",
     )

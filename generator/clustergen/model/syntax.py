@@ -247,6 +247,14 @@ PACKAGE_VERSION = Syntax(
     r"^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~_-]*$",
     "a package version as apt or dnf shows it, e.g. 2.21.5-1+cuda12.4",
 )
+# NVLSM's versions are its release dates [NVIDIA's CUDA repository: nvlsm_2025.01.5-1 beside
+# driver 570.124.06, nvlsm_2025.06.10-1 in its ubuntu2404 folder (issue 39)], never the
+# driver's: a pin shaped as the driver's names no package.
+NVLSM_VERSION = Syntax(
+    r"^20[2-9][0-9]\.(0[1-9]|1[0-2])\.[0-9]+$",
+    "an NVLSM version, its release date YEAR.MONTH.N such as 2025.01.5 (NVLSM is not "
+    "versioned as the driver it goes with)",
+)
 SHA256 = Syntax(
     r"^[0-9a-f]{64}$", "a sha256 digest: 64 lowercase hex digits, as sha256sum prints it"
 )
