@@ -11,6 +11,7 @@ from ruamel.yaml import YAML
 
 from clustergen.catalog.slurm_keys import accepted_keys, key_list_version
 from clustergen.hosts import compress
+from clustergen.long_form import expand
 from clustergen.model import Spec
 from clustergen.outputs.slurm.derive import derive_slurm, name_ranges
 from clustergen.resolve import resolve
@@ -336,3 +337,18 @@ def test_name_ranges_split_at_gaps_and_widths() -> None:
         ("gpu", 3, 100, 101),
     ]
     assert plain == ["head"]
+
+
+def test_gres_cores_name_whole_sockets() -> None:
+    """Slurm co-allocates a GPU with CPUs per socket or NUMA node (gres.conf(5), Cores):
+    the topology table's nearest cores (0-13, 14-27, ... on two 56-core sockets) become
+    every core of their socket, never a slice of one (issue 39)."""
+    document = expand(reference("superpod-rail-128node")).data  # its fabric is a pattern
+    cores = {line.files: line.cores for line in slurm_of(document).gres}
+    assert cores == {
+        **{f"/dev/nvidia{i}": "0-55" for i in range(4)},
+        **{f"/dev/nvidia{i}": "56-111" for i in range(4, 8)},
+    }
+    # Cores that straddle both sockets name both.
+    document["hardware"]["hgx-b200"]["topology"]["gpus"][0]["cores"] = "50-60"
+    assert slurm_of(document).gres[0].cores == "0-55,56-111"

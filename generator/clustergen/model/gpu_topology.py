@@ -39,8 +39,9 @@ class GpuAffinity(StrictModel):
     index: Int = Field(ge=0, le=63, description="GPU index as nvidia-smi numbers it.")
     numa_node: Int = Field(ge=0, le=63, description="NUMA node of the GPU.")
     cores: CoreList = Field(
-        description="Slurm core IDs nearest the GPU (gres.conf Cores=), 0 to "
-        "sockets x cores_per_socket - 1, e.g. 0-31."
+        description="Slurm core IDs nearest the GPU, 0 to sockets x cores_per_socket - 1, "
+        "e.g. 0-31. gres.conf Cores= gets every core of the sockets they lie on (Slurm "
+        "co-allocates GPUs and CPUs per socket, gres.conf(5))."
     )
     hca: InterfaceName = Field(description="Name of the HCA nearest the GPU (its rail).")
 

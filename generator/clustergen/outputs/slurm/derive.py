@@ -27,6 +27,7 @@ from clustergen.imex_mode import (
 )
 from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
+from clustergen.model.gpu_topology import core_ids
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import HealthCheck, Partition, Priority
@@ -120,7 +121,7 @@ class GresLine:
     names: str
     gres_type: str
     files: str
-    cores: str | None = None  # Cores= from the topology table or the superchips, one per GPU
+    cores: str | None = None  # Cores=: the sockets of the topology table's or superchip's cores
 
 
 @dataclass(frozen=True)
@@ -844,7 +845,7 @@ def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
         names, kind = compress([h.name for h in members]), str(gres_type(profile))
         if profile.topology is not None and profile.topology.gpus:
             lines += [
-                GresLine(names, kind, f"/dev/nvidia{gpu.index}", gpu.cores)
+                GresLine(names, kind, f"/dev/nvidia{gpu.index}", _socket_cores(profile, gpu.cores))
                 for gpu in sorted(profile.topology.gpus, key=lambda g: g.index)
             ]
             continue
@@ -858,6 +859,19 @@ def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
         files = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
         lines.append(GresLine(names, kind, files))
     return lines
+
+
+def _socket_cores(profile: HardwareProfile, cores: str) -> str:
+    """Every core of the sockets that a GPU's nearest cores lie on. Slurm co-allocates a
+    GRES with CPUs per socket or NUMA node, never by cores within one (gres.conf(5),
+    Cores: "it is not possible to preferentially assign GRES with different specific CPUs
+    on the same NUMA or socket", so the option "should generally be used to identify all
+    cores on some socket"): a slice of a socket promises an affinity Slurm does not give."""
+    per = profile.cpu.cores_per_socket
+    sockets = sorted({core // per for core in core_ids(cores)})
+    return ",".join(
+        f"{socket * per}-{socket * per + per - 1}" if per > 1 else str(socket) for socket in sockets
+    )
 
 
 def _slurmdbd(spec: Spec) -> list[Setting]:
