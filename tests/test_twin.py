@@ -182,6 +182,13 @@ def leftovers(tmpdir: Path, before: set[str]) -> list[str]:
     return found
 
 
+def _interruptible() -> None:
+    """In the twin's process, before it starts: SIGINT as a terminal delivers it. A run
+    started in the background of a non-interactive shell (nohup ... &) ignores SIGINT, the
+    twin inherits that, and the Ctrl-C test would send a signal nothing hears."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(*argv: str, tmpdir: Path, **kwargs: object) -> subprocess.Popen[str]:
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     return subprocess.Popen(
@@ -190,6 +197,7 @@ def run_cli(*argv: str, tmpdir: Path, **kwargs: object) -> subprocess.Popen[str]
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_interruptible,
         **kwargs,  # type: ignore[call-overload]
     )
 

@@ -88,13 +88,20 @@ class Daemon:
             raise DaemonError(f"{self.name} exited early\n{self.describe()}")
 
     def stop(self) -> None:
+        self.terminate()
+        self.wait_or_kill(time.monotonic() + STOP_TIMEOUT_S)
+
+    def terminate(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
-            try:
-                self.proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+
+    def wait_or_kill(self, deadline: float) -> None:
+        """Wait for the daemon to end until `deadline` (time.monotonic()), then kill it."""
+        try:
+            self.proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 class DaemonOwner:
@@ -128,9 +135,15 @@ class DaemonOwner:
         self.stop()
 
     def stop(self) -> None:
-        """Stop every daemon, newest first; safe to call twice."""
-        while self.daemons:
-            self.daemons.pop().stop()
+        """Stop every daemon: SIGTERM to each, newest first, then all waited for together,
+        STOP_TIMEOUT_S in all before SIGKILL, so that a twin stopped on a loaded machine
+        never takes a timeout per daemon; safe to call twice."""
+        daemons, self.daemons = self.daemons[::-1], []
+        for daemon in daemons:
+            daemon.terminate()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for daemon in daemons:
+            daemon.wait_or_kill(deadline)
 
 
 OwnerT = TypeVar("OwnerT", bound=DaemonOwner)
