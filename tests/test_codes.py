@@ -185,8 +185,11 @@ def test_the_reference_spec_has_only_its_true_warnings() -> None:
     # InfiniBand fabric does not say what runs the subnet manager (issue 25). Its health
     # check pins no NHC, so no HealthCheckProgram runs between jobs, and it names no
     # nccl-tests release, so nothing builds the all-reduce jobs' binaries (issue 25), and
-    # its slurm.mpi is none, so they could not start their ranks either (issue 40).
+    # its slurm.mpi is none, so they could not start their ranks either (issue 40). Its
+    # Lustre servers run Ubuntu, where Lustre builds no DKMS package of the server modules,
+    # and it names no kernel of a site build of them (issue 39).
     assert _codes_for(example_data()) == {
+        "storage.lustre-server-modules-unpinned",
         "nccl.tests-not-built",
         "nccl.tests-without-pmix",
         "slurm.health-check-without-nhc",

@@ -200,7 +200,9 @@ def test_the_topology_table_overrides_the_superchips_and_x86_gpus_get_none() -> 
         "hcas": [{"name": "mlx5_0", "numa_node": 0, "role": "compute"}],
         "gpus": [{"index": i, "numa_node": 0, "cores": "0-35", "hca": "mlx5_0"} for i in range(4)],
     }
-    assert {line.split(" Cores=")[1] for line in _gres(data)} == {"0-35"}
+    # All four on the first Grace, as the table says (the superchips would put GPUs 2-3 on
+    # the second), and each as its whole socket: Slurm binds GPUs to sockets (gres.conf(5)).
+    assert {line.split(" Cores=")[1] for line in _gres(data)} == {"0-71"}
     data = _mixed()
     data["hardware"]["gb200-tray"]["gpu"] = {"model": "b200", "count": 4}
     assert _gres(data) == ["Type=b200 File=/dev/nvidia[0-3]"]

@@ -219,7 +219,7 @@ def test_nvlsm_is_pinned_beside_the_fabric_manager_on_hgx_b200_only() -> None:
         assert cluster is not None
         pins[name] = {g.name: g.packages for g in lock_groups(cluster)}["nvswitch"]
     assert pins["superpod-rail-128node"] == {
-        "nvidia-fabricmanager-570": "570.133.20-1",
-        "nvlsm": "570.133.20-1",
+        "nvidia-fabricmanager-570": "570.124.06-1",
+        "nvlsm": "2025.01.5-1",
     }
     assert pins["ml-training-8node"] == {"nvidia-fabricmanager-550": "550.90.07-1"}

@@ -297,6 +297,9 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     + _CROSS_REFERENCE,
     "state-save-not-on-controllers": "a path under a mount point of another section, on "
     "the nodes that mount it (roles against node groups)",
+    "lustre-release-for-os": "a version compared as numbers against another key's value",
+    "lustre-client-architecture": "a version against the CPU architecture of the nodes "
+    "whose roles mount Lustre (roles, node groups and hardware profiles together)",
 }
 
 

@@ -361,6 +361,23 @@ RACKS_NODE_WITH_SIZE = Code(
 )
 
 # storage
+STORAGE_LUSTRE_RELEASE_FOR_OS = Code(
+    "storage.lustre-release-for-os",
+    "error",
+    "a Lustre release that does not build for the OS (Ubuntu 24.04 before Lustre 2.16)",
+)
+STORAGE_LUSTRE_CLIENT_ARCHITECTURE = Code(
+    "storage.lustre-client-architecture",
+    "error",
+    "Lustre clients on arm64 nodes with a Lustre whose DKMS client has no arm64 build "
+    "(before 2.16)",
+)
+STORAGE_LUSTRE_SERVER_MODULES_UNPINNED = Code(
+    "storage.lustre-server-modules-unpinned",
+    "warning",
+    "Lustre servers on apt without software.lustre_server_kernel: Lustre builds no DKMS "
+    "package of its server modules, so none is installed",
+)
 STORAGE_UNKNOWN_NODE = Code(
     "storage.unknown-node", "error", "a storage server that is not a defined node"
 )

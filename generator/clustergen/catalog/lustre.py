@@ -22,6 +22,22 @@ PAGES_PER_RPC_KEY = "osc.*.max_pages_per_rpc"
 
 Place = Literal["client", "server"]
 
+# What Lustre's own packaging builds, at each release tag [src: lustre-release, tags v2_15_5
+# to v2_15_8, v2_16_0 and v2_16_1: debian/control.main, debian/control.modules.in,
+# debian/rules, lustre/ChangeLog]:
+# - `lustre-client-modules-dkms` is the only DKMS package (catalog/packages.py pins it).
+#   The server modules are built for one kernel, as `lustre-server-modules-<kernel>`
+#   (control.modules.in
+#   lustre-server-modules-_KVERS_; debian/rules sets DKMS_PKG= empty for the server build).
+# - The DKMS client lists arm64 from 2.16.0 on (LU-17256, "debian: allow building client
+#   dkms on arm64", first in v2_16_0; 2.15.x through v2_15_8 list i386 armhf powerpc
+#   ppc64el amd64 ia64 only).
+# - The first ChangeLog that names an Ubuntu 24.04 kernel is 2.16.0's (6.8.0-38 and 6.10.0-15
+#   among the server kernels); 2.15.x's name none, and ldiskfs has no Ubuntu 22.04 or
+#   24.04 patch series at any of these tags (ldiskfs/kernel_patches/series/).
+ARM64_DKMS_CLIENT_FROM = (2, 16)
+UBUNTU_2404_FROM = (2, 16)
+
 
 @dataclass(frozen=True)
 class Param:

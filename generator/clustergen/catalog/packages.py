@@ -479,15 +479,23 @@ def _lustre_client(family: PackageFamily, s: Software) -> Pins:
     return {"lustre-client": version, "kmod-lustre-client": version}
 
 
+# Lustre's server modules on apt, built for one kernel: no DKMS package (catalog/lustre.py).
+SERVER_MODULES_PACKAGE = "lustre-server-modules-{kernel}"
+
+
 def _lustre_server(family: PackageFamily, s: Software) -> Pins:
     """What every Lustre server runs, whatever its targets' backend: Whamcloud's el9 server
-    RPMs `lustre` and `kmod-lustre`; on apt the packages Lustre's source tree builds with its
-    debs target (the OSDs it was configured with are inside them)."""
+    RPMs `lustre` and `kmod-lustre`; on apt the utilities and the server modules the site
+    built for its kernel (software.lustre_server_kernel; catalog/lustre.py: Lustre builds
+    no DKMS package for servers), the OSDs it was configured with inside them."""
     if s.lustre is None:
         return {}
     if family == "apt":
         version = f"{s.lustre}-1"
-        return {"lustre-server-utils": version, "lustre-server-modules-dkms": version}
+        pins = {"lustre-server-utils": version}
+        if s.lustre_server_kernel is not None:
+            pins[SERVER_MODULES_PACKAGE.format(kernel=s.lustre_server_kernel)] = version
+        return pins
     version = f"{s.lustre}-1{_el_dist(s)}"
     return dict.fromkeys(("lustre", "kmod-lustre"), version)
 

@@ -61,6 +61,7 @@ CHECKS: tuple[Check, ...] = (
     _check(lustre.mount, "storage"),
     _check(lustre.layouts, "storage"),
     _check(lustre.tuning, "storage"),
+    _check(lustre.packages, "storage", "software", "hardware", "nodes"),
     _check(monitoring.node_exporter, "monitoring", "software"),
     _check(monitoring.dcgm_exporter, "monitoring", "software"),
     _check(monitoring.slurm, "monitoring", "software", "slurm"),

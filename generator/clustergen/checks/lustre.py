@@ -6,17 +6,24 @@ import re
 from pathlib import PurePosixPath
 
 from clustergen import codes
+from clustergen.catalog.distributions import DISTRIBUTIONS
+from clustergen.catalog.gpus import profile_cpu_arch
 from clustergen.catalog.lustre import (
+    ARM64_DKMS_CLIENT_FROM,
     BRW_SIZE_KEY,
     MAX_STRIPE_SIZE,
     PAGE,
     PAGES_PER_RPC_KEY,
     STRIPE_ALIGN,
     TUNING,
+    UBUNTU_2404_FROM,
     brw_size_mib,
     networks,
 )
+from clustergen.catalog.packages import LUSTRE_SERVER_ROLES
+from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem, SpecPath
+from clustergen.hosts import Host, compress
 from clustergen.model.common import parse_size
 from clustergen.model.storage import LayoutComponent, Lustre, LustreLayout, ServerTarget
 from clustergen.resolve import ResolvedCluster
@@ -436,3 +443,58 @@ def tuning(cluster: ResolvedCluster) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def packages(cluster: ResolvedCluster) -> list[Problem]:
+    """Lustre's packages exist for the OS and architecture (catalog/lustre.py): its
+    DKMS client on arm64 from 2.16 on, Ubuntu 24.04 from 2.16 on, and on apt the server
+    modules only as the site's build for one kernel (software.lustre_server_kernel)."""
+    lustre, software = _lustre(cluster), cluster.spec.software
+    if lustre is None or software.lustre is None:
+        return []
+    release = parse_version(software.lustre)[:2]
+    at = ("software", "lustre")
+    shipped = f"Lustre {software.lustre}"
+    problems = []
+    if software.os == "ubuntu-24.04" and release < UBUNTU_2404_FROM:
+        problems.append(
+            Problem(
+                codes.STORAGE_LUSTRE_RELEASE_FOR_OS,
+                at,
+                f"{shipped} does not build for Ubuntu 24.04: its ChangeLog names no Ubuntu "
+                "24.04 kernel (2.16.0's is the first, 6.8.0-38), and ldiskfs has no patch "
+                "series for it; pin Lustre 2.16 or later",
+            )
+        )
+    family = DISTRIBUTIONS[software.os].family
+    clients = set(lustre.mount.clients)
+    arm = sorted({h.name for h in cluster.hosts if clients & set(h.roles) and _is_arm(h)}, key=str)
+    if family == "apt" and arm and release < ARM64_DKMS_CLIENT_FROM:
+        problems.append(
+            Problem(
+                codes.STORAGE_LUSTRE_CLIENT_ARCHITECTURE,
+                at,
+                f"{shipped} builds its client (lustre-client-modules-dkms) for no arm64 node: "
+                "arm64 is in Lustre's debian/control from 2.16.0 on (LU-17256), so "
+                f"{compress(arm)} would mount nothing; pin Lustre 2.16 or later",
+            )
+        )
+    servers = any(set(LUSTRE_SERVER_ROLES) & set(h.roles) for h in cluster.hosts)
+    if family == "apt" and servers and software.lustre_server_kernel is None:
+        problems.append(
+            Problem(
+                codes.STORAGE_LUSTRE_SERVER_MODULES_UNPINNED,
+                at,
+                "Lustre's Debian packaging builds no DKMS package of the server modules, "
+                "only lustre-server-modules-<kernel> for the kernel it is built on: the "
+                "servers get lustre-server-utils and no modules to mount a target with; "
+                "build the modules for the servers' kernel and name it in "
+                "software.lustre_server_kernel (an ldiskfs server also needs a kernel "
+                "Lustre's ldiskfs patches; zfs targets need only the site's zfs build)",
+            )
+        )
+    return problems
+
+
+def _is_arm(host: Host) -> bool:
+    return host.profiled and profile_cpu_arch(host.hardware) == "aarch64"

@@ -12,6 +12,7 @@ from clustergen.codes import invalid
 from clustergen.model.common import Identifier, StrictModel, Version
 from clustergen.model.hardware import CpuArch
 from clustergen.model.syntax import (
+    KERNEL_RELEASE,
     NVLSM_VERSION,
     AptComponent,
     AptSuite,
@@ -293,6 +294,14 @@ class Software(StrictModel):
         "with slurm_packages: distribution (the distribution's archive serves those).",
     )
     lustre: Version | None = Field(default=None, description="Lustre client/server version.")
+    lustre_server_kernel: Annotated[str, KERNEL_RELEASE] | None = Field(
+        default=None,
+        description="On apt: the kernel (uname -r) that the site's build of Lustre's server "
+        "modules is for. Lustre's Debian packaging has no DKMS package for servers: it "
+        "builds lustre-server-modules-<kernel> for one kernel (debian/control.modules.in), "
+        "which is pinned with lustre-server-utils. Without it the servers get only the "
+        "utilities, and validate warns (storage.lustre-server-modules-unpinned).",
+    )
     zfs: Version | None = Field(
         default=None,
         description="OpenZFS version on the Lustre servers of zfs targets, e.g. 2.1.11: the "

@@ -247,6 +247,10 @@ PACKAGE_VERSION = Syntax(
     r"^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~_-]*$",
     "a package version as apt or dnf shows it, e.g. 2.21.5-1+cuda12.4",
 )
+KERNEL_RELEASE = Syntax(
+    r"^[0-9]+\.[0-9]+\.[0-9]+[A-Za-z0-9.+_-]*$",
+    "a kernel release as uname -r prints it, e.g. 5.15.0-106-generic",
+)
 # NVLSM's versions are its release dates [NVIDIA's CUDA repository: nvlsm_2025.01.5-1 beside
 # driver 570.124.06, nvlsm_2025.06.10-1 in its ubuntu2404 folder (issue 39)], never the
 # driver's: a pin shaped as the driver's names no package.
