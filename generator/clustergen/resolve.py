@@ -220,6 +220,15 @@ class ResolvedCluster:
         return nfs_mount_clients(self.spec, self.hosts)
 
     @cached_property
+    def lustre_clients(self) -> frozenset[str]:
+        """The nodes of the roles that mount Lustre (storage.lustre.mount.clients)."""
+        lustre = self.spec.storage.lustre if self.spec.storage else None
+        if lustre is None:
+            return frozenset()
+        roles = set(lustre.mount.clients)
+        return frozenset(h.name for h in self.hosts if roles.intersection(h.roles))
+
+    @cached_property
     def members(self) -> dict[str, frozenset[str]]:
         """Host names in each group, children included (as Ansible resolves them)."""
         by_name = {group.name: group for group in self.groups}

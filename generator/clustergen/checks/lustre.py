@@ -467,8 +467,7 @@ def packages(cluster: ResolvedCluster) -> list[Problem]:
             )
         )
     family = DISTRIBUTIONS[software.os].family
-    clients = set(lustre.mount.clients)
-    arm = sorted({h.name for h in cluster.hosts if clients & set(h.roles) and _is_arm(h)}, key=str)
+    arm = sorted(name for name in cluster.lustre_clients if _is_arm(cluster.by_name[name]))
     if family == "apt" and arm and release < ARM64_DKMS_CLIENT_FROM:
         problems.append(
             Problem(

@@ -454,9 +454,7 @@ def _mounts_and_clients(cluster: ResolvedCluster) -> list[tuple[str, frozenset[s
         for mount, clients in zip(storage.nfs, cluster.nfs_clients, strict=True)
     ]
     if storage.lustre is not None:
-        roles = set(storage.lustre.mount.clients)
-        clients = frozenset(h.name for h in cluster.hosts if roles.intersection(h.roles))
-        mounts.append((storage.lustre.mount.path, clients))
+        mounts.append((storage.lustre.mount.path, cluster.lustre_clients))
     return mounts
 
 

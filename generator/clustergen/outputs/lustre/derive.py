@@ -328,10 +328,8 @@ def _lnet(cluster: ResolvedCluster, lustre: Lustre) -> tuple[LnetProfile, ...]:
     servers = {lustre.mgs.node, *lustre.mgs.failover}
     for t in (*lustre.mdts, *lustre.osts):
         servers |= {t.node, *t.failover}
-    clients = set(lustre.mount.clients)
-    profiles = sorted(
-        {h.hardware_name for h in cluster.hosts if h.name in servers or clients & set(h.roles)}
-    )
+    mounting = servers | cluster.lustre_clients
+    profiles = sorted({h.hardware_name for h in cluster.hosts if h.name in mounting})
     nets = networks(cluster.spec, lustre)
     tunables = lustre.lnd_tunables
     pairs = tuple(

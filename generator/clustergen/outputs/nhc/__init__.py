@@ -154,8 +154,7 @@ def _mount_lines(cluster: ResolvedCluster) -> list[CheckLine]:
         return []
     lines = []
     for lustre in [storage.lustre] if storage.lustre is not None else []:
-        clients = set(lustre.mount.clients)
-        names = [h.name for h in compute if clients & set(h.roles)]
+        names = [h.name for h in compute if h.name in cluster.lustre_clients]
         if names:
             check = f"check_fs_mount_rw -t lustre -f {lustre.mount.path}"
             lines.append(CheckLine(target(names), check))
