@@ -63,7 +63,6 @@ CHROOT_NOISE: dict[str, str] = {
     "controllers); Slurm 26.05 deprecates cgroup/v1",
     "No Assoc usage file": "a fresh StateSaveLocation",
     "No Qos usage file": "a fresh StateSaveLocation",
-    "High latency for 1000 calls to gettimeofday()": "the test machine's CPUs are shared and busy",
     # slurmdbd adding the new cluster's root user association looks up its parent (the
     # cluster's root association) in its cache before the cache holds it
     # (as_mysql_assoc.c _handle_coord_parent_flag, slurm-24-11-5-1); a site registers once.
@@ -480,7 +479,8 @@ def run_slurmd_gres(
     for node, text in _gres_outputs(output).items():
         output, _, code = text.rpartition(f"{MARK} exit ")
         report = parse.parse_slurmd_gres(node, int(code.strip() or "1"), output)
-        kept = [line for line in report.problems if not any(p in line for p in CHROOT_NOISE)]
+        noise = (*CHROOT_NOISE, *parse.MACHINE_NOISE)
+        kept = [line for line in report.problems if not any(p in line for p in noise)]
         reports[node] = dataclasses.replace(report, problems=kept)
     if set(reports) != set(gpus):
         raise AssertionError(f"slurmd -G did not run for every node:\n{output}")
