@@ -811,7 +811,8 @@ def test_site_builds_a_working_slurm_cluster(
     _succeeded(ansible.playbook("verify.yml"), "verify.yml after the driver upgrade")
 
     # 9. Host network: the fabric stand-ins carry the spec's address, MTU and route, the
-    #    management interface is left alone, and a bad interface name is refused.
+    #    management interface is left alone, a bad interface name is refused, and one
+    #    NIC carrying both networks keeps the management address.
     figures["bad interface run"] = _host_network_applied_and_guarded(cluster, ansible, edits)
     figures.update(_slurm_driven_reboots(cluster, ansible, edits))  # 10. #27, slurm.reboot
 
@@ -976,6 +977,8 @@ FABRIC_ADDRESSES = {"gpu1": "10.213.20.11/24", "gpu2": "10.213.20.12/24"}
 FABRIC_ROUTE = "10.213.21.0/24 via 10.213.20.1 dev fab0"
 GOOD_INTERFACES = "interfaces: {management: host0, fabric: fab0}"
 BAD_INTERFACES = "interfaces: {management: host0, fabric: fab9}"
+# One NIC for both networks, as on a small RoCE cluster.
+SHARED_INTERFACES = "interfaces: {management: host0, fabric: host0}"
 
 
 def _assert_fabric_as_the_spec_says(cluster: BootedCluster) -> None:
@@ -997,7 +1000,8 @@ def _host_network_applied_and_guarded(
 ) -> float:
     """The converged fabric stand-ins (fab0) as the spec says; a spec edit naming an
     interface the nodes lack (fab9) is refused with the nodes' network as it was and
-    SSH over the management address answering; the good spec converges again."""
+    SSH over the management address answering; one NIC (host0) carrying management and
+    the fabric keeps both; the fabric back on fab0 leaves host0 to the node's own file."""
     _assert_fabric_as_the_spec_says(cluster)
     edits.apply(GOOD_INTERFACES, BAD_INTERFACES)
     bad = ansible.playbook("site.yml")
@@ -1010,10 +1014,33 @@ def _host_network_applied_and_guarded(
         listing = cluster.nodes[name].sh("ls /etc/systemd/network/").stdout
         assert "fab9" not in listing, listing
     _assert_fabric_as_the_spec_says(cluster)
-    edits.apply(BAD_INTERFACES, GOOD_INTERFACES)
-    _succeeded(ansible.playbook("site.yml"), "site.yml with the interface name put back")
+    edits.apply(BAD_INTERFACES, SHARED_INTERFACES)
+    _succeeded(ansible.playbook("site.yml"), "site.yml with host0 carrying both networks")
+    _assert_one_nic_carries_both(cluster)
+    edits.apply(SHARED_INTERFACES, GOOD_INTERFACES)
+    _succeeded(ansible.playbook("site.yml"), "site.yml with the fabric on fab0 again")
     _assert_fabric_as_the_spec_says(cluster)
+    for name, address in FABRIC_ADDRESSES.items():
+        shown = cluster.nodes[name].sh("ip -o -4 address show dev host0").stdout
+        assert f"inet {address} " not in shown, (name, shown)
     return bad.seconds
+
+
+def _assert_one_nic_carries_both(cluster: BootedCluster) -> None:
+    """host0 holds the management address (which the spec leaves to the node's own file)
+    beside the fabric's, in clustergen's one file for it, at the fabric's MTU; the node
+    still answers SSH there; fab0's file, which the render no longer names, is gone."""
+    for name, address in FABRIC_ADDRESSES.items():
+        node = cluster.nodes[name]
+        shown = node.sh("ip -o -4 address show dev host0").stdout
+        assert f"inet {address} " in shown and f"inet {node.address}/" in shown, shown
+        assert node.sh("cat /sys/class/net/host0/mtu").stdout.strip() == "9000"
+        assert "dev host0" in node.sh("ip -4 route show 10.213.21.0/24").stdout
+        listing = node.sh("ls /etc/systemd/network/").stdout.split()
+        assert "60-clustergen-host0.network" in listing, listing
+        assert "60-clustergen-fab0.network" not in listing, listing
+        answer = _ssh(cluster.private_key, ADMIN, node.address, "true")
+        assert answer.returncode == 0, (name, answer.stderr)
 
 
 def _http_get(node: BootedNode, address: str, path: str) -> subprocess.CompletedProcess[str]:

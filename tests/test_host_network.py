@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import fnmatch
+import os
 import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -21,7 +25,8 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment
 from clustergen.validate import validate_cluster
 
-from support.paths import EXAMPLES
+from support.ci import require
+from support.paths import EXAMPLES, REPO
 
 TRAINING = (EXAMPLES / "ml-training-8node.yaml").read_text()  # InfiniBand, one ib0
 
@@ -179,6 +184,70 @@ def test_a_spec_without_fabric_storage_or_front_end_renders_nothing() -> None:
     assert "host_network" not in {g.name for g in cluster.groups}
 
 
+# A one-NIC RoCE node: eno1 carries the management network and the fabric.
+ONE_NIC = _edited(
+    _edited(
+        (EXAMPLES / "edge-roce-2node.yaml").read_text(),
+        "    fabric_hcas: [mlx5_0, mlx5_1]\n    interfaces: {management: eno1, fabric: ens1f0np0}",
+        "    fabric_hcas: [mlx5_0]\n    interfaces: {management: eno1, fabric: eno1}",
+    ),
+    "    roce: {gid_index: 3, traffic_class: 106}\n",
+    "    roce: {gid_index: 3, traffic_class: 106}\n"
+    "    routes: [{to: 10.99.0.0/16, via: 192.168.60.1}]\n",
+)
+ONE_NIC_ADDRESSES = ["192.168.50.11/24", "192.168.60.11/24"]
+
+
+def test_one_nic_for_management_and_fabric_keeps_both_addresses_in_each_format() -> None:
+    """A netdev matches one file: the management address (which the spec leaves to the
+    distribution, network.hosts.management false) goes in the file beside the fabric's,
+    with the default route, holding up boot, at the fabric's jumbo MTU; with management's
+    MTU set, that one."""
+    networkd = _files(_on("debian-12", ONE_NIC))
+    assert [p for p in networkd if p.startswith("host_network/lab1/")] == [
+        "host_network/lab1/60-clustergen-eno1.network",
+        "host_network/lab1/host-network.expected",
+    ]
+    text = networkd["host_network/lab1/60-clustergen-eno1.network"].text
+    assert "\nAddress=192.168.50.11/24\nAddress=192.168.60.11/24\nGateway=192.168.50.1\n" in text
+    assert "MTUBytes=9000" in text and "RequiredForOnline" not in text, text
+    assert "[Route]\nDestination=10.99.0.0/16\nGateway=192.168.60.1\n" in text
+    assert (text.count("[Match]"), text.count("[Network]")) == (1, 1), text
+    plan = yaml.safe_load(_files(ONE_NIC)["host_network/lab1/60-clustergen.yaml"].text)
+    assert plan["network"]["ethernets"] == {
+        "eno1": {
+            "addresses": ONE_NIC_ADDRESSES,
+            "mtu": 9000,
+            "dhcp4": False,
+            "dhcp6": False,
+            "link-local": [],
+            "routes": [
+                {"to": "default", "via": "192.168.50.1"},
+                {"to": "10.99.0.0/16", "via": "192.168.60.1"},
+            ],
+        }
+    }
+    keyfiles = _files(_on("rocky-9", ONE_NIC))
+    profile = _keyfile(keyfiles["host_network/lab1/clustergen-eno1.nmconnection"].text)
+    assert [profile["ipv4"][k] for k in ("address1", "address2", "gateway")] == [
+        *ONE_NIC_ADDRESSES,
+        "192.168.50.1",
+    ]
+    assert profile["ipv4"]["route1"] == "10.99.0.0/16,192.168.60.1"
+    expected = networkd["host_network/lab1/host-network.expected"].text.splitlines()
+    assert expected[-2:] == [f"eno1 {a} 9000 -" for a in ONE_NIC_ADDRESSES]
+    # The head node, whose eno1 carries management alone, is still left as it is.
+    assert not [p for p in networkd if "lab-head" in p]
+    # Management's MTU given: the link takes it.
+    set_mtu = _edited(
+        ONE_NIC,
+        "  management: {cidr: 192.168.50.0/24, gateway: 192.168.50.1}\n",
+        "  management: {cidr: 192.168.50.0/24, gateway: 192.168.50.1, mtu: 1500}\n",
+    )
+    plan = yaml.safe_load(_files(set_mtu)["host_network/lab2/60-clustergen.yaml"].text)
+    assert plan["network"]["ethernets"]["eno1"]["mtu"] == 1500
+
+
 def test_a_route_goes_on_the_rail_whose_subnet_holds_its_next_hop() -> None:
     routed = _edited(
         _on("debian-12"),
@@ -243,3 +312,86 @@ def test_roce_qos_makes_nccls_traffic_class_lossless(
     by_name = {s.name: s.value for s in settings_for(cluster, "l40s-4gpu")}
     assert by_name["NCCL_IB_TC"] == str(traffic_class)
     assert dict(PERFTEST_OPTIONS)["NCCL_IB_TC"] == "--tclass="
+
+
+# Stand-ins for what the helper runs on a node, each recording its arguments; `ip` is
+# the machine's own (the loopback interface is the netdev checked).
+_RECORDING = '#!/bin/sh\necho "$(basename "$0") $*" >> "$HELPER_LOG"\n'
+
+
+def _helper(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    text = (REPO / "roles/host_network/files/clustergen-host-network").read_text(encoding="utf-8")
+    for old, new in (
+        ("/etc/clustergen/host-network.expected", tmp_path / "etc/host-network.expected"),
+        ("/var/lib/clustergen/host-network", tmp_path / "state"),
+    ):
+        assert text.count(old) == 1, old
+        text = text.replace(old, str(new))
+    helper = tmp_path / "clustergen-host-network"
+    helper.write_text(text, encoding="utf-8")
+    helper.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("systemctl", "systemd-run", "networkctl", "sleep"):
+        (bin_dir / name).write_text(_RECORDING, encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env["HELPER_LOG"] = str(tmp_path / "log")
+    return helper, env
+
+
+def test_a_first_install_that_does_not_come_up_is_rolled_back_to_the_nodes_own_files(
+    tmp_path: Path,
+) -> None:
+    """The helper applies the new files, finds an address missing, and puts the node back:
+    the files it installed go (there were none before), the links it touched are
+    reconfigured in the node's format, read before the expected file went, and it says
+    so and exits 1."""
+    require("ip")
+    helper, env = _helper(tmp_path)
+    (tmp_path / "etc").mkdir()
+    expected = tmp_path / "etc/host-network.expected"
+    network = tmp_path / "etc/60-clustergen-lo.network"
+    files = [str(expected), str(network)]
+    arm = subprocess.run([helper, "arm", "120", *files], env=env, capture_output=True, text=True)
+    assert arm.returncode == 0, arm.stderr
+    expected.write_text("format networkd\nlo 127.0.0.1/8 65536 -\nlo 10.255.0.9/32 65536 -\n")
+    network.write_text("[Match]\nName=lo\n")
+    done = subprocess.run([helper, "apply"], env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done
+    assert done.stderr.splitlines() == [
+        "lo: no 10.255.0.9/32",
+        "clustergen-host-network: the new configuration did not come up; rolled back",
+    ]
+    assert not expected.exists() and not network.exists()
+    log = (tmp_path / "log").read_text(encoding="utf-8").splitlines()
+    calls = [line for line in log if line.startswith("networkctl")]
+    assert calls == ["networkctl reload", "networkctl reconfigure lo"] * 2, log
+    timer = "--unit=clustergen-host-network-rollback --on-active=120"
+    assert f"systemd-run --quiet {timer} {helper} rollback" in log, log
+    # Applied again with nothing to put back: nothing happens.
+    again = subprocess.run([helper, "rollback"], env=env, capture_output=True, text=True)
+    assert again.returncode == 0
+    assert again.stderr == "clustergen-host-network: nothing to roll back\n"
+
+
+def test_the_role_knows_every_interface_file_the_family_names() -> None:
+    """roles/host_network removes a file of clustergen's that a node's render no longer
+    names, by host_network_owned's patterns: every interface file of every format
+    matches one, and nothing else the family installs does."""
+    owned = yaml.safe_load((REPO / "roles/host_network/vars/main.yml").read_text())
+    patterns = [(o["path"], o["pattern"]) for o in owned["host_network_owned"]]
+
+    def matches(dest: str) -> bool:
+        folder, _, name = dest.rpartition("/")
+        return any(folder == path and fnmatch.fnmatch(name, p) for path, p in patterns)
+
+    dests = {
+        a.install.dest
+        for text in (_on("debian-12"), EDGE, _on("rocky-9"), _on("debian-12", ONE_NIC))
+        for a in _files(text).values()
+        if a.install is not None
+    }
+    interface_files = {d for d in dests if "roce-qos" not in d and not d.endswith(".expected")}
+    assert len(interface_files) == 6, sorted(dests)
+    assert {d for d in dests if matches(d)} == interface_files, sorted(dests)

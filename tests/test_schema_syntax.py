@@ -82,6 +82,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "pattern has no case-insensitive flag)",
     "route-via-outside-network": "an address inside a CIDR given elsewhere in the section: "
     "a schema compares no two strings as networks",
+    "shared-interface-mtu": "two networks' mtu compared where a profile's interfaces name one "
+    "netdev for both: a schema compares no values across sections",
     "storage-fabric-switches": "network.storage has network.fabric's shape (one model); only "
     "the storage fabric's switches are refused, by a check",
     "nvlink-domain-named-twice": "names unique across list items: " + _CROSS_REFERENCE,

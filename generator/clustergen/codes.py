@@ -268,6 +268,11 @@ NETWORK_MTU_PAST_LINK = Code(
     "error",
     "an MTU past what the link carries (IPoIB datagram mode: 4092)",
 )
+NETWORK_SHARED_INTERFACE_MTU = Code(
+    "network.shared-interface-mtu",
+    "error",
+    "one interface carries networks whose MTUs the spec sets differently",
+)
 NETWORK_ROUTE_VIA_OUTSIDE = Code(
     "network.route-via-outside",
     "error",

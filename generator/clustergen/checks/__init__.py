@@ -75,6 +75,7 @@ CHECKS: tuple[Check, ...] = (
     _check(nfs.rdma, "storage", "hardware", "nodes"),
     _check(addresses.check, "network", "hardware", "nodes"),
     _check(host_network.routes, "network"),
+    _check(host_network.shared_links, "network", "hardware"),
     _check(hardware.check, "hardware", "nodes"),
     _check(software.versions, "software"),
     _check(software.repositories, "software"),

@@ -1,5 +1,6 @@
-"""Host network configuration (network.*.routes): each route reaches its next hop over
-an interface of its own network (docs/networks.md#routes)."""
+"""Host network configuration: each route reaches its next hop over an interface of its
+own network (docs/networks.md#routes), and a NIC that carries several networks gets one
+MTU (docs/networks.md#one-nic-for-several-networks)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,50 @@ def routes(cluster: ResolvedCluster) -> list[Problem]:
                     f"route to {route.to} via {route.via}: {route.via} is outside "
                     f"network.{name} ({section.cidr}), so no interface of that network "
                     "reaches it; give a next hop inside the network",
+                )
+            )
+    return problems
+
+
+def _netdev_networks(cluster: ResolvedCluster, profile: str) -> dict[str, list[str]]:
+    """netdev -> the networks the profile's interfaces put on it, in spec order."""
+    network = cluster.spec.network
+    interfaces = cluster.spec.hardware[profile].interfaces
+    named: list[tuple[str, list[str | None]]] = [("management", [interfaces.management])]
+    if network.fabric is not None:
+        named.append(("fabric", list(interfaces.rails) or [interfaces.fabric]))
+    if network.storage is not None:
+        named.append(("storage", list(interfaces.storage)))
+    if network.frontend is not None:
+        named.append(("frontend", [interfaces.frontend]))
+    on: dict[str, list[str]] = {}
+    for name, netdevs in named:
+        for netdev in netdevs:
+            if netdev is not None and name not in on.setdefault(netdev, []):
+                on[netdev].append(name)
+    return on
+
+
+def shared_links(cluster: ResolvedCluster) -> list[Problem]:
+    """A netdev carrying several networks has one MTU: two that the spec sets differently
+    cannot both hold (without one set, the netdev takes the largest default)."""
+    network = cluster.spec.network
+    if not network.hosts.configure:
+        return []
+    problems = []
+    for profile in cluster.spec.hardware:
+        for netdev, names in _netdev_networks(cluster, profile).items():
+            given = {n: getattr(network, n).mtu for n in names if getattr(network, n).mtu}
+            if len(set(given.values())) < 2:
+                continue
+            said = ", ".join(f"network.{n}.mtu {mtu}" for n, mtu in given.items())
+            problems.append(
+                Problem(
+                    codes.NETWORK_SHARED_INTERFACE_MTU,
+                    ("hardware", profile, "interfaces"),
+                    f"{netdev} carries {' and '.join(names)}, whose MTUs differ ({said}), "
+                    "and a link has one MTU: give them the same MTU, or put the networks on "
+                    "their own interfaces",
                 )
             )
     return problems

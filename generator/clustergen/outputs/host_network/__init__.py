@@ -46,7 +46,7 @@ def _node_files(
         return Install(dest, HOST_NETWORK_GROUP, RECONFIGURE, mode=mode, hosts=(node.node,))
 
     at = f"host_network/{node.node}"
-    values = {"node": node.node, "interfaces": node.interfaces}
+    values = {"node": node.node, "interfaces": node.interfaces, "links": node.links}
     artifacts = []
     if format_ == "netplan":
         text = render_template(env, "host_network/netplan.yaml.j2", cluster, **values)
@@ -54,14 +54,16 @@ def _node_files(
         artifacts.append(
             Artifact(f"{at}/60-clustergen.yaml", text, install=install(NETPLAN_FILE, 0o600))
         )
-    for i in node.interfaces if format_ != "netplan" else ():
+    # One file per netdev, with every address the spec gives it: a netdev matches one
+    # file, so a NIC carrying two networks split over two files would lose one.
+    for link in node.links if format_ != "netplan" else ():
         if format_ == "networkd":
-            name, dest, mode = f"60-clustergen-{i.netdev}.network", NETWORKD_DIR, 0o644
+            name, dest, mode = f"60-clustergen-{link.netdev}.network", NETWORKD_DIR, 0o644
             template = "host_network/networkd.network.j2"
         else:
-            name, dest, mode = f"clustergen-{i.netdev}.nmconnection", NM_DIR, 0o600
+            name, dest, mode = f"clustergen-{link.netdev}.nmconnection", NM_DIR, 0o600
             template = "host_network/keyfile.nmconnection.j2"
-        text = render_template(env, template, cluster, node=node.node, i=i)
+        text = render_template(env, template, cluster, node=node.node, link=link)
         artifacts.append(Artifact(f"{at}/{name}", text, install=install(f"{dest}/{name}", mode)))
     expected = render_template(env, "host_network/expected.j2", cluster, format=format_, **values)
     artifacts.append(Artifact(f"{at}/host-network.expected", expected, install=install(EXPECTED)))

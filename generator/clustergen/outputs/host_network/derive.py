@@ -8,6 +8,7 @@ network.hosts.management (docs/networks.md#host-network-configuration).
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from dataclasses import dataclass
 
@@ -55,9 +56,48 @@ class HostInterface:
 
 
 @dataclass(frozen=True)
+class HostLink:
+    """One netdev of a node with every address the spec gives it, in network order: one
+    NIC may carry several networks (management and fabric on a one-NIC RoCE node), and
+    its file then holds all of them, since a netdev matches one file."""
+
+    netdev: str
+    addresses: tuple[HostInterface, ...]
+
+    @property
+    def kind(self) -> str:
+        return self.addresses[0].kind
+
+    @property
+    def mtu(self) -> int:
+        return self.addresses[0].mtu  # one per netdev (shared_mtu)
+
+    @property
+    def networks(self) -> str:
+        return ", ".join(dict.fromkeys(f"network.{a.network}" for a in self.addresses))
+
+    @property
+    def gateway(self) -> str | None:
+        return next((a.gateway for a in self.addresses if a.gateway), None)
+
+    @property
+    def carries_management(self) -> bool:
+        """The node's way in: it holds up boot (network-online) like the distribution's."""
+        return any(a.network == "management" for a in self.addresses)
+
+
+@dataclass(frozen=True)
 class NodeNetwork:
     node: str
     interfaces: tuple[HostInterface, ...]
+
+    @property
+    def links(self) -> tuple[HostLink, ...]:
+        """The interfaces by netdev, in the order each netdev first appears."""
+        by_netdev: dict[str, list[HostInterface]] = {}
+        for i in self.interfaces:
+            by_netdev.setdefault(i.netdev, []).append(i)
+        return tuple(HostLink(netdev, tuple(found)) for netdev, found in by_netdev.items())
 
 
 def default_mtu(network: HostEthernet | Fabric) -> int:
@@ -113,9 +153,13 @@ def _routes_in(routes: list[Route], subnet: ipaddress.IPv4Network) -> tuple[Host
     return tuple(HostRoute(r.to, r.via) for r in routes if ipaddress.IPv4Address(r.via) in subnet)
 
 
-def _management(cluster: ResolvedCluster, host: Host) -> list[HostInterface]:
+def _management(cluster: ResolvedCluster, host: Host, shared: bool) -> list[HostInterface]:
+    """The management address, when network.hosts.management asks for it or when its
+    netdev also carries a network clustergen configures (`shared`): the netdev's one
+    file then holds it too, or the node would lose its way in."""
     management = cluster.spec.network.management
-    if not cluster.spec.network.hosts.management or host.management_ip is None:
+    wanted = cluster.spec.network.hosts.management or shared
+    if not wanted or host.management_ip is None:
         return []
     prefix = int(management.cidr.rpartition("/")[2])
     address = InterfaceAddress(host.hardware.interfaces.management, host.management_ip, prefix)
@@ -129,17 +173,55 @@ def node_network(cluster: ResolvedCluster, host: Host) -> NodeNetwork:
     """The node's interfaces the spec names, management first (when configured), then
     the compute fabric's in rail order, the storage interfaces and the front end."""
     network = cluster.spec.network
-    interfaces = _management(cluster, host)
+    others: list[HostInterface] = []
     if network.fabric is not None:
         found = host.fabric_addresses(network.fabric)
-        interfaces += _interfaces(found, "fabric", network.fabric, FABRIC_TABLES)
+        others += _interfaces(found, "fabric", network.fabric, FABRIC_TABLES)
     if network.storage is not None:
         found = host.storage_addresses(network.storage)
-        interfaces += _interfaces(found, "storage", network.storage, STORAGE_TABLES)
+        others += _interfaces(found, "storage", network.storage, STORAGE_TABLES)
     front = host.frontend_address(network.frontend)
     if network.frontend is not None and front is not None:
-        interfaces += _interfaces((front,), "frontend", network.frontend, 0)
-    return NodeNetwork(host.name, tuple(interfaces))
+        others += _interfaces((front,), "frontend", network.frontend, 0)
+    shared = host.hardware.interfaces.management in {i.netdev for i in others}
+    interfaces = [*_management(cluster, host, shared), *others]
+    return NodeNetwork(host.name, tuple(_one_mtu_per_netdev(cluster, interfaces)))
+
+
+def shared_mtu(cluster: ResolvedCluster, networks: list[str]) -> int:
+    """The MTU of a netdev carrying these networks: the one MTU the spec sets among them
+    (checks.host_network refuses two that differ), else the largest default (a RoCE
+    fabric's 9000 beside management's 1500: the switch port carries jumbo frames for
+    the fabric anyway)."""
+    sections: list[HostEthernet | Fabric] = [getattr(cluster.spec.network, n) for n in networks]
+    given = {s.mtu for s in sections if s.mtu is not None}
+    if given:
+        return max(given)
+    return max(default_mtu(s) for s in sections)
+
+
+def _one_mtu_per_netdev(
+    cluster: ResolvedCluster, interfaces: list[HostInterface]
+) -> list[HostInterface]:
+    """A link has one MTU (and one kind): each address on a shared netdev takes the
+    netdev's."""
+    on: dict[str, list[str]] = {}
+    for i in interfaces:
+        on.setdefault(i.netdev, []).append(i.network)
+    shared = {n: names for n, names in on.items() if len(set(names)) > 1}
+    if not shared:
+        return interfaces
+    kinds = {n: {i.kind for i in interfaces if i.netdev == n} for n in shared}
+    return [
+        dataclasses.replace(
+            i,
+            mtu=shared_mtu(cluster, shared[i.netdev]),
+            kind="infiniband" if "infiniband" in kinds[i.netdev] else "ethernet",
+        )
+        if i.netdev in shared
+        else i
+        for i in interfaces
+    ]
 
 
 def node_networks(cluster: ResolvedCluster) -> tuple[NodeNetwork, ...]:
