@@ -329,7 +329,14 @@ def _pull_spec(**source: Any) -> dict[str, Any]:
     pull: dict[str, Any] = {
         "repository": "ssh://git@git.example.org/site/cluster.git",
         "tag": "release-1",
-        "signers": [{"name": "release@site.example.org", "ssh_key": f"ssh-ed25519 {key}"}],
+        "signers": [
+            {"name": "release@site.example.org", "ssh_key": f"ssh-ed25519 {key}"},
+            {
+                "name": "ops@site.example.org",
+                "gpg_fingerprint": "67493429344047839EAF222889871402DA9358BF",
+                "gpg_key": (REPO / "tests/data/openpgp-signer.asc").read_text(),
+            },
+        ],
         "host_keys": [f"git.example.org ssh-ed25519 {key}"],
         "path": "clusters/booted",
         "every": "30min",

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from clustergen import openpgp
 from clustergen.artifacts import Artifact
 from clustergen.checks.ansible import ROLES_MIN_ANSIBLE_CORE, TESTED_MIN_ANSIBLE_CORE
 from clustergen.load import load_spec
@@ -82,10 +83,46 @@ def test_pull_adds_its_files_group_and_pins_and_nothing_else_but_the_stamp(
         "ansible": "12.0.0+dfsg-*",
         "ansible-core": "2.19.11-*",
         "git": "1:2.47.3-*",
+        "gpgv": "2.4.7-*",
     }
     hosts = yaml.safe_load(pull["inventory/hosts.yml"].text)
     every_profile = set(hosts["all"]["children"]["ansible_pull"]["children"])
     assert every_profile == {name for name in hosts["all"]["children"] if name.startswith("hw_")}
+
+
+# An OpenPGP signer's key (ed25519, gpg --export-options export-minimal) and the
+# fingerprint `gpg --with-colons --list-keys` gives it.
+OPENPGP_KEY = (REPO / "tests/data/openpgp-signer.asc").read_text(encoding="utf-8")
+OPENPGP_FINGERPRINT = "67493429344047839EAF222889871402DA9358BF"
+
+
+def test_openpgp_signers_render_their_keys_and_fingerprints(tmp_path: Path) -> None:
+    """An OpenPGP signer beside an SSH one: the keys file holds its key, pull.env its
+    primary key's fingerprint, the allowed signers file the SSH signer alone; the
+    fingerprint validate computes is gpg's, and a damaged key is no key."""
+    data = yaml.safe_load(BOOTED.read_text(encoding="utf-8"))
+    data["software"].update(os="debian-13", slurm="24.11.5")
+    signer = {"name": "gpg@site.invalid", "gpg_fingerprint": OPENPGP_FINGERPRINT}
+    data["ansible"] = {
+        "pull": {**PULL, "signers": [*PULL["signers"], {**signer, "gpg_key": OPENPGP_KEY}]}
+    }
+    files = _render(data, tmp_path)
+    keys = files["pull/pull-signers.asc"]
+    assert keys.install is not None and keys.install.dest == "/etc/clustergen/pull-signers.asc"
+    assert f"# gpg@site.invalid: {OPENPGP_FINGERPRINT}\n{OPENPGP_KEY}" in keys.text
+    settings = files["pull/pull.env"].text
+    assert f"CLUSTERGEN_PULL_OPENPGP_SIGNERS='{OPENPGP_FINGERPRINT}'\n" in settings
+    assert "gpg@site.invalid" not in files["pull/pull-allowed-signers"].text
+    assert openpgp.fingerprint(OPENPGP_KEY) == OPENPGP_FINGERPRINT
+    # Bytes of the key packet changed (its first base64 line, past the packet header): the
+    # fingerprint is another; the packet's tag changed (mD -> tD): no public key at all.
+    first = OPENPGP_KEY.splitlines()[2]
+    damaged = OPENPGP_KEY.replace(first, first[:20] + "AAAA" + first[24:])
+    assert openpgp.fingerprint(damaged) != OPENPGP_FINGERPRINT
+    with pytest.raises(openpgp.NotAPublicKey, match="not a public key"):
+        openpgp.fingerprint(OPENPGP_KEY.replace("mDME", "tDME", 1))
+    with pytest.raises(openpgp.NotAPublicKey, match="base64"):
+        openpgp.fingerprint(OPENPGP_KEY.replace("mDME", "m!ME", 1))
 
 
 def test_the_timer_and_settings_carry_the_spec(renders: tuple[dict[str, Artifact], ...]) -> None:
@@ -180,10 +217,11 @@ class Site:
         self.script = _script(script_text, tmp_path)
         self.settings("refs/heads/main")
 
-    def settings(self, ref: str, signed: bool = True) -> None:
+    def settings(self, ref: str, signed: bool = True, openpgp: str = "") -> None:
         (self.tmp / "pull.env").write_text(
             f"CLUSTERGEN_PULL_REPOSITORY='{self.origin}'\nCLUSTERGEN_PULL_REF='{ref}'\n"
-            f"CLUSTERGEN_PULL_SIGNED='{'yes' if signed else 'no'}'\nCLUSTERGEN_PULL_PATH=''\n",
+            f"CLUSTERGEN_PULL_SIGNED='{'yes' if signed else 'no'}'\nCLUSTERGEN_PULL_PATH=''\n"
+            f"CLUSTERGEN_PULL_OPENPGP_SIGNERS='{openpgp}'\n",
             encoding="utf-8",
         )
 
@@ -194,18 +232,49 @@ class Site:
             check=True,
             capture_output=True,
             text=True,
+            env={**os.environ, "GNUPGHOME": str(self.tmp / "gnupg")},
         )
         return result.stdout.strip()
 
-    def commit(self, message: str, key: str | None = "signer", fail: bool = False) -> str:
-        """A release: site.yml (and FAIL, for a run that fails), signed by `key`."""
+    def openpgp_key(self, name: str) -> tuple[str, str]:
+        """A new OpenPGP signing key in the signers' keyring: (fingerprint, armored key)."""
+        require("gpg", "gpgv")
+        home = self.tmp / "gnupg"
+        home.mkdir(mode=0o700, exist_ok=True)
+        gpg = ["gpg", "--homedir", str(home), "--batch", "--quiet"]
+        uid = f"{name} <{name}@site.invalid>"
+        subprocess.run(
+            [*gpg, "--passphrase", "", "--quick-gen-key", uid, "ed25519", "sign", "never"],
+            check=True,
+            capture_output=True,
+        )
+        listed = subprocess.run(
+            [*gpg, "--with-colons", "--list-keys", uid], check=True, capture_output=True, text=True
+        ).stdout
+        fingerprint = next(line.split(":")[9] for line in listed.splitlines() if line[:4] == "fpr:")
+        armored = subprocess.run(
+            [*gpg, "--armor", "--export", fingerprint], check=True, capture_output=True, text=True
+        ).stdout
+        return fingerprint, armored
+
+    def commit(
+        self, message: str, key: str | None = "signer", fail: bool = False, openpgp: str = ""
+    ) -> str:
+        """A release: site.yml (and FAIL, for a run that fails), signed by the SSH `key`,
+        or by the OpenPGP key of fingerprint `openpgp` (OpenPgpKeys' keyring)."""
         (self.origin / "site.yml").write_text(f"--- # {message}\n", encoding="utf-8")
         if fail:
             (self.origin / "FAIL").write_text("", encoding="utf-8")
         else:
             (self.origin / "FAIL").unlink(missing_ok=True)
         self.git("add", "-A")
-        sign = ["-c", f"user.signingkey={self.tmp / key}", "commit", "-S"] if key else ["commit"]
+        if openpgp:
+            sign = ["-c", "gpg.format=openpgp", "-c", f"user.signingkey={openpgp}"]
+            sign += ["commit", "-S"]
+        elif key:
+            sign = ["-c", f"user.signingkey={self.tmp / key}", "commit", "-S"]
+        else:
+            sign = ["commit"]
         self.git(*sign, "-q", "-m", message)
         return self.git("rev-parse", "HEAD")
 
@@ -226,6 +295,7 @@ def _script(text: str, tmp_path: Path) -> Path:
         ("/etc/clustergen/vault-password", tmp_path / "vault-password"),
         ("/etc/clustergen/pull-secrets.yml", tmp_path / "pull-secrets.yml"),
         ("/etc/clustergen/pull-gitconfig", tmp_path / "gitconfig"),
+        ("/etc/clustergen/pull-signers.asc", tmp_path / "pull-signers.asc"),
         ("/etc/clustergen/pull-deploy-key", tmp_path / "deploy-key"),
         ("/var/lib/clustergen/site", tmp_path / "checkout"),
         ("/var/lib/clustergen/pull.json", tmp_path / "state/pull.json"),
@@ -333,6 +403,49 @@ def test_an_older_signed_release_is_refused_unless_rolled_back_by_hand(
     site.settings("refs/heads/other")
     assert site.run()[0] == 0 and site.applied()[-1] == unrelated
     assert subprocess.run([site.script, "--rollback"], env=site.env).returncode == 2
+
+
+def test_an_openpgp_signed_release_runs_only_when_its_primary_key_is_a_signers(
+    renders: tuple[dict[str, Artifact], ...], tmp_path: Path
+) -> None:
+    """OpenPGP signers (gpg_fingerprint, gpg_key): gpgv checks the signature against the
+    rendered keys alone. A release of the signer's key runs; one of a key that is in the
+    keys file but whose fingerprint the spec does not name, or of a key in no file, or
+    any OpenPGP-signed release where the spec names no OpenPGP signer, never runs."""
+    site = Site(tmp_path, renders[1]["pull/clustergen-pull"].text)
+    signer, signer_key = site.openpgp_key("release")
+    listed, listed_key = site.openpgp_key("listed")
+    stranger, _ = site.openpgp_key("stranger")
+    (tmp_path / "pull-signers.asc").write_text(
+        f"# release\n{signer_key}# listed, not a signer\n{listed_key}", encoding="utf-8"
+    )
+    site.settings("refs/heads/main", openpgp=signer)
+    good = site.commit("r1", openpgp=signer)
+    code, record = site.run()
+    assert code == 0 and record["commit"] == good, record
+    for name, key in (("listed", listed), ("stranger", stranger)):
+        planted = site.commit(f"by {name}", openpgp=key)
+        code, record = site.run()
+        assert code == 1 and record["last_good"] == good, record
+        assert any(
+            f"commit {planted} (refs/heads/main) is not signed" in line
+            for line in record["failure"]
+        )
+        if name == "listed":
+            assert any(
+                f"the OpenPGP key {listed}, which is no signer's" in line for line in record["tail"]
+            )
+    site.settings("refs/heads/main")  # SSH signers only
+    planted = site.commit("r2", openpgp=signer)
+    code, record = site.run()
+    assert code == 1 and site.applied() == [good], record
+    assert any("the spec names no OpenPGP signer" in line for line in record["tail"]), record
+    site.settings("refs/heads/main", openpgp=signer)
+    code, record = site.run()
+    assert code == 0 and site.applied() == [good, planted], record
+    # An SSH-signed release beside OpenPGP signers still goes by the allowed signers file.
+    ssh_signed = site.commit("r3")
+    assert site.run()[0] == 0 and site.applied()[-1] == ssh_signed
 
 
 def test_the_tag_asked_for_is_applied_never_a_branch_of_its_name(

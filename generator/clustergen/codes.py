@@ -1224,6 +1224,12 @@ ANSIBLE_PULL_UNSIGNED = Code(
     "error",
     "pull mode without signers and not marked unsigned: the nodes would apply any commit",
 )
+ANSIBLE_PULL_SIGNER_KEY = Code(
+    "ansible.pull-signer-key",
+    "error",
+    "a pull signer without exactly one key (SSH, or OpenPGP fingerprint and key), or an "
+    "OpenPGP key whose primary key is not the fingerprint given",
+)
 ANSIBLE_PULL_UNSIGNED_ALLOWED = Code(
     "ansible.pull-unsigned-allowed",
     "warning",

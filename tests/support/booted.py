@@ -94,10 +94,10 @@ DAEMON_PACKAGES = (
     # address the rendered drop-in sets (tests/test_booted_cluster.py checks /metrics).
     "prometheus-node-exporter",
 )
-# Pull mode (ansible.pull): the pinned ansible, ansible-core and git roles/ansible_pull
-# installs, for the suites whose booted test runs pull mode (Debian 13: Debian 12's
-# ansible-core is older than the roles' minimum, catalog/distributions.py).
-PULL_PACKAGES: dict[str, tuple[str, ...]] = {"trixie": ("ansible", "ansible-core", "git")}
+# Pull mode (ansible.pull): the pinned ansible, ansible-core, git and gpgv
+# roles/ansible_pull installs, for the suites whose booted test runs pull mode (Debian 13:
+# Debian 12's ansible-core is older than the roles' minimum, catalog/distributions.py).
+PULL_PACKAGES: dict[str, tuple[str, ...]] = {"trixie": ("ansible", "ansible-core", "git", "gpgv")}
 # Debian 13 renamed libraries for 64-bit time_t (the "t64" transition); the packages
 # above under their trixie names (packages.debian.org/trixie/libpmix2t64).
 RENAMED_PACKAGES: dict[str, dict[str, str]] = {"trixie": {"libpmix2": "libpmix2t64"}}

@@ -54,6 +54,12 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
   noble hosts), git 1:2.43.0-1ubuntu7 (noble-updates moves the revision: 7.1, 7.3)]. Not
   known here: Ubuntu 22.04 and 26.04, and EL, whose AppStream ansible-core bundles none of
   the collections (EPEL packages them one by one).
+- gpgv for pull mode's OpenPGP signers (ansible.pull.signers[].gpg_key), pinned always in
+  pull mode: apt depended on it up to Debian 12 and Ubuntu 24.04, but Debian 13's apt
+  3.0 depends on sqv instead, so a trixie node need not have it [src: `apt-cache policy
+  gpgv` on Debian 12: 2.2.40-1.1+deb12u2; trixie's main/binary-amd64 Packages index:
+  gpgv 2.4.7-21+deb13u1+b5, apt 3.0.4 `Depends: ... sqv (>= 1.3.0)`; noble's main
+  index 2.4.4-2ubuntu17, noble-updates 2.4.4-2ubuntu17.6].
 - The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
   `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
   redhat-rpm-config defines as `.el<major>`].
@@ -97,10 +103,12 @@ class Distribution:
     # prometheus-node-exporter's upstream version (monitoring.node_exporter), where known.
     node_exporter: str | None = None
     # Pull mode's packages, upstream versions, where known: the `ansible` bundle, the
-    # `ansible-core` it depends on, and `git` (with its epoch).
+    # `ansible-core` it depends on, `git` (with its epoch), and `gpgv` (OpenPGP-signed
+    # releases).
     ansible: str | None = None
     ansible_core: str | None = None
     git: str | None = None
+    gpgv: str | None = None
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {
@@ -128,6 +136,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             ansible="9.2.0+dfsg",
             ansible_core="2.16.3",
             git="1:2.43.0",
+            gpgv="2.4.4",
         ),
         Distribution(
             "ubuntu-26.04",
@@ -158,6 +167,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             ansible="7.7.0+dfsg",
             ansible_core="2.14.18",
             git="1:2.39.5",
+            gpgv="2.2.40",
         ),
         Distribution(
             "debian-13",
@@ -174,6 +184,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             ansible="12.0.0+dfsg",
             ansible_core="2.19.11",
             git="1:2.47.3",
+            gpgv="2.4.7",
         ),
         Distribution("rocky-9", "Rocky Linux 9", "dnf", "rhel9", el_dist=".el9"),
         Distribution("rhel-9", "Red Hat Enterprise Linux 9", "dnf", "rhel9", el_dist=".el9"),

@@ -623,9 +623,15 @@ def _slurm_exporter(family: PackageFamily, s: Software, m: Monitoring) -> Pins:
 
 
 # Pull mode (ansible.pull, roles/ansible_pull): the distribution's ansible bundle (the
-# collections the roles use), the ansible-core it depends on (ansible-pull) and git
-# (catalog/distributions.py); checks.ansible reports an OS the catalog has none for.
-PULL_PACKAGES: dict[str, str] = {"ansible": "ansible", "ansible-core": "ansible_core", "git": "git"}
+# collections the roles use), the ansible-core it depends on (ansible-pull), git, and gpgv
+# (OpenPGP-signed releases; catalog/distributions.py); checks.ansible reports an OS the
+# catalog has none for.
+PULL_PACKAGES: dict[str, str] = {
+    "ansible": "ansible",
+    "ansible-core": "ansible_core",
+    "git": "git",
+    "gpgv": "gpgv",
+}
 
 
 def _ansible_pull(family: PackageFamily, s: Software) -> Pins:

@@ -8,10 +8,11 @@ warned about). tests/test_pull.py reads both files, so these two numbers follow 
 
 from __future__ import annotations
 
-from clustergen import codes
+from clustergen import codes, openpgp
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem
+from clustergen.model.ansible import Signer
 from clustergen.resolve import ResolvedCluster, pull_mode
 
 ROLES_MIN_ANSIBLE_CORE: tuple[int, int] = (2, 15)
@@ -104,7 +105,8 @@ def pull_source(cluster: ResolvedCluster) -> list[Problem]:
                 path,
                 "pull mode without signers: every node would apply whatever the repository "
                 "serves, so whoever can push to it, or change what the nodes fetch, is root "
-                "on every node; name who signs the releases in signers (SSH keys), or set "
+                "on every node; name who signs the releases in signers (SSH or OpenPGP "
+                "keys), or set "
                 "unsigned: true for a test repository",
             )
         )
@@ -117,6 +119,8 @@ def pull_source(cluster: ResolvedCluster) -> list[Problem]:
                 "change what the nodes fetch, is root on every node",
             )
         )
+    for index, signer in enumerate(pull.signers):
+        problems += _signer_key(signer, (*path, "signers", index))
     if pull.over_ssh and not pull.host_keys:
         problems.append(
             Problem(
@@ -127,3 +131,53 @@ def pull_source(cluster: ResolvedCluster) -> list[Problem]:
             )
         )
     return problems
+
+
+def _signer_key(signer: Signer, path: tuple[str | int, ...]) -> list[Problem]:
+    """One key per signer: an SSH key, or an OpenPGP fingerprint with the armored key
+    whose primary key it is (a reviewer reads the fingerprint; the nodes check against
+    the key)."""
+    gpg = signer.gpg_fingerprint is not None or signer.gpg_key is not None
+    if signer.ssh_key is not None and gpg:
+        why = (
+            f"signer {signer.name} has both an ssh_key and an OpenPGP key: give one key per "
+            "signer (a second entry for the other)"
+        )
+        return [Problem(codes.ANSIBLE_PULL_SIGNER_KEY, path, why)]
+    if signer.ssh_key is None and not gpg:
+        return [
+            Problem(
+                codes.ANSIBLE_PULL_SIGNER_KEY,
+                path,
+                f"signer {signer.name} has no key: give ssh_key, or gpg_fingerprint with gpg_key",
+            )
+        ]
+    if not gpg:
+        return []
+    if signer.gpg_fingerprint is None or signer.gpg_key is None:
+        missing = "gpg_key" if signer.gpg_key is None else "gpg_fingerprint"
+        return [
+            Problem(
+                codes.ANSIBLE_PULL_SIGNER_KEY,
+                path,
+                f"signer {signer.name} has no {missing}: an OpenPGP signer needs its "
+                "fingerprint (what the reviewer checks) and its armored key (what the "
+                "nodes check the signature with)",
+            )
+        ]
+    try:
+        found = openpgp.fingerprint(signer.gpg_key)
+    except openpgp.NotAPublicKey as error:
+        why = f"gpg_key of signer {signer.name} is no OpenPGP public key the nodes can use: {error}"
+        return [Problem(codes.ANSIBLE_PULL_SIGNER_KEY, (*path, "gpg_key"), why)]
+    if found != signer.gpg_fingerprint:
+        return [
+            Problem(
+                codes.ANSIBLE_PULL_SIGNER_KEY,
+                (*path, "gpg_fingerprint"),
+                f"gpg_key of signer {signer.name} is the key {found}, not "
+                f"{signer.gpg_fingerprint}: export the key of that fingerprint, or correct "
+                "the fingerprint",
+            )
+        ]
+    return []

@@ -66,16 +66,48 @@ JITTER_SPAN = Syntax(
 )
 
 
+# An OpenPGP primary key's V4 fingerprint (RFC 4880 12.2), as `gpg --fingerprint` prints
+# it without the blanks.
+GPG_FINGERPRINT = Syntax(
+    r"^[0-9A-F]{40}$", "40 upper-case hex digits, the key's fingerprint without blanks"
+)
+# An ASCII-armored OpenPGP public key block (RFC 4880 6.2), as `gpg --armor --export`
+# writes it: the armor lines, optional headers, base64 and its checksum line.
+GPG_PUBLIC_KEY = Syntax(
+    r"^-----BEGIN PGP PUBLIC KEY BLOCK-----\n(?:[A-Za-z]+: [ -~]*\n)*\n?"
+    r"(?:[A-Za-z0-9+/=]+\n)+-----END PGP PUBLIC KEY BLOCK-----\n?$",
+    "an armored OpenPGP public key (gpg --armor --export FINGERPRINT)",
+)
+# The most an armored key of a signer takes: its primary key, subkeys and self-signatures
+# (export-minimal); more is refused as input nobody reviews.
+GPG_KEY_MAX = 16_384
+
+
 class Signer(StrictModel):
-    """One account allowed to sign the releases the nodes apply."""
+    """One account allowed to sign the releases the nodes apply: by an SSH key, or by an
+    OpenPGP key (its fingerprint and the key itself)."""
 
     name: Annotated[str, SIGNER_NAME] = Field(
         description="Who signs (the principal of the allowed signers file: a name or an "
         "e-mail address), for the record.",
     )
-    ssh_key: Annotated[str, SSH_PUBLIC_KEY] = Field(
+    ssh_key: Annotated[str, SSH_PUBLIC_KEY] | None = Field(
+        default=None,
         description="The signer's SSH public key (git config gpg.format ssh: `git commit -S` "
-        "with user.signingkey), its type and base64 without a comment.",
+        "with user.signingkey), its type and base64 without a comment. Either this, or "
+        "gpg_fingerprint with gpg_key.",
+    )
+    gpg_fingerprint: Annotated[str, GPG_FINGERPRINT] | None = Field(
+        default=None,
+        description="The signer's OpenPGP primary key fingerprint (gpg --fingerprint, "
+        "without blanks): a release signed by this key or one of its signing subkeys is "
+        "applied (gpgv on the node, against gpg_key alone). With gpg_key.",
+    )
+    gpg_key: Annotated[str, GPG_PUBLIC_KEY, Field(max_length=GPG_KEY_MAX)] | None = Field(
+        default=None,
+        description="The signer's OpenPGP public key, ASCII-armored (gpg --armor "
+        "--export-options export-minimal --export FINGERPRINT); validate checks that its "
+        "primary key is gpg_fingerprint. With gpg_fingerprint.",
     )
 
 
@@ -109,11 +141,12 @@ class Pull(StrictModel):
     )
     signers: list[Signer] = Field(
         default_factory=list,
-        description="Who may sign a release: a node applies a commit only once `git "
-        "verify-commit` finds it signed by one of these keys (an allowed signers file, "
-        "rendered; SSH signatures). An unsigned commit, or one of another signer, keeps the "
-        "node at its last good release and is recorded as a failed pull. Required unless "
-        "unsigned.",
+        description="Who may sign a release: a node applies a commit only once it is found "
+        "signed by one of these keys (an SSH signature: `git verify-commit` with a rendered "
+        "allowed signers file; an OpenPGP one: gpgv with a keyring of these keys alone, "
+        "and the primary key's fingerprint one of theirs). An unsigned commit, or one of "
+        "another signer, keeps the node at its last good release and is recorded as a "
+        "failed pull. Required unless unsigned.",
     )
     unsigned: bool = Field(
         default=False,
@@ -151,6 +184,14 @@ class Pull(StrictModel):
         if self.tag is not None:
             return f"refs/tags/{self.tag}"
         return f"refs/heads/{self.branch or 'main'}"
+
+    @property
+    def ssh_signers(self) -> list[Signer]:
+        return [s for s in self.signers if s.ssh_key is not None]
+
+    @property
+    def gpg_signers(self) -> list[Signer]:
+        return [s for s in self.signers if s.gpg_fingerprint is not None]
 
     @property
     def over_ssh(self) -> bool:

@@ -2,9 +2,9 @@
 
 - /etc/clustergen/pull.env: the repository, what the node applies (refs/heads/BRANCH,
   refs/tags/TAG or a commit) and the tree folder;
-- /etc/clustergen/pull-gitconfig, pull-allowed-signers and (for ssh) pull-known-hosts:
-  the only git configuration the script reads, who may sign a release, and the git
-  server's host keys;
+- /etc/clustergen/pull-gitconfig, pull-allowed-signers (SSH signers), pull-signers.asc
+  (OpenPGP signers) and (for ssh) pull-known-hosts: the only git configuration the
+  script reads, who may sign a release, and the git server's host keys;
 - /usr/local/sbin/clustergen-pull: one run under a lock: fetch, resolve, verify the
   signature, check out exactly that commit, then ansible-playbook on this node alone;
   recorded in /var/lib/clustergen/pull.json (the commit applied, the last good one, a
@@ -15,7 +15,10 @@
 Nothing without ansible.pull. The node's inventory name is not rendered here (one file
 for every node): roles/ansible_pull writes it beside pull.env.
 [src: systemd.timer(5) OnActiveSec, OnUnitActiveSec, RandomizedDelaySec; flock(1) -n;
-git-verify-commit(1), git-config(1) gpg.ssh.allowedSignersFile, core.sshCommand and
+git-verify-commit(1), gpgv(1) --keyring and --status-fd (VALIDSIG's last field is the
+primary key's fingerprint, GnuPG's doc/DETAILS), git's commit-object signature header
+(gpgsig, removed from the payload signed: Documentation/gitformat-signature.txt),
+git-config(1) gpg.ssh.allowedSignersFile, core.sshCommand and
 GIT_CONFIG_GLOBAL/GIT_CONFIG_NOSYSTEM (git(1) ENVIRONMENT VARIABLES); ssh-keygen(1)
 ALLOWED SIGNERS; ansible-core's lib/ansible/modules/git.py, whose checkout takes a
 branch before a tag or commit of the same name, hence the script's own checkout.]
@@ -37,6 +40,7 @@ SCRIPT = "/usr/local/sbin/clustergen-pull"
 SETTINGS = "/etc/clustergen/pull.env"
 GITCONFIG = "/etc/clustergen/pull-gitconfig"
 ALLOWED_SIGNERS = "/etc/clustergen/pull-allowed-signers"
+OPENPGP_SIGNERS = "/etc/clustergen/pull-signers.asc"
 KNOWN_HOSTS = "/etc/clustergen/pull-known-hosts"
 # The site places it for an ssh repository, root-only; never rendered (the script refuses
 # a key others can read).
@@ -66,6 +70,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         "service": SERVICE,
         "gitconfig": GITCONFIG,
         "allowed_signers": ALLOWED_SIGNERS,
+        "openpgp_signers": OPENPGP_SIGNERS,
         "known_hosts": KNOWN_HOSTS,
         "deploy_key": DEPLOY_KEY,
     }
@@ -77,7 +82,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         (f"pull/{SERVICE}", "clustergen-pull.service.j2", f"{UNITS}/{SERVICE}", NO_CHANGE, 0o644),
         (f"pull/{TIMER}", "clustergen-pull.timer.j2", f"{UNITS}/{TIMER}", restart_timer, 0o644),
     ]
-    if pull.signers:
+    if pull.ssh_signers:
         files.append(
             (
                 "pull/pull-allowed-signers",
@@ -86,6 +91,10 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
                 NO_CHANGE,
                 0o644,
             )
+        )
+    if pull.gpg_signers:
+        files.append(
+            ("pull/pull-signers.asc", "pull-signers.asc.j2", OPENPGP_SIGNERS, NO_CHANGE, 0o644)
         )
     if pull.host_keys:
         files.append(
