@@ -1037,7 +1037,7 @@ def _assert_one_nic_carries_both(cluster: BootedCluster) -> None:
         assert node.sh("cat /sys/class/net/host0/mtu").stdout.strip() == "9000"
         assert "dev host0" in node.sh("ip -4 route show 10.213.21.0/24").stdout
         listing = node.sh("ls /etc/systemd/network/").stdout.split()
-        assert "60-clustergen-host0.network" in listing, listing
+        assert "05-clustergen-host0.network" in listing, listing  # before 10-host0
         assert "60-clustergen-fab0.network" not in listing, listing
         answer = _ssh(cluster.private_key, ADMIN, node.address, "true")
         assert answer.returncode == 0, (name, answer.stderr)

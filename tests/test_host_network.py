@@ -205,10 +205,10 @@ def test_one_nic_for_management_and_fabric_keeps_both_addresses_in_each_format()
     MTU set, that one."""
     networkd = _files(_on("debian-12", ONE_NIC))
     assert [p for p in networkd if p.startswith("host_network/lab1/")] == [
-        "host_network/lab1/60-clustergen-eno1.network",
+        "host_network/lab1/05-clustergen-eno1.network",
         "host_network/lab1/host-network.expected",
     ]
-    text = networkd["host_network/lab1/60-clustergen-eno1.network"].text
+    text = networkd["host_network/lab1/05-clustergen-eno1.network"].text
     assert "\nAddress=192.168.50.11/24\nAddress=192.168.60.11/24\nGateway=192.168.50.1\n" in text
     assert "MTUBytes=9000" in text and "RequiredForOnline" not in text, text
     assert "[Route]\nDestination=10.99.0.0/16\nGateway=192.168.60.1\n" in text
@@ -393,5 +393,5 @@ def test_the_role_knows_every_interface_file_the_family_names() -> None:
         if a.install is not None
     }
     interface_files = {d for d in dests if "roce-qos" not in d and not d.endswith(".expected")}
-    assert len(interface_files) == 6, sorted(dests)
+    assert len(interface_files) == 6  # 05- for eno1, which carries management, sorted(dests)
     assert {d for d in dests if matches(d)} == interface_files, sorted(dests)

@@ -347,6 +347,43 @@ def test_a_manifest_line_removes_nothing_outside_clustergen_s_folders(
     assert "left site/notes.md alone" in result.err and "left .git/HEAD alone" in result.err
 
 
+# What a contributor plants where ansible-playbook loads files unasked (write.py,
+# ANSIBLE_FOLDERS): an inventory script, a filter plugin beside the playbook, a role's
+# module, host_vars in a folder of the node's name.
+PLANTED_FOR_ANSIBLE = (
+    "inventory/zz_dynamic.sh",
+    "filter_plugins/x.py",
+    "roles/slurm/library/m.py",
+    "inventory/host_vars/gpu01/extra.yml",
+)
+
+
+def test_files_planted_where_ansible_loads_them_fail_the_check_and_are_named(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """Each file that ansible-playbook would load though clustergen did not render it:
+    render --check fails naming it (the tree was "up to date" with all four, and plan
+    said "Nothing to do"), plan and render name it; a file of the site's elsewhere
+    (site/notes.md) is none of its business."""
+    out = rendered(cli, tmp_path)
+    assert cli("render", str(ML), "-o", str(out), "--check").code == 0
+    for path in (*PLANTED_FOR_ANSIBLE, "site/notes.md"):
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_text("#!/bin/sh\nid > /tmp/pwned\n")
+    (out / "inventory/zz_dynamic.sh").chmod(0o755)
+    check = cli("render", str(ML), "-o", str(out), "--check")
+    assert check.code == 1, check.err
+    named = [line.split(": ")[2] for line in check.err.splitlines() if ": unrendered: " in line]
+    assert named == sorted(PLANTED_FOR_ANSIBLE), check.err
+    assert "4 not rendered where Ansible loads them" in check.err
+    planned = cli("plan", str(ML), "-o", str(out))
+    assert planned.err.count(": unrendered: ") == 4, planned.err
+    result = cli("render", str(ML), "-o", str(out))
+    assert result.code == 0 and result.err.count(": unrendered: ") == 4, result.err
+    assert all((out / path).exists() for path in PLANTED_FOR_ANSIBLE)  # the site's to remove
+
+
 @pytest.mark.parametrize("planted", ["link", "folder-with-a-link"])
 def test_a_planted_staging_folder_is_refused_for_a_new_tree(
     cli,  # type: ignore[no-untyped-def]

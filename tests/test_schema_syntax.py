@@ -82,6 +82,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "pattern has no case-insensitive flag)",
     "route-via-outside-network": "an address inside a CIDR given elsewhere in the section: "
     "a schema compares no two strings as networks",
+    "option-duplicate": "two slurm.options keys equal in any case: a schema's property names "
+    "are compared exactly",
     "pull-signer-key": "an OpenPGP key's fingerprint is a SHA-1 of its decoded packet, and "
     "one signer's keys are exclusive alternatives across fields: no schema computes either",
     "shared-interface-mtu": "two networks' mtu compared where a profile's interfaces name one "

@@ -186,6 +186,14 @@ def test_the_pam_module_is_pinned_with_slurm_on_compute_nodes() -> None:
         ({"PluginDir": "/usr/lib/x86_64-linux-gnu/slurm-wlm"}, {}, False),
         ({"AuthInfo": "socket=/tmp/munge.socket"}, {}, True),
         ({"AuthInfo": "socket=/run/munge/munge.socket.2"}, {}, False),
+        # In the folders the slurm role gives SlurmUser: what root runs may not lie
+        # there, what only SlurmUser runs may.
+        ({"Prolog": "/var/log/slurm/prolog.sh"}, {}, True),
+        ({"RebootProgram": "/var/spool/slurmctld/reboot"}, {}, True),
+        ({"PrologSlurmctld": "/var/spool/slurmctld/prolog"}, {}, False),
+        ({"JobCompType": "jobcomp/kafka", "JobCompLoc": "/tmp/kafka.conf"}, {}, True),
+        ({"JobCompType": "jobcomp/filetxt", "JobCompLoc": "/tmp/jobs.txt"}, {}, True),
+        ({"JobCompType": "jobcomp/filetxt", "JobCompLoc": "/var/log/slurm/jobs.txt"}, {}, False),
         ({"SlurmUser": "alice"}, {}, True),
         ({"SlurmUser": "slurm"}, {}, False),
     ],
@@ -217,3 +225,26 @@ def test_auth_slurm_needs_23_11_and_slurmdbd_follows_slurmctld() -> None:
     assert _conf(artifacts)["AuthType"] == "auth/slurm"
     assert _conf(artifacts, "slurm/slurmdbd.conf")["AuthType"] == "auth/slurm"
     assert artifacts["slurm/slurm.conf"].text.count("AuthType=") == 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"JobCompPassScript": "/tmp/jobcomp-pass"},
+        {"CertgenType": "certgen/script", "CertgenParameters": "certgen_script=/tmp/certgen"},
+    ],
+)
+def test_the_programs_of_newer_releases_lie_where_only_root_writes(
+    options: dict[str, str],
+) -> None:
+    """25.11's JobCompPassScript (slurmctld runs it for jobcomp's password) and certgen's
+    scripts (the daemons trust the keys they make) are programs like Prolog's."""
+    data = _spec()
+    data["software"]["slurm"] = "25.11.2"
+    data["slurm"]["options"] = options
+    errors = _errors(data)
+    assert "slurm.option-weakens-security" in errors, errors
+    data["slurm"]["options"] = {
+        key: v.replace("/tmp/", "/etc/slurm/") for key, v in options.items()
+    }
+    assert "slurm.option-weakens-security" not in _errors(data)

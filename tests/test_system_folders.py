@@ -116,6 +116,13 @@ def _codes(change: dict[str, Any]) -> set[str]:
         {"options": {"slurmctldlogfile": "/var/log/slurmctld.log"}},  # /var/log chowned
         {"options": {"SlurmdLogFile": "/usr/local/bin/slurmd.log"}},
         {"options": {"SlurmUser": "slurm", "SlurmctldLogFile": "/tmp/slurmctld.log"}},
+        # Below /var/lib, /var/spool and /run, trees root runs from (catalog/folders.py
+        # ROOT_TREES): SlurmUser owning the package database replaces maintainer scripts.
+        {"options": {"SlurmdLogFile": "/var/lib/dpkg/slurmd.log"}},
+        {"options": {"SlurmctldLogFile": "/var/spool/cron/slurmctld.log"}},
+        {"options": {"SlurmctldLogFile": "/run/systemd/slurmctld.log"}},
+        {"options": {"SlurmctldLogFile": "/var/log/journal/slurmctld.log"}},
+        {"state_save": {"path": "/var/lib/clustergen/state"}},
     ],
 )
 def test_a_system_folder_the_role_would_chown_is_refused(change: dict[str, Any]) -> None:
@@ -129,6 +136,8 @@ def test_a_system_folder_the_role_would_chown_is_refused(change: dict[str, Any])
         {"options": {"SlurmdSpoolDir": "/var/spool/slurmd/%n"}},
         {"options": {"SlurmctldLogFile": "/var/log/slurm/ctld.log"}},
         {"options": {"SlurmdLogFile": "/srv/logs/slurmd.log"}},
+        {"options": {"SlurmdLogFile": "/var/log/slurm-llnl/slurmd.log"}},
+        {"options": {"SlurmdSpoolDir": "/var/lib/dpkg/spool"}},  # root's, 0755: no chown
     ],
 )
 def test_a_folder_of_slurms_own_is_accepted(change: dict[str, Any]) -> None:

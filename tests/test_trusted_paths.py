@@ -91,6 +91,9 @@ def test_user_writable(path: str, shared: tuple[str, ...], where: str | None) ->
         ("/var/lib/dpkg", "/var/lib/dpkg"),
         ("/var/spool/cron", "/var/spool/cron"),
         ("/opt/nvidia", "/opt/nvidia"),
+        # Pull mode's checkout, which every node runs as root once its signature passed.
+        ("/var/lib/clustergen", "/var/lib/clustergen"),
+        ("/var/lib/clustergen/site", "/var/lib/clustergen"),
         ("/home", None),
         ("/home/projects", None),
         ("/mnt", None),

@@ -360,6 +360,37 @@ def _rendered_digests(cluster: ResolvedCluster) -> dict[str, str]:
     return {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
 
 
+def _checked(
+    args: argparse.Namespace,
+    out_dir: Path,
+    stale: list[FileChange],
+    kept: list[FileChange],
+    planted: list[str],
+    left: str | None,
+) -> int:
+    """`render --check`: what is stale, kept or planted, and its exit code."""
+    from clustergen.write import kept_message, unrendered_message
+
+    for change in stale:
+        print(f"stale: {change.action} {out_dir / change.path}", file=sys.stderr)
+    for change in kept:
+        print(kept_message(out_dir, change), file=sys.stderr)
+    for path in planted:
+        print(unrendered_message(out_dir, path), file=sys.stderr)
+    if stale or left or planted:
+        print(
+            f"{out_dir}: {len(stale)} file(s) differ from what {args.spec} renders"
+            + (f", {len(planted)} not rendered where Ansible loads them" if planted else "")
+            + (" and an interrupted render is pending" if left else "")
+            + f"; run `clustergen render {args.spec} -o {out_dir}`",
+            file=sys.stderr,
+        )
+        return int(ExitCode.INVALID_SPEC)
+    say = sys.stdout if args.format == "text" else sys.stderr
+    print(f"{out_dir}: up to date with {args.spec}", file=say)
+    return int(ExitCode.OK)
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
@@ -375,6 +406,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         refuse_other_cluster,
         refuse_unknown_directory,
         unified_diff,
+        unrendered_ansible_files,
+        unrendered_message,
         with_manifest,
         write,
     )
@@ -405,6 +438,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         for change in changes:
             if change.action == "keep":
                 print(kept_message(out_dir, change), file=sys.stderr)
+        written = [c.path for c in changes if c.action in ("create", "change", "unchanged")]
+        for path in unrendered_ansible_files(out_dir, written):
+            print(unrendered_message(out_dir, path), file=sys.stderr)
         _summary(out_dir, changes, say)
         return int(ExitCode.OK)
     rendered = render_all(cluster)
@@ -415,26 +451,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.diff:
         sys.stdout.write("".join(unified_diff(c) for c in stale))
     kept = [c for c in changes if c.action == "keep"]
+    planted = unrendered_ansible_files(out_dir, files)
     if args.check:
-        for change in stale:
-            print(f"stale: {change.action} {out_dir / change.path}", file=sys.stderr)
-        for change in kept:
-            print(kept_message(out_dir, change), file=sys.stderr)
-        if stale or left:
-            print(
-                f"{out_dir}: {len(stale)} file(s) differ from what {args.spec} renders"
-                + (" and an interrupted render is pending" if left else "")
-                + f"; run `clustergen render {args.spec} -o {out_dir}`",
-                file=sys.stderr,
-            )
-            return int(ExitCode.INVALID_SPEC)
-        print(f"{out_dir}: up to date with {args.spec}", file=say)
-        return int(ExitCode.OK)
+        return _checked(args, out_dir, stale, kept, planted, left)
     changes = write(
         out_dir, rendered, cluster.spec.cluster.name, adopt=args.adopt, families=FAMILIES
     )
     for change in kept:
         print(kept_message(out_dir, change), file=sys.stderr)
+    for path in planted:
+        print(unrendered_message(out_dir, path), file=sys.stderr)
     _summary(out_dir, changes, say)
     return int(ExitCode.OK)
 
@@ -455,7 +481,12 @@ def _summary(out_dir: Path, changes: list[FileChange], say: TextIO) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from clustergen.plan import json_text, make_plan, markdown
     from clustergen.render import render_all
-    from clustergen.write import pending, with_manifest
+    from clustergen.write import (
+        pending,
+        unrendered_ansible_files,
+        unrendered_message,
+        with_manifest,
+    )
 
     out_dir = Path(args.output)
     if not out_dir.is_dir():
@@ -471,6 +502,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     _report(problems, "text")
     files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
     plan = make_plan(cluster, files, out_dir, args.driver_batch_size)
+    for path in unrendered_ansible_files(out_dir, files):
+        print(unrendered_message(out_dir, path), file=sys.stderr)
     sys.stdout.write(markdown(plan) if args.plan_format == "markdown" else json_text(plan))
     return int(plan.exit_code)
 

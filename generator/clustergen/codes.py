@@ -793,6 +793,9 @@ SLURM_GPU_DEFAULTS_EXCEED_NODE = Code(
 SLURM_NODE_IN_NO_PARTITION = Code(
     "slurm.node-in-no-partition", "warning", "a compute node in no partition"
 )
+SLURM_OPTION_DUPLICATE = Code(
+    "slurm.option-duplicate", "error", "a slurm.options key given twice, in different case"
+)
 SLURM_OPTION_DEPRECATED = Code(
     "slurm.option-deprecated", "error", "a slurm.conf key that is deprecated"
 )

@@ -235,6 +235,49 @@ def compare(
     return changes, foreign
 
 
+# Where ansible-playbook, run at the tree's top, loads files without being told their
+# names: every file of the inventory folder (an executable one runs as an inventory
+# script; its group_vars/ and host_vars/ are read), group_vars/ and host_vars/ beside the
+# playbook, each role's folders (a role's library/, module_utils/ and *_plugins/ load with
+# it), and the playbook folder's library/, module_utils/, *_plugins/ and collections/
+# [src: Ansible's documentation: "How to build your inventory" (inventory folders,
+# group_vars and host_vars), "Adding modules and plugins locally" (folders adjacent to a
+# playbook or in a role), "Using collections" (collections/ beside the playbook)].
+ANSIBLE_FOLDERS = ("inventory", "roles", "group_vars", "host_vars", "library", "module_utils")
+ANSIBLE_COLLECTIONS = "collections"
+
+
+def _loaded_by_ansible(top: str) -> bool:
+    return top in (*ANSIBLE_FOLDERS, ANSIBLE_COLLECTIONS) or top.endswith("_plugins")
+
+
+def unrendered_ansible_files(out_dir: Path, rendered: Collection[str]) -> list[str]:
+    """The files (and links) in the tree's folders that ansible-playbook loads unasked
+    which clustergen does not render, in path order: what a contributor plants there
+    (an inventory script, a filter plugin, host_vars) runs as root on every node, and
+    neither the spec's diff nor the rendered files' show it."""
+    found: list[str] = []
+    if not out_dir.is_dir():
+        return found
+    known = set(rendered)
+    for entry in sorted(os.listdir(out_dir)):
+        top = out_dir / entry
+        if not _loaded_by_ansible(entry):
+            continue
+        if top.is_symlink() or not top.is_dir():
+            if entry not in known:
+                found.append(entry)
+            continue
+        for folder, dirs, names in os.walk(top):
+            base = Path(folder).relative_to(out_dir).as_posix()
+            dirs.sort()
+            for name in sorted(names + [d for d in dirs if (Path(folder) / d).is_symlink()]):
+                path = f"{base}/{name}"
+                if path not in known:
+                    found.append(path)
+    return sorted(found)
+
+
 def _executable(mode: int) -> bool:
     """What git records of a file's mode, and so all that a tree's mode can say: a clone
     made under umask 002 has 0664 where the render wrote 0644, and nothing differs. The
@@ -305,6 +348,16 @@ def kept_message(out_dir: Path, change: FileChange) -> str:
         "not what clustergen wrote there (changed since, never clustergen's, or listed "
         "without a digest by an older release); it leaves the manifest, so remove it "
         "yourself if nothing needs it"
+    )
+
+
+def unrendered_message(out_dir: Path, path: str) -> str:
+    """What the user is told of a file clustergen did not render where Ansible loads it
+    (see `unrendered_ansible_files`)."""
+    return (
+        f"{out_dir}: unrendered: {path}: ansible-playbook loads what lies there, and "
+        "clustergen did not render it; whatever it holds runs as root on every node. "
+        "Remove it unless the site put it there on purpose (docs/security.md)"
     )
 
 

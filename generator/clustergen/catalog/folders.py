@@ -129,6 +129,8 @@ ROOT_TREES: tuple[str, ...] = (
     "/var/cache/apt",
     "/var/cache/dnf",
     "/var/lib/apt",
+    # clustergen's own: pull mode's checkout and record, the host network's rollback copy.
+    "/var/lib/clustergen",
     "/var/lib/dnf",
     "/var/lib/dpkg",
     "/var/lib/munge",
@@ -142,6 +144,33 @@ ROOT_TREES: tuple[str, ...] = (
 )
 
 
+def root_tree(path: str) -> str | None:
+    """The tree of ROOT_TREES that `path` is or lies in."""
+    folder = posixpath.normpath("/" + path.lstrip("/"))
+    for tree in ROOT_TREES:
+        if folder == tree or folder.startswith(tree + "/"):
+            return tree
+    return None
+
+
+# Root trees where a daemon keeps a folder of its own, one level down (/var/log/slurm,
+# /run/slurm): a folder there named for Slurm may be SlurmUser's.
+_DAEMON_FOLDER_TREES = ("/run", "/var/log")
+
+
+def root_owned(folder: str) -> str | None:
+    """The root tree a folder the slurm role would give SlurmUser lies in (the package
+    database, cron's tables, clustergen's state ...): SlurmUser owning it replaces what
+    root runs. A folder of Slurm's own one level below /var/log or /run is not."""
+    tree = root_tree(folder)
+    if tree is None:
+        return None
+    rest = posixpath.relpath(posixpath.normpath(folder), tree)
+    if tree in _DAEMON_FOLDER_TREES and "/" not in rest and rest.startswith("slurm"):
+        return None
+    return tree
+
+
 def mount_over_system(path: str) -> str | None:
     """The system folder a file system mounted at `path` would cover, where root runs
     programs or reads configuration from: a mount point in a system tree (/etc, /usr, /bin,
@@ -151,7 +180,4 @@ def mount_over_system(path: str) -> str | None:
     folder = posixpath.normpath("/" + path.lstrip("/"))
     if folder in MOUNT_FOLDERS:
         return None
-    for tree in ROOT_TREES:
-        if folder == tree or folder.startswith(tree + "/"):
-            return tree
-    return system_folder(folder)
+    return root_tree(folder) or system_folder(folder)

@@ -24,6 +24,9 @@ _PROGRAM_KEYS = {
     "suspendprogram": "slurmctld runs it as SlurmUser",
     "resumefailprogram": "slurmctld runs it as SlurmUser",
     "mailprog": "slurmctld runs it as SlurmUser",
+    # 25.11 on: the program slurmctld runs for jobcomp's password (slurm.conf(5)
+    # JobCompPassScript; in the key lists of catalog/slurm_keys from 25.11).
+    "jobcomppassscript": "slurmctld runs it as SlurmUser for jobcomp's password",
     "taskprolog": "slurmstepd runs it as the job's user, in every job",
     "taskepilog": "slurmstepd runs it as the job's user, in every job",
     "srunprolog": "srun runs it as the job's user, in every job",
@@ -48,8 +51,25 @@ _TRUSTED_WORDS = {"authinfo": ("socket",), "authaltparameters": ("jwt_key", "jwk
 # whose value is a path is checked, whatever its name.
 _PATH_WORDS = {
     "certmgrparameters": "slurmctld and slurmd run it or trust what it names (certmgr)",
+    # 25.05 on, slurm.conf(5) CertgenParameters: certgen/script's certgen_script and
+    # keygen_script, which make the keys and certificates the daemons then trust.
+    "certgenparameters": "the daemons run it and trust the keys it makes (certgen)",
     "tlsparameters": "the daemons trust the certificates and keys it names (TLS)",
 }
+
+
+# JobCompLoc as a path, by JobCompType (slurm.conf(5) JobCompLoc): jobcomp/script runs
+# it; jobcomp/kafka reads it as librdkafka's configuration, whose plugin.library.paths
+# slurmctld then loads (jobcomp_kafka_conf.c; librdkafka's CONFIGURATION.md);
+# jobcomp/filetxt appends to it, following a link planted there.
+_JOBCOMP_FILES = {
+    "jobcomp/script": "slurmctld runs it as SlurmUser for every job (jobcomp/script)",
+    "jobcomp/kafka": "slurmctld reads librdkafka's settings from it as SlurmUser, plugins "
+    "to load included (jobcomp/kafka)",
+    "jobcomp/filetxt": "slurmctld appends every job's record to it as SlurmUser, following "
+    "a link planted there (jobcomp/filetxt)",
+}
+_JOBCOMP_FILE = "slurmctld writes or reads it as SlurmUser for every job (JobCompLoc)"
 
 
 def slurm_option_paths(options: Mapping[str, object]) -> Iterator[tuple[str, str, str]]:
@@ -66,10 +86,9 @@ def slurm_option_paths(options: Mapping[str, object]) -> Iterator[tuple[str, str
             for path in text.split(":"):
                 if path:
                     yield key, path, "every daemon loads its plugins from it"
-        elif lowered == "jobcomploc" and (
-            lowered_options.get("jobcomptype", "").lower() == "jobcomp/script"
-        ):
-            yield key, text.strip(), "slurmctld runs it as SlurmUser for every job (jobcomp/script)"
+        elif lowered == "jobcomploc" and text.strip().startswith("/"):
+            kind = lowered_options.get("jobcomptype", "").lower()
+            yield key, text.strip(), _JOBCOMP_FILES.get(kind, _JOBCOMP_FILE)
         for word in text.split(","):
             name, equals, path = word.strip().partition("=")
             if equals and name.lower() in _TRUSTED_WORDS.get(lowered, ()):

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from clustergen import codes
-from clustergen.catalog.folders import RELATIVE, system_folder, user_writable
+from clustergen.catalog.folders import RELATIVE, root_owned, system_folder, user_writable
 from clustergen.catalog.packages import OS_PACKAGE_FAMILY
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
@@ -651,6 +651,26 @@ def _credential(key: str) -> Problem:
     )
 
 
+def _duplicate_options(spec: Spec) -> list[Problem]:
+    """A key given twice in different case: slurmctld reads keys in any case and keeps one
+    of the two, while a reader (a reviewer, the slurm role) may take the other."""
+    first: dict[str, str] = {}
+    problems = []
+    for key in spec.slurm.options:
+        seen = first.setdefault(key.lower(), key)
+        if seen != key:
+            problems.append(
+                Problem(
+                    codes.SLURM_OPTION_DUPLICATE,
+                    ("slurm", "options", key),
+                    f"{key} is {seen} again, in other case: Slurm reads keys in any case, so "
+                    "the file would say two things for one key; give it once",
+                    at="key",
+                )
+            )
+    return problems
+
+
 def _options(spec: Spec) -> list[Problem]:
     list_version = key_list_version(spec.software.slurm)
     if list_version is None:
@@ -658,7 +678,7 @@ def _options(spec: Spec) -> list[Problem]:
     accepted = accepted_keys(list_version)
     derived = {key.lower(): (key, where) for key, where in DERIVED_KEYS.items()}
     deprecated = {key.lower(): (key, where) for key, where in DEPRECATED_KEYS.items()}
-    problems = []
+    problems = _duplicate_options(spec)
     for key in spec.slurm.options:
         path = ("slurm", "options", key)
         lowered = key.lower()
@@ -1039,7 +1059,7 @@ def folders(cluster: ResolvedCluster) -> list[Problem]:
     problems = []
     shared = shared_mounts(cluster.spec)
     for at, path, folder, owner, mode, default in chowned:
-        system = system_folder(folder)
+        system = system_folder(folder) or (root_owned(folder) if owner != "root" else None)
         # The state folder of several controllers lies on a shared file system by design
         # (slurm.state_save.shared); nothing else the role chowns may.
         users = user_writable(

@@ -155,13 +155,44 @@ def _place(path: str, shared: tuple[str, ...]) -> str | None:
     return f"lies in {where}, where users can write"
 
 
+# The log files whose folders the slurm role creates and gives SlurmUser, with Slurm's
+# defaults (roles/slurm/defaults/main.yml, slurm_directories; slurmdbd's LogFile is the
+# default there, as slurm.options does not reach slurmdbd.conf).
+_SLURM_USER_LOGS = (
+    ("slurmctldlogfile", "/var/log/slurm/slurmctld.log"),
+    ("slurmdlogfile", "/var/log/slurm/slurmd.log"),
+)
+
+
+def slurm_user_folders(spec: Spec) -> tuple[str, ...]:
+    """The folders the slurm role gives SlurmUser: StateSaveLocation and the log folders."""
+    options = {key.lower(): str(value) for key, value in spec.slurm.options.items()}
+    logs = [options.get(key, default) for key, default in _SLURM_USER_LOGS]
+    folders = [spec.slurm.state_save.path, *(posixpath.dirname(log) for log in logs)]
+    folders.append("/var/log/slurm")  # slurmdbd's
+    return tuple(dict.fromkeys(posixpath.normpath(f) for f in folders if f.startswith("/")))
+
+
+def _root_trusts(trusted: TrustedPath) -> bool:
+    """Whether more than SlurmUser trusts the path: root, or every job. What only
+    SlurmUser runs or reads (PrologSlurmctld, the JWT key SchedMD keeps in
+    StateSaveLocation) may lie in SlurmUser's own folders."""
+    return "as SlurmUser" not in trusted.trust and "jwt_key" not in trusted.trust
+
+
 def paths(cluster: ResolvedCluster) -> list[Problem]:
-    """Each trusted path where only root writes."""
+    """Each trusted path where only root writes; what root or every job trusts not in
+    the folders the slurm role gives SlurmUser either."""
     spec = cluster.spec
     shared = shared_mounts(spec)
+    slurm_user = slurm_user_folders(spec)
     problems = []
     for trusted in trusted_paths(spec):
         place = _place(trusted.path, shared)
+        if place is None and _root_trusts(trusted):
+            owned = user_writable(trusted.path, slurm_user)
+            if owned is not None and owned != RELATIVE:
+                place = f"lies in {owned}, which the slurm role gives SlurmUser"
         if place is None:
             continue
         problems.append(

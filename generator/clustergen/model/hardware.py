@@ -248,22 +248,29 @@ class SystemReserved(StrictModel):
     )
 
 
+# More memory than any one system holds (the largest shared-memory servers take tens of
+# TiB): bounds RealMemory and the arithmetic on it, which slurmctld keeps in 64 bits.
+MAX_MEMORY_GIB = 1_048_576
+
+
 class HardwareProfile(StrictModel):
     """A reusable hardware profile: what one node of this kind is."""
 
     description: str | None = Field(default=None, description="Free text for people.")
     rack_units: Int = Field(ge=1, le=60, description="Height in rack units.")
     cpu: Cpu
-    memory_gib: Int = Field(ge=1, description="Installed memory in GiB.")
+    memory_gib: Int = Field(ge=1, le=MAX_MEMORY_GIB, description="Installed memory in GiB.")
     real_memory_mib: Int | None = Field(
         default=None,
         ge=1,
+        le=MAX_MEMORY_GIB * 1024,
         description="Slurm RealMemory in MiB, exactly (what `clustergen import` reads from a "
         "running cluster's NodeName line). Default (memory_gib - reserved_memory_gib) x 1024.",
     )
     reserved_memory_gib: Int | None = Field(
         default=None,
         ge=0,
+        le=MAX_MEMORY_GIB,
         description="Memory held back from Slurm for the OS: RealMemory = memory_gib - "
         "reserved_memory_gib. Required for Slurm compute nodes, because a node that reports less "
         "than RealMemory is drained as INVAL.",

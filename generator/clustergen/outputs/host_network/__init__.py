@@ -15,7 +15,12 @@ import jinja2
 from clustergen.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import HOST_NETWORK_GROUP
-from clustergen.outputs.host_network.derive import NodeNetwork, node_networks, roce_qos
+from clustergen.outputs.host_network.derive import (
+    HostLink,
+    NodeNetwork,
+    node_networks,
+    roce_qos,
+)
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
@@ -39,6 +44,15 @@ def host_format(cluster: ResolvedCluster) -> str:
     return "netplan" if distribution.name.startswith("ubuntu") else "networkd"
 
 
+def _networkd_prefix(link: HostLink) -> str:
+    """systemd-networkd applies the first .network file (in lexical order) that matches a
+    link and ignores the rest (systemd.network(5)): a NIC that carries the management
+    network already has the installer's file (10-*, 50-cloud-init ...), which clustergen's
+    must come before to apply at all; other NICs have none, and theirs come after the
+    distribution's own (60)."""
+    return "05" if link.carries_management else "60"
+
+
 def _node_files(
     cluster: ResolvedCluster, env: jinja2.Environment, node: NodeNetwork, format_: str
 ) -> list[Artifact]:
@@ -58,7 +72,11 @@ def _node_files(
     # file, so a NIC carrying two networks split over two files would lose one.
     for link in node.links if format_ != "netplan" else ():
         if format_ == "networkd":
-            name, dest, mode = f"60-clustergen-{link.netdev}.network", NETWORKD_DIR, 0o644
+            name, dest, mode = (
+                f"{_networkd_prefix(link)}-clustergen-{link.netdev}.network",
+                NETWORKD_DIR,
+                0o644,
+            )
             template = "host_network/networkd.network.j2"
         else:
             name, dest, mode = f"clustergen-{link.netdev}.nmconnection", NM_DIR, 0o600
