@@ -60,7 +60,8 @@ def _node_files(
         return Install(dest, HOST_NETWORK_GROUP, RECONFIGURE, mode=mode, hosts=(node.node,))
 
     at = f"host_network/{node.node}"
-    values = {"node": node.node, "interfaces": node.interfaces, "links": node.links}
+    links = node.links  # grouped once, for the templates and the files
+    values = {"node": node.node, "interfaces": node.interfaces, "links": links}
     artifacts = []
     if format_ == "netplan":
         text = render_template(env, "host_network/netplan.yaml.j2", cluster, **values)
@@ -70,7 +71,7 @@ def _node_files(
         )
     # One file per netdev, with every address the spec gives it: a netdev matches one
     # file, so a NIC carrying two networks split over two files would lose one.
-    for link in node.links if format_ != "netplan" else ():
+    for link in links if format_ != "netplan" else ():
         if format_ == "networkd":
             name, dest, mode = (
                 f"{_networkd_prefix(link)}-clustergen-{link.netdev}.network",
