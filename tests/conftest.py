@@ -79,10 +79,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _FIGURES: list[str] = []  # measured fixture: "test id: what it measured", as they came
+_FILE_SECONDS: dict[str, float] = {}  # test file: its tests' setup, call and teardown
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Collect the figures each test kept; under xdist its workers' reports come here."""
+    """Collect the figures each test kept, and each file's time; under xdist its workers'
+    reports come here."""
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
     if report.when == "call":
         _FIGURES.extend(
             f"{report.nodeid}: {text}" for name, text in report.user_properties if name == "figures"
@@ -91,11 +95,18 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """What the long tests measured (the measured fixture): CI's log keeps it whether the
-    tests ran in this process or on xdist's workers."""
+    tests ran in this process or on xdist's workers. With --durations (CI's log), the
+    longest files too: under --dist loadfile a file is the unit a worker takes, so these
+    are what decides the run's length (docs/ci.md)."""
     if _FIGURES:
         terminalreporter.section("figures measured")
         for line in _FIGURES:
             terminalreporter.write_line(line)
+    if terminalreporter.config.getoption("durations", None) and _FILE_SECONDS:
+        terminalreporter.section("longest test files (seconds on one worker)")
+        longest = sorted(_FILE_SECONDS.items(), key=lambda item: (-item[1], item[0]))[:30]
+        for path, seconds in longest:
+            terminalreporter.write_line(f"{seconds:8.1f}  {path}")
 
 
 @pytest.fixture

@@ -374,7 +374,11 @@ def local_repository(pin_sets: Sequence[Mapping[str, str]], base: Path, scratch:
 # --- the network ------------------------------------------------------------------------
 
 
-def _routes_overlapping(subnet: ipaddress.IPv4Network) -> list[str]:
+_BRIDGE_PREFIX = "cgb"  # every bridge this module makes: cgb + 8 hex digits
+
+
+def _routes_overlapping(subnet: ipaddress.IPv4Network) -> list[tuple[str, str]]:
+    """(destination, device) of each route of the host into `subnet`."""
     routes = json.loads(run(["ip", "-j", "-4", "route", "show", "table", "all"]).stdout)
     clashes = []
     for route in routes:
@@ -383,8 +387,24 @@ def _routes_overlapping(subnet: ipaddress.IPv4Network) -> list[str]:
             continue
         network = ipaddress.ip_network(dst if "/" in dst else f"{dst}/32", strict=False)
         if isinstance(network, ipaddress.IPv4Network) and network.overlaps(subnet):
-            clashes.append(f"{dst} dev {route.get('dev', '?')}")
+            clashes.append((dst, route.get("dev", "?")))
     return clashes
+
+
+def _is_own_bridge(device: str) -> bool:
+    return re.fullmatch(rf"{_BRIDGE_PREFIX}[0-9a-f]{{8}}", device) is not None
+
+
+def _reclaim_stale_bridges(subnet: ipaddress.IPv4Network) -> list[str]:
+    """Delete the bridges of this module that still route into `subnet`, and name them.
+    Called with the subnet's lock held: the run that made such a bridge held the lock
+    until its bridge was gone, so one still here outlived a run that was killed (a
+    SIGKILL runs no `finally`; a session's end kills its tests that way, and CI then
+    runs on the same machine). A route through any other device is never touched."""
+    stale = sorted({device for _, device in _routes_overlapping(subnet) if _is_own_bridge(device)})
+    for device in stale:
+        run(["ip", "link", "del", device])
+    return stale
 
 
 @contextmanager
@@ -421,10 +441,11 @@ def bridge(
 
 @contextmanager
 def _bridge(subnet: ipaddress.IPv4Network, gateway: ipaddress.IPv4Address) -> Iterator[str]:
-    clashes = _routes_overlapping(subnet)
+    _reclaim_stale_bridges(subnet)
+    clashes = [f"{dst} dev {device}" for dst, device in _routes_overlapping(subnet)]
     if clashes:
         raise RuntimeError(f"{subnet} is already in use on this host: {clashes}")
-    name = f"cgb{uuid.uuid4().hex[:8]}"
+    name = f"{_BRIDGE_PREFIX}{uuid.uuid4().hex[:8]}"
     run(["ip", "link", "add", name, "type", "bridge"])
     try:
         run(["ip", "addr", "add", f"{gateway}/{subnet.prefixlen}", "dev", name])
