@@ -10,6 +10,7 @@ import functools
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,19 @@ def test_each_recorded_fault_gives_exactly_its_findings(ml: ResolvedCluster) -> 
         if found(got) != want:
             wrong[fault.name] = (dict(want), [p.format() for p in got])
     assert not wrong, wrong
+
+
+def test_a_report_nested_past_the_parsers_is_that_nodes_alone(ml: ResolvedCluster) -> None:
+    """`ip -j addr` nested 100,000 deep (a hostile node's fact file) is that section's
+    finding; it stopped the whole audit with "the spec is nested too deeply" and no
+    finding for any node (a fresh round of attacks)."""
+    facts = parse_facts(HEALTHY.read_text(), str(HEALTHY))
+    section = facts.sections["ip-j-addr"]
+    facts.sections["ip-j-addr"] = replace(section, text="[" * 100_000 + "]" * 100_000)
+    result = audit_facts(ml, read_tree(REPO), [facts])
+    assert [(p.code.name, [str(part) for part in p.path]) for p in result.findings] == [
+        ("audit.report-unreadable", ["gpu01", "ip-j-addr"])
+    ], [p.format() for p in result.findings]
 
 
 def test_a_finding_is_located_and_worded_for_the_admin(ml: ResolvedCluster) -> None:

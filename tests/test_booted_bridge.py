@@ -32,9 +32,7 @@ def _ip(*argv: str) -> None:
 
 
 def _links() -> str:
-    return subprocess.run(
-        ["ip", "-br", "link"], check=True, capture_output=True, text=True
-    ).stdout
+    return subprocess.run(["ip", "-br", "link"], check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture
@@ -68,9 +66,11 @@ def test_a_route_through_another_device_is_still_refused() -> None:
     try:
         _ip("addr", "add", f"{SUBNET[9]}/{SUBNET.prefixlen}", "dev", other)
         _ip("link", "set", other, "up")
-        with pytest.raises(RuntimeError, match="already in use on this host"):
-            with bridge(SUBNET, GATEWAY, wait_seconds=30):
-                pass
+        with (
+            pytest.raises(RuntimeError, match="already in use on this host"),
+            bridge(SUBNET, GATEWAY, wait_seconds=30),
+        ):
+            pass
         assert other in _links()
     finally:
         subprocess.run(["ip", "link", "del", other], capture_output=True)

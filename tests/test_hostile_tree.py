@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -349,12 +350,15 @@ def test_a_manifest_line_removes_nothing_outside_clustergen_s_folders(
 
 # What a contributor plants where ansible-playbook loads files unasked (write.py,
 # ANSIBLE_FOLDERS): an inventory script, a filter plugin beside the playbook, a role's
-# module, host_vars in a folder of the node's name.
+# module, host_vars in a folder of the node's name; a rendered-files list for a group
+# clustergen renders none for (group_vars/all.yml loads files/groups/<group>.yml of every
+# group of the node: the rendered_files role would install its entries as root).
 PLANTED_FOR_ANSIBLE = (
     "inventory/zz_dynamic.sh",
     "filter_plugins/x.py",
     "roles/slurm/library/m.py",
     "inventory/host_vars/gpu01/extra.yml",
+    "files/groups/login.yml",
 )
 
 
@@ -363,7 +367,7 @@ def test_files_planted_where_ansible_loads_them_fail_the_check_and_are_named(
     tmp_path: Path,
 ) -> None:
     """Each file that ansible-playbook would load though clustergen did not render it:
-    render --check fails naming it (the tree was "up to date" with all four, and plan
+    render --check fails naming it (the tree was "up to date" with all of them, and plan
     said "Nothing to do"), plan and render name it; a file of the site's elsewhere
     (site/notes.md) is none of its business."""
     out = rendered(cli, tmp_path)
@@ -376,12 +380,68 @@ def test_files_planted_where_ansible_loads_them_fail_the_check_and_are_named(
     assert check.code == 1, check.err
     named = [line.split(": ")[2] for line in check.err.splitlines() if ": unrendered: " in line]
     assert named == sorted(PLANTED_FOR_ANSIBLE), check.err
-    assert "4 not rendered where Ansible loads them" in check.err
+    assert f"{len(PLANTED_FOR_ANSIBLE)} not rendered where Ansible loads them" in check.err
     planned = cli("plan", str(ML), "-o", str(out))
-    assert planned.err.count(": unrendered: ") == 4, planned.err
+    assert planned.err.count(": unrendered: ") == len(PLANTED_FOR_ANSIBLE), planned.err
     result = cli("render", str(ML), "-o", str(out))
-    assert result.code == 0 and result.err.count(": unrendered: ") == 4, result.err
+    assert result.code == 0, result.err
+    assert result.err.count(": unrendered: ") == len(PLANTED_FOR_ANSIBLE), result.err
     assert all((out / path).exists() for path in PLANTED_FOR_ANSIBLE)  # the site's to remove
+
+
+FILTER = "roles/pinned_packages/filter_plugins"
+
+
+def test_the_byte_code_python_writes_for_a_rendered_plugin_is_not_a_plant(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """ansible-playbook imports the roles' filter plugins, and Python caches them in
+    __pycache__: a working copy where site.yml ran stays up to date (CI's run found every
+    repository-top check failing on the caches its tests' imports left). A cache Python
+    may take without reading the source (hash-based, unchecked: PEP 552), one named
+    for another source, or one whose recorded mtime is not the source's is reported."""
+    import importlib.util
+    import py_compile
+
+    out = rendered(cli, tmp_path)
+    subprocess.run(
+        [sys.executable, "-c", "import pinned_versions"],
+        cwd=out / FILTER,
+        check=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""},
+    )
+    caches = sorted((out / FILTER / "__pycache__").iterdir())
+    assert [c.name for c in caches] == [f"pinned_versions.{sys.implementation.cache_tag}.pyc"]
+    assert cli("render", str(ML), "-o", str(out), "--check").code == 0
+    tag = sys.implementation.cache_tag
+    source = out / FILTER / "pinned_versions.py"
+    planted = {
+        # what Python takes without looking at the source
+        f"{FILTER}/__pycache__/pinned_versions.{tag}.opt-1.pyc": "unchecked",
+        # a module clustergen does not render
+        f"{FILTER}/__pycache__/evil.{tag}.pyc": "timestamp",
+    }
+    for path, mode in planted.items():
+        py_compile.compile(
+            str(source),
+            cfile=str(out / path),
+            invalidation_mode=(
+                py_compile.PycInvalidationMode.UNCHECKED_HASH
+                if mode == "unchecked"
+                else py_compile.PycInvalidationMode.TIMESTAMP
+            ),
+        )
+    assert (out / next(iter(planted))).read_bytes()[:4] == importlib.util.MAGIC_NUMBER
+    check = cli("render", str(ML), "-o", str(out), "--check")
+    named = [line.split(": ")[2] for line in check.err.splitlines() if ": unrendered: " in line]
+    assert check.code == 1 and named == sorted(planted), check.err
+    for path in planted:
+        (out / path).unlink()
+    os.utime(source, (1, 1))  # the cache now records another mtime than the source's
+    check = cli("render", str(ML), "-o", str(out), "--check")
+    named = [line.split(": ")[2] for line in check.err.splitlines() if ": unrendered: " in line]
+    assert named == [str(caches[0].relative_to(out))], check.err
 
 
 @pytest.mark.parametrize("planted", ["link", "folder-with-a-link"])

@@ -223,6 +223,32 @@ def test_a_hostlist_fan_out_and_a_file_leading_outside_are_refused(tmp_path: Pat
     assert "leads outside the directory imported" in result.err, result.err
 
 
+def test_many_small_settings_are_refused_before_they_fill_memory(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A record per line and per Key=Value pair is what an import holds in memory: 16 MiB
+    of 'a=b' lines took 3 GB under the byte limits alone (a fresh round of attacks). Past
+    MAX_LINES lines or MAX_PAIRS pairs in all the import stops with exit 2, whatever the
+    bytes."""
+    from clustergen.importer.reader import MAX_LINES, MAX_PAIRS
+
+    lines = tmp_path / "lines"
+    lines.mkdir()
+    (lines / "slurm.conf").write_text(
+        _BASE_CONF + "".join(f"a{n}=b\n" for n in range(MAX_LINES)), encoding="utf-8"
+    )
+    result = cli("import", "slurm", str(lines), "-o", str(tmp_path / "lines.yaml"))
+    assert result.code == 2, result.err[-500:]
+    assert f"the files read pass {MAX_LINES:,} lines: not read" in result.err
+    pairs = tmp_path / "pairs"
+    pairs.mkdir()
+    (pairs / "slurm.conf").write_text(
+        _BASE_CONF + " ".join(f"a{n}=b" for n in range(MAX_PAIRS)) + "\n", encoding="utf-8"
+    )
+    result = cli("import", "slurm", str(pairs), "-o", str(tmp_path / "pairs.yaml"))
+    assert result.code == 2, result.err[-500:]
+    assert f"the files read pass {MAX_PAIRS:,} settings: not read" in result.err
+    assert not (tmp_path / "lines.yaml").exists() and not (tmp_path / "pairs.yaml").exists()
+
+
 def test_odd_syntax_imports_nodes_partitions_and_down_nodes(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("import", "slurm", str(SITES / "odd-syntax"))
     assert result.code == 0, result.err

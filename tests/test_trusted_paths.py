@@ -265,3 +265,72 @@ def test_a_node_exports_no_system_folder_and_pull_takes_no_user_folder() -> None
     assert ("storage.nfs.0.export", "storage.nfs-export-system-folder") in errors
     assert not any(e[0] == "storage.nfs.1.export" for e in errors)
     assert ("ansible.pull.repository", "path.users-can-write") in errors
+
+
+# A third round of attacks, by someone who had not seen these tests: the same folders by
+# other names (the system's own links, /proc), world-writable folders the lists lacked,
+# and the acceptance jobs' tools. Each was accepted before, and rendered.
+THIRD_ROUND = {
+    "var-run-user": ("slurm.options", "Prolog", "/var/run/user/1000/p.sh", WEAKENS),
+    "proc-self-root": ("slurm.options", "Prolog", "/proc/self/root/tmp/p.sh", WEAKENS),
+    "var-lock": ("slurm.options", "Prolog", "/var/lock/p.sh", WEAKENS),
+    "run-shm-plugin-dir": (
+        "slurm.options",
+        "PluginDir",
+        "/usr/lib/x86_64-linux-gnu/slurm-wlm:/run/shm/plug",
+        WEAKENS,
+    ),
+    "var-run-nccl-plugin": ("nccl.env", "NCCL_NET_PLUGIN", "/var/run/user/1000/n.so", USERS),
+    "run-lock-tmpfs-base": ("slurm.isolation", "job_tmpfs_base", "/run/lock/jt", USERS),
+    # Under /run, which is the system's: the role would chown /run/lock/slurm.
+    "run-lock-log-folder": (
+        "slurm.options",
+        "SlurmdLogFile",
+        "/var/lock/slurm/d.log",
+        "slurm.system-folder",
+    ),
+    "var-crash-spool": ("slurm.options", "SlurmdSpoolDir", "/var/crash/slurmd", USERS),
+    "nccl-tests-dir": ("nccl.acceptance", "nccl_tests_dir", "/tmp/nccl-tests/build", USERS),
+    "dcgmi": ("nccl.acceptance", "dcgmi", "/home/alice/bin/dcgmi", USERS),
+    "ib-write-bw": ("nccl.acceptance", "ib_write_bw", "/var/tmp/ib_write_bw", USERS),
+}
+
+
+@pytest.mark.parametrize("case", sorted(THIRD_ROUND))
+def test_third_round_paths_are_refused(case: str) -> None:
+    section, key, value, code = THIRD_ROUND[case]
+    data = _spec()
+    parent = data
+    for name in section.split("."):
+        parent = parent.setdefault(name, {})
+    parent[key] = value
+    problems = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
+    errors = [(".".join(map(str, p.path)), p.code.name) for p in problems if p.severity == "error"]
+    assert errors == [(f"{section}.{key}", code)]
+
+
+@pytest.mark.parametrize(
+    ("path", "where"),
+    [
+        ("/var/run/user/1000/p", "/run/user"),
+        ("/var/lock/p", "/run/lock"),
+        ("/run/lock/x", "/run/lock"),
+        ("/run/shm/x", "/dev/shm"),
+        ("/var/run/../tmp/x", "/var/tmp"),
+        ("/proc/self/root/tmp/p", "/proc"),
+        ("/proc/1/cwd/p", "/proc"),
+        ("/dev/fd/3", "/proc"),
+        ("/dev/stdin", "/proc"),
+        ("/var/mail/alice", "/var/mail"),
+        ("/var/lib/php/sessions/x", "/var/lib/php/sessions"),
+        ("/var/runner/x", None),
+        ("/run/slurm/x", None),
+    ],
+)
+def test_a_folder_by_another_name_is_the_same_folder(path: str, where: str | None) -> None:
+    assert user_writable(path) == where
+
+
+def test_a_mount_through_var_run_covers_run() -> None:
+    assert mount_over_system("/var/run/systemd/system") == "/run"
+    assert mount_over_system("/var/lock") == "/run"

@@ -29,6 +29,7 @@ import contextlib
 import difflib
 import errno
 import os
+import re
 import shutil
 import stat
 import sys
@@ -242,8 +243,19 @@ def compare(
 # it), and the playbook folder's library/, module_utils/, *_plugins/ and collections/
 # [src: Ansible's documentation: "How to build your inventory" (inventory folders,
 # group_vars and host_vars), "Adding modules and plugins locally" (folders adjacent to a
-# playbook or in a role), "Using collections" (collections/ beside the playbook)].
-ANSIBLE_FOLDERS = ("inventory", "roles", "group_vars", "host_vars", "library", "module_utils")
+# playbook or in a role), "Using collections" (collections/ beside the playbook)]. And
+# clustergen's own files/: group_vars/all.yml loads files/groups/<group>.yml for every
+# group a node is in, and the rendered_files role installs what each entry names as root,
+# so a list planted for a group clustergen renders none for installs anything.
+ANSIBLE_FOLDERS = (
+    "inventory",
+    "roles",
+    "group_vars",
+    "host_vars",
+    "library",
+    "module_utils",
+    "files",
+)
 ANSIBLE_COLLECTIONS = "collections"
 
 
@@ -273,9 +285,50 @@ def unrendered_ansible_files(out_dir: Path, rendered: Collection[str]) -> list[s
             dirs.sort()
             for name in sorted(names + [d for d in dirs if (Path(folder) / d).is_symlink()]):
                 path = f"{base}/{name}"
-                if path not in known:
+                if path not in known and not _python_wrote(out_dir, path, known):
                     found.append(path)
     return sorted(found)
+
+
+# What Python writes beside a module it imports (PEP 3147: __pycache__/NAME.TAG.pyc, TAG
+# like cpython-311, optionally .opt-N) and the header it starts with (PEP 552: the magic
+# number, a flags word, then for flags 0 the source's mtime and size, little-endian).
+_PYC = re.compile(r"(?P<stem>[^/.]+)\.[a-z]+-[0-9]+(?:\.opt-[12])?\.pyc")
+
+
+def _python_wrote(out_dir: Path, path: str, known: set[str]) -> bool:
+    """Whether `path` is the byte-code cache Python itself wrote for a module clustergen
+    rendered beside it (ansible-playbook imports the roles' filter plugins, and Python
+    caches them in __pycache__; a working copy where site.yml ran is not stale for that).
+    Only a timestamp-based cache whose recorded mtime and size are the source's, which is
+    the one condition under which Python uses it: a hash-based one (PEP 552), which
+    Python may take without reading the source, or one that names another source, is
+    what a contributor could plant, and is reported."""
+    folder, _, name = path.rpartition("/")
+    parent, _, cache = folder.rpartition("/")
+    match = _PYC.fullmatch(name)
+    source = f"{parent}/{match['stem']}.py" if match else ""
+    if cache != "__pycache__" or source not in known:
+        return False
+    try:
+        descriptor = os.open(out_dir / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return False
+        header = handle.read(16)
+    try:
+        written = os.stat(out_dir / source, follow_symlinks=False)
+    except OSError:
+        return False
+    flags, mtime, size = (int.from_bytes(header[i : i + 4], "little") for i in (4, 8, 12))
+    return (
+        len(header) == 16
+        and flags == 0
+        and mtime == int(written.st_mtime) & 0xFFFFFFFF
+        and size == written.st_size & 0xFFFFFFFF
+    )
 
 
 def _executable(mode: int) -> bool:

@@ -70,7 +70,10 @@ class Report:
         text = self.text(section, what)
         if text is None:
             return None
-        result = parse(text)
+        try:
+            result = parse(text)
+        except RecursionError:  # nested deeper than Python's parsers follow: this node's
+            result = None  # report alone is unreadable, never the whole audit
         if result is None:
             self.unreadable(section)
         return result
@@ -353,7 +356,7 @@ def check_pull(report: Report, node: NodeExpectation) -> None:
 def _pull_record(text: str) -> dict[str, object] | None:
     try:
         record = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) and "result" in record else None
 

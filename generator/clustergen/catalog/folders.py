@@ -61,13 +61,42 @@ SYSTEM_FOLDERS: tuple[str, ...] = (
 )
 
 
+# The links every Debian, Ubuntu and EL system has among its system folders, and where
+# they lead: file-hierarchy(7) ("/var/run/: A compatibility symlink to /run/", "/var/lock/:
+# A compatibility symlink to /run/lock/"); Debian's /run/shm (initscripts, a link to
+# /dev/shm where it is still made); /dev/fd and the standard streams (proc(5): /dev/fd is
+# a link to /proc/self/fd). A path through one of them names the folder it leads to.
+SYSTEM_LINKS: tuple[tuple[str, str], ...] = (
+    ("/var/run", "/run"),
+    ("/var/lock", "/run/lock"),
+    ("/run/shm", "/dev/shm"),
+    ("/dev/fd", "/proc/self/fd"),
+    ("/dev/stdin", "/proc/self/fd/0"),
+    ("/dev/stdout", "/proc/self/fd/1"),
+    ("/dev/stderr", "/proc/self/fd/2"),
+)
+
+
+def canonical(path: str) -> str:
+    """`path` as the kernel leads it: made absolute, '.', '..' and repeated '/' resolved
+    (a leading '//' too, which POSIX keeps and Linux reads as '/'), and through the links
+    of SYSTEM_LINKS. Only these links: a folder of the site may be anything."""
+    folder = posixpath.normpath("/" + path.lstrip("/"))
+    for _ in range(len(SYSTEM_LINKS) + 1):
+        for link, target in SYSTEM_LINKS:
+            if folder == link or folder.startswith(link + "/"):
+                folder = posixpath.normpath(target + folder[len(link) :])
+                break
+        else:
+            break
+    return folder
+
+
 def system_folder(path: str) -> str | None:
     """The system folder an absolute `path` is, or lies in when its whole tree is the
     system's (/lib, /lib64 and every other /lib<qual> included); None for any other. The
-    path is taken as it leads: '.', '..' and repeated '/' are resolved first."""
-    folder = posixpath.normpath(path)
-    if folder.startswith("//"):
-        folder = "/" + folder.lstrip("/")  # POSIX keeps a leading '//'; Linux reads it as '/'
+    path is taken as it leads (canonical)."""
+    folder = canonical(path)
     if folder in SYSTEM_FOLDERS:
         return folder
     top = "/" + folder.split("/")[1]
@@ -82,15 +111,28 @@ def system_folder(path: str) -> str | None:
 # a way to root for that user, who can replace it. /tmp and /var/tmp are writable by every
 # user (FHS 3.0 3.18 and 5.15), and so is /dev/shm (a 1777 tmpfs, shm_overview(7)) and
 # /dev/mqueue (mq_overview(7)); /home holds the users' own homes (FHS 3.0 3.8) and
-# /run/user/UID each user's runtime folder (pam_systemd(8), XDG_RUNTIME_DIR).
+# /run/user/UID each user's runtime folder (pam_systemd(8), XDG_RUNTIME_DIR). /run/lock
+# (and /var/lock, its link) is a 1777 tmpfs on Debian and Ubuntu (initscripts' RAMLOCK,
+# drwxrwxrwt on Debian 12), where any user may make lock files (FHS 3.0 5.9); /var/mail
+# holds each user's own mailbox (FHS 3.0 5.10); /var/crash is 3777 on Ubuntu (apport);
+# /var/lib/php/sessions is 1733 (Debian's php-common).
 USER_WRITABLE_TREES: tuple[str, ...] = (
     "/dev/mqueue",
     "/dev/shm",
     "/home",
+    "/run/lock",
     "/run/user",
     "/tmp",
+    "/var/crash",
+    "/var/lib/php/sessions",
+    "/var/mail",
+    "/var/spool/mail",
     "/var/tmp",
 )
+# /proc names every process's root, working folder and open files (proc(5):
+# /proc/PID/root, cwd, fd/N; /proc/self is the reader itself): a path through it can lead
+# to any folder, one where a user writes included, whoever follows it. Never trusted.
+PROC = "/proc"
 
 
 # What user_writable returns for a relative path: it is found from the working folder of
@@ -101,13 +143,16 @@ RELATIVE = "."
 def user_writable(path: str, shared: tuple[str, ...] = ()) -> str | None:
     """Where a user could replace `path`: the tree of USER_WRITABLE_TREES or the shared
     file system (`shared`: the spec's NFS and Lustre mount points, which users write to
-    from every node) it lies in, or RELATIVE when it is not absolute; None where only
-    root writes."""
+    from every node) it lies in, PROC for a path through /proc (which leads anywhere), or
+    RELATIVE when it is not absolute; None where only root writes. Paths are compared as
+    the kernel leads them (canonical: /var/run/user is /run/user)."""
     if not path.startswith("/"):
         return RELATIVE
-    folder = posixpath.normpath("/" + path.lstrip("/"))
+    folder = canonical(path)
+    if folder == PROC or folder.startswith(PROC + "/"):
+        return PROC
     for tree in (*USER_WRITABLE_TREES, *shared):
-        top = posixpath.normpath(tree)
+        top = canonical(tree)
         if folder == top or folder.startswith(top.rstrip("/") + "/"):
             return top
     return None
@@ -145,8 +190,8 @@ ROOT_TREES: tuple[str, ...] = (
 
 
 def root_tree(path: str) -> str | None:
-    """The tree of ROOT_TREES that `path` is or lies in."""
-    folder = posixpath.normpath("/" + path.lstrip("/"))
+    """The tree of ROOT_TREES that `path` is or lies in (canonical)."""
+    folder = canonical(path)
     for tree in ROOT_TREES:
         if folder == tree or folder.startswith(tree + "/"):
             return tree
@@ -165,7 +210,7 @@ def root_owned(folder: str) -> str | None:
     tree = root_tree(folder)
     if tree is None:
         return None
-    rest = posixpath.relpath(posixpath.normpath(folder), tree)
+    rest = posixpath.relpath(canonical(folder), tree)
     if tree in _DAEMON_FOLDER_TREES and "/" not in rest and rest.startswith("slurm"):
         return None
     return tree
@@ -176,8 +221,9 @@ def mount_over_system(path: str) -> str | None:
     programs or reads configuration from: a mount point in a system tree (/etc, /usr, /bin,
     /lib, /root, /tmp ...), or at a system folder itself (/, /opt, /var, /var/lib,
     /var/spool ...), whose contents it would hide; None for a mount point of its own
-    (/shared, /opt/apps, /var/lib/slurm-state) or one of MOUNT_FOLDERS."""
-    folder = posixpath.normpath("/" + path.lstrip("/"))
+    (/shared, /opt/apps, /var/lib/slurm-state) or one of MOUNT_FOLDERS. /var/run/x is
+    /run/x (canonical)."""
+    folder = canonical(path)
     if folder in MOUNT_FOLDERS:
         return None
     return root_tree(folder) or system_folder(folder)

@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from clustergen import codes
-from clustergen.catalog.folders import RELATIVE, mount_over_system, system_folder, user_writable
+from clustergen.catalog.folders import (
+    PROC,
+    RELATIVE,
+    mount_over_system,
+    system_folder,
+    user_writable,
+)
 from clustergen.catalog.slurm_programs import slurm_option_paths
 from clustergen.codes import Code
 from clustergen.errors import Problem, SpecPath
@@ -83,6 +89,27 @@ def _nccl(spec: Spec) -> Iterator[TrustedPath]:
                 yield TrustedPath(where, value, trust, codes.PATH_USERS_CAN_WRITE)
 
 
+# The acceptance jobs' tools (nccl.acceptance): an admin submits the jobs, which drain
+# the nodes that fail (scontrol as that admin), and the nccl_tests role builds nccl-tests
+# into nccl_tests_dir as root.
+_ACCEPTANCE_TOOLS = {
+    "nccl_tests_dir": "root builds nccl-tests into it and the acceptance jobs run its "
+    "binaries as the admin who submits them",
+    "ib_write_bw": "the acceptance jobs run it as the admin who submits them",
+    "dcgmi": "the acceptance jobs run it as the admin who submits them",
+}
+
+
+def _acceptance(spec: Spec) -> Iterator[TrustedPath]:
+    nccl = getattr(spec, "nccl", None)  # absent where the section itself is invalid
+    if nccl is None:
+        return
+    for key, trust in _ACCEPTANCE_TOOLS.items():
+        where: SpecPath = ("nccl", "acceptance", key)
+        path = str(getattr(nccl.acceptance, key))
+        yield TrustedPath(where, path, trust, codes.PATH_USERS_CAN_WRITE)
+
+
 def _file_url(url: str | None) -> str | None:
     if url is None or not url.startswith("file:"):
         return None
@@ -125,6 +152,7 @@ def trusted_paths(spec: Spec) -> Iterator[TrustedPath]:
             codes.PATH_USERS_CAN_WRITE,
         )
     yield from _nccl(spec)
+    yield from _acceptance(spec)
     yield from _repositories(spec)
 
 
@@ -150,6 +178,8 @@ def _place(path: str, shared: tuple[str, ...]) -> str | None:
         return None
     if where == RELATIVE:
         return "is a relative path, found from whatever folder it is used in"
+    if where == PROC:
+        return "leads through /proc, which names any process's root, folder or files"
     if where in shared:
         return f"lies in {where}, a shared file system users write to"
     return f"lies in {where}, where users can write"

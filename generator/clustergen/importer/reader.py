@@ -18,9 +18,15 @@ MAX_INCLUDE_DEPTH = 16
 # What one import reads at most: the files of a configuration directory are small (a
 # 65,536-node slurm.conf written out is a few MB), and an Include fan-out, a FIFO or
 # /dev/zero must end with a clear refusal, not a hang or the machine's memory.
-MAX_FILE_BYTES = 64 * 1024 * 1024
-MAX_TOTAL_BYTES = 256 * 1024 * 1024
+# Memory follows the count of lines and Key=Value pairs more than the bytes (a file of
+# 'a=b' lines holds a record per 4 bytes), so those are bounded too: a 65,536-node
+# configuration written out one NodeName line per node, with its topology.conf, is some
+# 70,000 lines and 700,000 pairs.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_TOTAL_BYTES = 64 * 1024 * 1024
 MAX_FILES = 1024
+MAX_LINES = 300_000
+MAX_PAIRS = 1_000_000
 # Where sites keep Slurm's configuration (the packages' and SchedMD's default SYSCONFDIR):
 # an absolute Include in it names the same file of the directory imported.
 CONFIG_FOLDERS = ("/etc/slurm", "/etc/slurm-llnl", "/usr/local/etc/slurm")
@@ -166,6 +172,8 @@ def read_conf(root: Path, name: str) -> ConfFile:
 class _Budget:
     files: int = 0
     total: int = 0
+    lines: int = 0
+    pairs: int = 0
     spent: bool = False  # said once; every Include after it is left unread
 
 
@@ -214,6 +222,9 @@ def _read_into(
     for number, body in _logical_lines(text):
         if not body:
             continue
+        budget.lines += 1
+        if budget.lines > MAX_LINES:
+            raise ConfError(f"{path}: the files read pass {MAX_LINES:,} lines: not read")
         head, _, rest = body.partition(" ")
         where = f"{name}:{number}"
         if head.lower() == "include" and "=" not in head:
@@ -258,4 +269,7 @@ def _read_into(
             shown = f": {body}" if depth == 0 else f" ({len(body)} characters)"
             conf.unreadable.append((where, f"not Key=Value{shown}"))
             continue
+        budget.pairs += len(pairs)
+        if budget.pairs > MAX_PAIRS:
+            raise ConfError(f"{path}: the files read pass {MAX_PAIRS:,} settings: not read")
         conf.lines.append(ConfLine(name, number, tuple(pairs), body))

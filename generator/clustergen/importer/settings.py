@@ -9,7 +9,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from clustergen.catalog.folders import RELATIVE, system_folder, user_writable
+from clustergen.catalog.folders import PROC, RELATIVE, system_folder, user_writable
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
     DERIVED_KEYS,
@@ -292,7 +292,9 @@ def _untrusted(key: str, value: str, conf: SlurmConf) -> str | None:
     for named, path, trust in slurm_option_paths({**context, key: value}):
         where = user_writable(path)
         if where is not None and named == key:
-            place = "is a relative path" if where == RELATIVE else f"lies in {where}"
+            place = {RELATIVE: "is a relative path", PROC: "leads through /proc"}.get(
+                where, f"lies in {where}"
+            )
             return (
                 f"{path} {place}, where users can write, and {trust}: install it where only "
                 "root writes and name that path"
