@@ -63,7 +63,7 @@ from support.ansible_testbed import (
 from support.ci import tool
 
 # Bump when the recipe changes, so cached trees built the old way are not reused.
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
 NODE_PACKAGES = (
     "systemd",
     "systemd-sysv",
@@ -242,6 +242,7 @@ def node_base(scratch: Path, suite: str = SUITE) -> Path:
             in_tree(tree, "apt-get", "install", "-y", "--no-install-recommends", *NODE_PACKAGES)
             in_tree(tree, "apt-get", "clean")
         in_tree(tree, "systemctl", "enable", "systemd-networkd", "ssh")
+        _no_byte_compiling(tree)
         in_tree(tree, "useradd", "--create-home", "--shell", "/bin/bash", ADMIN)
         sudoers = tree / "etc/sudoers.d" / ADMIN
         sudoers.write_text(f"{ADMIN} ALL=(ALL) NOPASSWD:ALL\n", encoding="utf-8")
@@ -260,6 +261,28 @@ def node_base(scratch: Path, suite: str = SUITE) -> Path:
 
     key = digest(RECIPE_VERSION, base.name, NODE_PACKAGES, ADMIN)
     return cached("node", key, build, scratch)
+
+
+# What Debian's Python packages run from their postinst to byte-compile their modules
+# (python3-minimal's py3compile; dh_python3). In a node tree it is diverted to a no-op:
+# the distribution's `ansible` that pull mode installs is some 40,000 modules, and
+# compiling them took most of Debian 13's first site.yml on all three nodes at once (both
+# of CI's cores for minutes). Python compiles what it imports on first use instead; no
+# test reads a .pyc, and every package still unpacks and configures as on a machine.
+_PY3COMPILE = "/usr/bin/py3compile"
+_NO_BYTE_COMPILING = (
+    "#!/bin/sh\n"
+    "# The testbed's node trees skip byte-compiling (tests/support/booted.py): Python\n"
+    "# compiles what it imports on first use.\n"
+    "exit 0\n"
+)
+
+
+def _no_byte_compiling(tree: Path) -> None:
+    in_tree(tree, "dpkg-divert", "--local", "--rename", "--add", _PY3COMPILE)
+    stand_in = tree / _PY3COMPILE.lstrip("/")
+    stand_in.write_text(_NO_BYTE_COMPILING, encoding="utf-8")
+    stand_in.chmod(0o755)
 
 
 def daemon_packages(base: Path, scratch: Path) -> Path:
