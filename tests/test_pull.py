@@ -25,7 +25,7 @@ from clustergen.load import load_spec
 from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 
-from support.ci import require
+from support.ci import require, tool
 from support.paths import REPO
 
 BOOTED = REPO / "tests/data/booted-3node.yaml"
@@ -406,13 +406,22 @@ def test_an_older_signed_release_is_refused_unless_rolled_back_by_hand(
 
 
 def test_an_openpgp_signed_release_runs_only_when_its_primary_key_is_a_signers(
-    renders: tuple[dict[str, Artifact], ...], tmp_path: Path
+    renders: tuple[dict[str, Artifact], ...], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """OpenPGP signers (gpg_fingerprint, gpg_key): gpgv checks the signature against the
     rendered keys alone. A release of the signer's key runs; one of a key that is in the
     keys file but whose fingerprint the spec does not name, or of a key in no file, or
     any OpenPGP-signed release where the spec names no OpenPGP signer, never runs."""
     site = Site(tmp_path, renders[1]["pull/clustergen-pull"].text)
+    gpgconf = tool("gpgconf")
+    if gpgconf:  # the key generation starts an agent, which outlives the test otherwise
+        request.addfinalizer(
+            lambda: subprocess.run(
+                [gpgconf, "--homedir", str(tmp_path / "gnupg"), "--kill", "gpg-agent"],
+                check=False,
+                capture_output=True,
+            )
+        )
     signer, signer_key = site.openpgp_key("release")
     listed, listed_key = site.openpgp_key("listed")
     stranger, _ = site.openpgp_key("stranger")
