@@ -130,6 +130,18 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "software.cuda-not-in-driver-table": _set("software.cuda", "12.99.1"),
     "software.slurm-too-old": _set("software.slurm", "20.11.9"),
     "storage.unknown-role": _set("storage.lustre.mount.clients", ["computer"]),
+    "storage.nfs-export-trusts-clients": _set(
+        "storage.nfs",
+        [
+            {
+                "server": "slurm-head",
+                "export": "/srv/home",
+                "path": "/home",
+                "roles": ["login"],
+                "export_options": ["rw", "no_root_squash"],
+            }
+        ],
+    ),
     "ignore.unknown-code": _set("ignore", ["hardware.unused-profil"]),
 }
 

@@ -249,6 +249,24 @@ def test_many_small_settings_are_refused_before_they_fill_memory(tmp_path: Path,
     assert not (tmp_path / "lines.yaml").exists() and not (tmp_path / "pairs.yaml").exists()
 
 
+def test_a_value_is_read_as_slurm_reads_its_escapes(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Slurm drops every backslash and takes the next character as it is: `/t\\mp/p`
+    is /tmp/p, which is left out as a program where users write; `Comment\\#` a '#'
+    that starts no comment. Imported as written, the escaped Prolog was a valid spec."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "slurm.conf").write_text(
+        _BASE_CONF + "Prolog=/t\\mp/evil.sh\nMailProg=/usr/bin/s\\-nail\n", encoding="utf-8"
+    )
+    out = tmp_path / "spec.yaml"
+    result = cli("import", "slurm", str(site), "-o", str(out))
+    assert result.code == 0, result.err
+    assert "Prolog=/tmp/evil.sh: /tmp/evil.sh lies in /tmp, where users can write" in result.err
+    options = yaml.safe_load(out.read_text(encoding="utf-8"))["slurm"]["options"]
+    assert "Prolog" not in options and options["MailProg"] == "/usr/bin/s-nail", options
+    assert cli("validate", str(out)).code == 0
+
+
 def test_odd_syntax_imports_nodes_partitions_and_down_nodes(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli("import", "slurm", str(SITES / "odd-syntax"))
     assert result.code == 0, result.err

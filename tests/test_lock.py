@@ -311,3 +311,18 @@ def test_warnings_go_to_stderr_and_can_be_ignored(cli) -> None:  # type: ignore[
         "lock", str(ML), *indexes, "--ignore", "software.slurm-schedmd-without-repository"
     )
     assert ignored.code == ExitCode.OK and warning not in ignored.err
+
+
+@pytest.mark.slow
+def test_an_index_of_empty_lines_is_read_in_little_memory(tmp_path: Path) -> None:
+    """100 MiB of empty lines (a 15 KB xz): lock split them into a list of 105 million
+    lines, past 512 MiB (a fresh round of attacks: 256 MiB took 2.6 GB). The fields are
+    found in the text as it is; the index carries none of the spec's pins: exit 1."""
+    index = tmp_path / "Packages.xz"
+    with lzma.open(index, "wb") as out:
+        out.write(b"Package: p\nVersion: 1\n")
+        for _ in range(100):
+            out.write(b"\n" * (1024 * 1024))
+    done = _lock_in_512_mib(index)
+    assert done.returncode == ExitCode.INVALID_SPEC, done.stderr[-2000:]
+    assert "MemoryError" not in done.stderr

@@ -27,7 +27,7 @@ from support.paths import REFERENCE_SPECS, WARNING_CASES
 def test_validation_and_render_share_one_resolved_cluster(
     spec_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    common.expand_hostlist.cache_clear()
+    common._expand_hostlist.cache_clear()
     expansions: Counter[str] = Counter()
     host_tables: list[object] = []
     pin_derivations: list[object] = []

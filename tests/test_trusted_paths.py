@@ -334,3 +334,90 @@ def test_a_folder_by_another_name_is_the_same_folder(path: str, where: str | Non
 def test_a_mount_through_var_run_covers_run() -> None:
     assert mount_over_system("/var/run/systemd/system") == "/run"
     assert mount_over_system("/var/lock") == "/run"
+
+
+# A fourth round of attacks, by someone who had not seen these tests: Slurm reads a
+# backslash as an escape and drops double quotes (src/common/parse_config.c), so the
+# daemons read another path than the one checked; a Lustre target's --param naming a
+# program the servers run; NFS exports that trust their clients.
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("Prolog", "/\\tmp/evil.sh"),
+        ("SlurmdLogFile", "/\\etc/ld.so.preload"),
+        ("JobCompLoc", '"/tmp/jobcomp.sh"'),
+        ("AuthInfo", '"socket=/tmp/munge.sock"'),
+        ("MetricsParameters", "ignore\\_private_data"),
+    ],
+)
+def test_a_value_slurm_would_read_otherwise_is_refused(key: str, value: str) -> None:
+    data = _spec()
+    data["slurm"].setdefault("options", {})[key] = value
+    assert (f"slurm.options.{key}", "syntax.conf-value") in _all_errors(data)
+
+
+def _all_errors(data: Data) -> list[tuple[str, str]]:
+    problems = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
+    return [(".".join(map(str, p.path)), p.code.name) for p in problems if p.severity == "error"]
+
+
+def test_a_lustre_parameter_naming_a_program_is_held_to_the_rule() -> None:
+    data = _spec()
+    mdt = data["storage"]["lustre"]["mdts"][0]
+    mdt["mkfs_options"] = ["--param=mdt.identity_upcall=/tmp/upcall"]
+    assert ("storage.lustre.mdts.0.mkfs_options.0", USERS) in _errors(data)
+    mdt["mkfs_options"] = ["--param", "mdt.identity_upcall=/home/a/u"]
+    assert ("storage.lustre.mdts.0.mkfs_options.1", USERS) in _errors(data)
+    mdt["mkfs_options"] = ["--param=mdt.identity_upcall=/usr/sbin/l_getidentity"]
+    assert _errors(data) == []
+    mdt["mkfs_options"] = ["--param=mdt.identity_upcall=NONE", "--param=sys.timeout=40"]
+    assert _errors(data) == []
+
+
+def test_an_export_that_trusts_its_clients_says_why() -> None:
+    data = _spec()
+    export = {
+        "server": "slurm-head",
+        "export": "/srv/home",
+        "path": "/home",
+        "roles": ["login"],
+        "export_options": ["rw", "no_root_squash", "insecure", "sync"],
+    }
+    data["storage"]["nfs"] = [export]
+    code = "storage.nfs-export-trusts-clients"
+    assert sorted(e for e in _all_errors(data) if e[1] == code) == [
+        ("storage.nfs.0.export_options.1", code),
+        ("storage.nfs.0.export_options.2", code),
+    ]
+    export["trusted_clients"] = "the login node's root is the site's own; a lab filer"
+    assert [e for e in _all_errors(data) if e[1] == code] == []
+    # A filer outside the spec: its exports are the site's, not rendered.
+    export.pop("trusted_clients")
+    export["server"] = "filer.example.org"
+    assert [e for e in _all_errors(data) if e[1] == code] == []
+
+
+def test_hostlists_are_counted_before_they_are_expanded() -> None:
+    """Fifty ranges of 100,000 in one switch's nodes (an 8 KB spec) took 3 GB and 74 s;
+    fifty switches of 100,000 names each were the same in many expressions. One
+    expression gives at most MAX_HOSTLIST_NAMES names, a spec at most
+    MAX_SPEC_HOSTLIST_NAMES in all, each refused before it is expanded."""
+    from clustergen.model.common import MAX_HOSTLIST_NAMES, hostlist_size
+
+    assert hostlist_size("gpu[01-04],n[0-99999],x[1,3,5-6]") == 4 + 100_000 + 4
+    assert hostlist_size("a[1-2][1-3],b") == 7
+    data = _spec()
+    wide = ",".join(f"n{i}x[0-99999]" for i in range(3))
+    data["network"]["fabric"]["switches"][0]["nodes"] = wide
+    errors = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
+    assert [str(p.message) for p in errors if p.code.name == "syntax.hostlist"] == [
+        f"hostlist 'n0x[0-99999],n1x[0-99999],n2x[0-99999]' gives 300,000 names, more "
+        f"than the {MAX_HOSTLIST_NAMES:,} one expression may give"
+    ]
+    data = _spec()
+    data["network"]["fabric"]["switches"] += [
+        {"name": f"ib-x{i}", "nodes": f"q{i}x[0-199999]"} for i in range(6)
+    ]
+    errors = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]
+    budget = [p for p in errors if "one spec may give in all" in str(p.message)]
+    assert budget, [str(p.message) for p in errors][:5]

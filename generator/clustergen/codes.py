@@ -432,6 +432,13 @@ STORAGE_NFS_EXPORT_SYSTEM_FOLDER = Code(
     "error",
     "a node of the spec exports a system folder (/, /etc, /root, /var/lib ...) over NFS",
 )
+STORAGE_NFS_EXPORT_TRUSTS_CLIENTS = Code(
+    "storage.nfs-export-trusts-clients",
+    "error",
+    "a node of the spec exports with no_root_squash or insecure (root on a client, or any "
+    "user through a port above 1023, is trusted as root or as any user), which the mount's "
+    "trusted_clients key must say why",
+)
 STORAGE_MOUNT_SETUID = Code(
     "storage.mount-setuid",
     "error",

@@ -30,7 +30,7 @@ from clustergen.errors import (
 )
 from clustergen.load import LoadedSpec
 from clustergen.model import Spec
-from clustergen.model.common import StrictModel
+from clustergen.model.common import HostlistBudget, StrictModel
 from clustergen.names import element_names
 from clustergen.resolve import ResolvedCluster
 from clustergen.suggest import did_you_mean, nearest
@@ -68,7 +68,15 @@ def validate_cluster(
     loaded: LoadedSpec, ignore: Collection[str] = ()
 ) -> tuple[ResolvedCluster | None, list[LocatedProblem]]:
     """The resolved cluster (None if the spec has errors) and every problem, sorted by
-    position; the checks' work on the cluster is kept for the render."""
+    position; the checks' work on the cluster is kept for the render. Every hostlist of
+    the spec within one budget of names (model.common.HostlistBudget)."""
+    with HostlistBudget():
+        return _validate_cluster(loaded, ignore)
+
+
+def _validate_cluster(
+    loaded: LoadedSpec, ignore: Collection[str]
+) -> tuple[ResolvedCluster | None, list[LocatedProblem]]:
     problems: list[Problem]
     written: list[Problem] = []  # problems of patterns, at paths as written, not expanded
     spec: Spec | None = None

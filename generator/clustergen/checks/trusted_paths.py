@@ -30,7 +30,7 @@ from clustergen.catalog.slurm_programs import slurm_option_paths
 from clustergen.codes import Code
 from clustergen.errors import Problem, SpecPath
 from clustergen.model import Spec
-from clustergen.model.storage import PRIVILEGE_OPTIONS, LustreMount, NfsMount
+from clustergen.model.storage import PRIVILEGE_OPTIONS, LustreMount, NfsMount, ServerTarget
 from clustergen.resolve import ResolvedCluster
 
 # NCCL variables naming a file every job on the node reads, loads or writes (NCCL's
@@ -110,6 +110,38 @@ def _acceptance(spec: Spec) -> Iterator[TrustedPath]:
         yield TrustedPath(where, path, trust, codes.PATH_USERS_CAN_WRITE)
 
 
+# mkfs.lustre's --param=KEY=VALUE sets a target's permanent parameters; a value that is
+# a path names what the servers run or read as root (mdt.identity_upcall: the program the
+# MDS kernel runs for every group lookup; lctl(8), the Lustre Operations Manual's "User/
+# Group Upcall"). "NONE" and numbers stay as they are.
+_MKFS_PARAM = re.compile(r"--param(?:=|$)")
+
+
+def _lustre_params(spec: Spec) -> Iterator[TrustedPath]:
+    storage = getattr(spec, "storage", None)  # absent where the section itself is invalid
+    lustre = storage.lustre if storage is not None else None
+    if lustre is None:
+        return
+    targets: list[tuple[tuple[str | int, ...], ServerTarget]] = [(("mgs",), lustre.mgs)]
+    targets += [(("mdts", i), t) for i, t in enumerate(lustre.mdts)]
+    targets += [(("osts", i), t) for i, t in enumerate(lustre.osts)]
+    trust = "the Lustre servers' kernel runs or reads it as root (an upcall, say)"
+    for base, target in targets:
+        options = list(target.mkfs_options)
+        for j, option in enumerate(options):
+            if not _MKFS_PARAM.match(option):
+                continue
+            # --param=KEY=VALUE in one word, or --param and KEY=VALUE as two
+            setting = option.partition("=")[2] if "=" in option else ""
+            at = j
+            if not setting and j + 1 < len(options):
+                setting, at = options[j + 1], j + 1
+            value = setting.partition("=")[2]
+            if value.startswith("/"):
+                where: SpecPath = ("storage", "lustre", *base, "mkfs_options", at)
+                yield TrustedPath(where, value, trust, codes.PATH_USERS_CAN_WRITE)
+
+
 def _file_url(url: str | None) -> str | None:
     if url is None or not url.startswith("file:"):
         return None
@@ -153,6 +185,7 @@ def trusted_paths(spec: Spec) -> Iterator[TrustedPath]:
         )
     yield from _nccl(spec)
     yield from _acceptance(spec)
+    yield from _lustre_params(spec)
     yield from _repositories(spec)
 
 
@@ -279,6 +312,17 @@ def mounts(cluster: ResolvedCluster) -> list[Problem]:
     return problems
 
 
+# exports(5) options that trust what a client says: root_squash is the default, and
+# secure (requests from ports below 1024 only, which only root on a client can send).
+_TRUSTING_EXPORT_OPTIONS = {
+    "no_root_squash": "take root on every client that mounts the export as root on it: one "
+    "user who is root on any of them plants set-user-ID programs on the server, where the "
+    "clients' nosuid does not apply",
+    "insecure": "take requests from ports above 1023, which any user of a client can send "
+    "with any uid (AUTH_SYS): every user could act as every other",
+}
+
+
 def exports(cluster: ResolvedCluster) -> list[Problem]:
     """A node of the spec exports no system folder over NFS: root on every node that
     mounts it could then read the MUNGE key or rewrite what root runs there (an NFS
@@ -291,6 +335,18 @@ def exports(cluster: ResolvedCluster) -> list[Problem]:
     for i, mount in enumerate(storage.nfs):
         if mount.server not in cluster.by_name:
             continue  # a filer's exports are the site's
+        if mount.trusted_clients is None:
+            for j, option in enumerate(mount.export_options):
+                why = _TRUSTING_EXPORT_OPTIONS.get(option)
+                if why is not None:
+                    problems.append(
+                        Problem(
+                            codes.STORAGE_NFS_EXPORT_TRUSTS_CLIENTS,
+                            ("storage", "nfs", i, "export_options", j),
+                            f"'{option}': {mount.server} would {why}; leave it out, or say "
+                            "why in the mount's trusted_clients key (exports(5))",
+                        )
+                    )
         system = mount_over_system(mount.export) or system_folder(mount.export)
         if system is not None:
             problems.append(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,10 +109,20 @@ def split_pairs(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     for word in words:
         key, sep, value = word.partition("=")
         if sep and key:
-            pairs.append((key, value.replace("\\#", "#")))
+            pairs.append((key, _unescaped(value)))
         else:
             bare.append(word)
     return pairs, bare
+
+
+_ESCAPE = re.compile(r"\\(.?)", re.S)
+
+
+def _unescaped(value: str) -> str:
+    """A value as Slurm reads it: every backslash dropped and the character after it taken
+    as it is (src/common/parse_config.c, _strip_escapes): `/t\\mp/p` is /tmp/p, and `\\#`
+    a '#' that starts no comment."""
+    return _ESCAPE.sub(r"\1", value)
 
 
 def _tight(text: str) -> str:

@@ -61,8 +61,90 @@ def check_hostname(value: str) -> str:
     return value
 
 
-@functools.lru_cache(maxsize=4096)
+# The most names one hostlist expression may give, and all expressions of one validation
+# together (counted before any is expanded): four times the largest cluster clustergen is
+# built for (65,536 nodes), as `import slurm` allows. A spec of 8 KB naming fifty ranges of
+# 100,000 in one switch's `nodes` took 3 GB and 74 s before it (a fresh round of attacks).
+MAX_HOSTLIST_NAMES = 262_144
+MAX_SPEC_HOSTLIST_NAMES = 4 * MAX_HOSTLIST_NAMES
+_BRACKETS = re.compile(r"\[([^\]]*)\]")
+_RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+
+
+def hostlist_size(expression: str) -> int:
+    """How many names `expression` gives, counted from its ranges without expanding them
+    (a range hostlist cannot read counts as one name: expansion then says why)."""
+    total = 0
+    for part in hostlist_parts(expression):
+        size = 1
+        for inside in _BRACKETS.findall(part):
+            count = 0
+            for item in inside.split(","):
+                match = _RANGE.fullmatch(item)
+                if match is None:
+                    count += 1
+                    continue
+                low, high = int(match[1]), int(match[2] or match[1])
+                count += max(high - low + 1, 1)
+            size *= count
+        total += size
+    return total
+
+
+class HostlistBudget:
+    """The names one validation may expand in all (MAX_SPEC_HOSTLIST_NAMES), each new
+    expression counted before it is expanded; `with HostlistBudget():` around the work."""
+
+    _current: HostlistBudget | None = None
+
+    def __init__(self) -> None:
+        self.left = MAX_SPEC_HOSTLIST_NAMES
+        self.seen: set[str] = set()  # each expression is spent once, however often asked
+        self._outer: HostlistBudget | None = None
+
+    def __enter__(self) -> HostlistBudget:
+        self._outer, HostlistBudget._current = HostlistBudget._current, self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        HostlistBudget._current = self._outer
+
+    @classmethod
+    def spend(cls, expression: str, names: int) -> None:
+        budget = cls._current
+        if budget is None or expression in budget.seen:
+            return
+        budget.seen.add(expression)
+        budget.left -= names
+        if budget.left < 0:
+            raise invalid(
+                codes.SYNTAX_HOSTLIST,
+                f"hostlist '{_shown(expression)}' is not read: the spec's hostlists give more "
+                f"than the {MAX_SPEC_HOSTLIST_NAMES:,} host names one spec may give in all "
+                "(four times 65,536 nodes, each named in a few places)",
+            )
+
+
+def _shown(expression: str) -> str:
+    return expression if len(expression) <= 80 else expression[:77] + "..."
+
+
 def expand_hostlist(expression: str) -> tuple[str, ...]:
+    """Expand a Slurm hostlist expression, enforcing what Slurm itself enforces, within
+    MAX_HOSTLIST_NAMES names, and within the running validation's HostlistBudget."""
+    size = hostlist_size(expression)
+    if size > MAX_HOSTLIST_NAMES:
+        raise invalid(
+            codes.SYNTAX_HOSTLIST,
+            f"hostlist '{_shown(expression)}' gives {size:,} names, more than the "
+            f"{MAX_HOSTLIST_NAMES:,} one expression may give",
+        )
+    HostlistBudget.spend(expression, size)
+    return _expand_hostlist(expression)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expand_hostlist(expression: str) -> tuple[str, ...]:
     """Expand a Slurm hostlist expression, enforcing what Slurm itself enforces.
 
     Kept per expression, so the shape check and the resolved cluster share one
@@ -100,9 +182,11 @@ def expand_hostlist(expression: str) -> tuple[str, ...]:
                 "(RFC 1123: letters, digits and inner hyphens, 1-63 characters)",
             )
         check_hostname(name)
-    if len(set(names)) != len(names):
-        duplicate = next(n for n in names if names.count(n) > 1)
-        raise invalid(codes.SYNTAX_HOSTLIST, f"hostlist '{expression}' names '{duplicate}' twice")
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise invalid(codes.SYNTAX_HOSTLIST, f"hostlist '{expression}' names '{name}' twice")
+        seen.add(name)
     return tuple(names)
 
 
@@ -218,6 +302,17 @@ def _check_no_conf_breakers(value: Any) -> Any:
     if "#" in text:
         raise invalid(
             codes.SYNTAX_CONF_VALUE, f"'{text}': a value may not contain '#' (it starts a comment)"
+        )
+    if "\\" in text or '"' in text:
+        # Slurm's parser (src/common/parse_config.c) drops every backslash and takes the
+        # character after it as it is, and takes a value in double quotes without them:
+        # `/\tmp/x` and `"/tmp/x"` are /tmp/x to the daemons, whatever a check of the text
+        # saw. No value of a key the spec writes needs either.
+        raise invalid(
+            codes.SYNTAX_CONF_VALUE,
+            f"'{text}': a value may not contain a backslash or a double quote (Slurm reads "
+            "a backslash as an escape and drops double quotes, so the daemons would read "
+            "another value than the one checked)",
         )
     if any(c.isspace() or not c.isprintable() for c in text):
         raise invalid(

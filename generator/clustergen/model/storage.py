@@ -342,7 +342,16 @@ class NfsMount(StrictModel):
     )
     export_options: list[Option] = Field(
         default=["rw", "sync", "no_subtree_check"],
-        description="exports(5) options of the export, where a node of the spec serves it.",
+        description="exports(5) options of the export, where a node of the spec serves it. "
+        "no_root_squash and insecure need trusted_clients.",
+    )
+    trusted_clients: SetuidReason | None = Field(
+        default=None,
+        description="Why this export may trust its clients (a sentence for the reviewer, never "
+        "rendered): export_options may then hold no_root_squash (root on any client that "
+        "mounts it is root on the export: it can plant set-user-ID programs on the server, "
+        "where nosuid does not apply) and insecure (requests from ports above 1023, which any "
+        "user of a client can send with any uid under AUTH_SYS). exports(5).",
     )
     required: bool = Field(
         default=True,

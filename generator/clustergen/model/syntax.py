@@ -115,7 +115,7 @@ SLURM_TIME_PATTERN: Final = (
     rf"|[0-9]+(?::{_CLOCK}){{0,2}}"  # min, min:sec, h:m:s
     rf"|[0-9]+-(?:[01]?[0-9]|2[0-3])(?::{_CLOCK}){{0,2}})$"  # d-h, d-h:m, d-h:m:s
 )
-CONF_VALUE_PATTERN: Final = r"^[^#\x00-\x20\x7f]*$"
+CONF_VALUE_PATTERN: Final = r'^[^#"\\\x00-\x20\x7f]*$'
 
 # The constrained strings without a finer check.
 # At most 64 characters: a name becomes part of file names (255 bytes at most).
