@@ -174,6 +174,7 @@ def _every_string_spec() -> dict[str, Any]:
             "roles": ["compute"],
             "export_options": ["rw", "sync", "no_subtree_check", "root_squash"],
             "setuid": "the homes hold the site's set-user-ID MPI launcher",
+            "trusted_clients": "a reason for the reviewer, never rendered",
         }
     ]
     document["storage"]["lustre"]["mount"]["setuid"] = "a reason for the reviewer"
