@@ -475,6 +475,37 @@ def _assert_fast_path(result: PlaybookRun, current: set[str]) -> None:
         assert skipped == plays - 1, result.output
 
 
+def _verdicts(result: PlaybookRun) -> dict[str, str]:
+    """Each node's verdict, as the converge check's group_by task labels its first item."""
+    task = result.output.split("TASK [clustergen_state : Put the node in the group", 1)[1]
+    lines = task.split("\nTASK [", 1)[0].splitlines()
+    items = [
+        line.split("]", 1)[0].removeprefix("ok: [") + "]" + line.split("(item=", 1)[1]
+        for line in lines
+        if line.startswith("ok: [") and "(item=" in line
+    ]
+    return {
+        host: label.removesuffix(")")
+        for host, label in (item.split("]", 1) for item in items)
+        if not label.startswith("clustergen_")
+    }
+
+
+def _assert_partial(result: PlaybookRun, family: str, roles: set[str]) -> None:
+    """A release that changed only `family`'s rendered files: every node's verdict was
+    partial (no node converged in full), the head node's named the family, and no task
+    ran but those of `roles`."""
+    verdicts = _verdicts(result)
+    assert verdicts and all(v.startswith("partial") for v in verdicts.values()), verdicts
+    assert verdicts[HEAD].startswith(f"partial {family}: "), verdicts
+    ran = {
+        line.removeprefix("TASK [").split(" : ")[0]
+        for line in result.output.splitlines()
+        if line.startswith("TASK [") and " : " in line
+    }
+    assert ran <= roles, (ran, result.output)
+
+
 def _assert_services(cluster: BootedCluster) -> None:
     wanted = {HEAD: ("munge", "mariadb", "slurmdbd", "slurmctld")}
     wanted.update({name: ("munge", "slurmd") for name in GPU_NODES})
@@ -1088,6 +1119,19 @@ def _reconfigure_without_restart(
     result = ansible.playbook("site.yml")
     _succeeded(result, "site.yml after a MaxTime change")
     assert "RUNNING HANDLER [slurm : Reconfigure" in result.output, result.output
+    # slurm.conf alone changed: the nodes whose copy differs ran the Slurm plays only.
+    _assert_partial(
+        result,
+        "slurm",
+        {
+            "clustergen_state",
+            "munge",
+            "slurm",
+            "rendered_files",
+            "pinned_packages",
+            "slurm_accounting",
+        },
+    )
     partition = _on_head(cluster, "scontrol show partition gpu")
     assert "MaxTime=2-00:00:00" in partition, partition
     assert _main_pids(cluster) == before, (

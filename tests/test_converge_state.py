@@ -35,13 +35,18 @@ SCRIPT = REPO / "roles" / "clustergen_state" / "files" / "state-check"
 RELEASE = "a" * 64
 
 
-def _release(spec_text: str, tmp_path: Path) -> str:
+def _stamps(spec_text: str, tmp_path: Path) -> tuple[str, str]:
+    """The release and its base (the release less the rendered files and their lists)."""
     path = tmp_path / SPEC.name
     path.write_text(spec_text, encoding="utf-8")
     cluster, problems = validate_cluster(load_spec(str(path)))
     assert cluster is not None, [p.format() for p in problems]
     all_vars = yaml.safe_load(render_all(cluster)["inventory/group_vars/all.yml"].text)
-    return str(all_vars["clustergen_release"])
+    return str(all_vars["clustergen_release"]), str(all_vars["clustergen_release_base"])
+
+
+def _release(spec_text: str, tmp_path: Path) -> str:
+    return _stamps(spec_text, tmp_path)[0]
 
 
 def _edited(old: str, new: str) -> str:
@@ -59,6 +64,16 @@ def test_release_is_byte_stable_and_covers_what_site_yml_applies(tmp_path: Path)
     # A rack's PDU feeds only the facility sheets, which no node receives.
     facility = _edited("r01-pdu-a, feed: A, volts: 415", "r01-pdu-a, feed: A, volts: 400")
     assert _release(facility, tmp_path) == release
+
+
+def test_the_base_changes_with_everything_but_the_rendered_files(tmp_path: Path) -> None:
+    """A MaxTime edit changes slurm.conf alone: the release moves, its base does not, so
+    a node converges only the Slurm plays. A pin is a group variable: both move."""
+    release, base = _stamps(SPEC.read_text(encoding="utf-8"), tmp_path)
+    max_time = _stamps(_edited('max_time: "01:00:00"', 'max_time: "02:00:00"'), tmp_path)
+    assert max_time[0] != release and max_time[1] == base
+    nccl = _stamps(_edited("nccl: 2.21.5", "nccl: 2.23.4"), tmp_path)
+    assert nccl[0] != release and nccl[1] != base
 
 
 def test_release_digest_separates_paths_from_text() -> None:
@@ -261,3 +276,123 @@ def _installed_version(package: str) -> str:
         text=True,
         check=True,
     ).stdout
+
+
+# --- a release that changes only rendered files: a partial converge ------------------
+
+BASE = "c" * 64
+
+
+def _partial_request(
+    tmp_path: Path, state: dict[str, object], **overrides: object
+) -> dict[str, object]:
+    """Another release of the same base: this release's files (the recorded ones, each of
+    family slurm, unless overridden) and the families that converge alone."""
+    files = [dict(entry, family="slurm") for entry in state["files"]]  # type: ignore[attr-defined]
+    fields: dict[str, object] = {
+        "release": "b" * 64,
+        "base": BASE,
+        "files": files,
+        "absent": [],
+        "families": ["host_network", "slurm"],
+    }
+    fields.update(overrides)
+    return _request(tmp_path, **fields)
+
+
+def _recorded(tmp_path: Path, **overrides: object) -> dict[str, object]:
+    state = _state(tmp_path, base=BASE)
+    state["files"] = [dict(entry, family="slurm") for entry in state["files"]]  # type: ignore[attr-defined]
+    state.update(overrides)
+    return state
+
+
+def test_another_release_of_the_same_base_with_the_files_in_place_only_records(
+    tmp_path: Path,
+) -> None:
+    state = _recorded(tmp_path)
+    assert _check(tmp_path, state, _partial_request(tmp_path, state)) == ["partial"]
+
+
+def test_a_file_of_the_new_release_converges_its_family_alone(tmp_path: Path) -> None:
+    state = _recorded(tmp_path)
+    request = _partial_request(tmp_path, state)
+    files = request["files"]
+    assert isinstance(files, list)
+    files[0] = dict(files[0], sha256=hashlib.sha256(b"Key=new\n").hexdigest())
+    network = tmp_path / "10-fab0.network"
+    files.append(
+        {
+            "dest": str(network),
+            "sha256": "0" * 64,
+            "owner": "root",
+            "group": "root",
+            "mode": "0644",
+            "family": "host_network",
+        }
+    )
+    assert _check(tmp_path, state, request) == [
+        "partial host_network slurm",
+        f"file {tmp_path / 'node.conf'}: content differs",
+        f"file {network}: No such file or directory",
+    ]
+
+
+def test_a_file_no_longer_rendered_converges_the_family_that_had_it(tmp_path: Path) -> None:
+    state = _recorded(tmp_path)
+    request = _partial_request(tmp_path, state)
+    files = request["files"]
+    assert isinstance(files, list)
+    request["files"] = files[1:]
+    assert _check(tmp_path, state, request) == [
+        "partial slurm",
+        f"file {tmp_path / 'node.conf'}: no longer rendered for this node",
+    ]
+
+
+def test_a_partial_converge_needs_the_base_and_everything_else_kept(tmp_path: Path) -> None:
+    """Every way a node can need more than its families' plays: a base of another release,
+    none recorded (a node converged by an older clustergen), a family no play converges
+    alone, a file of no family (the MUNGE key), drifted packages or accounts, a missing
+    secret, a path a rendered file replaces."""
+    changed = f"release {'a' * 12} recorded, this run applies {'b' * 12}"
+    state = _recorded(tmp_path)
+    assert _check(tmp_path, state, _partial_request(tmp_path, state, base="d" * 64)) == [
+        "converge",
+        changed,
+    ]
+    older = {k: v for k, v in state.items() if k != "base"}
+    assert _check(tmp_path, older, _partial_request(tmp_path, state)) == ["converge", changed]
+    request = _partial_request(tmp_path, state, families=["host_network"])
+    files = request["files"]
+    assert isinstance(files, list)
+    files[0] = dict(files[0], sha256="0" * 64)
+    assert _check(tmp_path, state, request) == [
+        "converge",
+        changed,
+        f"file {tmp_path / 'node.conf'}: content differs",
+    ]
+    request = _partial_request(tmp_path, state)
+    files = request["files"]
+    assert isinstance(files, list)
+    files[0] = {k: v for k, v in files[0].items() if k != "family"} | {"sha256": "0" * 64}
+    assert _check(tmp_path, state, request)[0] == "converge"
+    owner, _ = _owner()
+    lines = _check(
+        tmp_path, _recorded(tmp_path, accounts={owner: "64999"}), _partial_request(tmp_path, state)
+    )
+    assert lines[:2] == ["converge", changed] and lines[2].startswith(f"account {owner}: "), lines
+    missing = _partial_request(tmp_path, state, missing=["vault_munge_key"])
+    assert _check(tmp_path, state, missing) == [
+        "converge",
+        changed,
+        "secret vault_munge_key not given to this run",
+    ]
+    stale = tmp_path / "slurm.conf"
+    stale.write_text("ClusterName=old\n")
+    absent = _partial_request(tmp_path, state, absent=[str(stale)])
+    assert _check(tmp_path, state, absent) == [
+        "converge",
+        changed,
+        f"file {stale}: present, wanted absent (replaced by a rendered file)",
+    ]

@@ -4,6 +4,9 @@ family's declarations (each artifact's `Install`), each failure naming the place
 An installed artifact of family F, for inventory group G, whose change notifies H:
 - a role includes rendered_files with `rendered_files_family: F` (roles/<role>/tasks/);
 - a play of site.yml runs that role on every node of G, narrowed to clustergen_converge;
+- where F converges alone (clustergen_state_partial_families), every play that runs that
+  role also takes the nodes of clustergen_family_F, or a release that changes only F's
+  files would record the node without it;
 - a role of that play defines the handler H (roles/<role>/handlers/main.yml);
 - a service it restarts is in the converge check's `clustergen_state_services`
   (roles/clustergen_state/vars/main.yml), or a stopped one goes unnoticed;
@@ -37,6 +40,8 @@ from support.paths import DATA, EXAMPLES, REFERENCE_SPECS, REPO
 ROLES = REPO / "roles"
 CONVERGE_VARS = "roles/clustergen_state/vars/main.yml"
 _GROUP = re.compile(r"groups\['([^']+)'\]")
+_FAMILY_GROUP = "clustergen_family_"
+_CONVERGE_GROUPS = ("clustergen_converge", "clustergen_partial")
 _FAMILY = re.compile(r"^\s*rendered_files_family:\s*(\S+)\s*$", re.MULTILINE)
 # Services a rendered file restarts that no role starts, each with why the converge check
 # need not watch it.
@@ -58,6 +63,7 @@ class Play:
     converge_only: bool  # its hosts are narrowed to clustergen_converge
     roles: tuple[str, ...]  # every role it imports (their handlers are the play's)
     runs: tuple[str, ...]  # the roles whose main tasks it runs (not `tasks_from` another file)
+    families: frozenset[str] = frozenset()  # F of each clustergen_family_F its hosts take
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,7 @@ class Site:
     installs: Mapping[str, frozenset[str]]  # role -> the families it installs
     handlers: Mapping[str, frozenset[str]]  # role -> its handlers' names and listen topics
     services: frozenset[str]  # clustergen_state_services
+    partial: frozenset[str] = frozenset()  # clustergen_state_partial_families
 
 
 def _play_roles(play: Mapping[str, Any], main_only: bool) -> tuple[str, ...]:
@@ -83,13 +90,15 @@ def _play_roles(play: Mapping[str, Any], main_only: bool) -> tuple[str, ...]:
 
 def _play(play: Mapping[str, Any]) -> Play:
     hosts = str(play["hosts"])
-    groups = [g for g in _GROUP.findall(hosts) if g != "clustergen_converge"]
+    found = _GROUP.findall(hosts)
+    groups = [g for g in found if g not in _CONVERGE_GROUPS and not g.startswith(_FAMILY_GROUP)]
     return Play(
         play["name"],
         groups[0] if groups else None,
         "clustergen_converge" in hosts,
         _play_roles(play, main_only=False),
         _play_roles(play, main_only=True),
+        frozenset(g.removeprefix(_FAMILY_GROUP) for g in found if g.startswith(_FAMILY_GROUP)),
     )
 
 
@@ -123,7 +132,36 @@ def site(root: Path = REPO) -> Site:
         installs,
         {role.name: _role_handlers(role) for role in roles},
         frozenset(_SERVICE.findall(services_text)),
+        frozenset(yaml.safe_load(converge)["clustergen_state_partial_families"]),
     )
+
+
+def partial_problems(the_site: Site) -> list[str]:
+    """Where a partial converge (a release that changes only some families' files)
+    would skip a play it needs, or names a family no play converges."""
+    problems = []
+    installed = frozenset().union(*the_site.installs.values())
+    for family in sorted(the_site.partial - installed):
+        problems.append(
+            f"clustergen_state_partial_families in {CONVERGE_VARS} names {family}, "
+            "which no role installs (rendered_files_family)"
+        )
+    for play in the_site.plays:
+        for family in sorted(play.families - the_site.partial):
+            problems.append(
+                f"play {play.name!r} of site.yml takes clustergen_family_{family}, but "
+                f"clustergen_state_partial_families in {CONVERGE_VARS} does not name {family}"
+            )
+        for role in play.runs:
+            for family in sorted(the_site.installs.get(role, frozenset()) & the_site.partial):
+                if family not in play.families:
+                    problems.append(
+                        f"play {play.name!r} of site.yml runs role {role}, which installs "
+                        f"family {family}, but its hosts do not take "
+                        f"groups['{_FAMILY_GROUP}{family}']: a release that changes only "
+                        f"{family}'s files would record its nodes without the play"
+                    )
+    return problems
 
 
 def _covered(
@@ -378,4 +416,48 @@ def test_the_real_site_missing_a_place_names_it(
 ) -> None:
     by_family, members = _rendered(EXAMPLES / "ml-training-8node.yaml")
     problems = place_problems(by_family, members, _site_copy(tmp_path, path, old, new))
+    assert any(named in problem for problem in problems), problems
+
+
+# --- partial converges ----------------------------------------------------------------
+
+
+def test_every_play_of_a_partial_family_takes_its_nodes() -> None:
+    assert partial_problems(site()) == []
+    slurm = next(p for p in site().plays if p.name == "Slurm")
+    assert slurm.families == {"slurm"}
+    assert {"slurm", "host_network", "nccl"} <= site().partial
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "named"),
+    [
+        (
+            "site.yml",
+            " + (groups['clustergen_family_slurm'] | default([]))) | list }}\"\n  become: true\n"
+            "  gather_facts: false\n  roles:\n    - role: munge",
+            ') | list }}"\n  become: true\n  gather_facts: false\n  roles:\n    - role: munge',
+            "play 'Slurm' of site.yml runs role slurm, which installs family slurm, but its "
+            "hosts do not take groups['clustergen_family_slurm']",
+        ),
+        (
+            CONVERGE_VARS,
+            "  - opensm\n",
+            "",
+            "play 'InfiniBand subnet manager' of site.yml takes clustergen_family_opensm, but "
+            "clustergen_state_partial_families",
+        ),
+        (
+            CONVERGE_VARS,
+            "  - host_network\n",
+            "  - host_network\n  - toy_health\n",
+            "names toy_health, which no role installs",
+        ),
+    ],
+    ids=["play-without-family", "family-not-partial", "family-not-installed"],
+)
+def test_a_partial_converge_that_would_skip_a_play_is_named(
+    tmp_path: Path, path: str, old: str, new: str, named: str
+) -> None:
+    problems = partial_problems(_site_copy(tmp_path, path, old, new))
     assert any(named in problem for problem in problems), problems

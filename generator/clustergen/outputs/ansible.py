@@ -14,6 +14,9 @@ group_vars/all.yml also carries `clustergen_release`, a digest of everything
 site.yml applies (the site files, the inventory and every installed artifact): a
 node whose recorded release equals it, and whose live state passes the
 converge check, is skipped by every converge play (roles/clustergen_state).
+`clustergen_release_base` is the same digest less the installed files and their lists
+(files/): a release that differs from a node's only there converges, on that node, only
+the plays of the families whose files it changes.
 """
 
 from __future__ import annotations
@@ -148,20 +151,30 @@ def render(
                 render_template(env, "ansible/group_vars.yml.j2", cluster, vars=group_vars),
             )
         )
-    artifacts += file_lists(cluster, group_files, node_files)
+    lists = file_lists(cluster, group_files, node_files)
+    artifacts += lists
     artifacts += host_vars(cluster)
     artifacts.append(Artifact(HOSTS_LIST, _hosts_list(cluster)))
-    # The digest covers all.yml as rendered without it, then all.yml carries it.
+    # The digests cover all.yml as rendered without them, then all.yml carries them.
     installed = [a for family in by_family.values() for a in family if a.install is not None]
-    stamp = release_stamp([*installed, *site, *artifacts])
+    listed = {a.path for a in lists}
+    base = release_stamp([*site, *(a for a in artifacts if a.path not in listed)])
     all_vars = _all_vars(cluster)
-    all_vars.variables.append(
-        Variable(
-            "clustergen_release",
-            "digest of what site.yml applies (site files, inventory, installed files); "
-            "a node that recorded it and passes the converge check is skipped",
-            stamp,
-        )
+    all_vars.variables.extend(
+        [
+            Variable(
+                "clustergen_release",
+                "digest of what site.yml applies (site files, inventory, installed files); "
+                "a node that recorded it and passes the converge check is skipped",
+                release_stamp([*installed, *site, *artifacts]),
+            ),
+            Variable(
+                "clustergen_release_base",
+                "the same digest less the rendered files and their lists (files/): a node "
+                "that recorded it converges only the plays of the families whose files differ",
+                base,
+            ),
+        ]
     )
     return [
         *(a for a in artifacts if a.path != f"inventory/group_vars/{all_vars.group}.yml"),
