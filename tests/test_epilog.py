@@ -290,6 +290,9 @@ DRAINING_XIDS = {
     "94": "contained uncorrectable ECC error, reset the GPU",
     "95": "uncontained uncorrectable ECC error",
     "119": "GSP RPC timeout",
+    **dict.fromkeys(("144", "145", "146", "147", "148", "150"), "NVLink fault"),
+    "149": "NVLink link down",
+    "154": "GPU recovery action required",
 }
 
 
@@ -309,6 +312,35 @@ def test_other_xids_pass(epilog_text: str, tmp_path: Path) -> None:
     # 790 and 7 share digits with draining codes.
     log = "".join(XID_79.replace("): 79,", f"): {xid},") for xid in ("13", "31", "790", "7"))
     assert run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=log)).drains == []
+
+
+def test_a_recovery_action_drains_until_it_is_back_to_none(
+    epilog_text: str, tmp_path: Path
+) -> None:
+    """Xid 154 as the driver logs it (R570 and later): a change to any action but None
+    drains; the change back to None is the fault cleared, not another fault."""
+    needed = (
+        "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) "
+        "to 0x1 (GPU Reset Required)\n"
+    )
+    cleared = needed.replace(
+        "0x0 (None) to 0x1 (GPU Reset Required)", "0x1 (GPU Reset Required) to 0x0 (None)"
+    )
+    run = run_epilog(epilog_text, tmp_path, "gpu05", Node(kernel_log=needed))
+    assert run.drains == drain("gpu05", "Xid 154 on PCI:0000:01:00: GPU recovery action required")
+    (tmp_path / "other").mkdir()
+    assert (
+        run_epilog(epilog_text, tmp_path / "other", "gpu06", Node(kernel_log=cleared)).drains == []
+    )
+    # Reset within one job's time: the change and its clearing in one read drain nothing;
+    # a fault after the clearing drains again.
+    (tmp_path / "reset").mkdir()
+    both = run_epilog(epilog_text, tmp_path / "reset", "gpu07", Node(kernel_log=needed + cleared))
+    assert both.drains == []
+    (tmp_path / "again").mkdir()
+    log = needed + cleared + needed
+    again = run_epilog(epilog_text, tmp_path / "again", "gpu07", Node(kernel_log=log))
+    assert again.drains == drain("gpu07", "Xid 154 on PCI:0000:01:00: GPU recovery action required")
 
 
 def test_an_xid_drains_once_not_after_every_job(epilog_text: str, tmp_path: Path) -> None:

@@ -6,6 +6,16 @@ Error Management" (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/) for the row 
 Each of these asks for a GPU reset, a node reboot or a hardware check before the GPU is
 trusted again; Xids that are the application's fault (13 graphics engine exception, 31
 memory page fault, 43 stopped channel, 45 preemptive cleanup) leave the node in service.
+
+Blackwell's fifth-generation NVLink reports its faults as Xids 144 to 150 (NVIDIA's GPU
+operational-events notes and the Xid catalog's rows for B100 and GB200; 149 is a link
+that went down), where Hopper and older report Xid 74: a GB200 tray that logs one leaves
+its NVLink domain degraded for every multi-node NVLink job. Xid 154 is the driver's
+report that the GPU's recovery action changed ("GPU recovery action changed from 0x0
+(None) to 0x1 (GPU Reset Required)"): NVIDIA's "GPU Memory Error Management" names the
+actions (None, GPU reset, node reboot, drain peer-to-peer, drain and reset), and the
+catalog's "Xid 154 linkage" column ties each fault to one. Every action but None takes
+the GPU out of service; a change back to None is the fault cleared, not a fault.
 """
 
 from __future__ import annotations
@@ -17,6 +27,9 @@ from dataclasses import dataclass
 class DrainXid:
     code: int
     reason: str  # what the drain reason says about it, for the admin reading `sinfo -R`
+    # Text of the kernel's line (matched literally) under which the Xid reports a fault
+    # cleared, not a fault (empty: every line of the code drains).
+    cleared: str = ""
 
 
 DRAIN_XIDS: tuple[DrainXid, ...] = (
@@ -38,4 +51,16 @@ DRAIN_XIDS: tuple[DrainXid, ...] = (
     DrainXid(95, "uncontained uncorrectable ECC error"),
     # The GPU System Processor did not answer the driver in time.
     DrainXid(119, "GSP RPC timeout"),
+    # Blackwell NVLink faults (fifth-generation NVLink: B200, B300, GB200, GB300); the
+    # links stay out until the GPU is reset.
+    DrainXid(144, "NVLink fault"),
+    DrainXid(145, "NVLink fault"),
+    DrainXid(146, "NVLink fault"),
+    DrainXid(147, "NVLink fault"),
+    DrainXid(148, "NVLink fault"),
+    DrainXid(149, "NVLink link down"),
+    DrainXid(150, "NVLink fault"),
+    # The GPU's recovery action changed: a reset, a reboot or a peer-to-peer drain is
+    # needed before the GPU is trusted; back to None (0x0) is the fault cleared.
+    DrainXid(154, "GPU recovery action required", cleared="to 0x0 (None)"),
 )

@@ -288,7 +288,8 @@ class HealthCheck(StrictModel):
         default=False,
         description="Install a GPU health-check Epilog, run after every job: GPU count, "
         "uncorrectable ECC errors since the driver loaded (volatile), pending or failed row "
-        "remaps, Xid 48/63/64/74/79/94/95/119 logged since the previous check, each compute "
+        "remaps, Xid 48/63/64/74/79/94/95/119, the Blackwell NVLink Xids 144-150 and 154 "
+        "(a recovery action other than None) logged since the previous check, each compute "
         "HCA port ACTIVE at the fabric's rate and, on NVSwitch nodes, the fabric manager. A "
         "failing node is drained with the reason (never set DOWN); every command runs under "
         "`timeout`.",

@@ -73,9 +73,24 @@ xid_reason() {
         94) echo "contained uncorrectable ECC error, reset the GPU" ;;
         95) echo "uncontained uncorrectable ECC error" ;;
         119) echo "GSP RPC timeout" ;;
+        144) echo "NVLink fault" ;;
+        145) echo "NVLink fault" ;;
+        146) echo "NVLink fault" ;;
+        147) echo "NVLink fault" ;;
+        148) echo "NVLink fault" ;;
+        149) echo "NVLink link down" ;;
+        150) echo "NVLink fault" ;;
+        154) echo "GPU recovery action required" ;;
     esac
 }
-readonly XID_PATTERN='NVRM: Xid \(([^)]*)\): (48|63|64|74|79|94|95|119),'
+# Xid: whether its line reports the fault cleared (Xid 154 back to None).
+xid_cleared() {
+    case "$1" in
+        154) [[ "$2" == *"to 0x0 (None)"* ]] ;;
+        *) return 1 ;;
+    esac
+}
+readonly XID_PATTERN='NVRM: Xid \(([^)]*)\): (48|63|64|74|79|94|95|119|144|145|146|147|148|149|150|154),'
 
 # One nvidia-smi call. The ECC count is the volatile one: the aggregate counter
 # keeps an error for the life of the GPU, also after a row remap repaired it.
@@ -119,7 +134,8 @@ check_gpus() {
 }
 
 check_xids() {
-    local log status line seen=" " key
+    local log status line listed=" " key order=()
+    local -A found=()
     log=$(call journalctl -k -q -o cat --no-pager --cursor-file="${CURSOR}" 2>&1)
     status=$?
     if (( status != 0 )); then
@@ -132,14 +148,22 @@ check_xids() {
         fi
         return
     fi
+    # One reason per Xid and GPU, in the order they came; a line that reports the fault
+    # cleared (Xid 154 back to None) takes back that GPU's earlier one.
     while IFS= read -r line; do
-        if [[ "${line}" =~ ${XID_PATTERN} ]]; then
-            key="${BASH_REMATCH[2]}@${BASH_REMATCH[1]}"
-            [[ "${seen}" == *" ${key} "* ]] && continue
-            seen+="${key} "
-            problems+=("Xid ${BASH_REMATCH[2]} on ${BASH_REMATCH[1]}: $(xid_reason "${BASH_REMATCH[2]}")")
+        [[ "${line}" =~ ${XID_PATTERN} ]] || continue
+        key="${BASH_REMATCH[2]}@${BASH_REMATCH[1]}"
+        if xid_cleared "${BASH_REMATCH[2]}" "${line}"; then
+            unset 'found[${key}]'
+            continue
         fi
+        [[ -v found[${key}] ]] && continue
+        found[${key}]="Xid ${BASH_REMATCH[2]} on ${BASH_REMATCH[1]}: $(xid_reason "${BASH_REMATCH[2]}")"
+        [[ "${listed}" == *" ${key} "* ]] || { listed+="${key} "; order+=("${key}"); }
     done <<< "${log}"
+    for key in "${order[@]}"; do
+        [[ -v found[${key}] ]] && problems+=("${found[${key}]}")
+    done
 }
 
 node="${SLURMD_NODENAME:-$(call hostname -s)}"
