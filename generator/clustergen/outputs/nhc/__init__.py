@@ -22,9 +22,10 @@ from dataclasses import dataclass
 import jinja2
 
 from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange
-from clustergen.catalog.gpus import profile_cpu_arch
+from clustergen.catalog.gpus import gpu_model, profile_cpu_arch
 from clustergen.catalog.xids import DRAIN_XIDS
 from clustergen.hosts import Host
+from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import HealthCheck
 from clustergen.outputs.slurm.derive import name_ranges, real_memory_mib
@@ -90,6 +91,21 @@ def target(names: list[str]) -> str:
     return "{" + ",".join([*entries, *plain]) + "}"
 
 
+def most_memory_kib(profile: HardwareProfile) -> int:
+    """The most /proc/meminfo's MemTotal may show, in kB: the installed memory, and on a
+    Grace superchip (GB200, GB300, GH200) every GPU's HBM as well. There the GPUs' memory
+    is coherent with the CPU's over NVLink-C2C and, with CDMM (Coherent Driver-based
+    Memory Management) off, onlined as NUMA nodes the kernel counts in MemTotal (NVIDIA's
+    R580 driver release notes): a bound of the CPU's memory alone drained every tray.
+    With CDMM on, MemTotal is the CPU's memory, within the same bound."""
+    kib = profile.memory_gib * 1024**2
+    gpu = profile.gpu
+    model = gpu_model(gpu.model) if gpu is not None else None
+    if gpu is not None and model is not None and model.host_cpu_arch == "aarch64":
+        kib += gpu.count * model.memory_gib * 1024**2
+    return kib
+
+
 def _profile_lines(cluster: ResolvedCluster, hosts: list[Host]) -> list[CheckLine]:
     """CPUs and memory as slurm.conf's NodeName line states them, the compute HCA ports at
     the fabric's rate, and the GPU check."""
@@ -106,7 +122,7 @@ def _profile_lines(cluster: ResolvedCluster, hosts: list[Host]) -> list[CheckLin
     lines.append(
         CheckLine(
             where,
-            f"check_hw_physmem {real_memory_mib(profile) * 1024} {profile.memory_gib * 1024**2}",
+            f"check_hw_physmem {real_memory_mib(profile) * 1024} {most_memory_kib(profile)}",
         )
     )
     fabric = cluster.spec.network.fabric
