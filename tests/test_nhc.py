@@ -78,15 +78,16 @@ def test_gpu_compute_profile_is_checked_as_slurm_knows_it(ml: dict[str, str]) ->
 
 def test_a_grace_superchip_tray_may_count_its_gpus_memory() -> None:
     """GB200: with CDMM off the GPUs' HBM is NUMA memory in MemTotal, so the upper bound
-    is the trays' 960 GiB and four GPUs' 186; an x86 node's is its own memory (above)."""
+    is the tray's 894 GiB (2 x 480 GB) and four GPUs' 186; an x86 node's is its own
+    memory (above)."""
     data = example_data("gb200-nvl72-4rack")
     repository = data["software"]["repositories"][0]["name"]
     data["software"]["nhc"] = {"version": "1.4.3-1", "repository": repository}
     lines = checks(rendered(data)["nhc/nhc.conf"])
     (physmem,) = [line for line in lines if "check_hw_physmem" in line]
     low, high = (int(x) for x in physmem.split()[-2:])
-    assert high == (960 + 4 * 186) * 1024**2, physmem
-    assert low <= 960 * 1024**2 < high
+    assert high == (894 + 4 * 186) * 1024**2, physmem
+    assert low <= 894 * 1024**2 < high
 
 
 def test_without_lustre_dcgm_or_fabric_manager_nothing_of_them_is_checked() -> None:

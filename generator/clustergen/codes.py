@@ -273,6 +273,12 @@ NETWORK_SHARED_INTERFACE_MTU = Code(
     "error",
     "one interface carries networks whose MTUs the spec sets differently",
 )
+NETWORK_LINK_LAYER = Code(
+    "network.link-layer",
+    "error",
+    "a fabric or storage interface named for one link layer (en*, eth*: Ethernet; ib*: "
+    "InfiniBand) on a network of the other",
+)
 NETWORK_ROUTE_VIA_OUTSIDE = Code(
     "network.route-via-outside",
     "error",

@@ -1,6 +1,7 @@
 """Host network configuration: each route reaches its next hop over an interface of its
-own network (docs/networks.md#routes), and a NIC that carries several networks gets one
-MTU (docs/networks.md#one-nic-for-several-networks)."""
+own network (docs/networks.md#routes), a NIC that carries several networks gets one
+MTU (docs/networks.md#one-nic-for-several-networks), and an interface whose name says
+its link layer is of its network's (docs/networks.md#link-layers)."""
 
 from __future__ import annotations
 
@@ -79,4 +80,54 @@ def shared_links(cluster: ResolvedCluster) -> list[Problem]:
                     "their own interfaces",
                 )
             )
+    return problems
+
+
+# The link layer a netdev's name says: systemd's predictable names start with the type
+# ("en" Ethernet, "ib" InfiniBand: systemd.net-naming-scheme(7)), the kernel's own with
+# "eth" and "ib" (IPoIB, Documentation/infiniband/ipoib.rst). Other names (host0, bond0,
+# a site's udev names) say nothing and are not judged.
+_NAMED_LINKS = (("en", "Ethernet"), ("eth", "Ethernet"), ("ib", "InfiniBand"))
+# What each network type runs on: RoCE over Ethernet, IPoIB over InfiniBand.
+_TYPE_LINKS = {"infiniband": "InfiniBand", "roce": "Ethernet"}
+
+
+def _named_link(netdev: str) -> str | None:
+    for prefix, link in _NAMED_LINKS:
+        if netdev.startswith(prefix):
+            return link
+    return None
+
+
+def link_layers(cluster: ResolvedCluster) -> list[Problem]:
+    """A fabric or storage netdev whose name says one link layer on a network of the other
+    (an Ethernet port named enP6p3s0f0np0 on network.storage of type infiniband): LNet
+    o2ib or NCCL over it cannot reach the network's InfiniBand ports, nor RoCE an IPoIB
+    netdev, without a router."""
+    network = cluster.spec.network
+    problems = []
+    for profile, hardware in cluster.spec.hardware.items():
+        interfaces = hardware.interfaces
+        named: list[tuple[str, str, list[str]]] = []
+        if network.fabric is not None:
+            fabric = [n for n in (*interfaces.rails, interfaces.fabric) if n is not None]
+            named.append(("fabric", network.fabric.type, list(dict.fromkeys(fabric))))
+        if network.storage is not None:
+            named.append(("storage", network.storage.type, list(interfaces.storage)))
+        for name, kind, netdevs in named:
+            wanted = _TYPE_LINKS[kind]
+            for netdev in netdevs:
+                link = _named_link(netdev)
+                if link is None or link == wanted:
+                    continue
+                problems.append(
+                    Problem(
+                        codes.NETWORK_LINK_LAYER,
+                        ("hardware", profile, "interfaces"),
+                        f"{netdev} is named as an {link} netdev, but network.{name} is of type "
+                        f"{kind}, which runs over {wanted}: name the {wanted} netdev of the "
+                        f"{name} HCA (ibdev2netdev), or give network.{name} the type its "
+                        "ports have",
+                    )
+                )
     return problems
