@@ -105,6 +105,50 @@ def test_per_job_is_the_switch_plugin_where_the_release_has_it_else_the_prolog(
         assert 'gb5) echo "nvl2 10.0.1.15" ;;' in prolog
 
 
+DROPIN = "slurm/slurmd-imex.conf"
+
+
+def test_with_the_switch_plugin_slurmd_waits_for_the_imex_channel_device(
+    tmp_path: Path,
+) -> None:
+    """switch/nvidia_imex checks for the channel device once, as slurmd starts: on the
+    trays slurmd starts after the driver and waits for it; not with the Prolog (which
+    looks itself, per job) or in global mode, and only on the trays."""
+    files = _files(_spec("24.11.5"))
+    dropin = files[DROPIN]
+    assert dropin.install is not None
+    assert dropin.install.dest == "/etc/systemd/system/slurmd.service.d/clustergen-imex.conf"
+    cluster = _cluster(_spec("24.11.5"))
+    trays = sorted(cluster.members[NVLINK_GROUP])
+    assert sorted(dropin.install.hosts or ()) == trays and trays
+    assert (dropin.install.group, dropin.install.change.action) == ("compute", "restart")
+    assert "After=nvidia-persistenced.service" in dropin.text.splitlines()
+    for other in (_spec("24.05.1"), _spec("24.11.5", imex="global")):
+        assert DROPIN not in _files(other)
+    # The wait as the drop-in runs it, on a stand-in for /proc/devices.
+    (line,) = [x for x in dropin.text.splitlines() if x.startswith("ExecStartPre=")]
+    devices = tmp_path / "devices"
+    devices.write_text("Character devices:\n195 nvidia\n")
+    command = line.removeprefix("ExecStartPre=").replace("/proc/devices", str(devices))
+    assert subprocess.run(command.replace("timeout 60", "timeout 2"), shell=True).returncode == 124
+    devices.write_text("Character devices:\n195 nvidia\n511 nvidia-caps-imex-channels\n")
+    assert subprocess.run(command, shell=True, timeout=10).returncode == 0
+    # systemd reads it as a drop-in of slurmd's unit, and would refuse a command it lacks.
+    analyze = tool("systemd-analyze")
+    if analyze is None:
+        skip_or_fail("systemd-analyze is not installed")
+    (tmp_path / "slurmd.service").write_text("[Service]\nExecStart=/bin/true\n")
+    (tmp_path / "slurmd.service.d").mkdir()
+    (tmp_path / "slurmd.service.d" / "clustergen-imex.conf").write_text(dropin.text)
+    verify = [analyze, "verify", str(tmp_path / "slurmd.service")]
+    run = subprocess.run(verify, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "clustergen-imex.conf" not in run.stderr, run.stderr
+    broken = dropin.text.replace("/usr/bin/timeout", "/usr/bin/no-such-timeout")
+    (tmp_path / "slurmd.service.d" / "clustergen-imex.conf").write_text(broken)
+    run = subprocess.run(verify, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "no-such-timeout" in run.stderr, run.stderr
+
+
 def test_global_mode_runs_imex_from_boot_with_channel_zero_shared() -> None:
     files = _files(_spec("23.11.10", imex="global"))
     conf = _conf(files)

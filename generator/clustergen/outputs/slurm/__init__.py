@@ -22,8 +22,8 @@ from __future__ import annotations
 import jinja2
 
 from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange, Secret
-from clustergen.catalog.packages import SLURM_GROUP
-from clustergen.imex_mode import EPILOG_DIR, PROLOG_PATH
+from clustergen.catalog.packages import NVLINK_GROUP, SLURM_GROUP
+from clustergen.imex_mode import EPILOG_DIR, PROLOG_PATH, imex_start
 from clustergen.outputs.slurm import configless as configless_files
 from clustergen.outputs.slurm import reboot as reboot_files
 from clustergen.outputs.slurm.derive import (
@@ -53,8 +53,25 @@ NODE_RECORDS = (
 NODE_RECORD = "clustergen-nodes"  # /etc/slurm/clustergen-nodes.<daemon>
 # A drop-in of slurmd's unit; the Restart slurmd handler reloads systemd first.
 MEMLOCK_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-memlock.conf"
+# With switch/nvidia_imex, slurmd waits for the driver's IMEX channel device on the trays.
+IMEX_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-imex.conf"
 # sshd's UsePAM, which pam_slurm_adopt needs; sorts before the site's own drop-ins.
 SSHD_USEPAM_DROPIN = "/etc/ssh/sshd_config.d/00-clustergen-usepam.conf"
+
+
+def _imex_dropin(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
+    """slurmd's start after the driver on the compute trays of NVLink domains, where
+    switch/nvidia_imex starts IMEX per job (it checks for the channel device once)."""
+    start = imex_start(cluster)
+    if start is None or start.mode != "switch":
+        return []
+    trays = cluster.members.get(NVLINK_GROUP, frozenset())
+    hosts = tuple(host.name for host in cluster.compute if host.name in trays)
+    if not hosts:
+        return []
+    text = render_template(env, "slurm/slurmd-imex.conf.j2", cluster)
+    install = Install(IMEX_DROPIN, "compute", RESTART_SLURMD, hosts=hosts)
+    return [Artifact("slurm/slurmd-imex.conf", text, install=install)]
 
 
 def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
@@ -85,6 +102,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
     text = render_template(env, "slurm/slurmd-memlock.conf.j2", cluster)
     install = Install(MEMLOCK_DROPIN, "compute", RESTART_SLURMD)
     artifacts.append(Artifact("slurm/slurmd-memlock.conf", text, install=install))
+    artifacts += _imex_dropin(cluster, env)
     if slurm.gres:
         artifacts.append(conf("gres.conf", RESTART_SLURMD))
     if slurm.job_container is not None:
