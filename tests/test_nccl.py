@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from clustergen.catalog.nccl_vars import (
     NCCL_VARIABLE_SINCE,
@@ -42,6 +45,27 @@ def test_roce_spec_sets_gid_index_and_traffic_class() -> None:
     assert values["NCCL_IB_TC"] == "106"
     assert values["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_1:1"
     assert values["NCCL_DEBUG"] == "WARN"
+
+
+@pytest.mark.parametrize(
+    ("nccl", "gid_index", "written"),
+    [("2.26.2", None, None), ("2.21.5", None, None), ("2.20.5", None, "3"), ("2.26.2", 5, "5")],
+)
+def test_the_gid_index_is_nccls_own_choice_from_2_21_unless_the_spec_sets_one(
+    tmp_path: Path, nccl: str, gid_index: int | None, written: str | None
+) -> None:
+    """NCCL >= 2.21 picks the GID of the netdev's address itself (RoCE GIDs exist per
+    address); before, it took GID 0 (RoCE v1), so clustergen writes 3 there."""
+    data = yaml.safe_load((EXAMPLES / "edge-roce-2node.yaml").read_text())
+    data["software"]["nccl"] = nccl
+    data["network"]["fabric"]["roce"] = {"traffic_class": 106}
+    if gid_index is not None:
+        data["network"]["fabric"]["roce"]["gid_index"] = gid_index
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    values = _values(_cluster(str(spec)), "l40s-4gpu")
+    assert values.get("NCCL_IB_GID_INDEX") == written
+    assert values["NCCL_IB_TC"] == "106"
 
 
 def test_mixed_fleet_has_one_hca_list_per_profile_and_leaves_storage_hcas_out() -> None:

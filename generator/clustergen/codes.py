@@ -1021,7 +1021,7 @@ NCCL_UNKNOWN_HCA = Code(
 NCCL_ROCE_SETTINGS_MISSING = Code(
     "nccl.roce-settings-missing",
     "error",
-    "a RoCE fabric without network.fabric.roce gid_index and traffic_class",
+    "a RoCE fabric without network.fabric.roce traffic_class",
 )
 NCCL_ROCE_SETTING_ON_INFINIBAND = Code(
     "nccl.roce-setting-on-infiniband", "warning", "a RoCE-only NCCL setting on an InfiniBand fabric"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from clustergen.catalog.versions import VersionTuple
+from clustergen.catalog.versions import VersionTuple, parse_version
 
 
 @dataclass(frozen=True)
@@ -165,3 +165,22 @@ def value_problem(syntax: ValueSyntax, value: str | int) -> str | None:
             return "interface names take no ':port'"
         return None
     return None
+
+
+# NCCL chooses a RoCE GID itself when NCCL_IB_GID_INDEX is unset from 2.21 (its
+# net_ib.cc: the GID of the netdev's address, RoCE v2 first, NCCL_IB_ROCE_VERSION_NUM and
+# NCCL_IB_ADDR_FAMILY narrowing the choice); a set value is used unchecked. Before 2.21
+# it took GID index 0, RoCE v1 on most NICs, so a fixed index was needed.
+NCCL_CHOOSES_GID_FROM: VersionTuple = (2, 21)
+# The GID index clustergen wrote where NCCL did not choose: RoCE v2 over IPv4 on most NICs.
+ROCE_V2_IPV4_GID_INDEX = 3
+
+
+def roce_gid_index(given: int | None, nccl: str) -> int | None:
+    """NCCL_IB_GID_INDEX for a RoCE fabric: the spec's, else none from NCCL 2.21 (NCCL
+    chooses), else 3."""
+    if given is not None:
+        return given
+    if parse_version(nccl)[:2] >= NCCL_CHOOSES_GID_FROM:
+        return None
+    return ROCE_V2_IPV4_GID_INDEX

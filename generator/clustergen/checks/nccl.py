@@ -94,24 +94,21 @@ def settings(cluster: ResolvedCluster) -> list[Problem]:
                 )
             if name == "NCCL_IB_HCA":
                 problems.extend(_hcas_exist(cluster, where, str(value), profiles))
-    if fabric is not None and fabric.type == "roce":
-        missing = (
-            ["gid_index", "traffic_class"]
-            if fabric.roce is None
-            else ["traffic_class"]
-            if fabric.roce.traffic_class is None
-            else []
-        )
-        if missing:
-            problems.append(
-                Problem(
-                    codes.NCCL_ROCE_SETTINGS_MISSING,
-                    ("network", "fabric") if fabric.roce is None else ("network", "fabric", "roce"),
-                    f"a RoCE fabric needs roce {' and '.join(missing)} (NCCL_IB_GID_INDEX, "
-                    "NCCL_IB_TC): with the wrong GID NCCL falls back to TCP sockets",
-                    at="key",
-                )
+    if (
+        fabric is not None
+        and fabric.type == "roce"
+        and (fabric.roce is None or fabric.roce.traffic_class is None)
+    ):
+        problems.append(
+            Problem(
+                codes.NCCL_ROCE_SETTINGS_MISSING,
+                ("network", "fabric") if fabric.roce is None else ("network", "fabric", "roce"),
+                "a RoCE fabric needs roce traffic_class (NCCL_IB_TC): the traffic class "
+                "of the switches' lossless (PFC) priority, or RDMA shares a lossy class "
+                "with every other flow",
+                at="key",
             )
+        )
     return problems
 
 

@@ -167,12 +167,13 @@ class Switch(StrictModel):
 class Roce(StrictModel):
     """RoCE settings for NCCL."""
 
-    gid_index: Int = Field(
-        default=3,
+    gid_index: Int | None = Field(
+        default=None,
         ge=-1,
         le=255,
         description="NCCL_IB_GID_INDEX; 3 is RoCE v2 over IPv4 on most NICs, -1 is auto "
-        "(NCCL >= 2.21).",
+        "(NCCL >= 2.21). Default: unset from NCCL 2.21, which then chooses the GID of the "
+        "netdev's address itself (a set index is used unchecked), else 3.",
     )
     traffic_class: Int | None = Field(
         default=None, ge=0, le=255, description="NCCL_IB_TC, the traffic class for RDMA traffic."

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clustergen.catalog.nccl_vars import roce_gid_index
 from clustergen.catalog.packages import hardware_group
 from clustergen.fabric import rails_by_profile, rails_joined
 from clustergen.model.nccl import NcclSettings
@@ -66,10 +67,15 @@ def settings_for(
         )
     if fabric is not None and profile.interfaces.fabric is not None:
         put("NCCL_SOCKET_IFNAME", "=" + profile.interfaces.fabric, f"{at}.interfaces.fabric")
-    if fabric is not None and fabric.type == "roce" and fabric.roce is not None:
-        put("NCCL_IB_GID_INDEX", fabric.roce.gid_index, "network.fabric.roce.gid_index")
-        if fabric.roce.traffic_class is not None:
-            put("NCCL_IB_TC", fabric.roce.traffic_class, "network.fabric.roce.traffic_class")
+    if fabric is not None and fabric.type == "roce":
+        roce = fabric.roce
+        gid = roce_gid_index(roce.gid_index if roce else None, cluster.spec.software.nccl)
+        if gid is not None:
+            given = roce is not None and roce.gid_index is not None
+            source = "network.fabric.roce.gid_index"
+            put("NCCL_IB_GID_INDEX", gid, source if given else f"{source} unset, NCCL < 2.21")
+        if roce is not None and roce.traffic_class is not None:
+            put("NCCL_IB_TC", roce.traffic_class, "network.fabric.roce.traffic_class")
     for variable, setting, source in _fabric_settings(cluster, name):
         put(variable, setting, source)
     for path, block in blocks:
