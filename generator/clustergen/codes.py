@@ -279,6 +279,11 @@ NETWORK_LINK_LAYER = Code(
     "a fabric or storage interface named for one link layer (en*, eth*: Ethernet; ib*: "
     "InfiniBand) on a network of the other",
 )
+NETWORK_ROCE_HCA_WITHOUT_ADDRESS = Code(
+    "network.roce-hca-without-address",
+    "warning",
+    "a RoCE fabric's compute HCAs outnumber the fabric netdevs that get an address",
+)
 NETWORK_ROUTE_VIA_OUTSIDE = Code(
     "network.route-via-outside",
     "error",

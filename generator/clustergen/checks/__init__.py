@@ -77,6 +77,7 @@ CHECKS: tuple[Check, ...] = (
     _check(host_network.routes, "network"),
     _check(host_network.shared_links, "network", "hardware"),
     _check(host_network.link_layers, "network", "hardware"),
+    _check(host_network.roce_addresses, "network", "hardware"),
     _check(hardware.check, "hardware", "nodes"),
     _check(software.versions, "software"),
     _check(software.repositories, "software"),

@@ -131,3 +131,37 @@ def link_layers(cluster: ResolvedCluster) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def roce_addresses(cluster: ResolvedCluster) -> list[Problem]:
+    """On RoCE each compute HCA's traffic leaves from its netdev's address (its GIDs are
+    made per IP address of the netdev): a compute HCA beyond the addressed fabric netdevs
+    (interfaces.rails, else interfaces.fabric) has no GID NCCL can use, and NCCL_IB_HCA,
+    which lists it, sends a share of every collective to a port that cannot connect."""
+    fabric = cluster.spec.network.fabric
+    if fabric is None or fabric.type != "roce":
+        return []
+    problems = []
+    for profile, hardware in cluster.spec.hardware.items():
+        hcas = hardware.compute_hcas()
+        interfaces = hardware.interfaces
+        # Each rail's netdev gets its rail's address only with rail_prefix; else the node's
+        # one fabric_ip goes to one netdev.
+        listed = list(interfaces.rails) or ([interfaces.fabric] if interfaces.fabric else [])
+        netdevs = listed if fabric.rail_prefix is not None else listed[:1]
+        if len(hcas) <= len(netdevs) or not netdevs:
+            continue
+        unaddressed = ", ".join(hca for hca, _ in hcas[len(netdevs) :])
+        problems.append(
+            Problem(
+                codes.NETWORK_ROCE_HCA_WITHOUT_ADDRESS,
+                ("hardware", profile, "interfaces"),
+                f"{len(hcas)} compute HCAs on a RoCE fabric but {len(netdevs)} addressed "
+                f"netdev(s) ({', '.join(netdevs)}): no address reaches {unaddressed}, so it "
+                "has no RoCE GID (GIDs exist per IP address), yet NCCL_IB_HCA lists it; give "
+                "each compute HCA's netdev in interfaces.rails (rail order) with "
+                "network.fabric.rail_prefix, or list only the addressed HCAs (topology hcas "
+                "of role compute, or fabric_hcas)",
+            )
+        )
+    return problems
