@@ -562,6 +562,11 @@ SOFTWARE_RDMA_STACK = Code(
     "error",
     "software.rdma keys that do not fit its stack (doca-ofed needs version and repository)",
 )
+RDMA_ROCE_QOS_WITHOUT_MLNX_QOS = Code(
+    "rdma.roce-qos-without-mlnx-qos",
+    "warning",
+    "a RoCE traffic class the host cannot set up: mlnx_qos is not in the distribution's RDMA stack",
+)
 SOFTWARE_RDMA_UNPINNED = Code(
     "software.rdma-unpinned",
     "warning",

@@ -118,3 +118,32 @@ def _opensm_nodes(cluster: ResolvedCluster) -> list[Problem]:
             )
         )
     return problems
+
+
+def roce_host_qos(cluster: ResolvedCluster) -> list[Problem]:
+    """A RoCE traffic class with the distribution's RDMA stack: the host half of the
+    lossless class (DSCP trust, PFC on its priority) is set by mlnx_qos, which comes with
+    NVIDIA's mlnx-tools (DOCA-OFED) and not with the distribution's rdma-core, so the
+    QoS unit's condition skips it on every node and NCCL marks traffic for a class the
+    NIC does not treat as lossless."""
+    spec = cluster.spec
+    fabric = spec.network.fabric
+    rdma = spec.software.rdma
+    if fabric is None or fabric.type != "roce" or fabric.roce is None:
+        return []
+    if fabric.roce.traffic_class is None:
+        return []
+    if rdma is not None and rdma.stack == "doca-ofed":
+        return []
+    return [
+        Problem(
+            codes.RDMA_ROCE_QOS_WITHOUT_MLNX_QOS,
+            ("network", "fabric", "roce", "traffic_class"),
+            f"traffic class {fabric.roce.traffic_class} on RoCE with the distribution's RDMA "
+            "stack: clustergen-roce-qos sets the NIC's DSCP trust and PFC with mlnx_qos, "
+            "which comes with NVIDIA's mlnx-tools (DOCA-OFED), not with rdma-core, so it is "
+            "skipped on every node and the class is not lossless on the host; use "
+            "software.rdma.stack doca-ofed, or set the NICs' QoS with the site's own tools "
+            "(docs/rdma.md)",
+        )
+    ]
