@@ -567,6 +567,11 @@ RDMA_ROCE_QOS_WITHOUT_MLNX_QOS = Code(
     "warning",
     "a RoCE traffic class the host cannot set up: mlnx_qos is not in the distribution's RDMA stack",
 )
+SOFTWARE_NVIDIA_REPOSITORY_MISSING = Code(
+    "software.nvidia-repository-missing",
+    "warning",
+    "GPU nodes pin NVIDIA's packages, and no repository of the spec is NVIDIA's CUDA repository",
+)
 SOFTWARE_RDMA_UNPINNED = Code(
     "software.rdma-unpinned",
     "warning",

@@ -482,3 +482,30 @@ def repository_architectures(cluster: ResolvedCluster) -> list[Problem]:
                 )
             )
     return problems
+
+
+def nvidia_repository(cluster: ResolvedCluster) -> list[Problem]:
+    """GPU nodes pin NVIDIA's packages (the driver's -0ubuntu1 / .el builds, cuda-toolkit-X-Y,
+    libnccl2's +cudaX.Y builds, datacenter-gpu-manager-4), which NVIDIA's CUDA repository
+    for the OS serves and no distribution archive does: with none of software.repositories
+    NVIDIA's, say so, naming the site's repositories that would have to mirror it."""
+    spec = cluster.spec
+    if not any(host.hardware.gpu is not None for host in cluster.hosts):
+        return []
+    repositories = spec.software.repositories
+    if any(is_nvidia_cuda_repository(repository.url) for repository in repositories):
+        return []
+    others = ", ".join(f"'{r.name}'" for r in repositories)
+    mirror = f"unless {others} mirrors it, " if others else "and software.repositories lists none, "
+    return [
+        Problem(
+            codes.SOFTWARE_NVIDIA_REPOSITORY_MISSING,
+            ("software", "repositories") if repositories else ("software", "nvidia_driver"),
+            f"the GPU nodes pin NVIDIA's driver {spec.software.nvidia_driver}, CUDA "
+            f"{spec.software.cuda} and NCCL {spec.software.nccl} builds, which NVIDIA's CUDA "
+            f"repository for {spec.software.os} serves and no distribution archive does; "
+            f"no repository of software.repositories is NVIDIA's, {mirror}so apt or dnf "
+            "finds none of them: add NVIDIA's CUDA repository (its url and key_url, "
+            "docs/ansible.md)",
+        )
+    ]
