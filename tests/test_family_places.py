@@ -146,6 +146,20 @@ def partial_problems(the_site: Site) -> list[str]:
             f"clustergen_state_partial_families in {CONVERGE_VARS} names {family}, "
             "which no role installs (rendered_files_family)"
         )
+    # The driver role asserts that the plan (its tasks_from plan.yml, a play of its own
+    # before the roll-out) ran on the node: a play that runs it for a family's files
+    # needs the plan's play to take that family's nodes too.
+    plans = [p for p in the_site.plays if "nvidia_driver" in p.roles and not p.runs]
+    planned = frozenset().union(*(p.families for p in plans)) if plans else frozenset()
+    for play in the_site.plays:
+        if "nvidia_driver" in play.runs:
+            for family in sorted(play.families - planned):
+                problems.append(
+                    f"play {play.name!r} of site.yml runs role nvidia_driver for family "
+                    f"{family}'s files, but the driver plan's play does not take "
+                    f"groups['{_FAMILY_GROUP}{family}']: the role's check that the plan ran "
+                    "would fail the node"
+                )
     for play in the_site.plays:
         for family in sorted(play.families - the_site.partial):
             problems.append(
@@ -453,8 +467,16 @@ def test_every_play_of_a_partial_family_takes_its_nodes() -> None:
             "  - host_network\n  - toy_health\n",
             "names toy_health, which no role installs",
         ),
+        (
+            "site.yml",
+            " + (groups['clustergen_family_nccl'] | default([]))) | list }}\"\n  become: true\n"
+            "  gather_facts: false\n  tasks:\n    - name: Plan the driver roll-out",
+            ') | list }}"\n  become: true\n  gather_facts: false\n  tasks:\n'
+            "    - name: Plan the driver roll-out",
+            "runs role nvidia_driver for family nccl's files, but the driver plan's play",
+        ),
     ],
-    ids=["play-without-family", "family-not-partial", "family-not-installed"],
+    ids=["play-without-family", "family-not-partial", "family-not-installed", "driver-plan"],
 )
 def test_a_partial_converge_that_would_skip_a_play_is_named(
     tmp_path: Path, path: str, old: str, new: str, named: str
