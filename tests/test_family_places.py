@@ -418,8 +418,8 @@ def _site_copy(tmp_path: Path, path: str, old: str, new: str) -> Site:
         ),
         (
             "site.yml",
-            "hosts: \"{{ groups['slurm'] | default([]) | select(",
-            "hosts: \"{{ groups['slurm_controller'] | default([]) | select(",
+            "    {{ groups['slurm'] | default([])\n       | select(",
+            "    {{ groups['slurm_controller'] | default([])\n       | select(",
             "no play of site.yml runs role slurm on gpu",
         ),
     ],
@@ -448,9 +448,10 @@ def test_every_play_of_a_partial_family_takes_its_nodes() -> None:
     [
         (
             "site.yml",
-            " + (groups['clustergen_family_slurm'] | default([]))) | list }}\"\n  become: true\n"
-            "  gather_facts: false\n  roles:\n    - role: munge",
-            ') | list }}"\n  become: true\n  gather_facts: false\n  roles:\n    - role: munge',
+            "\n                      + (groups['clustergen_family_slurm'] | default([])))\n"
+            "       | list }}\n  become: true\n  gather_facts: false\n  roles:\n    - role: munge",
+            ")\n       | list }}\n  become: true\n  gather_facts: false\n  roles:\n"
+            "    - role: munge",
             "play 'Slurm' of site.yml runs role slurm, which installs family slurm, but its "
             "hosts do not take groups['clustergen_family_slurm']",
         ),
@@ -469,9 +470,10 @@ def test_every_play_of_a_partial_family_takes_its_nodes() -> None:
         ),
         (
             "site.yml",
-            " + (groups['clustergen_family_nccl'] | default([]))) | list }}\"\n  become: true\n"
-            "  gather_facts: false\n  tasks:\n    - name: Plan the driver roll-out",
-            ') | list }}"\n  become: true\n  gather_facts: false\n  tasks:\n'
+            "\n                      + (groups['clustergen_family_nccl'] | default([])))\n"
+            "       | list }}\n  become: true\n  gather_facts: false\n  tasks:\n"
+            "    - name: Plan the driver roll-out",
+            ")\n       | list }}\n  become: true\n  gather_facts: false\n  tasks:\n"
             "    - name: Plan the driver roll-out",
             "runs role nvidia_driver for family nccl's files, but the driver plan's play",
         ),

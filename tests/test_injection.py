@@ -596,7 +596,7 @@ def _leads_where_it_reads(path: str) -> bool:
 
 
 # Digests of rendered files (group_vars' sha256 and the release) change with any value.
-DIGEST_KEYS = ("sha256", "clustergen_release")
+DIGEST_KEYS = ("sha256", "clustergen_release", "clustergen_release_base")
 
 
 def _without_digests(node: Any) -> Any:
