@@ -45,8 +45,9 @@ def test_json_is_in_the_text_order(cli) -> None:  # type: ignore[no-untyped-def]
 
 def test_valid_spec_is_an_empty_array(cli) -> None:  # type: ignore[no-untyped-def]
     # Its warnings (no GPU topology table, Slurm 24.11 past its end of support, SchedMD's
-    # packages from no named repository, no nccl-tests release to build, no PMIx for it)
-    # are ignored: nothing else is left.
+    # packages from no named repository, no nccl-tests release to build, no PMIx for it,
+    # no NVIDIA repository, an HCA without an address, host QoS without mlnx_qos) are
+    # ignored: nothing else is left.
     spec = str(EXAMPLES / "edge-roce-2node.yaml")
     ignored = [
         *("--ignore", "hardware.topology-missing"),
@@ -54,6 +55,9 @@ def test_valid_spec_is_an_empty_array(cli) -> None:  # type: ignore[no-untyped-d
         *("--ignore", "nccl.tests-without-pmix"),
         *("--ignore", "software.slurm-end-of-support"),
         *("--ignore", "software.slurm-schedmd-without-repository"),
+        *("--ignore", "software.nvidia-repository-missing"),
+        *("--ignore", "network.roce-hca-without-address"),
+        *("--ignore", "rdma.roce-qos-without-mlnx-qos"),
     ]
     result = cli("validate", "--format", "json", *ignored, spec)
     assert (result.code, json.loads(result.out), result.err) == (0, [], "")
@@ -66,6 +70,7 @@ def test_render_prints_problems_as_json(cli, tmp_path: Path) -> None:  # type: i
     assert [r["code"] for r in json.loads(result.out)] == [
         "nccl.tests-not-built",
         "software.driver-below-cuda-minimum",
+        "software.nvidia-repository-missing",
         "software.slurm-end-of-support",
         "software.slurm-schedmd-without-repository",
         "network.subnet-manager-unset",

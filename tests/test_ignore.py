@@ -17,7 +17,8 @@ def test_ignore_leaves_out_that_warning_only(cli) -> None:  # type: ignore[no-un
     assert "[network.subnet-manager-unset]" in result.err
     assert "[nccl.tests-not-built]" in result.err
     assert "[nccl.tests-without-pmix]" in result.err
-    assert result.err.endswith(": 1 error(s), 6 warning(s)\n")
+    assert "[software.nvidia-repository-missing]" in result.err
+    assert result.err.endswith(": 1 error(s), 7 warning(s)\n")
 
 
 def test_ignore_is_repeatable_and_applies_to_render(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -84,7 +84,7 @@ CHECKS: tuple[Check, ...] = (
     _check(platform.check, "software"),
     _check(software.gpus, "software", "hardware"),
     _check(software.repository_architectures, "software", "hardware", "nodes"),
-    _check(software.nvidia_repository, "software", "hardware", "nodes"),
+    _check(software.nvidia_repository_listed, "software", "hardware", "nodes"),
     _check(slurm.nodes, "slurm", "cluster", "hardware", "nodes"),
     _check(slurm.options, "slurm", "software"),
     _check(trusted_paths.paths, "slurm", "software", "hardware"),

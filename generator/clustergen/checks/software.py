@@ -484,7 +484,7 @@ def repository_architectures(cluster: ResolvedCluster) -> list[Problem]:
     return problems
 
 
-def nvidia_repository(cluster: ResolvedCluster) -> list[Problem]:
+def nvidia_repository_listed(cluster: ResolvedCluster) -> list[Problem]:
     """GPU nodes pin NVIDIA's packages (the driver's -0ubuntu1 / .el builds, cuda-toolkit-X-Y,
     libnccl2's +cudaX.Y builds, datacenter-gpu-manager-4), which NVIDIA's CUDA repository
     for the OS serves and no distribution archive does: with none of software.repositories

@@ -59,19 +59,21 @@ IMEX_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-imex.conf"
 SSHD_USEPAM_DROPIN = "/etc/ssh/sshd_config.d/00-clustergen-usepam.conf"
 
 
-def _imex_dropin(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
-    """slurmd's start after the driver on the compute trays of NVLink domains, where
+def _slurmd_dropins(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
+    """slurmd's locked-memory limit, which job steps keep (PropagateResourceLimitsExcept);
+    and its start after the driver on the compute trays of NVLink domains, where
     switch/nvidia_imex starts IMEX per job (it checks for the channel device once)."""
+    text = render_template(env, "slurm/slurmd-memlock.conf.j2", cluster)
+    install = Install(MEMLOCK_DROPIN, "compute", RESTART_SLURMD)
+    dropins = [Artifact("slurm/slurmd-memlock.conf", text, install=install)]
     start = imex_start(cluster)
-    if start is None or start.mode != "switch":
-        return []
     trays = cluster.members.get(NVLINK_GROUP, frozenset())
     hosts = tuple(host.name for host in cluster.compute if host.name in trays)
-    if not hosts:
-        return []
-    text = render_template(env, "slurm/slurmd-imex.conf.j2", cluster)
-    install = Install(IMEX_DROPIN, "compute", RESTART_SLURMD, hosts=hosts)
-    return [Artifact("slurm/slurmd-imex.conf", text, install=install)]
+    if start is not None and start.mode == "switch" and hosts:
+        text = render_template(env, "slurm/slurmd-imex.conf.j2", cluster)
+        install = Install(IMEX_DROPIN, "compute", RESTART_SLURMD, hosts=hosts)
+        dropins.append(Artifact("slurm/slurmd-imex.conf", text, install=install))
+    return dropins
 
 
 def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
@@ -98,11 +100,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         )
         install = Install(f"{SLURM_ETC}/{name}", group, change)
         artifacts.append(Artifact(f"slurm/{name}", text, install=install))
-    # slurmd's locked-memory limit, which job steps keep (PropagateResourceLimitsExcept).
-    text = render_template(env, "slurm/slurmd-memlock.conf.j2", cluster)
-    install = Install(MEMLOCK_DROPIN, "compute", RESTART_SLURMD)
-    artifacts.append(Artifact("slurm/slurmd-memlock.conf", text, install=install))
-    artifacts += _imex_dropin(cluster, env)
+    artifacts += _slurmd_dropins(cluster, env)
     if slurm.gres:
         artifacts.append(conf("gres.conf", RESTART_SLURMD))
     if slurm.job_container is not None:
