@@ -62,7 +62,10 @@ def test_reference_pins_apt() -> None:
         "nvidia-compute-utils-550",
         "nvidia-dkms-550",
     } <= set(pins["nvidia_driver"])
-    assert all(name.endswith("-550") for name in pins["nvidia_driver"])
+    assert all("-550" in name for name in pins["nvidia_driver"])
+    # The siblings the set pulls in: the GSP firmware of this exact driver (a package per
+    # version, which nvidia-kernel-common depends on) and libnvidia-common, held with it.
+    assert {"nvidia-firmware-550-550.90.07", "libnvidia-common-550"} <= set(pins["nvidia_driver"])
     assert pins["fabric_manager"] == {"nvidia-fabricmanager-550": "550.90.07-1"}
     assert pins["cuda"] == {"cuda-toolkit-12-4": "12.4.1-1"}
     assert pins["nccl"] == {"libnccl-dev": "2.21.5-1+cuda12.4", "libnccl2": "2.21.5-1+cuda12.4"}
@@ -113,6 +116,38 @@ def test_driver_branch_packages(family: str, branch: int, expected: set[str]) ->
     assert len(names) == len(set(names))
     if family == "apt" and branch >= 590:
         assert not any(str(branch) in name for name in names)
+
+
+@pytest.mark.parametrize(
+    ("branch", "expected"),
+    [
+        (570, {"nvidia-driver-cuda", "nvidia-kernel-open-dkms", "firmware-nvidia-gsp"}),
+        (580, {"nvidia-driver-cuda", "nvidia-kernel-open-dkms", "nvidia-persistenced"}),
+        # Before 560 no compute-only form: the whole driver, and what it only recommends.
+        (550, {"nvidia-driver", "nvidia-kernel-dkms", "nvidia-smi", "libcuda1"}),
+    ],
+)
+@pytest.mark.parametrize("os", ["debian-12", "debian-13"])
+def test_debian_driver_packages_are_debians_names(os: str, branch: int, expected: set[str]) -> None:
+    """NVIDIA's debian12/13 repositories name the driver as Debian does (the driver
+    installation guide's Debian chapter): Ubuntu's branch-suffixed names do not exist there."""
+    names = driver_branch_packages("apt", branch, os, f"{branch}.10.01")
+    assert expected <= set(names)
+    assert not [name for name in names if "headless" in name or str(branch) in name]
+
+
+def test_debian_gpu_nodes_pin_nvidias_debian_revision() -> None:
+    spec = spec_with("edge-roce-2node", os="debian-12", slurm="22.05.8")
+    driver = resolve(spec, "spec.yaml").pins.by_concern["nvidia_driver"]
+    assert driver == dict.fromkeys(
+        [
+            "firmware-nvidia-gsp",
+            "nvidia-driver-cuda",
+            "nvidia-kernel-open-dkms",
+            "nvidia-persistenced",
+        ],
+        "570.133.20-1",
+    )
 
 
 # The display side of the driver: an X server driver, OpenGL/Vulkan, frame-buffer capture

@@ -316,9 +316,10 @@ def daemon_packages(base: Path, scratch: Path) -> Path:
 
 # The package that carries nvidia-smi and the driver's services, in the order tried:
 # the package of that name if the lock pins it, else the driver's meta package, else
-# nvidia-utils (which ships nvidia-smi; a compute-only set from 590 has no meta package).
+# nvidia-utils (which ships nvidia-smi; a compute-only set from 590 has no meta package);
+# on Debian, NVIDIA's nvidia-driver-cuda.
 _DRIVER_META = re.compile(
-    r"^(cuda-drivers|nvidia-open|nvidia-driver|nvidia-headless|nvidia-utils)(-\d+)?(-open)?$"
+    r"^(cuda-drivers|nvidia-open|nvidia-driver|nvidia-headless|nvidia-utils)(-\d+)?(-open|-cuda)?$"
 )
 _SERVICES = (
     ("nvidia-persistenced", re.compile(r"^nvidia-persistenced$")),

@@ -10,8 +10,12 @@ Sources (as recorded in shared/reference/domain-facts.md):
 - CUDA toolkit: `cuda-toolkit-<major>-<minor>` at `<cuda>-1`.
 - Drivers [doc, 2nd]: the compute-only (headless) set of the branch from NVIDIA's CUDA
   repository (`nvidia-headless-<branch>` and its libraries on apt, at `<driver>-0ubuntu1`
-  on Ubuntu; `nvidia-driver-cuda` and its libraries on EL from 560). Every package of the
-  set is pinned (driver_branch_packages); EL driver RPMs carry Epoch 3. Fabric manager [2nd]:
+  on Ubuntu, with its GSP firmware and libnvidia-common; Debian's names on Debian:
+  `nvidia-driver-cuda`, `nvidia-kernel-open-dkms`, `firmware-nvidia-gsp` at `<driver>-1`;
+  `nvidia-driver-cuda` and its libraries on EL from 560). Every package of the set is
+  pinned (driver_branch_packages), and on apt one preferences record holds every other
+  package of the driver's build at its version (driver_sibling_pins); EL driver RPMs carry
+  Epoch 3. Fabric manager [2nd]:
   `nvidia-fabricmanager-<branch>` (apt) / `nvidia-fabric-manager` (dnf), version equal
   to the driver.
 - DCGM: `datacenter-gpu-manager` for 3.x, `datacenter-gpu-manager-4-*` for 4.x; the
@@ -239,10 +243,31 @@ _DNF_DRIVER_COMPUTE_ONLY: tuple[str, ...] = (
     "nvidia-persistenced",
 )
 _DNF_DRIVER_DESKTOP: tuple[str, ...] = ("nvidia-driver", "nvidia-driver-libs")
+# Debian [doc: NVIDIA Driver Installation Guide, "Debian", compute-only system: `apt install
+# nvidia-driver-cuda nvidia-kernel-open-dkms` (`nvidia-kernel-dkms` for the proprietary
+# modules)]: NVIDIA's debian12 and debian13 repositories name the driver as Debian's own
+# packaging does (packages.debian.org, source nvidia-graphics-drivers), not as Ubuntu's:
+# no branch in the names and no `nvidia-headless-*`. The kernel module's package depends
+# on the GSP firmware of its exact version [src: packages.debian.org trixie/
+# nvidia-kernel-dkms 550.163.01-2: "dep: firmware-nvidia-gsp (= 550.163.01)"];
+# nvidia-persistenced ships the unit the role enables. Before 560 there is no compute-only
+# form: `nvidia-driver` in place of nvidia-driver-cuda.
+_DEBIAN_DRIVER_COMPUTE_ONLY: tuple[str, ...] = (
+    "firmware-nvidia-gsp",
+    "nvidia-driver-cuda",
+    "nvidia-persistenced",
+)
+# Ubuntu's siblings of the set, pinned and held with it [src: packages.ubuntu.com noble/
+# nvidia-kernel-common-580 580.159.03-0ubuntu0.24.04.1: "dep: nvidia-firmware-580-580.159.03";
+# the 590 renames in the driver installation guide's "Recent updates": libnvidia-common-580
+# becomes libnvidia-common]: the GSP firmware, one package per driver version (from branch
+# 525), and libnvidia-common (application profiles).
+_APT_DRIVER_FIRMWARE_FIRST = 525
 # The branch that first drops the branch suffix from apt package names.
 _UNSUFFIXED_BRANCH = 590
 _OPEN_MODULES_BRANCH = 570
-# The first branch with a compute-only installation on EL, and with kmod-nvidia-open-dkms.
+# The first branch with a compute-only installation (nvidia-driver-cuda) on EL and Debian,
+# and with kmod-nvidia-open-dkms.
 _EL_COMPUTE_ONLY_BRANCH = 560
 
 # The packaging revision of the per-branch driver packages in NVIDIA's CUDA repository for
@@ -254,16 +279,37 @@ _UBUNTU_DRIVER_REVISION = "0ubuntu1"
 _NVIDIA_REVISION = "1"
 
 
-def driver_branch_packages(family: PackageFamily, branch: int) -> tuple[str, ...]:
-    """The compute-only packages of one driver branch, the meta package first (if any)."""
+def driver_branch_packages(
+    family: PackageFamily, branch: int, os: str = "", driver: str = ""
+) -> tuple[str, ...]:
+    """The compute-only packages of one driver branch, the meta package first (if any).
+    On apt, `os` picks Debian's naming or Ubuntu's, and `driver` (the exact version) names
+    Ubuntu's per-version firmware package."""
     open_suffix = "-open" if branch >= _OPEN_MODULES_BRANCH else ""
+    if family == "apt" and os.startswith("debian-"):
+        module = "nvidia-kernel-open-dkms" if open_suffix else "nvidia-kernel-dkms"
+        names = {*_DEBIAN_DRIVER_COMPUTE_ONLY, module}
+        if branch < _EL_COMPUTE_ONLY_BRANCH:
+            # No compute-only form before 560: the whole driver (nvidia-driver), whose
+            # CUDA library and nvidia-smi Debian's packaging only recommends.
+            names = (names - {"nvidia-driver-cuda"}) | {"libcuda1", "nvidia-driver", "nvidia-smi"}
+        return tuple(sorted(names))
     if family == "apt":
         if branch >= _UNSUFFIXED_BRANCH:
-            return tuple(n.format(b="", open=open_suffix) for n in _APT_DRIVER_COMPUTE_ONLY)
+            unsuffixed = [n.format(b="", open=open_suffix) for n in _APT_DRIVER_COMPUTE_ONLY]
+            return tuple(sorted((*unsuffixed, "libnvidia-common")))
         suffix = f"-{branch}"
+        siblings = [f"libnvidia-common{suffix}"]
+        if driver and branch >= _APT_DRIVER_FIRMWARE_FIRST:
+            siblings.append(f"nvidia-firmware{suffix}-{driver}")
         return (
             f"nvidia-headless-{branch}{open_suffix}",
-            *(n.format(b=suffix, open=open_suffix) for n in _APT_DRIVER_COMPUTE_ONLY),
+            *sorted(
+                (
+                    *(n.format(b=suffix, open=open_suffix) for n in _APT_DRIVER_COMPUTE_ONLY),
+                    *siblings,
+                )
+            ),
         )
     # EL: the user space and its kernel module, pinned directly (module streams cannot
     # pin an exact driver).
@@ -277,7 +323,7 @@ def driver_branch_packages(family: PackageFamily, branch: int) -> tuple[str, ...
 
 def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
     driver = s.nvidia_driver
-    names = driver_branch_packages(family, _branch(driver))
+    names = driver_branch_packages(family, _branch(driver), s.os, driver)
     if family == "dnf":
         version = f"{_NVIDIA_RPM_EPOCH}:{driver}-1{_el_dist(s)}"
     elif s.os.startswith("ubuntu-"):
@@ -285,6 +331,25 @@ def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
     else:
         version = f"{driver}-{_NVIDIA_REVISION}"
     return dict.fromkeys(names, version)
+
+
+# Every other binary package of the driver's build, whatever its name (a sibling pulled
+# in by a dependency: libnvidia-gl-*, libcuda1, libnvidia-ml1 on Debian, a renamed
+# firmware package), is held at the driver's version by one apt preferences record
+# [man: apt_preferences(5), "Matching packages in the Package field": a glob or a
+# /regular expression/ per name; a version pin raises only the versions it matches].
+# NVIDIA's other packages (container toolkit, DCGM, NCCL) carry versions of their own and
+# are untouched by it.
+# Debian's binaries of nvidia-graphics-drivers without "nvidia" in their names are listed.
+DRIVER_SIBLING_NAMES = "/nvidia/ libcuda1 libcudadebugger1 libnvcuvid1 libnvoptix1"
+
+
+def driver_sibling_pins(s: Software) -> list[dict[str, str]]:
+    """The apt preferences records that hold every package of the driver's build at the
+    driver's version (none on dnf, where the compute-only set is the whole branch)."""
+    if OS_PACKAGE_FAMILY[s.os] != "apt":
+        return []
+    return [{"packages": DRIVER_SIBLING_NAMES, "version": f"{s.nvidia_driver}-*"}]
 
 
 # NVIDIA's NVLink Subnet Manager, beside the fabric manager on fourth-generation NVSwitch

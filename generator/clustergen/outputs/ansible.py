@@ -45,6 +45,7 @@ from clustergen.catalog.packages import (
     NVLINK_GROUP,
     RDMA_GROUP,
     Pins,
+    driver_sibling_pins,
     hardware_group,
 )
 from clustergen.catalog.versions import parse_version
@@ -514,6 +515,14 @@ def all_group_vars(cluster: ResolvedCluster) -> list[GroupVars]:
                 start.always_on,
             )
         )
+    variables.setdefault(GPU_GROUP, []).append(
+        Variable(
+            "nvidia_driver_siblings",
+            "apt preferences records that hold every other package of the driver's build "
+            "(those its packages pull in) at the driver's version (none on dnf)",
+            driver_sibling_pins(software),
+        )
+    )
     variables.setdefault(GPU_GROUP, []).extend(_nccl_tests_vars(cluster))
     rdma = software.rdma
     variables.setdefault(RDMA_GROUP, []).append(
