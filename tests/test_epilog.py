@@ -83,6 +83,9 @@ if state["hangs"]:
 if state["fails"]:
     print(state["fails"])
     sys.exit(9)
+if args == ["-q"]:
+    print(state["q"])
+    sys.exit(0)
 query = next(a for a in args if a.startswith("--query-gpu="))[len("--query-gpu="):]
 for gpu in state["gpus"]:
     missing = [f for f in query.split(",") if f not in gpu]
@@ -120,6 +123,32 @@ class Node:
     journalctl_fails: bool = False
     ports: dict[str, tuple[str, str]] = field(default_factory=rails)
     fabric_manager_active: bool = True
+    # Each GPU's NVLink fabric (State, Status) as `nvidia-smi -q` shows them.
+    fabric: list[tuple[str, str]] = field(default_factory=list)
+    imex_active: bool = True
+
+
+def smi_q(fabric: list[tuple[str, str]]) -> str:
+    """`nvidia-smi -q` as a GB200 tray prints it, the sections the Epilog does not read
+    shortened: a header per GPU, 4-space sections, 8-space fields, deeper subsections."""
+    lines = ["==============NVSMI LOG==============", "", "Driver Version : 570.133.20", ""]
+    for index, (state, status) in enumerate(fabric):
+        lines += [
+            f"GPU 00000009:0{index}:00.0",
+            "    Product Name                          : NVIDIA GB200",
+            "    Fabric",
+            f"        State                             : {state}",
+            f"        Status                            : {status}",
+            "        CliqueId                          : 32766",
+            "        ClusterUUID                       : 2a1f4b6e-0000-0000-0000-000000000001",
+            "        Health",
+            "            Bandwidth                     : Full",
+            "            State                         : Degraded in a subsection",
+            "    Temperature",
+            "        State                             : not the fabric's",
+            "",
+        ]
+    return "\n".join(lines)
 
 
 @dataclass
@@ -171,7 +200,14 @@ def run_epilog(
     smi.write_text(f"#!{sys.executable}\n" + FAKE_SMI)
     smi.chmod(0o755)
     (bin_dir / "nvidia-smi.json").write_text(
-        json.dumps({"gpus": state.gpus, "hangs": state.smi_hangs, "fails": state.smi_fails})
+        json.dumps(
+            {
+                "gpus": state.gpus,
+                "hangs": state.smi_hangs,
+                "fails": state.smi_fails,
+                "q": smi_q(state.fabric),
+            }
+        )
     )
     journal_fail = (
         'echo "Failed to seek to cursor: Invalid argument" >&2; exit 1'
@@ -181,6 +217,7 @@ def run_epilog(
     stubs = {
         "journalctl": FAKE_JOURNALCTL.format(dir=tmp_path, fail=journal_fail),
         "systemctl": f'printf "%s\\n" "$*" >> "{tmp_path}/systemctl.calls"\n'
+        + f'case "$*" in *nvidia-imex*) exit {0 if state.imex_active else 3} ;; esac\n'
         + f"exit {0 if state.fabric_manager_active else 3}\n",
         "scontrol": f'printf "%s\\n" "$*" >> "{tmp_path}/scontrol.calls"\n',
         "logger": f'printf "%s\\n" "$*" >> "{tmp_path}/logger.calls"\n',
@@ -448,8 +485,14 @@ def test_each_profile_checks_its_own_compute_hcas(tmp_path: Path) -> None:
     # mixed-fleet: hgx-h100 has a topology table with a storage HCA (mlx5_8) that is
     # not a rail; dgx-a100 uses four dual-port HCAs on port 1.
     text = render_epilog(DATA / "mixed-fleet.yaml")
-    assert "hgx-h100) gpus=8; fabric_manager=1; rails=(mlx5_0:1 mlx5_1:1" in text
-    assert "dgx-a100) gpus=8; fabric_manager=1; rails=(mlx5_0:1 mlx5_2:1 mlx5_6:1 mlx5_8:1)" in text
+    assert (
+        "hgx-h100) gpus=8; fabric_manager=1; nvlink_fabric=0; imex=0; rails=(mlx5_0:1 mlx5_1:1"
+        in text
+    )
+    assert (
+        "dgx-a100) gpus=8; fabric_manager=1; nvlink_fabric=0; imex=0; "
+        "rails=(mlx5_0:1 mlx5_2:1 mlx5_6:1 mlx5_8:1)"
+    ) in text
     hgx = run_epilog(text, tmp_path / "hgx", "gpu01", Node(ports=rails(count=8)))
     assert hgx.drains == []
     dgx_ports = {f"mlx5_{i}": ("4: ACTIVE", HDR) for i in (0, 2, 6)}
@@ -484,6 +527,87 @@ def test_fabric_manager_is_not_asked_without_nvswitch(tmp_path: Path) -> None:
     run = run_epilog(text, run_dir, "lab2", state)
     assert run.drains == []
     assert run.systemctl_args == []
+
+
+@pytest.fixture(scope="module")
+def gb200_epilog() -> str:
+    return render_epilog(EXAMPLES / "gb200-nvl72-4rack.yaml")
+
+
+def gb200_tray(**changes: object) -> Node:
+    """A healthy GB200 tray: 4 GPUs in the NVLink fabric, 4 compute HCAs at NDR."""
+    healthy: dict[str, object] = {
+        "gpus": gpus(count=4),
+        "ports": rails(count=4, rate="400 Gb/sec (4X NDR)"),
+        "fabric": [("Completed", "Success")] * 4,
+    }
+    return Node(**{**healthy, **changes})  # type: ignore[arg-type]
+
+
+def test_a_healthy_nvl72_tray_is_left_alone(gb200_epilog: str, tmp_path: Path) -> None:
+    run = run_epilog(gb200_epilog, tmp_path, "gb005", gb200_tray())
+    assert run.drains == [], run.logged
+    # The query, then `nvidia-smi -q` for the fabric; IMEX runs from boot (switch mode).
+    assert [args.split()[0] for args in run.smi_args] == [
+        "--query-gpu=index,ecc.errors.uncorrected.volatile.total,remapped_rows.pending,remapped_rows.failure,temperature.gpu",
+        "-q",
+    ]
+    assert run.systemctl_args == ["is-active --quiet nvidia-imex"]
+
+
+@pytest.mark.parametrize(
+    ("fabric", "reason"),
+    [
+        (
+            ("In Progress", "N/A"),
+            "GPU 00000009:02:00.0 is not in the NVLink fabric (state In Progress)",
+        ),
+        (
+            ("Not Started", "N/A"),
+            "GPU 00000009:02:00.0 is not in the NVLink fabric (state Not Started)",
+        ),
+        (
+            ("Completed", "Failure"),
+            "GPU 00000009:02:00.0 failed to join the NVLink fabric (Failure)",
+        ),
+    ],
+)
+def test_a_gpu_out_of_the_nvlink_fabric_drains_the_tray(
+    gb200_epilog: str, tmp_path: Path, fabric: tuple[str, str], reason: str
+) -> None:
+    states = [("Completed", "Success")] * 4
+    states[2] = fabric
+    run = run_epilog(gb200_epilog, tmp_path, "gb040", gb200_tray(fabric=states))
+    assert run.drains == drain("gb040", reason)
+
+
+def test_a_gpu_that_reports_no_registration_is_not_judged(
+    gb200_epilog: str, tmp_path: Path
+) -> None:
+    run = run_epilog(gb200_epilog, tmp_path, "gb001", gb200_tray(fabric=[("N/A", "N/A")] * 4))
+    assert run.drains == []
+
+
+def test_a_stopped_imex_drains_the_tray(gb200_epilog: str, tmp_path: Path) -> None:
+    run = run_epilog(gb200_epilog, tmp_path, "gb072", gb200_tray(imex_active=False))
+    assert run.drains == drain("gb072", "nvidia-imex is not active")
+
+
+def test_imex_started_per_job_is_not_asked_after_it(tmp_path: Path) -> None:
+    """In prolog mode (Slurm before 24.05.2) the IMEX Epilog stops the daemon after each
+    job, beside this one: it is not judged, the fabric still is."""
+    spec = tmp_path / "gb200.yaml"
+    text = (EXAMPLES / "gb200-nvl72-4rack.yaml").read_text()
+    spec.write_text(re.sub(r"(\n  slurm: )\S+", r"\g<1>24.05.1", text, count=1))
+    epilog = render_epilog(spec)
+    run_dir = tmp_path / "run"
+    run = run_epilog(epilog, run_dir, "gb010", gb200_tray(imex_active=False))
+    assert run.drains == [] and run.systemctl_args == []
+    states = [("Completed", "Success")] * 3 + [("In Progress", "N/A")]
+    run = run_epilog(epilog, run_dir, "gb010", gb200_tray(fabric=states))
+    assert run.drains == drain(
+        "gb010", "GPU 00000009:03:00.0 is not in the NVLink fabric (state In Progress)"
+    )
 
 
 def test_hot_gpu_is_logged_never_drained(epilog_text: str, tmp_path: Path) -> None:
@@ -578,12 +702,15 @@ def edge_without_gpus(tmp_path: Path) -> Path:
     return spec
 
 
-@pytest.mark.parametrize("variant", ["ml-training", "mixed-fleet", "roce", "no fabric", "no GPUs"])
+@pytest.mark.parametrize(
+    "variant", ["ml-training", "mixed-fleet", "gb200", "roce", "no fabric", "no GPUs"]
+)
 def test_shellcheck_is_clean(variant: str, tmp_path: Path) -> None:
     require("shellcheck")
     spec = {
         "ml-training": lambda: EXAMPLES / "ml-training-8node.yaml",
         "mixed-fleet": lambda: DATA / "mixed-fleet.yaml",
+        "gb200": lambda: EXAMPLES / "gb200-nvl72-4rack.yaml",
         "roce": lambda: edge_with_epilog(tmp_path),
         "no fabric": lambda: edge_without_fabric(tmp_path),
         "no GPUs": lambda: edge_without_gpus(tmp_path),

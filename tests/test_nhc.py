@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_epilog import FAKE_SMI, XID_79, gpus
+from test_epilog import FAKE_SMI, XID_79, gpus, smi_q
 
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, accepted_keys
 from clustergen.render import render_all
@@ -221,6 +221,34 @@ def test_gpu_check_passes_and_fails_as_the_epilog(ml: dict[str, str], tmp_path: 
     assert (tmp_path / "journalctl.calls").read_text().splitlines()[0] == (
         "-k -b -q -o cat --no-pager"
     )
+
+
+def test_nvl72_trays_check_the_nvlink_fabric_and_imex(tmp_path: Path) -> None:
+    """The trays of NVLink domains: every GPU in the NVLink fabric (the Epilog's check,
+    one template), and nvidia-imex running where it runs from boot; not in prolog mode."""
+    data = with_nhc(example_data("gb200-nvl72-4rack"))
+    files = rendered(data)
+    lines = checks(files["nhc/nhc.conf"])
+    assert [line for line in lines if "check_clustergen_gpu" in line] == [
+        "{gb[001-072]} || check_clustergen_gpu 4 nvlink"
+    ]
+    assert "{gb[001-072]} || check_ps_service -u root -d nvidia-imex nvidia-imex" in lines
+    script = files["nhc/clustergen_gpu.nhc"]
+    ok = "NVRM: loading NVIDIA UNIX aarch64 Kernel Module\n"
+    fabric = [("Completed", "Success")] * 3 + [("Not Started", "N/A")]
+    state = {**_smi(4), "q": smi_q(fabric)}
+    assert run_check(tmp_path, script, "check_clustergen_gpu 4", state, ok) == "status=0\n"
+    assert run_check(tmp_path, script, "check_clustergen_gpu 4 nvlink", state, ok) == (
+        "check_clustergen_gpu: GPU 00000009:03:00.0 is not in the NVLink fabric "
+        "(state Not Started)\nstatus=1\n"
+    )
+    healthy = {**_smi(4), "q": smi_q([("Completed", "Success")] * 4)}
+    assert run_check(tmp_path, script, "check_clustergen_gpu 4 nvlink", healthy, ok) == (
+        "status=0\n"
+    )
+    data["software"]["slurm"] = "24.05.1"
+    prolog = checks(rendered(data)["nhc/nhc.conf"])
+    assert not [line for line in prolog if "nvidia-imex" in line]
 
 
 def test_dcgm_check_reads_the_overall_health(ml: dict[str, str], tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange
 from clustergen.catalog.gpus import gpu_model, profile_cpu_arch
 from clustergen.catalog.xids import DRAIN_XIDS
 from clustergen.hosts import Host
+from clustergen.imex_mode import IMEX_SERVICE, imex_start
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import HealthCheck
@@ -48,16 +49,21 @@ NHC_TIMEOUT_S = 50
 
 @dataclass(frozen=True)
 class GpuTimeouts:
-    """Seconds the GPU check gives each command inside NHC's 50 s: one nvidia-smi call,
-    then journalctl and at most one logger call."""
+    """Seconds the GPU check gives each command inside NHC's 50 s: the nvidia-smi query
+    (and `nvidia-smi -q` on the trays of NVLink domains), then journalctl and at most one
+    logger call."""
 
-    smi_s: int = 20
+    smi_s: int = 12
     call_s: int = 5
     kill_after_s: int = 2
+    smi_calls: int = 2
+    other_calls: int = 3
 
     @property
     def worst_case_s(self) -> int:
-        return self.smi_s + 3 * self.call_s + 4 * self.kill_after_s
+        return self.smi_calls * (self.smi_s + self.kill_after_s) + self.other_calls * (
+            self.call_s + self.kill_after_s
+        )
 
 
 GPU_TIMEOUTS = GpuTimeouts()
@@ -132,7 +138,8 @@ def _profile_lines(cluster: ResolvedCluster, hosts: list[Host]) -> list[CheckLin
             for hca, port in profile.compute_hcas()
         ]
     if profile.gpu is not None:
-        lines.append(CheckLine(where, f"check_clustergen_gpu {profile.gpu.count}"))
+        nvlink = " nvlink" if profile.gpu.nvlink_domain is not None else ""
+        lines.append(CheckLine(where, f"check_clustergen_gpu {profile.gpu.count}{nvlink}"))
         if cluster.spec.software.dcgm is not None:
             lines.append(CheckLine(where, "check_clustergen_dcgm"))
     return lines
@@ -159,6 +166,13 @@ def _service_lines(cluster: ResolvedCluster) -> list[CheckLine]:
     if gpu and software.dcgm is not None:
         lines.append(
             CheckLine(target(gpu), "check_ps_service -u root -d nv-hostengine nvidia-dcgm")
+        )
+    start = imex_start(cluster)
+    trays = [h.name for h in compute if h.hardware.gpu and h.hardware.gpu.nvlink_domain]
+    if trays and start is not None and start.always_on:
+        # IMEX from boot (slurm.imex switch or global); in prolog mode each job starts it.
+        lines.append(
+            CheckLine(target(trays), f"check_ps_service -u root -d {IMEX_SERVICE} {IMEX_SERVICE}")
         )
     return lines
 

@@ -153,19 +153,25 @@ class EpilogProfile:
     gpu_count: int
     fabric_manager: bool  # NVSwitch nodes run nvidia-fabricmanager (software.fabric_manager)
     rails: list[str]  # "HCA:port" of each compute HCA, ACTIVE at the fabric's link rate
+    nvlink_fabric: bool = False  # trays of an NVLink domain: every GPU in the NVLink fabric
+    imex: bool = False  # ... and nvidia-imex active, where it runs from boot (switch, global)
 
 
 @dataclass(frozen=True)
 class EpilogTimeouts:
     """Seconds the health Epilog gives each command before `timeout` ends it."""
 
-    smi_s: int = 30  # each nvidia-smi call
+    # Each nvidia-smi call: it answers in about a second on a healthy node, and one that
+    # takes 20 s is itself a fault (the node drains with "did not answer").
+    smi_s: int = 20
     call_s: int = 10  # journalctl, grep, rm, systemctl, logger, scontrol, hostname
     kill_after_s: int = 5  # SIGKILL this long after SIGTERM
-    smi_calls: int = 1
-    # hostname, journalctl, grep (the HCA ports), systemctl, two logger calls, scontrol;
-    # rm (the journal cursor) runs only after journalctl failed fast, not timed out
-    other_calls: int = 7
+    # The query, and `nvidia-smi -q` on the trays of NVLink domains (the fabric check).
+    smi_calls: int = 2
+    # hostname, journalctl, grep (the HCA ports), systemctl for the fabric manager and for
+    # IMEX, two logger calls, scontrol; rm (the journal cursor) runs only after journalctl
+    # failed fast, not timed out
+    other_calls: int = 8
 
     @property
     def worst_case_s(self) -> int:
@@ -265,7 +271,7 @@ def derive_slurm(cluster: ResolvedCluster) -> SlurmContext:
         slurmdbd=_slurmdbd(spec) if accounting else None,
         password_variable=accounting.database.password_variable if accounting else None,
         epilog_checks=_epilog_checks(compute) if epilog else None,
-        epilog_profiles=_epilog_profiles(spec, compute) if epilog else [],
+        epilog_profiles=_epilog_profiles(cluster) if epilog else [],
         link_gbits=LINK_GBITS[spec.network.fabric.rate] if spec.network.fabric else None,
         drain_xids=DRAIN_XIDS,
         max_gpu_temp_c=health.max_gpu_temp_c if health else 0,
@@ -940,18 +946,22 @@ def _epilog_checks(compute: Sequence[Host]) -> list[GpuNodeCheck]:
     return checks
 
 
-def _epilog_profiles(spec: Spec, compute: Sequence[Host]) -> list[EpilogProfile]:
+def _epilog_profiles(cluster: ResolvedCluster) -> list[EpilogProfile]:
     """Each hardware profile of the GPU compute nodes, in the order the nodes list them."""
+    spec = cluster.spec
     fabric = spec.network.fabric
+    start = imex_start(cluster)
     profiles: dict[str, EpilogProfile] = {}
-    for host in compute:
+    for host in cluster.compute:
         gpu = host.hardware.gpu
         if gpu is None or host.hardware_name in profiles:
             continue
         rails = [f"{hca}:{port}" for hca, port in host.hardware.compute_hcas()] if fabric else []
         fabric_manager = gpu.nvswitch and spec.software.fabric_manager is not None
+        nvlink = gpu.nvlink_domain is not None
+        imex = nvlink and start is not None and start.always_on
         profiles[host.hardware_name] = EpilogProfile(
-            host.hardware_name, gpu.count, fabric_manager, rails
+            host.hardware_name, gpu.count, fabric_manager, rails, nvlink, imex
         )
     return list(profiles.values())
 

@@ -7,8 +7,10 @@
 # has uncorrectable ECC errors since the driver loaded (volatile counter) or a
 # pending or failed row remap; the kernel logged none of the Xids below since the
 # previous check; each compute HCA port is ACTIVE at the fabric's link rate; where
-# the profile runs the fabric manager, it is active. A node that fails is drained
-# with the reasons (never set DOWN), so an admin sees why in `sinfo -R`.
+# the profile runs the fabric manager, it is active; on the trays of NVLink domains every
+# GPU is in the NVLink fabric and, where IMEX runs from boot, nvidia-imex is active.
+# A node that fails is drained with the reasons (never set DOWN), so an admin sees
+# why in `sinfo -R`.
 # Temperature is only logged: right after a job a GPU is at its hottest, so
 # draining on it would be a false alarm.
 #
@@ -17,7 +19,7 @@
 # failing Epilog drains the node without saying why.
 set -uo pipefail
 
-readonly SMI_TIMEOUT_S=30
+readonly SMI_TIMEOUT_S=20
 readonly CALL_TIMEOUT_S=10
 readonly KILL_AFTER_S=5
 readonly MAX_GPU_TEMP_C=85
@@ -36,13 +38,16 @@ node_profile() {
 }
 
 # What a node of the profile must show: its GPU count, whether it runs the fabric
-# manager, and its compute HCA ports (HCA:port).
+# manager, whether its GPUs join an NVLink domain's fabric and whether IMEX runs from
+# boot, and its compute HCA ports (HCA:port).
 gpus=0
 fabric_manager=0
+nvlink_fabric=0
+imex=0
 rails=()
 use_profile() {
     case "$1" in
-        gb200-tray) gpus=4; fabric_manager=0; rails=(mlx5_0:1 mlx5_1:1 mlx5_2:1 mlx5_3:1) ;;
+        gb200-tray) gpus=4; fabric_manager=0; nvlink_fabric=1; imex=1; rails=(mlx5_0:1 mlx5_1:1 mlx5_2:1 mlx5_3:1) ;;
     esac
 }
 
@@ -130,6 +135,60 @@ check_gpus() {
     if (( ${#hot[@]} > 0 )); then
         call logger -t clustergen-epilog \
             "${node}: above ${MAX_GPU_TEMP_C}C at job end (not drained): ${hot[*]}" || true
+    fi
+}
+
+# Every GPU registered with the NVLink fabric of its domain (`nvidia-smi -q`, each GPU's
+# "Fabric" section: State Completed, Status Success; NVML's nvmlGpuFabricInfo_t: the
+# status counts once the state is complete). A GPU that left the fabric, or never
+# joined it, fails multi-node NVLink jobs while its local checks pass. A GPU that
+# reports no registration (N/A) is not judged.
+check_nvlink_fabric() {
+    local report status line gpu="" section=0 key order=()
+    local -A state=() result=()
+    report=$(smi -q 2>&1)
+    status=$?
+    if timed_out "${status}"; then
+        problems+=("nvidia-smi -q did not answer within ${SMI_TIMEOUT_S}s")
+        return
+    elif (( status != 0 )); then
+        problems+=("nvidia-smi -q failed: ${report//$'\n'/ }")
+        return
+    fi
+    while IFS= read -r line; do
+        if [[ "${line}" =~ ^GPU\ ([0-9A-Fa-f:.]+)$ ]]; then
+            gpu=${BASH_REMATCH[1]}
+            order+=("${gpu}")
+            section=0
+        elif [[ "${line}" =~ ^\ {4}[^\ ] ]]; then
+            [[ "${line}" =~ ^\ {4}Fabric\ *$ ]] && section=1 || section=0
+        elif (( section )) && [[ "${line}" =~ ^\ {8}(State|Status)\ *:\ *(.*)$ ]]; then
+            key=${BASH_REMATCH[1]}
+            if [[ "${key}" == State ]]; then
+                state[${gpu}]=${BASH_REMATCH[2]}
+            else
+                result[${gpu}]=${BASH_REMATCH[2]}
+            fi
+        fi
+    done <<< "${report}"
+    for gpu in "${order[@]}"; do
+        case "${state[${gpu}]:-N/A}" in
+            N/A) ;;
+            Completed)
+                if [[ "${result[${gpu}]:-}" != Success ]]; then
+                    problems+=("GPU ${gpu} failed to join the NVLink fabric (${result[${gpu}]:-no status})")
+                fi
+                ;;
+            *) problems+=("GPU ${gpu} is not in the NVLink fabric (state ${state[${gpu}]})") ;;
+        esac
+    done
+}
+
+# The IMEX daemon, where it runs from boot (slurm.imex switch or global): without it
+# no multi-node NVLink memory is shared and the domain's jobs fail.
+check_imex() {
+    if ! call systemctl is-active --quiet nvidia-imex; then
+        problems+=("nvidia-imex is not active")
     fi
 }
 
@@ -226,6 +285,12 @@ if (( ${#rails[@]} > 0 )); then
 fi
 if (( fabric_manager == 1 )); then
     check_fabric_manager
+fi
+if (( nvlink_fabric == 1 )); then
+    check_nvlink_fabric
+fi
+if (( imex == 1 )); then
+    check_imex
 fi
 
 if (( ${#problems[@]} > 0 )); then
