@@ -19,7 +19,7 @@ from clustergen.render import render_all
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool
-from support.paths import DATA, INVALID
+from support.paths import DATA, EXAMPLES, INVALID
 
 Data = dict[str, Any]
 GRACE: Data = yaml.safe_load((DATA / "grace-mixed.yaml").read_text())
@@ -176,6 +176,33 @@ def test_the_allreduce_holds_nccl_to_nvlink_and_fails_at_network_speed(
         assert verdict == "FAIL: 5 of 5 sizes below 675.00 GB/s or wrong"
     tasks = sorted((tmp_path / "tasks.log").read_text().splitlines())
     assert tasks == [f"gb{n} MNNVL=1 IB_DISABLE=1" for n in range(1, 5)]
+
+
+@pytest.mark.parametrize("script", ["nccl-allreduce.sbatch", "nccl-allreduce-2node.sbatch"])
+def test_the_hca_allreduce_keeps_nccl_off_multi_node_nvlink(tmp_path: Path, script: str) -> None:
+    """The partition's all-reduce jobs are judged against the HCAs; on trays of one NVLink
+    domain NCCL would meet over NVLink and pass whatever the HCAs do (an independent domain
+    review found the GB200 two-node job measuring NVLink). A node's job.env that turns it
+    on loses to the job's own setting; NCCL_IB_DISABLE is left as the node has it."""
+    data: Data = yaml.safe_load((EXAMPLES / "gb200-nvl72-4rack.yaml").read_text())
+    data["slurm"]["mpi"] = "pmix"
+    files = _rendered(data)
+    text = files[f"acceptance/gpu/{script}"]
+    job_env = tmp_path / "job.env"
+    job_env.write_text("export NCCL_MNNVL_ENABLE=1\n")
+    threshold = _line(text, "BUSBW_THRESHOLD_GBYTES=").split(":-")[1].rstrip("}")
+    nodes = {"SLURM_JOB_NODELIST": "gb[001-002]", "FAKE_NODES": "gb[001-002]", "FIRST": "gb001"}
+    result = _run(text, tmp_path, BUSBW=threshold, JOB_ENV=str(job_env), **nodes)
+    assert result.returncode == 0, result.stdout + result.stderr
+    tasks = set((tmp_path / "tasks.log").read_text().splitlines())
+    assert {task.split(" ", 1)[1] for task in tasks} == {"MNNVL=0 IB_DISABLE=unset"}
+
+
+def test_without_nvlink_domains_the_hca_allreduce_sets_nothing() -> None:
+    data: Data = yaml.safe_load((DATA / "mixed-fleet.yaml").read_text())
+    files = _rendered(data)
+    jobs = [text for path, text in files.items() if path.endswith("/nccl-allreduce.sbatch")]
+    assert jobs and not [text for text in jobs if "NCCL_MNNVL_ENABLE" in text]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact
 from clustergen.outputs.acceptance.derive import PartitionJobs, derive_acceptance
-from clustergen.outputs.acceptance.nvlink import MNNVL_EXPORTS, derive_nvlink
+from clustergen.outputs.acceptance.nvlink import HCA_ONLY_EXPORTS, MNNVL_EXPORTS, derive_nvlink
 from clustergen.outputs.nccl.derive import JOB_ENV
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
@@ -48,6 +48,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
     artifacts = []
     for job in derive_acceptance(cluster):
         exports = [(name, shlex.quote(value)) for name, value in job.exports]
+        forced = HCA_ONLY_EXPORTS if job.nvlink_trays else ()
         for allreduce in job.allreduce:
             artifacts.append(
                 _script(
@@ -58,6 +59,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
                     allreduce=allreduce,
                     threshold=f"{allreduce.busbw_threshold_gbytes:.1f}",
                     exports=exports,
+                    forced=forced,
                     job_env=JOB_ENV,
                 )
             )

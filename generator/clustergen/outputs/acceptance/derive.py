@@ -93,6 +93,9 @@ class PartitionJobs:
     rail_jobs: tuple[RailJob, ...]
     tools: AcceptanceTools
     bisection_jobs: tuple[BisectionJob, ...] = ()
+    # Trays of NVLink domains: the all-reduce jobs keep NCCL off multi-node NVLink, so
+    # they measure the HCAs their pass mark comes from (nvlink.HCA_ONLY_EXPORTS).
+    nvlink_trays: bool = False
 
 
 def _fmt(value: float) -> str:
@@ -149,6 +152,7 @@ def derive_acceptance(cluster: ResolvedCluster) -> list[PartitionJobs]:
                 rail_jobs,
                 tools,
                 bisection_jobs,
+                any(h.hardware.gpu and h.hardware.gpu.nvlink_domain for h in hosts),
             )
         )
     return jobs

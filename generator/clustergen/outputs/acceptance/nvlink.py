@@ -53,6 +53,23 @@ MNNVL_EXPORTS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# What the partition's all-reduce jobs set on trays of NVLink domains, after the node's and
+# the partition's settings: those jobs are judged against the compute HCAs, and NCCL "uses
+# MNNVL for inter-node communication within the same NVLink domain if available" (NCCL
+# troubleshooting guide), so trays of one domain (topology/block places a two-node job in
+# one block) would meet over NVLink and pass whatever their HCAs do. 0 turns multi-node
+# NVLink off (NCCL env.html#nccl-mnnvl-enable): the ranks of different trays meet over the
+# HCAs, as the pass mark assumes. The NVLink jobs above test the domain itself.
+HCA_ONLY_EXPORTS: tuple[tuple[str, str, str], ...] = (
+    (
+        "NCCL_MNNVL_ENABLE",
+        "0",
+        "across trays over the HCAs this job is judged against, not multi-node NVLink "
+        "(NCCL env.html)",
+    ),
+)
+
+
 @dataclass(frozen=True)
 class NvlinkJob:
     domain: str
