@@ -66,7 +66,11 @@ def test_reference_pins_apt() -> None:
     # The siblings the set pulls in: the GSP firmware of this exact driver (a package per
     # version, which nvidia-kernel-common depends on) and libnvidia-common, held with it.
     assert {"nvidia-firmware-550-550.90.07", "libnvidia-common-550"} <= set(pins["nvidia_driver"])
-    assert pins["fabric_manager"] == {"nvidia-fabricmanager-550": "550.90.07-1"}
+    # With DCGM pinned, DCGM's NVSwitch library at the driver's version (NSCQ).
+    assert pins["fabric_manager"] == {
+        "nvidia-fabricmanager-550": "550.90.07-1",
+        "libnvidia-nscq-550": "550.90.07-1",
+    }
     assert pins["cuda"] == {"cuda-toolkit-12-4": "12.4.1-1"}
     assert pins["nccl"] == {"libnccl-dev": "2.21.5-1+cuda12.4", "libnccl2": "2.21.5-1+cuda12.4"}
     assert pins["cudnn"] == {
@@ -82,6 +86,21 @@ def test_reference_pins_apt() -> None:
         "lustre-client-modules-dkms": "2.15.5-1",
         "lustre-client-utils": "2.15.5-1",
     }
+
+
+def test_dcgms_nvswitch_libraries_follow_the_driver_and_the_nvswitch_generation() -> None:
+    """NSCQ where DCGM watches NVSwitch nodes; NVSDM too on fourth-generation NVSwitch
+    (software.nvlsm, Blackwell HGX); neither without DCGM; no epoch on EL."""
+    document = expand(reference("superpod-rail-128node")).data
+    superpod = resolve(Spec.model_validate(document), "spec.yaml").pins.by_concern
+    assert {k: v for k, v in superpod["fabric_manager"].items() if k.startswith("lib")} == {
+        "libnvidia-nscq-570": "570.124.06-1",
+        "libnvsdm-570": "570.124.06-1",
+    }
+    without = resolve(spec_with(dcgm=None), "spec.yaml").pins.by_concern
+    assert without["fabric_manager"] == {"nvidia-fabricmanager-550": "550.90.07-1"}
+    rocky = resolve(spec_with(os="rocky-9", slurm="23.11.10"), "spec.yaml").pins.by_concern
+    assert rocky["fabric_manager"]["libnvidia-nscq-550"] == "550.90.07-1"
 
 
 def test_edge_pins_newer_branches() -> None:
@@ -197,8 +216,11 @@ def test_rocky_pins_dnf() -> None:
     pins = stack.by_concern
     assert stack.family == "dnf"
     assert pins["nccl"] == {"libnccl": "2.21.5-1+cuda12.4", "libnccl-devel": "2.21.5-1+cuda12.4"}
-    # NVIDIA's EL RPMs carry Epoch 3: the lock records it for every driver and FM package.
-    assert pins["fabric_manager"] == {"nvidia-fabric-manager": "3:550.90.07-1"}
+    # NVIDIA's EL driver and FM RPMs carry Epoch 3; NSCQ's spec file sets none.
+    assert pins["fabric_manager"] == {
+        "nvidia-fabric-manager": "3:550.90.07-1",
+        "libnvidia-nscq-550": "550.90.07-1",
+    }
     assert set(pins["nvidia_driver"].values()) == {"3:550.90.07-1.el9"}
     assert {"nvidia-driver", "nvidia-driver-cuda-libs", "nvidia-kmod-common"} <= set(
         pins["nvidia_driver"]

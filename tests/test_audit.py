@@ -82,7 +82,7 @@ def test_healthy_node_reports_nothing_and_every_report_was_read(ml: ResolvedClus
     # Not vacuous: the expectations name what the reports hold, and each was read.
     node = expectations(ml, read_tree(REPO))["gpu01"]
     assert (node.gpu_count, len(node.hcas), node.cpus, node.rate_gbits) == (8, 8, 256, 200)
-    assert len(node.packages) == 27 and node.lnet == (("o2ib0", "ib0"),)
+    assert len(node.packages) == 28 and node.lnet == (("o2ib0", "ib0"),)
     assert len(node.cables) == 8 and len(node.addresses) == 2
 
 

@@ -305,7 +305,15 @@ def test_site_converges_with_every_optional_component_absent(
     # Nothing optional is in the rendered tree.
     lock_groups = yaml.safe_load((rendered.out / "versions.lock").read_text())["groups"]
     assert not any(
-        name.startswith(("datacenter-gpu-manager", "libcudnn", "nvidia-fabricmanager", "lustre"))
+        name.startswith(
+            (
+                "datacenter-gpu-manager",
+                "libcudnn",
+                "libnvidia-nscq",
+                "nvidia-fabricmanager",
+                "lustre",
+            )
+        )
         for name in rendered.pins[0]
     ), rendered.pins[0]
     assert not any(group.startswith(("lustre", "nvswitch")) for group in lock_groups)

@@ -360,14 +360,38 @@ def driver_sibling_pins(s: Software) -> list[dict[str, str]]:
 NVLSM_PACKAGE = "nvlsm"
 
 
+# DCGM's NVSwitch libraries, at the driver's version, on the NVSwitch nodes where DCGM is
+# pinned. NSCQ: "NVIDIA NVSwitch Configuration and Query (NSCQ) library provides a stable
+# driver API used by DCGM for monitoring NVSwitch devices ... the version of
+# libnvidia-nscq must match the NVIDIA driver installed" [src: NVIDIA/apt-packaging-
+# libnvidia-nscq README: `libnvidia-nscq-<branch>_<driver>-1`; NVIDIA/yum-packaging-
+# libnvidia-nscq libnvidia_nscq.spec: Name libnvidia-nscq-%{branch}, Release 1, no Epoch].
+# NVSDM, with NVLSM on fourth-generation NVSwitch: "a library designed for monitoring
+# NVSwitch-based systems on NVIDIA Blackwell platforms" [doc: NVSDM API Reference,
+# docs.nvidia.com/datacenter/tesla/nvsdm; "Installation": `libnvsdm-<driver-branch>` from
+# the CUDA repository, apt and dnf]. From branch 590 both keep their names unsuffixed
+# (the driver installation guide's 590 renames: libnvidia-nscq and libnvsdm "no change").
+def _nvswitch_monitoring(s: Software) -> Pins:
+    if s.dcgm is None:
+        return {}
+    branch = _branch(s.nvidia_driver)
+    suffix = "" if branch >= _UNSUFFIXED_BRANCH else f"-{branch}"
+    pins = {f"libnvidia-nscq{suffix}": f"{s.nvidia_driver}-1"}
+    if s.nvlsm is not None:
+        pins[f"libnvsdm{suffix}"] = f"{s.nvidia_driver}-1"
+    return pins
+
+
 def _fabric_manager(family: PackageFamily, s: Software) -> Pins:
     if s.fabric_manager is None:
         return {}
     nvlsm = {NVLSM_PACKAGE: f"{s.nvlsm}-1"} if s.nvlsm is not None else {}
+    monitoring = _nvswitch_monitoring(s)
     if family == "apt":
         fm = f"nvidia-fabricmanager-{_branch(s.fabric_manager)}"
-        return {fm: f"{s.fabric_manager}-1", **nvlsm}
-    return {"nvidia-fabric-manager": f"{_NVIDIA_RPM_EPOCH}:{s.fabric_manager}-1", **nvlsm}
+        return {fm: f"{s.fabric_manager}-1", **nvlsm, **monitoring}
+    fm_rpm = f"{_NVIDIA_RPM_EPOCH}:{s.fabric_manager}-1"
+    return {"nvidia-fabric-manager": fm_rpm, **nvlsm, **monitoring}
 
 
 # NVIDIA's IMEX service on the compute trays of NVLink domains, built with the driver and
