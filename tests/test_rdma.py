@@ -4,6 +4,8 @@ goldens; the converge check's device entry is in tests/test_converge_state.py.""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -13,6 +15,7 @@ from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
+from support.ci import skip_or_fail, tool
 from support.paths import DATA, EXAMPLES
 
 EDGE = EXAMPLES / "edge-roce-2node.yaml"
@@ -191,3 +194,125 @@ def test_ufm_or_switch_renders_no_subnet_manager_and_no_node_is_left_without_hca
         "network.subnet-manager-node subnet_manager node 'login01' is not a node of the spec",
         "network.subnet-manager-node subnet_manager node 'slurm-head' is named twice",
     ]
+
+
+# --- OpenSM on the fabric's ports only (Debian and Ubuntu) ---------------------------
+
+
+def _sysfs(root: Path, ports: dict[str, tuple[str, str]]) -> None:
+    """HCA -> (link_layer, GID 0) of its port 1, as /sys/class/infiniband shows them."""
+    for hca, (layer, gid) in ports.items():
+        port = root / hca / "ports" / "1"
+        (port / "gids").mkdir(parents=True)
+        (port / "link_layer").write_text(layer + "\n")
+        (port / "gids" / "0").write_text(gid + "\n")
+
+
+def _start(tmp_path: Path, script: str, dropin: str, ports: dict[str, tuple[str, str]]):  # type: ignore[no-untyped-def]
+    """Run the start script as opensm.service would with `dropin`'s environment, against
+    a stand-in sysfs and a systemctl that logs its arguments."""
+    sysfs, stubs = tmp_path / "sys-class-infiniband", tmp_path / "bin"
+    for folder in (sysfs, stubs):
+        shutil.rmtree(folder, ignore_errors=True)
+    _sysfs(sysfs, ports)
+    stubs.mkdir()
+    (stubs / "systemctl").write_text(f'#!/bin/bash\necho "$*" >> "{tmp_path}/systemctl.calls"\n')
+    (stubs / "systemctl").chmod(0o755)
+    (tmp_path / "systemctl.calls").unlink(missing_ok=True)
+    (environment,) = [line for line in dropin.splitlines() if line.startswith("Environment=")]
+    value = environment.removeprefix('Environment="CLUSTERGEN_SM_PORTS=').removesuffix('"')
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "SYSFS_IB": str(sysfs), "CLUSTERGEN_SM_PORTS": value}
+    (tmp_path / "start").write_text(script)
+    run = subprocess.run(
+        ["bash", str(tmp_path / "start")], env=env, capture_output=True, text=True, timeout=30
+    )
+    calls = tmp_path / "systemctl.calls"
+    return run, calls.read_text().splitlines() if calls.exists() else []
+
+
+GUID_0 = "fe80:0000:0000:0000:0c42:a103:00a1:b2c3"
+GUID_1 = "fe80:0000:0000:0000:0c42:a103:00a1:b2c4"
+
+
+def test_opensm_starts_on_the_fabrics_ports_never_on_the_storage_hca(tmp_path: Path) -> None:
+    """Debian's opensm.service starts OpenSM on every port `ibstat -p` lists (PORTS=ALL); a
+    drop-in per node replaces that with the fabric's ports of its profile: mds01's mlx5_0
+    and mlx5_1, not the storage HCA mlx5_8 beside them, whose subnet has its own SM."""
+    cluster, problems = _validated(tmp_path, MIXED.read_text(encoding="utf-8"))
+    assert cluster is not None, problems
+    tree = render_all(cluster)
+    dropin = tree["opensm/mds01/clustergen-ports.conf"]
+    assert dropin.install is not None and dropin.install.hosts == ("mds01",)
+    assert dropin.install.dest == "/etc/systemd/system/opensm.service.d/clustergen-ports.conf"
+    assert 'Environment="CLUSTERGEN_SM_PORTS=mlx5_0:1 mlx5_1:1"' in dropin.text
+    script = tree["opensm/clustergen-opensm-start"]
+    assert script.install is not None and script.install.mode == 0o755
+    assert script.install.dest == "/usr/local/sbin/clustergen-opensm-start"
+    storage = ("InfiniBand", "fe80:0000:0000:0000:0c42:a103:00ff:0001")
+    ports = {"mlx5_0": ("InfiniBand", GUID_0), "mlx5_1": ("InfiniBand", GUID_1), "mlx5_8": storage}
+    run, calls = _start(tmp_path, script.text, dropin.text, ports)
+    assert run.returncode == 0, run.stderr
+    assert calls == ["start opensm@0x0c42a10300a1b2c3.service opensm@0x0c42a10300a1b2c4.service"]
+    # A missing HCA and an Ethernet port are said and left out; none left fails the unit.
+    run, calls = _start(tmp_path, script.text, dropin.text, {"mlx5_1": ("Ethernet", GUID_1)})
+    assert run.returncode == 1 and calls == []
+    assert "mlx5_0 port 1 not found" in run.stderr
+    assert "mlx5_1 port 1 is Ethernet, not InfiniBand" in run.stderr
+    # EL's opensm unit is the daemon itself: no drop-in there.
+    rocky = (
+        MIXED.read_text(encoding="utf-8")
+        .replace("os: ubuntu-22.04", "os: rocky-9")
+        .replace("/repos/ubuntu2204/", "/repos/rhel9/")
+    )
+    cluster, problems = _validated(tmp_path, rocky)
+    assert cluster is not None, problems
+    assert not [
+        path for path in render_all(cluster) if "clustergen-ports" in path or "start" in path
+    ]
+
+
+def test_systemd_reads_the_drop_in_over_debians_opensm_unit(tmp_path: Path) -> None:
+    """The drop-in over the opensm.service of Debian's own package (the mirror of this
+    machine's apt sources): systemd-analyze accepts it, and refuses a start it cannot run."""
+    analyze, apt_get = tool("systemd-analyze"), tool("apt-get")
+    if analyze is None or apt_get is None:
+        skip_or_fail("needs systemd-analyze and apt-get")
+    download = subprocess.run(
+        [apt_get, "download", "opensm"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    debs = sorted(tmp_path.glob("opensm_*.deb"))
+    if download.returncode != 0 or not debs:
+        skip_or_fail(f"apt-get download opensm failed: {download.stderr}")
+    subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(tmp_path / "deb")], check=True)
+    units = tmp_path / "units"
+    (units / "opensm.service.d").mkdir(parents=True)
+    shutil.copy2(tmp_path / "deb/lib/systemd/system/opensm.service", units / "opensm.service")
+    cluster, problems = _validated(tmp_path, MIXED.read_text(encoding="utf-8"))
+    assert cluster is not None, problems
+    tree = render_all(cluster)
+    script = tmp_path / "clustergen-opensm-start"
+    script.write_text(tree["opensm/clustergen-opensm-start"].text)
+    script.chmod(0o755)
+    dropin = tree["opensm/mds01/clustergen-ports.conf"].text
+    placed = units / "opensm.service.d" / "clustergen-ports.conf"
+    placed.write_text(dropin.replace("/usr/local/sbin/clustergen-opensm-start", str(script)))
+    verify = [analyze, "verify", "--man=no", str(units / "opensm.service")]
+    run = subprocess.run(verify, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "clustergen-ports.conf" not in run.stderr, run.stderr
+    placed.write_text(dropin.replace("/usr/local/sbin/", str(tmp_path / "no-such") + "/"))
+    run = subprocess.run(verify, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "no-such" in run.stderr, run.stderr
+
+
+def test_the_opensm_start_is_shellcheck_clean(tmp_path: Path) -> None:
+    shellcheck = tool("shellcheck")
+    if shellcheck is None:
+        skip_or_fail("needs shellcheck")
+    cluster, problems = _validated(tmp_path, MIXED.read_text(encoding="utf-8"))
+    assert cluster is not None, problems
+    script = tmp_path / "clustergen-opensm-start"
+    script.write_text(render_all(cluster)["opensm/clustergen-opensm-start"].text)
+    run = subprocess.run(
+        [shellcheck, "--severity=style", str(script)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout

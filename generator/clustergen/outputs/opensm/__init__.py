@@ -26,6 +26,12 @@ from clustergen.templating import render_template
 
 RESTART_OPENSM = NodeChange("restart", "opensm")
 CONF_DIR = {"apt": "/etc/opensm", "dnf": "/etc/rdma"}
+# Debian's and Ubuntu's opensm.service is a oneshot that starts opensm@<port GUID> on every
+# port `ibstat -p` lists (PORTS=ALL in /etc/default/opensm; opensm 3.3.23-2+b1 of Debian
+# 12, lib/systemd/system/opensm.service and opensm@.service): a drop-in replaces its start
+# with clustergen's, which starts one on each of the fabric's ports only.
+START_SCRIPT = "/usr/local/sbin/clustergen-opensm-start"
+PORTS_DROPIN = "/etc/systemd/system/opensm.service.d/clustergen-ports.conf"
 
 
 def routing_engine(fabric: Fabric) -> str:
@@ -62,6 +68,14 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         )
         install = Install(f"{conf_dir}/opensm.conf", OPENSM_GROUP, RESTART_OPENSM, hosts=(node,))
         artifacts.append(Artifact(f"opensm/{node}/opensm.conf", text, install=install))
+        if cluster.pins.family == "apt":
+            artifacts.append(_ports_dropin(cluster, env, node))
+    if cluster.pins.family == "apt":
+        text = render_template(env, "opensm/opensm-start.sh.j2", cluster)
+        install = Install(START_SCRIPT, OPENSM_GROUP, RESTART_OPENSM, mode=0o755)
+        artifacts.append(
+            Artifact("opensm/clustergen-opensm-start", text, mode=0o755, install=install)
+        )
     text = render_template(env, "opensm/partitions.conf.j2", cluster)
     install = Install(f"{conf_dir}/partitions.conf", OPENSM_GROUP, RESTART_OPENSM)
     artifacts.append(Artifact("opensm/partitions.conf", text, install=install))
@@ -71,3 +85,15 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         install = Install(root_file, OPENSM_GROUP, RESTART_OPENSM)
         artifacts.append(Artifact("opensm/root-guids.conf", text, install=install))
     return artifacts
+
+
+def _ports_dropin(cluster: ResolvedCluster, env: jinja2.Environment, node: str) -> Artifact:
+    """The node's opensm.service drop-in: the fabric's ports of its hardware profile (the
+    node's compute HCAs: topology hcas of role compute, else fabric_hcas on port 1)."""
+    host = next(h for h in cluster.hosts if h.name == node)
+    ports = [f"{hca}:{port}" for hca, port in host.hardware.compute_hcas()]
+    text = render_template(
+        env, "opensm/opensm-ports.conf.j2", cluster, node=node, ports=ports, script=START_SCRIPT
+    )
+    install = Install(PORTS_DROPIN, OPENSM_GROUP, RESTART_OPENSM, hosts=(node,))
+    return Artifact(f"opensm/{node}/clustergen-ports.conf", text, install=install)
