@@ -159,3 +159,16 @@ def test_without_a_fabric_only_power_and_racks_take_nodes() -> None:
     rack = report.lines[-1]
     assert (rack.worst, rack.left.nodes) == ("rack r01", 6)
     assert failure_rows(report)[0][5] == "no fabric"
+
+
+def test_on_separate_planes_a_lost_spine_cuts_its_own_rail() -> None:
+    """Two spines a rail and nothing above (tests/warnings/rails-not-joined.yaml): losing
+    spine1 halves rail 1's leaf-spine cables, and a job across the rails runs at its
+    slowest, so the share is that plane's 50%, not the 75% of all four spines' cables; the
+    same fabric with every leaf up to every spine keeps 75%."""
+    text = (REPO / "tests" / "warnings" / "rails-not-joined.yaml").read_text()
+    separate = _worst(_cluster(parse_spec(text, "s.yaml", "s.yaml").data))
+    assert separate["one spine"][3] == 0.5
+    joined_text = text.replace("        spines_per_rail: 2\n", "")
+    joined = _worst(_cluster(parse_spec(joined_text, "j.yaml", "j.yaml").data))
+    assert joined["one spine"][3] == 0.75

@@ -16,7 +16,7 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool
-from support.paths import DATA, EXAMPLES
+from support.paths import DATA, EXAMPLES, REPO
 
 EDGE = EXAMPLES / "edge-roce-2node.yaml"
 
@@ -316,3 +316,33 @@ def test_the_opensm_start_is_shellcheck_clean(tmp_path: Path) -> None:
         [shellcheck, "--severity=style", str(script)], capture_output=True, text=True
     )
     assert run.returncode == 0, run.stdout
+
+
+def test_every_plane_needs_a_subnet_manager_and_joined_rails_are_one_plane(
+    tmp_path: Path,
+) -> None:
+    """tests/invalid/subnet-manager-plane.yaml: OpenSM on head1 alone leaves both rails'
+    planes without one. A GPU node has a port on each rail's plane: with it beside head1
+    every plane has an SM. Joined rails (every leaf up to every spine) are one plane with
+    head1's service switch still apart, and warn of nothing about rails."""
+    text = (REPO / "tests" / "invalid" / "subnet-manager-plane.yaml").read_text()
+    _, problems = _validated(tmp_path, text)
+    assert [p.split(" ", 1)[0] for p in problems if "plane" in p.split(" ", 1)[0]] == [
+        "network.subnet-manager-plane",
+        "network.subnet-manager-plane",
+    ]
+    both = text.replace("nodes: [head1]}", "nodes: [head1, gpu1]}")
+    cluster, problems = _validated(tmp_path, both)
+    assert cluster is not None, problems
+    assert "opensm/gpu1/clustergen-ports.conf" in render_all(cluster)
+    joined = text.replace("        spines_per_rail: 2\n", "").replace("spine[1-4]", "spine[1-2]")
+    _, problems = _validated(tmp_path, joined)
+    codes = {p.split(" ", 1)[0] for p in problems}
+    assert "network.rails-not-joined" not in codes
+    # head1's service switch is still a plane of its own, which its OpenSM manages; the
+    # joined rails are the other plane, with no OpenSM port on it.
+    assert [p for p in problems if p.startswith("network.subnet-manager-plane")] == [
+        "network.subnet-manager-plane the plane of rails 1, 2 has no OpenSM node cabled to "
+        "it, so no subnet manager runs there and its links stay down: add a node with a port "
+        "on it to subnet_manager.nodes, or join the planes"
+    ]

@@ -226,6 +226,11 @@ NETWORK_SWITCH_FOREST = Code(
     "error",
     "the leaves of one plane (a rail, or the fabric) are not joined by the switches above them",
 )
+NETWORK_RAILS_NOT_JOINED = Code(
+    "network.rails-not-joined",
+    "warning",
+    "a rail-optimised fabric whose rails no switch joins: each rail is a fabric of its own",
+)
 NETWORK_UNKNOWN_NODE = Code(
     "network.unknown-node", "error", "a leaf switch lists a node that is not defined"
 )
@@ -549,6 +554,17 @@ NETWORK_SUBNET_MANAGER_UNSET = Code(
     "network.subnet-manager-unset",
     "warning",
     "an InfiniBand fabric that does not say what runs its subnet manager",
+)
+NETWORK_SUBNET_MANAGER_PLANE = Code(
+    "network.subnet-manager-plane",
+    "error",
+    "a plane of the InfiniBand fabric that no OpenSM node has a port on",
+)
+NETWORK_SUBNET_MANAGER_PLANES = Code(
+    "network.subnet-manager-planes",
+    "warning",
+    "an InfiniBand fabric of several planes managed by UFM or the switches: each plane "
+    "needs a subnet manager of its own",
 )
 NETWORK_SUBNET_MANAGER_NODE = Code(
     "network.subnet-manager-node",

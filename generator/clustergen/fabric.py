@@ -395,6 +395,46 @@ def rails_by_profile(cluster: ResolvedCluster) -> dict[str, frozenset[int]]:
     return graph.profile_rails
 
 
+@dataclass(frozen=True)
+class Plane:
+    """One connected set of the fabric's switches: its rails (of its rail leaves) and the
+    nodes cabled to it. A rail-optimised fabric whose rails no switch joins has a plane per
+    rail; every other fabric one."""
+
+    rails: frozenset[int]
+    switches: frozenset[str]
+    nodes: frozenset[str]
+
+
+def planes(cluster: ResolvedCluster) -> tuple[Plane, ...]:
+    """The fabric's planes that have nodes cabled to them, in the order of their first
+    switch in the spec."""
+    parent = {row.name: row.name for row in cluster.switch_ports}
+    for row in cluster.switch_ports:
+        for above, _ in row.up:
+            if above in parent:
+                parent[_root(parent, row.name)] = _root(parent, above)
+    found: dict[str, tuple[set[int], set[str], set[str]]] = {}
+    for row in cluster.switch_ports:
+        rails, switches, nodes = found.setdefault(_root(parent, row.name), (set(), set(), set()))
+        switches.add(row.name)
+        nodes.update(node for node, _ in row.hcas)
+        if row.rail is not None:
+            rails.add(row.rail)
+    return tuple(
+        Plane(frozenset(rails), frozenset(switches), frozenset(nodes))
+        for rails, switches, nodes in found.values()
+        if nodes
+    )
+
+
+def _root(parent: dict[str, str], name: str) -> str:
+    while parent[name] != name:
+        parent[name] = parent[parent[name]]
+        name = parent[name]
+    return name
+
+
 def rails_joined(cluster: ResolvedCluster) -> bool:
     """Whether some switch joins the leaves of two rails: one plane (connected switches)
     holds leaves of more than one rail, so traffic can cross from rail to rail."""
@@ -405,20 +445,4 @@ def rails_joined(cluster: ResolvedCluster) -> bool:
 
 
 def _joined(cluster: ResolvedCluster) -> bool:
-    parent = {row.name: row.name for row in cluster.switch_ports}
-
-    def root(name: str) -> str:
-        while parent[name] != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
-
-    for row in cluster.switch_ports:
-        for above, _ in row.up:
-            if above in parent:
-                parent[root(row.name)] = root(above)
-    rails: dict[str, set[int]] = {}
-    for row in cluster.switch_ports:
-        if row.rail is not None:
-            rails.setdefault(root(row.name), set()).add(row.rail)
-    return any(len(found) > 1 for found in rails.values())
+    return any(len(plane.rails) > 1 for plane in planes(cluster))

@@ -6,6 +6,8 @@ from clustergen import codes
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import rdma_versions
 from clustergen.errors import Problem
+from clustergen.fabric import Plane, planes
+from clustergen.hosts import compress
 from clustergen.resolve import ResolvedCluster, opensm_nodes, rdma_profiles
 
 
@@ -79,7 +81,52 @@ def subnet_manager(cluster: ResolvedCluster) -> list[Problem]:
                     "subnet manager on its switches or UFM (kind switch or ufm)",
                 )
             )
-    return problems + _opensm_nodes(cluster)
+    return problems + _opensm_nodes(cluster) + _planes_managed(cluster)
+
+
+def _planes_managed(cluster: ResolvedCluster) -> list[Problem]:
+    """Every plane of an InfiniBand fabric (a connected set of its switches: one per rail
+    where no switch joins the rails) is a subnet of its own, and its links stay down
+    without a subnet manager on it (opensm(8)): OpenSM's nodes must have a port on each
+    (clustergen-opensm-start runs one SM per fabric port); with UFM or the switches, the
+    site must run one on each."""
+    fabric = cluster.spec.network.fabric
+    if fabric is None or fabric.type != "infiniband" or fabric.subnet_manager is None:
+        return []
+    found = planes(cluster)
+    if len(found) < 2:
+        return []
+    path = ("network", "fabric", "subnet_manager")
+    if fabric.subnet_manager.kind != "opensm":
+        return [
+            Problem(
+                codes.NETWORK_SUBNET_MANAGER_PLANES,
+                (*path, "kind"),
+                f"the fabric is {len(found)} planes that no switch joins "
+                f"({'; '.join(_plane_name(plane) for plane in found)}), each a subnet of its "
+                f"own: {fabric.subnet_manager.kind} must run a subnet manager on every one, "
+                "or that plane's links stay down",
+            )
+        ]
+    managers = set(opensm_nodes(cluster.spec.network))
+    missing = [plane for plane in found if not plane.nodes & managers]
+    return [
+        Problem(
+            codes.NETWORK_SUBNET_MANAGER_PLANE,
+            (*path, "nodes"),
+            f"{_plane_name(plane)} has no OpenSM node cabled to it, so no subnet manager runs "
+            "there and its links stay down: add a node with a port on it to "
+            "subnet_manager.nodes, or join the planes",
+        )
+        for plane in missing
+    ]
+
+
+def _plane_name(plane: Plane) -> str:
+    rails = sorted(plane.rails)
+    if rails:
+        return f"the plane of rail{'s' if len(rails) > 1 else ''} {', '.join(map(str, rails))}"
+    return f"the plane of {compress(sorted(plane.switches))}"
 
 
 def _opensm_nodes(cluster: ResolvedCluster) -> list[Problem]:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from clustergen import codes
 from clustergen.checks.references import unknown_node
 from clustergen.errors import Problem, SpecPath
-from clustergen.fabric import Blocking, blocking, nodes_below, ratio, tiers
+from clustergen.fabric import Blocking, blocking, nodes_below, planes, ratio, tiers
 from clustergen.hosts import Host, compress
 from clustergen.model.network import LINK_GBITS, Switch
 from clustergen.resolve import ResolvedCluster
@@ -64,6 +64,7 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
     problems += cycles
     if not cycles and not unknown_child:  # an unknown child leaves its switch unjoined
         problems += _planes_joined(fabric.switches, children, base)
+        problems += _rails_not_joined(cluster, base)
     problems += _leaf_membership(cluster, base)
     problems += _uncabled_rails(cluster, base)
     problems += uneven_uplinks(cluster)
@@ -155,6 +156,32 @@ def _planes_joined(
             )
         )
     return problems
+
+
+def _rails_not_joined(cluster: ResolvedCluster, base: SpecPath) -> list[Problem]:
+    """Rails that no switch joins are fabrics of their own. NCCL's documentation of
+    NCCL_CROSS_NIC: rails "still need to be connected at the top" for traffic between
+    rails; NVIDIA's DGX SuperPOD reference architectures cable every leaf of every rail to
+    the spines. Disjoint planes are a choice that a spec may make, never the default
+    (RailFabric: every leaf goes up to every spine unless spines_per_rail splits them)."""
+    railed = [plane for plane in planes(cluster) if plane.rails]
+    if len(railed) < 2:
+        return []
+    return [
+        Problem(
+            codes.NETWORK_RAILS_NOT_JOINED,
+            base,
+            f"the fabric's {len(railed)} rails are {len(railed)} separate planes, as no "
+            "switch joins two rails: a GPU reaches another node's GPU on another rail only "
+            "through its own node, NCCL keeps each ring and tree on one rail "
+            "(NCCL_CROSS_NIC=0; NCCL's documentation: rails \"still need to be connected at "
+            "the top\"), losing a spine cuts one rail's bandwidth alone, and on InfiniBand "
+            "every plane needs a subnet manager of its own; join them (every leaf up to "
+            "every spine: leave out spines_per_rail, or add cores above the rails' spines) "
+            "unless the planes are meant",
+            at="key",
+        )
+    ]
 
 
 def _parts(names: list[str], children: dict[str, list[str]]) -> dict[str, int]:

@@ -121,6 +121,8 @@ _TREE = """\
 # The rail-optimised form: 8 rails, units of 32 nodes (one leaf per rail), pods of 16 units
 # with 16 spines per rail each (every leaf sends 2 cables to each), and cores over the
 # spines of one place in every pod (2 cables from each spine): non-blocking at every tier.
+# Each rail's spines and cores are its own, so the 8 rails are separate planes, which
+# validate warns of (network.rails-not-joined), as UFM must run an SM on each.
 # The service nodes hang from leaves of their own under one spine, apart from the rails.
 _RAILS = """\
       - rails: 8

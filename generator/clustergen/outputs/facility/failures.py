@@ -12,9 +12,11 @@ fewest nodes, then the least bisection share; the first in the spec on a tie) is
   bandwidth. A node whose rack loses a feed is lost when it keeps no PSU, or when the PSUs
   it keeps do not cover its max_watts (it throttles or powers off,
   hardware.feed-loss-underpowers).
-- **Bisection share**: for each layer of switch-to-switch cables (leaf-spine, spine-core)
-  the cables whose two switches are still up, over all of them; the share is the lowest
-  of the layers. 100% is the intact fabric.
+- **Bisection share**: for each plane (a connected set of the intact fabric: one per rail
+  where no switch joins the rails) and each layer of its switch-to-switch cables
+  (leaf-spine, spine-core) the cables whose two switches are still up, over all of them;
+  the share is the lowest of them. 100% is the intact fabric. On separate planes a lost
+  spine cuts its own rail alone, and a job across the rails runs at its slowest rail.
 
 It is cheap at scale: a single switch lost changes the connected sets only when it is an
 articulation point (found once, Tarjan), and a group of nodes changes only by the nodes
@@ -77,27 +79,34 @@ class _Fabric:
         self.names = tuple(row.name for row in rows)
         self.rail = {row.name: row.rail for row in rows}
         self.adjacent: dict[str, list[tuple[str, int]]] = {name: [] for name in self.names}
-        self.layer_total: dict[int, int] = {}
-        # Each switch's cables to other switches, by layer (the lower switch's tier).
-        self.cables_of: dict[str, dict[int, int]] = {name: {} for name in self.names}
-        adjacent, cables_of, tier = self.adjacent, self.cables_of, self.tier
+        adjacent, tier = self.adjacent, self.tier
         for row in rows:
-            mine = cables_of[row.name]
             for child, count in row.down:
-                if child not in adjacent:
-                    continue
-                adjacent[row.name].append((child, count))
-                adjacent[child].append((row.name, count))
-                layer = tier.get(child, 0)
-                self.layer_total[layer] = self.layer_total.get(layer, 0) + count
-                mine[layer] = mine.get(layer, 0) + count
-                theirs = cables_of[child]
-                theirs[layer] = theirs.get(layer, 0) + count
+                if child in adjacent:
+                    adjacent[row.name].append((child, count))
+                    adjacent[child].append((row.name, count))
         self.neighbours = {
             name: tuple(dict.fromkeys(other for other, _ in links))
             for name, links in self.adjacent.items()
         }
         self.cut = articulation_points(self.neighbours)
+        # The planes of the intact fabric (its connected sets: one per rail where no switch
+        # joins the rails). Cables are counted by plane and layer (the lower switch's
+        # tier): a plane carries its own rail's traffic, so the share is its least layer.
+        plane = self.connected(frozenset())
+        self.layer_total: dict[tuple[str, int], int] = {}
+        self.cables_of: dict[str, dict[tuple[str, int], int]] = {name: {} for name in self.names}
+        for row in rows:
+            mine = self.cables_of[row.name]
+            for child, count in row.down:
+                if child not in adjacent:
+                    continue
+                layer = (plane[child], tier.get(child, 0))
+                self.layer_total[layer] = self.layer_total.get(layer, 0) + count
+                mine[layer] = mine.get(layer, 0) + count
+                theirs = self.cables_of[child]
+                theirs[layer] = theirs.get(layer, 0) + count
+        self.plane = plane
         compute = {host.name: host for host in cluster.compute}
         leaves: dict[str, list[str]] = {}
         for row in rows:
@@ -126,7 +135,7 @@ class _Fabric:
             key: (len(nodes), sum(self.gpus[node] for node in nodes))
             for key, nodes in self.units.items()
         }
-        self.components = self.connected(frozenset())
+        self.components = plane
         self.groups = self.group_totals(self.components, frozenset())
 
     def connected(self, lost: frozenset[str]) -> dict[str, str]:
@@ -200,12 +209,12 @@ class _Fabric:
         return Left(best[0], best[1], self.share(lost))
 
     def share(self, lost: frozenset[str]) -> float | None:
-        """The lowest share of switch-to-switch cables still up, over the layers."""
+        """The lowest share of switch-to-switch cables still up, over each plane's layers."""
         if not self.layer_total:
             return None
         if not lost:
             return 1.0
-        cut: dict[int, int] = {}
+        cut: dict[tuple[str, int], int] = {}
         for name in lost:
             for layer, count in self.cables_of[name].items():
                 cut[layer] = cut.get(layer, 0) + count
@@ -214,7 +223,8 @@ class _Fabric:
             for name in lost:
                 for other, count in self.adjacent[name]:
                     if other in lost and other < name:
-                        cut[min(self.tier.get(name, 0), self.tier.get(other, 0))] -= count
+                        tier = min(self.tier.get(name, 0), self.tier.get(other, 0))
+                        cut[(self.plane[name], tier)] -= count
         return min((total - cut.get(layer, 0)) / total for layer, total in self.layer_total.items())
 
 
