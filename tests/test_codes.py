@@ -95,6 +95,7 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "syntax.identifier": _set("cluster.extra_roles", ["Bad Role"]),
     "syntax.size": _set("storage.lustre.layouts.0.stripe_size", "1MB"),
     "hardware.redundant-psus": _set("hardware.hgx-h100.power.redundant_psus", 6),
+    "hardware.numa-uneven": _set("hardware.hgx-h100.cpu.numa_per_socket", 3),
     "nodes.duplicate-role": _set("nodes.0.roles", ["compute", "compute"]),
     "network.duplicate-switch": _set("network.fabric.switches.1.name", "ib-leaf01"),
     "network.gateway-not-host": _set("network.management.gateway", "10.0.1.255"),

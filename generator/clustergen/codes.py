@@ -1014,8 +1014,15 @@ HARDWARE_TOPOLOGY_GPU_INDEX = Code(
 HARDWARE_TOPOLOGY_CORES = Code(
     "hardware.topology-cores", "error", "a GPU's cores lie outside the profile's CPU cores"
 )
+HARDWARE_NUMA_UNEVEN = Code(
+    "hardware.numa-uneven",
+    "error",
+    "cpu.numa_per_socket that does not divide the socket's cores",
+)
 HARDWARE_TOPOLOGY_NUMA = Code(
-    "hardware.topology-numa", "error", "a NUMA node outside the range of the profile's sockets"
+    "hardware.topology-numa",
+    "error",
+    "a NUMA node outside the range of the profile's sockets (x cpu.numa_per_socket)",
 )
 HARDWARE_TOPOLOGY_UNKNOWN_HCA = Code(
     "hardware.topology-unknown-hca", "error", "a GPU's nearest HCA is not in the topology's HCAs"

@@ -16,7 +16,7 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
     hosts = cluster.hosts
     problems = []
     for name, profile in spec.hardware.items():
-        problems += _gpu_model(name, profile) + _cpu_arch(name, profile)
+        problems += _gpu_model(name, profile) + _cpu_arch(name, profile) + _numa(name, profile)
     compute_nodes: dict[str, list[str]] = {}
     for host in hosts:
         if host.is_slurm_compute:
@@ -37,6 +37,22 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _numa(name: str, profile: HardwareProfile) -> list[Problem]:
+    """NPS2/NPS4 and SNC split a socket's cores evenly between its NUMA nodes; a count that
+    does not divide cores_per_socket is a typo, and gres.conf's Cores= would be wrong."""
+    cpu = profile.cpu
+    if cpu.cores_per_socket % cpu.numa_per_socket == 0:
+        return []
+    return [
+        Problem(
+            codes.HARDWARE_NUMA_UNEVEN,
+            ("hardware", name, "cpu", "numa_per_socket"),
+            f"{cpu.numa_per_socket} NUMA nodes per socket do not divide its "
+            f"{cpu.cores_per_socket} cores: NPS and SNC split a socket's cores evenly",
+        )
+    ]
 
 
 def _gpu_model(name: str, profile: HardwareProfile) -> list[Problem]:

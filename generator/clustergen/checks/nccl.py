@@ -167,7 +167,7 @@ def topology(cluster: ResolvedCluster) -> list[Problem]:
         base = ("hardware", name, "topology")
         hca_names = [hca.name for hca in table.hcas]
         for i, hca in enumerate(table.hcas):
-            if hca.numa_node >= profile.cpu.sockets:
+            if hca.numa_node >= profile.cpu.numa_nodes:
                 problems.append(_numa((*base, "hcas", i, "numa_node"), hca.numa_node, profile))
         compute = [hca.name for hca in table.hcas if hca.role == "compute"]
         if profile.fabric_hcas and sorted(profile.fabric_hcas) != sorted(compute):
@@ -210,7 +210,7 @@ def topology(cluster: ResolvedCluster) -> list[Problem]:
                         f"IDs 0-{cores - 1}: sockets x cores_per_socket)",
                     )
                 )
-            if gpu.numa_node >= profile.cpu.sockets:
+            if gpu.numa_node >= profile.cpu.numa_nodes:
                 problems.append(_numa((*here, "numa_node"), gpu.numa_node, profile))
             if gpu.hca not in hca_names:
                 problems.append(
@@ -225,11 +225,18 @@ def topology(cluster: ResolvedCluster) -> list[Problem]:
 
 
 def _numa(path: SpecPath, numa: int, profile: HardwareProfile) -> Problem:
+    cpu = profile.cpu
+    split = f" of {cpu.numa_per_socket} NUMA nodes each" if cpu.numa_per_socket > 1 else ""
+    hint = (
+        ""
+        if cpu.numa_per_socket > 1
+        else "; a BIOS with NPS2/NPS4 or SNC splits each socket: set cpu.numa_per_socket"
+    )
     return Problem(
         codes.HARDWARE_TOPOLOGY_NUMA,
         path,
-        f"NUMA node {numa} is outside the profile's {profile.cpu.sockets} socket(s) "
-        f"(0-{profile.cpu.sockets - 1})",
+        f"NUMA node {numa} is outside the profile's {cpu.sockets} socket(s){split} "
+        f"(0-{cpu.numa_nodes - 1}){hint}",
     )
 
 

@@ -36,6 +36,16 @@ class Cpu(StrictModel):
     threads_per_core: Int = Field(
         ge=1, le=8, description="Hardware threads per core; 2 with SMT/Hyper-Threading on."
     )
+    numa_per_socket: Int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="NUMA nodes per socket, as the BIOS sets them: AMD EPYC NPS1/NPS2/NPS4, "
+        "Intel Sub-NUMA Clustering SNC2/SNC3/SNC4 (a DGX A100 runs NPS4: 8 NUMA nodes on "
+        "2 sockets). The topology table's numa_node counts them (0 to sockets x this - 1), "
+        "and gres.conf gives each GPU the cores of its NUMA node. Each socket's cores are "
+        "split evenly, in order.",
+    )
     arch: CpuArch | None = Field(
         default=None,
         description="CPU architecture: x86_64 or aarch64. Default: aarch64 for the GPU models "
@@ -47,6 +57,10 @@ class Cpu(StrictModel):
     @property
     def cpus(self) -> int:
         return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    @property
+    def numa_nodes(self) -> int:
+        return self.sockets * self.numa_per_socket
 
 
 class NvlinkTrays(StrictModel):

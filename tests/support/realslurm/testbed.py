@@ -151,8 +151,12 @@ class SlurmTestbed(DaemonOwner):
         *,
         accounting: AccountingMode = "slurmdbd",
         client_timeout_s: float = CLIENT_TIMEOUT_S,
+        hwloc: str | None = None,
     ) -> None:
         self.client_timeout_s = client_timeout_s
+        # hwloc's synthetic topology of the node (HWLOC_SYNTHETIC, hwloc(7)): the daemons
+        # see its CPUs instead of this machine's, and gres.conf keeps its Cores= whole.
+        self.hwloc = hwloc
         self.source = find_slurm_dir(rendered)
         self.paths = TwinPaths.under(work_dir, work_dir / "spool")
         super().__init__(self.paths.log)
@@ -196,7 +200,9 @@ class SlurmTestbed(DaemonOwner):
         self.gres_overridden: list[str] = []
         for path in self.source.iterdir():
             if path.is_file() and path.name == "gres.conf":
-                text, self.gres_overridden = adapt_gres_conf(path.read_text(), os.cpu_count() or 1)
+                text = path.read_text()
+                if self.hwloc is None:
+                    text, self.gres_overridden = adapt_gres_conf(text, os.cpu_count() or 1)
                 (self.paths.etc / path.name).write_text(text)
             elif path.is_file() and path.name != "slurm.conf":
                 shutil.copy2(path, self.paths.etc / path.name)
@@ -287,7 +293,10 @@ class SlurmTestbed(DaemonOwner):
 
     @property
     def env(self) -> dict[str, str]:
-        return clean_env(self.paths.slurm_conf)
+        env = clean_env(self.paths.slurm_conf)
+        if self.hwloc is not None:
+            env.update(HWLOC_SYNTHETIC=self.hwloc, HWLOC_THISSYSTEM="1")
+        return env
 
     # -- daemons ---------------------------------------------------------------
 

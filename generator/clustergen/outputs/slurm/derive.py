@@ -868,15 +868,18 @@ def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
 
 
 def _socket_cores(profile: HardwareProfile, cores: str) -> str:
-    """Every core of the sockets that a GPU's nearest cores lie on. Slurm co-allocates a
-    GRES with CPUs per socket or NUMA node, never by cores within one (gres.conf(5),
-    Cores: "it is not possible to preferentially assign GRES with different specific CPUs
-    on the same NUMA or socket", so the option "should generally be used to identify all
-    cores on some socket"): a slice of a socket promises an affinity Slurm does not give."""
-    per = profile.cpu.cores_per_socket
-    sockets = sorted({core // per for core in core_ids(cores)})
+    """Every core of the sockets, or NUMA nodes where cpu.numa_per_socket splits them
+    (NPS2/NPS4, SNC), that a GPU's nearest cores lie on. Slurm co-allocates a GRES with
+    CPUs per socket or NUMA node, never by cores within one (gres.conf(5), Cores: "it is
+    not possible to preferentially assign GRES with different specific CPUs on the same
+    NUMA or socket", so the option "should generally be used to identify all cores on
+    some socket"): a slice of one promises an affinity Slurm does not give. A socket's
+    NUMA nodes take its cores evenly, in order (the check holds that they divide)."""
+    cpu = profile.cpu
+    per = cpu.cores_per_socket // cpu.numa_per_socket
+    domains = sorted({core // per for core in core_ids(cores)})
     return ",".join(
-        f"{socket * per}-{socket * per + per - 1}" if per > 1 else str(socket) for socket in sockets
+        f"{domain * per}-{domain * per + per - 1}" if per > 1 else str(domain) for domain in domains
     )
 
 
