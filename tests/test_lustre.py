@@ -664,3 +664,30 @@ def test_a_mount_point_reached_through_roots_link_is_used(stubs: Stubs, tmp_path
     result = stubs.run(path)
     assert result.returncode == 0, result.stderr
     assert (real / "projects" / "small").is_dir()
+
+
+def test_nodes_without_a_port_in_a_servers_storage_subnet_are_warned_of(tmp_path: Path) -> None:
+    """tests/warnings/lnet-subnet-unreachable.yaml warns of its one-port head node; the GB200
+    example, whose trays and head node have a port in each of the servers' two storage
+    subnets, warns of nothing; its trays with one port each are warned of as a group."""
+    from clustergen.load import load_spec
+    from clustergen.validate import validate_cluster
+
+    from support.paths import EXAMPLES, REPO
+
+    def warned(path: Path) -> list[str]:
+        _, problems = validate_cluster(load_spec(str(path)))
+        return [p.message for p in problems if p.code.name == "storage.lnet-subnet-unreachable"]
+
+    case = REPO / "tests" / "warnings" / "lnet-subnet-unreachable.yaml"
+    (message,) = warned(case)
+    assert "slurm-head (head-server) have no port in 10.200.128.0/17" in message
+    example = EXAMPLES / "gb200-nvl72-4rack.yaml"
+    assert warned(example) == []
+    text = example.read_text(encoding="utf-8").replace(
+        "storage: [ibP6p3s0f0, ibP6p3s0f1]", "storage: [ibP6p3s0f0]"
+    )
+    one_port = tmp_path / "gb200.yaml"
+    one_port.write_text(text, encoding="utf-8")
+    (message,) = warned(one_port)
+    assert "gb[001-072] (gb200-tray) have no port in 10.200.128.0/17" in message

@@ -393,6 +393,12 @@ STORAGE_LUSTRE_CLIENT_ARCHITECTURE = Code(
     "Lustre clients on arm64 nodes with a Lustre whose DKMS client has no arm64 build "
     "(before 2.16)",
 )
+STORAGE_LNET_SUBNET_UNREACHABLE = Code(
+    "storage.lnet-subnet-unreachable",
+    "warning",
+    "Lustre nodes on an LNet network with none of their ports in a subnet where the "
+    "servers have NIDs: discovery hands them NIDs they cannot reach",
+)
 STORAGE_LUSTRE_SERVER_MODULES_UNPINNED = Code(
     "storage.lustre-server-modules-unpinned",
     "warning",

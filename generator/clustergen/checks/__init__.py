@@ -58,6 +58,7 @@ CHECKS: tuple[Check, ...] = (
     _check(lustre.indices, "storage"),
     _check(lustre.servers, "storage", "hardware", "nodes"),
     _check(lustre.lnet, "storage", "hardware"),
+    _check(lustre.lnet_subnets, "storage", "network", "hardware", "nodes"),
     _check(lustre.mount, "storage"),
     _check(lustre.layouts, "storage"),
     _check(lustre.tuning, "storage"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from ipaddress import IPv4Network
 from pathlib import PurePosixPath
 
 from clustergen import codes
@@ -195,6 +196,65 @@ def lnet(cluster: ResolvedCluster) -> list[Problem]:
         for profile in net.interfaces
         if profile not in cluster.spec.hardware
     ]
+
+
+def lnet_subnets(cluster: ResolvedCluster) -> list[Problem]:
+    """An LNet network is nodes that reach each other directly (Lustre Operations Manual,
+    "Understanding Lustre Networking": a network is "a group of nodes that communicate
+    directly with each other"). o2ib finds a peer by its IPoIB address, so a server NID in
+    an IPoIB subnet where a node has no port is one it cannot reach without a router; LNet
+    Multi-Rail discovery still hands it that NID, and the failed connections count against
+    the peer's health. Said per hardware profile of the nodes that lack a server subnet."""
+    lustre = _lustre(cluster)
+    if lustre is None:
+        return []
+    network = cluster.spec.network
+    servers = {lustre.mgs.node, *lustre.mgs.failover}
+    for target in (*lustre.mdts, *lustre.osts):
+        servers |= {target.node, *target.failover}
+    mounting = servers | set(cluster.lustre_clients)
+    problems = []
+    for net in networks(cluster.spec, lustre):
+        subnets: dict[str, set[IPv4Network]] = {}
+        for host in cluster.hosts:
+            netdevs = net.interfaces.get(host.hardware_name) if host.name in mounting else None
+            if not netdevs:
+                continue
+            found = (
+                *host.storage_addresses(network.storage),
+                *host.fabric_addresses(network.fabric),
+            )
+            address = {a.netdev: a for a in found}
+            subnets[host.name] = {
+                IPv4Network(f"{a.address}/{a.prefix}", strict=False)
+                for netdev in netdevs
+                if (a := address.get(netdev)) is not None
+            }
+        served = set().union(*(subnets[name] for name in servers if name in subnets))
+        if len(served) < 2:
+            continue
+        lacking: dict[str, list[str]] = {}
+        for host in cluster.hosts:
+            if host.name in subnets and host.name not in servers and served - subnets[host.name]:
+                lacking.setdefault(host.hardware_name, []).append(host.name)
+        for profile, names in lacking.items():
+            missing = sorted(served - subnets[names[0]])
+            problems.append(
+                Problem(
+                    codes.STORAGE_LNET_SUBNET_UNREACHABLE,
+                    ("hardware", profile, "interfaces"),
+                    f"on LNet network {net.name} the Lustre servers have NIDs in "
+                    f"{', '.join(map(str, sorted(served)))}, but {compress(names)} "
+                    f"({profile}) have no port in {', '.join(map(str, missing))}: LNet "
+                    "Multi-Rail discovery hands them the servers' NIDs there, which o2ib "
+                    "cannot reach without a router (it finds a peer by its IPoIB address), so "
+                    "those connections fail and count against the servers' health; give "
+                    "these nodes a port in each of the servers' subnets, or the servers "
+                    "their ports in the subnets every node has",
+                    at="key",
+                )
+            )
+    return problems
 
 
 def mount(cluster: ResolvedCluster) -> list[Problem]:
