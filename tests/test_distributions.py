@@ -60,7 +60,9 @@ def test_each_system_validates_and_renders_its_own_packages(os: str) -> None:
     }
     if distribution.family == "apt":
         assert packages["libnccl2"] == "2.26.2-1+cuda12.8"
-        assert packages["nvidia-utils"] == (
+        # Ubuntu's packaging on Ubuntu, Debian's (nvidia-driver-cuda) on Debian.
+        driver = "nvidia-utils" if os.startswith("ubuntu-") else "nvidia-driver-cuda"
+        assert packages[driver] == (
             "595.58.03-0ubuntu1" if os.startswith("ubuntu-") else "595.58.03-1"
         )
     else:

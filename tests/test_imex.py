@@ -262,8 +262,15 @@ def test_nvlsm_is_pinned_beside_the_fabric_manager_on_hgx_b200_only() -> None:
         cluster, _ = validate_cluster(load_spec(str(EXAMPLES / f"{name}.yaml")))
         assert cluster is not None
         pins[name] = {g.name: g.packages for g in lock_groups(cluster)}["nvswitch"]
+    # With DCGM on both, DCGM's NVSwitch libraries at the driver's version: NSCQ, and NVSDM
+    # on fourth-generation NVSwitch (docs/imex.md).
     assert pins["superpod-rail-128node"] == {
+        "libnvidia-nscq-570": "570.124.06-1",
+        "libnvsdm-570": "570.124.06-1",
         "nvidia-fabricmanager-570": "570.124.06-1",
         "nvlsm": "2025.01.5-1",
     }
-    assert pins["ml-training-8node"] == {"nvidia-fabricmanager-550": "550.90.07-1"}
+    assert pins["ml-training-8node"] == {
+        "libnvidia-nscq-550": "550.90.07-1",
+        "nvidia-fabricmanager-550": "550.90.07-1",
+    }

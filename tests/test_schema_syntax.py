@@ -86,6 +86,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "are compared exactly",
     "pull-signer-key": "an OpenPGP key's fingerprint is a SHA-1 of its decoded packet, and "
     "one signer's keys are exclusive alternatives across fields: no schema computes either",
+    "subnet-manager-plane": "the planes are the connected sets of the switch graph that the "
+    "rail pattern expands to, and which nodes are cabled to each: no schema walks a graph",
     "link-layer": "an interface name's prefix judged against the type of the network that "
     "another section (network.fabric, network.storage) says it carries",
     "shared-interface-mtu": "two networks' mtu compared where a profile's interfaces name one "

@@ -396,7 +396,7 @@ def rails_by_profile(cluster: ResolvedCluster) -> dict[str, frozenset[int]]:
 
 
 @dataclass(frozen=True)
-class Plane:
+class SwitchPlane:
     """One connected set of the fabric's switches: its rails (of its rail leaves) and the
     nodes cabled to it. A rail-optimised fabric whose rails no switch joins has a plane per
     rail; every other fabric one."""
@@ -406,7 +406,7 @@ class Plane:
     nodes: frozenset[str]
 
 
-def planes(cluster: ResolvedCluster) -> tuple[Plane, ...]:
+def planes(cluster: ResolvedCluster) -> tuple[SwitchPlane, ...]:
     """The fabric's planes that have nodes cabled to them, in the order of their first
     switch in the spec."""
     parent = {row.name: row.name for row in cluster.switch_ports}
@@ -422,7 +422,7 @@ def planes(cluster: ResolvedCluster) -> tuple[Plane, ...]:
         if row.rail is not None:
             rails.add(row.rail)
     return tuple(
-        Plane(frozenset(rails), frozenset(switches), frozenset(nodes))
+        SwitchPlane(frozenset(rails), frozenset(switches), frozenset(nodes))
         for rails, switches, nodes in found.values()
         if nodes
     )

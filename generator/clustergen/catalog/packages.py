@@ -335,21 +335,26 @@ def _nvidia_driver(family: PackageFamily, s: Software) -> Pins:
 
 # Every other binary package of the driver's build, whatever its name (a sibling pulled
 # in by a dependency: libnvidia-gl-*, libcuda1, libnvidia-ml1 on Debian, a renamed
-# firmware package), is held at the driver's version by one apt preferences record
-# [man: apt_preferences(5), "Matching packages in the Package field": a glob or a
-# /regular expression/ per name; a version pin raises only the versions it matches].
+# firmware package), is held at the driver packages' exact version string by one apt
+# preferences record [man: apt_preferences(5), "Matching packages in the Package field":
+# a glob or a /regular expression/ per name; a version pin raises only the versions it
+# matches]. Exact, not `<driver>-*`: a glob would raise another build of the same driver
+# (`-0ubuntu2` beside `-0ubuntu1`) to 1001 too, and apt would take it over the pinned one.
 # NVIDIA's other packages (container toolkit, DCGM, NCCL) carry versions of their own and
 # are untouched by it.
 # Debian's binaries of nvidia-graphics-drivers without "nvidia" in their names are listed.
 DRIVER_SIBLING_NAMES = "/nvidia/ libcuda1 libcudadebugger1 libnvcuvid1 libnvoptix1"
 
 
-def driver_sibling_pins(s: Software) -> list[dict[str, str]]:
+def driver_sibling_pins(s: Software, driver_pins: Pins) -> list[dict[str, str]]:
     """The apt preferences records that hold every package of the driver's build at the
-    driver's version (none on dnf, where the compute-only set is the whole branch)."""
-    if OS_PACKAGE_FAMILY[s.os] != "apt":
+    version of its pinned packages (software.packages overrides included: the version most
+    of them carry); none on dnf, where the compute-only set is the whole branch."""
+    if OS_PACKAGE_FAMILY[s.os] != "apt" or not driver_pins:
         return []
-    return [{"packages": DRIVER_SIBLING_NAMES, "version": f"{s.nvidia_driver}-*"}]
+    versions = list(driver_pins.values())
+    version = max(sorted(set(versions)), key=versions.count)
+    return [{"packages": DRIVER_SIBLING_NAMES, "version": version}]
 
 
 # NVIDIA's NVLink Subnet Manager, beside the fabric manager on fourth-generation NVSwitch

@@ -6,7 +6,7 @@ from clustergen import codes
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import rdma_versions
 from clustergen.errors import Problem
-from clustergen.fabric import Plane, planes
+from clustergen.fabric import SwitchPlane, planes
 from clustergen.hosts import compress
 from clustergen.resolve import ResolvedCluster, opensm_nodes, rdma_profiles
 
@@ -122,7 +122,7 @@ def _planes_managed(cluster: ResolvedCluster) -> list[Problem]:
     ]
 
 
-def _plane_name(plane: Plane) -> str:
+def _plane_name(plane: SwitchPlane) -> str:
     rails = sorted(plane.rails)
     if rails:
         return f"the plane of rail{'s' if len(rails) > 1 else ''} {', '.join(map(str, rails))}"

@@ -519,8 +519,8 @@ def all_group_vars(cluster: ResolvedCluster) -> list[GroupVars]:
         Variable(
             "nvidia_driver_siblings",
             "apt preferences records that hold every other package of the driver's build "
-            "(those its packages pull in) at the driver's version (none on dnf)",
-            driver_sibling_pins(software),
+            "(those its packages pull in) at the driver packages' version (none on dnf)",
+            driver_sibling_pins(software, cluster.pins.by_concern["nvidia_driver"]),
         )
     )
     variables.setdefault(GPU_GROUP, []).extend(_nccl_tests_vars(cluster))
