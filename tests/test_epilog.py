@@ -320,7 +320,7 @@ def test_gpus_without_row_remapping_pass(epilog_text: str, tmp_path: Path) -> No
 # Xid -> the words the drain reason carries (NVIDIA's Xid catalog).
 DRAINING_XIDS = {
     "48": "double-bit ECC error",
-    "63": "row remap or page retirement pending, reset the GPU",
+    "63": "row remap recorded, reset the GPU to apply it",
     "64": "row remap or page retirement failed",
     "74": "NVLink error",
     "79": "GPU has fallen off the bus",

@@ -35,9 +35,10 @@ class DrainXid:
 DRAIN_XIDS: tuple[DrainXid, ...] = (
     # DBE: a double-bit ECC error in GPU memory (Volta and older; Ampere reports 94/95).
     DrainXid(48, "double-bit ECC error"),
-    # Page retirement (Volta) or row remapping (Ampere and newer) recorded a bad row; the
-    # new mapping takes effect at the next GPU reset.
-    DrainXid(63, "row remap or page retirement pending, reset the GPU"),
+    # Row remapping (Ampere and newer: "successful recording of a row-remapping entry to
+    # the InfoROM", GPU Memory Error Management) or page retirement (Volta) recorded a
+    # bad row; the new mapping takes effect at the next GPU reset.
+    DrainXid(63, "row remap recorded, reset the GPU to apply it"),
     # The page retirement or row remapper could not record the error: an RMA candidate.
     DrainXid(64, "row remap or page retirement failed"),
     # An NVLink error; the link stays down until the GPU is reset.

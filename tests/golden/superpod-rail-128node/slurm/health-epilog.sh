@@ -71,7 +71,7 @@ is_yes() { [[ "${1,,}" == "yes" || "$1" == "1" ]]; }
 xid_reason() {
     case "$1" in
         48) echo "double-bit ECC error" ;;
-        63) echo "row remap or page retirement pending, reset the GPU" ;;
+        63) echo "row remap recorded, reset the GPU to apply it" ;;
         64) echo "row remap or page retirement failed" ;;
         74) echo "NVLink error" ;;
         79) echo "GPU has fallen off the bus" ;;
