@@ -6,7 +6,7 @@ from test_audit import audit_examples
 from test_codes import NOT_PRODUCED, PRODUCED_BY_CHANGE
 
 from clustergen.codes import CODES
-from clustergen.codes_doc import Example, errors_markdown
+from clustergen.dev.codes_doc import Example, errors_markdown
 from clustergen.errors import LocatedProblem, SpecInvalid, format_path
 from clustergen.load import LoadedSpec, load_spec, parse_spec
 from clustergen.validate import validate

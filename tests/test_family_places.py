@@ -16,6 +16,7 @@ docs/architecture.md ("Adding an output family") lists what stays hand-written.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
@@ -29,8 +30,8 @@ import yaml
 
 from clustergen.artifacts import Artifact, Install, NodeChange
 from clustergen.load import load_spec
-from clustergen.outputs import FAMILIES, UNINSTALLED
-from clustergen.outputs.ansible import handler_name
+from clustergen.outputs import FAMILIES, OWN_ROLE, UNINSTALLED
+from clustergen.outputs.ansible import FAMILIES_HANDLER, FAMILIES_ROLE, handler_name
 from clustergen.render import render_families
 from clustergen.templating import environment
 from clustergen.validate import validate_cluster
@@ -72,7 +73,7 @@ class Site:
     installs: Mapping[str, frozenset[str]]  # role -> the families it installs
     handlers: Mapping[str, frozenset[str]]  # role -> its handlers' names and listen topics
     services: frozenset[str]  # clustergen_state_services
-    partial: frozenset[str] = frozenset()  # clustergen_state_partial_families
+    partial: frozenset[str] = frozenset()  # clustergen_state_partial_role_families
 
 
 def _play_roles(play: Mapping[str, Any], main_only: bool) -> tuple[str, ...]:
@@ -132,7 +133,7 @@ def site(root: Path = REPO) -> Site:
         installs,
         {role.name: _role_handlers(role) for role in roles},
         frozenset(_SERVICE.findall(services_text)),
-        frozenset(yaml.safe_load(converge)["clustergen_state_partial_families"]),
+        frozenset(yaml.safe_load(converge)["clustergen_state_partial_role_families"]),
     )
 
 
@@ -143,7 +144,7 @@ def partial_problems(the_site: Site) -> list[str]:
     installed = frozenset().union(*the_site.installs.values())
     for family in sorted(the_site.partial - installed):
         problems.append(
-            f"clustergen_state_partial_families in {CONVERGE_VARS} names {family}, "
+            f"clustergen_state_partial_role_families in {CONVERGE_VARS} names {family}, "
             "which no role installs (rendered_files_family)"
         )
     # The driver role asserts that the plan (its tasks_from plan.yml, a play of its own
@@ -164,7 +165,8 @@ def partial_problems(the_site: Site) -> list[str]:
         for family in sorted(play.families - the_site.partial):
             problems.append(
                 f"play {play.name!r} of site.yml takes clustergen_family_{family}, but "
-                f"clustergen_state_partial_families in {CONVERGE_VARS} does not name {family}"
+                f"clustergen_state_partial_role_families in {CONVERGE_VARS} does not name "
+                f"{family}"
             )
         for role in play.runs:
             for family in sorted(the_site.installs.get(role, frozenset()) & the_site.partial):
@@ -184,14 +186,69 @@ def _covered(
     return every if play.group is None else members.get(play.group, frozenset())
 
 
+def _started(artifacts: Sequence[Artifact]) -> frozenset[str]:
+    """The units the artifacts start, by unit name and, for a service, also without
+    its suffix (as a change names it)."""
+    units = {a.install.dest.rpartition("/")[2] for a in artifacts if a.install and a.install.start}
+    return frozenset(units | {u.removesuffix(".service") for u in units})
+
+
+def _service_problems(
+    what: str, change: NodeChange, the_site: Site, started: frozenset[str]
+) -> list[str]:
+    if (
+        change.action == "restart"
+        and change.service not in the_site.services
+        and change.service not in NOT_STARTED
+        and change.service not in started
+    ):
+        return [
+            f"{what} restarts service {change.service}, but clustergen_state_services in "
+            f"{CONVERGE_VARS} does not list it, so a no-op run would miss it stopped"
+        ]
+    return []
+
+
+def _roleless_problems(
+    family: str, what: str, install: Install, the_site: Site, started: frozenset[str]
+) -> list[str]:
+    """A family without a role of its own: the families role installs it, on every
+    node that converges, and defines its one handler."""
+    problems = [
+        f"{what}: family {family} has no role of its own (OWN_ROLE), but "
+        f"roles/{role}/tasks/ include rendered_files with `rendered_files_family: {family}`: "
+        "declare OWN_ROLE = True in its module, or remove the include"
+        for role, families in sorted(the_site.installs.items())
+        if family in families
+    ]
+    plays = [p for p in the_site.plays if FAMILIES_ROLE in p.runs]
+    if not any(p.group is None and p.converge_only for p in plays):
+        problems.append(
+            f"{what}: no play of site.yml runs role {FAMILIES_ROLE} on every node that "
+            "converges (hosts: groups['clustergen_converge'] + groups['clustergen_partial'])"
+        )
+    if handler_name(install, own_role=False) and FAMILIES_HANDLER not in the_site.handlers.get(
+        FAMILIES_ROLE, ()
+    ):
+        problems.append(
+            f"{what} notifies {FAMILIES_HANDLER!r}, which roles/{FAMILIES_ROLE}/handlers/main.yml "
+            "does not define"
+        )
+    return problems + _service_problems(what, install.change, the_site, started)
+
+
 def _artifact_problems(
     family: str,
     artifact: Artifact,
     install: Install,
     the_site: Site,
     members: Mapping[str, frozenset[str]],
+    started: frozenset[str] = frozenset(),
+    own_role: bool = True,
 ) -> list[str]:
     what = f"{artifact.path} (family {family}, group {install.group})"
+    if not own_role:
+        return _roleless_problems(family, what, install, the_site, started)
     roles = sorted(role for role, families in the_site.installs.items() if family in families)
     if not roles:
         return [
@@ -225,17 +282,7 @@ def _artifact_problems(
                 f"({', '.join(play.roles)}) defines it: add a {handler!r} handler to "
                 f"roles/{roles[0]}/handlers/main.yml"
             )
-    change = install.change
-    if (
-        change.action == "restart"
-        and change.service not in the_site.services
-        and change.service not in NOT_STARTED
-    ):
-        problems.append(
-            f"{what} restarts service {change.service}, but clustergen_state_services in "
-            f"{CONVERGE_VARS} does not list it, so a no-op run would miss it stopped"
-        )
-    return problems
+    return problems + _service_problems(what, install.change, the_site, started)
 
 
 def place_problems(
@@ -243,10 +290,12 @@ def place_problems(
     members: Mapping[str, frozenset[str]],
     the_site: Site,
     uninstalled: frozenset[str] = UNINSTALLED,
+    own_role: frozenset[str] = OWN_ROLE,
 ) -> list[str]:
     """Every place an installed artifact needs and the site lacks, named."""
     problems = []
     for family, artifacts in sorted(by_family.items()):
+        started = _started(artifacts)
         for artifact in artifacts:
             install = artifact.install
             if install is None:
@@ -257,7 +306,9 @@ def place_problems(
                     "(generator/clustergen/outputs/__init__.py)"
                 )
                 continue
-            problems += _artifact_problems(family, artifact, install, the_site, members)
+            problems += _artifact_problems(
+                family, artifact, install, the_site, members, started, family in own_role
+            )
     return sorted(set(problems))
 
 
@@ -290,6 +341,126 @@ def test_every_installed_family_is_rendered_by_a_spec_here() -> None:
     assert seen == set(FAMILIES) - UNINSTALLED
 
 
+# --- and back: a place without its family ---------------------------------------------
+
+_NOTIFY_KEYS = ("notify", "pinned_packages_notify")
+
+
+def _notified_in(data: Any, found: set[str]) -> None:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in _NOTIFY_KEYS:
+                found.update([value] if isinstance(value, str) else value)
+            else:
+                _notified_in(value, found)
+    elif isinstance(data, list):
+        for item in data:
+            _notified_in(item, found)
+
+
+def _code_changes(root: Path) -> list[NodeChange]:
+    """Every NodeChange the code writes with literal arguments (a family's constants,
+    the package concerns'): the changes a render can name, whatever the spec."""
+    changes = []
+    for path in sorted((root / "generator" / "clustergen").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "NodeChange"):
+                continue
+            args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if len(args) == len(node.args) and args:
+                changes.append(NodeChange(*args))
+    return changes
+
+
+def notified(root: Path = REPO, rendered: Sequence[Artifact] = ()) -> frozenset[str]:
+    """What anything notifies: the roles' tasks, vars and handlers (`notify`, and the
+    pinned_packages role's `pinned_packages_notify`), every change the code names, the
+    rendered artifacts', and the families role's handler."""
+    found: set[str] = {FAMILIES_HANDLER}
+    for path in sorted((root / "roles").glob("*/*/*.yml")):
+        _notified_in(yaml.safe_load(path.read_text(encoding="utf-8")), found)
+    installs = [Install("/x", "g", c) for c in _code_changes(root)]
+    installs += [a.install for a in rendered if a.install is not None]
+    found.update(h for h in map(handler_name, installs) if h is not None)
+    return frozenset(found)
+
+
+def stale_places(
+    the_site: Site, root: Path = REPO, live: frozenset[str] | None = None
+) -> list[str]:
+    """Every place that names a family, handler or service nothing has any more."""
+    live = notified(root) if live is None else live
+    problems = [
+        f"roles/{role}/tasks/ include rendered_files with `rendered_files_family: {family}`, "
+        "but no family of generator/clustergen/outputs/ with OWN_ROLE = True has that name"
+        for role, families in sorted(the_site.installs.items())
+        for family in sorted(families - OWN_ROLE)
+    ]
+    for path in sorted((root / "roles").glob("*/handlers/main.yml")):
+        for handler in yaml.safe_load(path.read_text(encoding="utf-8")) or []:
+            listen = handler.get("listen", [])
+            names = {handler["name"], *([listen] if isinstance(listen, str) else listen)}
+            if not names & live:
+                problems.append(
+                    f"{path.relative_to(root)}: handler {handler['name']!r} is notified by "
+                    "nothing (no role, no change a family names): remove it"
+                )
+    for service in sorted(the_site.services):
+        if not any(
+            service in path.read_text(encoding="utf-8")
+            for path in sorted((root / "roles").glob("*/*/*"))
+            if path.is_file() and not path.is_relative_to(root / "roles" / "clustergen_state")
+        ):
+            problems.append(
+                f"clustergen_state_services in {CONVERGE_VARS} lists {service}, which no role "
+                "names: remove it, or the converge check waits for a service nothing starts"
+            )
+    return problems
+
+
+def _golden_artifacts() -> list[Artifact]:
+    return [a for spec in SPECS for arts in _rendered(spec)[0].values() for a in arts]
+
+
+def test_no_place_names_a_family_handler_or_service_that_is_gone() -> None:
+    problems = stale_places(site(), REPO, notified(REPO, _golden_artifacts()))
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "named"),
+    [
+        (
+            "roles/nccl/tasks/main.yml",
+            "rendered_files_family: nccl",
+            "rendered_files_family: toyd_files",
+            "roles/nccl/tasks/ include rendered_files with `rendered_files_family: toyd_files`",
+        ),
+        (
+            "roles/opensm/handlers/main.yml",
+            "- name: Restart opensm\n",
+            "- name: Restart opensm\n  ansible.builtin.debug:\n    msg: x\n"
+            "- name: Restart clustergen-toyd\n",
+            "handler 'Restart clustergen-toyd' is notified by nothing",
+        ),
+        (
+            CONVERGE_VARS,
+            "+ ([{'name': 'opensm'}] if 'opensm' in group_names else [])",
+            "+ ([{'name': 'opensm'}] if 'opensm' in group_names else [])\n"
+            "     + ([{'name': 'clustergen-toyd'}] if 'compute' in group_names else [])",
+            "lists clustergen-toyd, which no role names",
+        ),
+    ],
+    ids=["include", "handler", "converge-service"],
+)
+def test_a_place_left_after_its_family_is_gone_is_named(
+    tmp_path: Path, path: str, old: str, new: str, named: str
+) -> None:
+    the_site = _site_copy(tmp_path, path, old, new)
+    problems = stale_places(the_site, tmp_path, notified(REPO, _golden_artifacts()))
+    assert any(named in problem for problem in problems), problems
+
+
 # --- each place, missing: the problem names it ----------------------------------------
 
 
@@ -300,6 +471,15 @@ def _toy(
     return {family: [Artifact(f"{family}/gpu/health.conf", "x\n", install=install)]}
 
 
+def _places(
+    by_family: Mapping[str, Sequence[Artifact]],
+    members: Mapping[str, frozenset[str]],
+    the_site: Site,
+) -> list[str]:
+    """The problems of a toy family with a role of its own."""
+    return place_problems(by_family, members, the_site, own_role=OWN_ROLE | {"toy_health"})
+
+
 def _with(**changes: Any) -> Site:
     return dataclasses.replace(site(), **changes)
 
@@ -308,15 +488,13 @@ MEMBERS = {"compute": frozenset({"gpu01", "gpu02"}), "slurm": frozenset({"gpu01"
 
 
 def test_a_family_no_role_installs_names_rendered_files_family() -> None:
-    (problem,) = place_problems(_toy(NodeChange("restart", "slurmd")), MEMBERS, site())
+    (problem,) = _places(_toy(NodeChange("restart", "slurmd")), MEMBERS, site())
     assert "no role includes rendered_files with `rendered_files_family: toy_health`" in problem
 
 
 def test_a_restart_no_role_of_the_play_handles_names_the_handlers_file() -> None:
     installs = {**site().installs, "slurm": site().installs["slurm"] | {"toy_health"}}
-    problems = place_problems(
-        _toy(NodeChange("restart", "toyd")), MEMBERS, _with(installs=installs)
-    )
+    problems = _places(_toy(NodeChange("restart", "toyd")), MEMBERS, _with(installs=installs))
     assert any(
         "notifies 'Restart toyd', but no role of play 'Slurm' in site.yml (munge, slurm) "
         "defines it: add a 'Restart toyd' handler to roles/slurm/handlers/main.yml" in p
@@ -327,7 +505,7 @@ def test_a_restart_no_role_of_the_play_handles_names_the_handlers_file() -> None
 def test_a_restarted_service_the_converge_check_lacks_names_its_list() -> None:
     installs = {**site().installs, "slurm": site().installs["slurm"] | {"toy_health"}}
     handlers = {**site().handlers, "slurm": site().handlers["slurm"] | {"Restart toyd"}}
-    problems = place_problems(
+    problems = _places(
         _toy(NodeChange("restart", "toyd")), MEMBERS, _with(installs=installs, handlers=handlers)
     )
     assert problems == [
@@ -340,7 +518,7 @@ def test_a_restarted_service_the_converge_check_lacks_names_its_list() -> None:
 def test_a_group_no_play_reaches_names_the_group() -> None:
     installs = {**site().installs, "nccl": site().installs["nccl"] | {"toy_health"}}
     members = {**MEMBERS, "nvidia_gpu": frozenset({"gpu01"})}
-    problems = place_problems(_toy(NodeChange("nothing")), members, _with(installs=installs))
+    problems = _places(_toy(NodeChange("nothing")), members, _with(installs=installs))
     assert problems == [
         "toy_health/gpu/health.conf (family toy_health, group compute): no play of site.yml runs "
         "role nccl on gpu02 (a play whose hosts are groups['compute'])"
@@ -353,7 +531,7 @@ def test_a_play_not_narrowed_to_the_converge_group_is_named() -> None:
         Play(p.name, p.group, False, p.roles, p.runs) if p.name == "Slurm" else p
         for p in site().plays
     )
-    problems = place_problems(
+    problems = _places(
         _toy(NodeChange("restart", "slurmd")), MEMBERS, _with(installs=installs, plays=plays)
     )
     assert any(
@@ -362,7 +540,7 @@ def test_a_play_not_narrowed_to_the_converge_group_is_named() -> None:
 
 
 def test_an_installed_file_of_an_uninstalled_family_names_the_set() -> None:
-    (problem,) = place_problems(_toy(NodeChange("nothing"), family="facility"), MEMBERS, site())
+    (problem,) = _places(_toy(NodeChange("nothing"), family="facility"), MEMBERS, site())
     assert "family facility is in UNINSTALLED" in problem
 
 
@@ -460,7 +638,7 @@ def test_every_play_of_a_partial_family_takes_its_nodes() -> None:
             "  - opensm\n",
             "",
             "play 'InfiniBand subnet manager' of site.yml takes clustergen_family_opensm, but "
-            "clustergen_state_partial_families",
+            "clustergen_state_partial_role_families",
         ),
         (
             CONVERGE_VARS,

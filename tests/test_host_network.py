@@ -18,9 +18,9 @@ import yaml
 
 from clustergen.artifacts import Artifact
 from clustergen.load import parse_spec
+from clustergen.nccl_settings import settings_for
 from clustergen.outputs import host_network
 from clustergen.outputs.acceptance.derive import PERFTEST_OPTIONS
-from clustergen.outputs.nccl.derive import settings_for
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment
 from clustergen.validate import validate_cluster

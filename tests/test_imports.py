@@ -47,6 +47,44 @@ def test_every_module_has_a_layer() -> None:
     assert not unknown, f"layers named under 'sits on' but not defined: {unknown}"
 
 
+def family_crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from one output family into another's modules: what families share
+    (settings, names, figures) lives below them, in the resolve layer or the catalog."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        family = _family(module)
+        if family is None:
+            continue
+        for target in sorted(imported):
+            other = _family(target)
+            if other is not None and other != family:
+                found.append(f"{module} imports {target}")
+    return found
+
+
+def _family(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["clustergen", "outputs"] else None
+
+
+def test_no_family_imports_another() -> None:
+    found = family_crossings(import_graph(PACKAGE, "clustergen"))
+    assert found == [], "move what two families share below them (docs/architecture.md):\n" + (
+        "\n".join(found)
+    )
+
+
+def test_a_family_importing_another_is_named() -> None:
+    graph = {
+        "clustergen.outputs.nhc": {"clustergen.outputs.slurm.derive", "clustergen.hosts"},
+        "clustergen.outputs.slurm.derive": {"clustergen.outputs.slurm.reboot"},
+        "clustergen.outputs.ansible": {"clustergen.outputs"},
+    }
+    assert family_crossings(graph) == [
+        "clustergen.outputs.nhc imports clustergen.outputs.slurm.derive"
+    ]
+
+
 def test_layer_table_says_what_the_doc_promises() -> None:
     """The table is read as meant (a misread table would let anything through)."""
     allowed = below(_table())

@@ -89,6 +89,12 @@ def test_quick_start_renders_a_tree_that_applies_with_only_the_wheel_and_ansible
         env,
     )
     assert str(clone / ".venv") in location, f"imported a checkout, not the wheel: {location}"
+    shipped = _run(
+        [str(venv_bin / "python"), "-c", _SHIPS_DEVELOPMENT_TOOLS],
+        tmp_path,
+        env,
+    )
+    assert shipped.strip() == "False", "the wheel ships clustergen.dev, the development tools"
 
     rendered = _RENDER_OUTPUT.search(commands)
     assert rendered, "the quick start renders no example"
@@ -134,9 +140,18 @@ def test_mypy_strict_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+_SHIPS_DEVELOPMENT_TOOLS = (
+    "import importlib.util; print(importlib.util.find_spec('clustergen.dev') is not None)"
+)
+# What only clustergen's own development uses (the doc generators, the large-spec
+# generator): kept out of the wheel.
+DEVELOPMENT_ONLY = {"clustergen.dev"}
+
+
 def test_every_python_package_ships_in_the_wheel() -> None:
     """pyproject.toml lists the packages (two of them are remapped data trees); a new
-    subpackage that is not listed would be missing from the wheel."""
+    subpackage that is not listed would be missing from the wheel. The development tools
+    alone stay out."""
     text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     listing = re.search(r"^packages = \[(.*?)\]", text, re.S | re.M)
     assert listing is not None
@@ -146,4 +161,5 @@ def test_every_python_package_ships_in_the_wheel() -> None:
         ".".join(init.parent.relative_to(package_root).parts)
         for init in package_root.glob("clustergen/**/__init__.py")
     }
-    assert found - listed == set(), "add these to [tool.setuptools] packages"
+    assert found - listed - DEVELOPMENT_ONLY == set(), "add these to [tool.setuptools] packages"
+    assert not listed & DEVELOPMENT_ONLY, "the development tools do not ship"

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 import yaml
 
-from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.artifacts import SEVERITY, Artifact, Install, NodeChange, PlanAction
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import CONCERNS
 from clustergen.errors import ExitCode
@@ -578,3 +579,11 @@ def test_the_plans_a_reviewer_reads(cli, tmp_path: Path, case: str, update_golde
     assert result.code in (ExitCode.PLAN_CHANGES, ExitCode.PLAN_DESTRUCTIVE), result.err
     text = result.out.replace(str(tree), "TREE")
     check_current(REPO / "tests" / "plans" / f"{case}.md", text, update_golden)
+
+
+def test_one_order_names_every_action_once() -> None:
+    """Artifacts and plan share SEVERITY: every action a file's change or a plan step can
+    take is in it once ("nothing" is no step), so no second order can drift from it."""
+    assert sorted(SEVERITY) == sorted(set(get_args(PlanAction)) - {"nothing"})
+    assert len(set(SEVERITY)) == len(SEVERITY)
+    assert SEVERITY[:2] == ("reformat", "reboot")  # markdown() writes these two first

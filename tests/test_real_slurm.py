@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from clustergen.catalog.gpus import profile_gres_type
 from clustergen.load import load_spec
-from clustergen.outputs.slurm.derive import SlurmContext, derive_slurm, gres_type
+from clustergen.outputs.slurm.derive import SlurmContext, derive_slurm
 from clustergen.resolve import ResolvedCluster
 from clustergen.validate import validate_cluster
 
@@ -63,7 +64,7 @@ def test_slurmd_reads_rendered_gres_conf(spec_path: Path, tmp_path: Path, cli) -
             count = host.hardware.gpu.count  # type: ignore[attr-defined]
             report = bed.slurmd_gres(host.name, gpu_count=count)  # type: ignore[attr-defined]
             assert report.ok, report.output
-            assert report.gpu_count(gres_type(host.hardware)) == count, report.output  # type: ignore[attr-defined]
+            assert report.gpu_count(profile_gres_type(host.hardware)) == count, report.output  # type: ignore[attr-defined]
 
 
 def gpu_defaults_spec(tmp_path: Path) -> Path:

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from clustergen.catalog.gpus import profile_gres_type
 from clustergen.load import load_spec
-from clustergen.outputs.slurm.derive import derive_slurm, gres_type
+from clustergen.outputs.slurm.derive import derive_slurm
 from clustergen.validate import validate_cluster
 
 from support.paths import REFERENCE_SPECS
@@ -135,7 +136,7 @@ def test_release_slurmd_reads_the_rendered_gres_conf(
     for host in first_of_profile.values():
         report = reports[host.name]
         assert report.ok, report.output
-        assert report.gpu_count(gres_type(host.hardware)) == gpus[host.name], report.output
+        assert report.gpu_count(profile_gres_type(host.hardware)) == gpus[host.name], report.output
 
 
 # --- the topology syntax clustergen writes next, proven on the daemons -----------------

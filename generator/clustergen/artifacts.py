@@ -11,10 +11,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-# What applying a changed file needs, from least to most disruptive.
+# What applying a changed file needs (SEVERITY orders them).
 NodeAction = Literal[
     "nothing", "set_param", "reconfigure", "restart", "reboot", "remount", "reformat"
 ]
+# What `plan` asks of the nodes: a file's NodeAction, or one it tells apart where a file
+# or a package is new: a target new in the spec is formatted (never DESTRUCTIVE), a new
+# mount is mounted, and a pinned package's new version is installed.
+PlanAction = Literal[NodeAction, "format", "mount", "install"]
+# The one order of the actions, most disruptive first: plan lists its steps in it, and
+# "nothing" is no step. tests/test_plan.py holds that it names every action once.
+SEVERITY: tuple[PlanAction, ...] = (
+    "reformat",
+    "reboot",
+    "restart",
+    "remount",
+    "format",
+    "mount",
+    "install",
+    "set_param",
+    "reconfigure",
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +58,11 @@ class NodeChange:
 
 
 NO_CHANGE = NodeChange("nothing")
+
+# Where the units a site's own files define go (systemd.unit(5): the local
+# administrator's folder), and the kinds of unit an install may start.
+SYSTEMD_UNITS = "/etc/systemd/system"
+STARTED_UNIT_SUFFIXES = (".service", ".timer", ".socket", ".path")
 
 
 @dataclass(frozen=True)
@@ -73,10 +95,21 @@ class Install:
     # installs them (the copies of what a daemon now serves): the rendered_files role
     # removes them and the converge check reports one that is there.
     absent: tuple[str, ...] = ()
+    # The file is a systemd unit the node enables and starts (after a daemon-reload when
+    # it changed): the rendered_files role does so, and the converge check then requires
+    # it enabled and active. Its change names what a later change to it restarts.
+    start: bool = False
 
     def __post_init__(self) -> None:
         if self.hosts is not None and not self.hosts:
             raise ValueError("an install limited to hosts names at least one")
+        if self.start:
+            folder, _, unit = self.dest.rpartition("/")
+            if folder != SYSTEMD_UNITS or not unit.endswith(STARTED_UNIT_SUFFIXES):
+                raise ValueError(
+                    f"{self.dest}: a unit to start goes in {SYSTEMD_UNITS} with one of the "
+                    f"suffixes {', '.join(STARTED_UNIT_SUFFIXES)}"
+                )
 
 
 @dataclass(frozen=True)

@@ -198,6 +198,41 @@ def hosts_by_name(hosts: list[Host]) -> dict[str, Host]:
 NUMBERED_NAME = re.compile(r"^(.*?)([0-9]+)$")
 
 
+@dataclass(frozen=True)
+class NameRange:
+    """Names `prefix` + a `width`-digit number from low to high: gpu[01-08]."""
+
+    prefix: str
+    width: int
+    low: int
+    high: int
+
+
+def name_ranges(names: Sequence[str]) -> tuple[list[NameRange], list[str]]:
+    """Numbered names as ranges of consecutive numbers per prefix and width, in order of
+    first appearance; the names without a trailing number apart."""
+    numbers: dict[tuple[str, int], list[int]] = {}
+    plain = []
+    for name in names:
+        match = NUMBERED_NAME.match(name)
+        if match is None:
+            plain.append(name)
+        else:
+            numbers.setdefault((match[1], len(match[2])), []).append(int(match[2]))
+    ranges = []
+    for (prefix, width), found in numbers.items():
+        ordered = sorted(set(found))
+        start = previous = ordered[0]
+        for number in [*ordered[1:], None]:
+            if number is not None and number == previous + 1:
+                previous = number
+                continue
+            ranges.append(NameRange(prefix, width, start, previous))
+            if number is not None:
+                start = previous = number
+    return ranges, plain
+
+
 def compress(names: Sequence[str]) -> str:
     """Slurm hostlist of names, e.g. gpu[01-08], exactly as python-hostlist writes it.
 

@@ -17,11 +17,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
-from clustergen.artifacts import Artifact, NodeAction, NodeChange
+from clustergen.artifacts import SEVERITY, Artifact, NodeChange, PlanAction
 from clustergen.catalog.packages import CONCERNS, Concern
 from clustergen.catalog.slurm_releases import release_name, upgrade_steps
 from clustergen.catalog.versions import VersionTuple, parse_version
@@ -32,23 +32,6 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.tree import Tree
 from clustergen.write import MANIFEST, Installed, file_changes, manifest_entries
 
-# What the plan asks of the nodes: a file's NodeAction, or one the plan tells apart where
-# a file or a package is new: a target new in the spec is formatted (never DESTRUCTIVE),
-# a new mount is mounted, and a pinned package's new version is installed.
-PlanAction = Literal[NodeAction, "format", "mount", "install"]
-
-# Most severe first; the plan lists steps in this order.
-SEVERITY: tuple[PlanAction, ...] = (
-    "reformat",
-    "reboot",
-    "restart",
-    "remount",
-    "format",
-    "mount",
-    "install",
-    "set_param",
-    "reconfigure",
-)
 LOCK = "versions.lock"
 HOSTS = "inventory/hosts.yml"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from clustergen.catalog.gpus import GpuModel, gpu_model
+from clustergen.catalog.gpus import GpuModel, profile_gpu
 from clustergen.catalog.packages import ANSIBLE_PULL_GROUP
 from clustergen.errors import UsageError
 from clustergen.hosts import Host, InterfaceAddress
@@ -21,7 +21,6 @@ from clustergen.model.common import expand_hostlist
 from clustergen.model.gpu_topology import Topology
 from clustergen.model.network import LINK_GBITS
 from clustergen.outputs.lustre.derive import derive_lustre
-from clustergen.outputs.slurm.derive import real_memory_mib
 from clustergen.resolve import ResolvedCluster
 
 LOCK = "versions.lock"
@@ -130,7 +129,7 @@ def expectations(cluster: ResolvedCluster, tree: AppliedTree) -> dict[str, NodeE
             pull=host.name in pulling,
         )
         if profile.gpu is not None:
-            node.gpu_count, node.gpu_model = profile.gpu.count, gpu_model(profile.gpu.model)
+            node.gpu_count, node.gpu_model = profile.gpu.count, profile_gpu(profile)
             node.driver = spec.software.nvidia_driver
         if fabric is not None and node.fabric_hcas:
             node.rate_gbits = LINK_GBITS.get(fabric.rate)
@@ -138,7 +137,7 @@ def expectations(cluster: ResolvedCluster, tree: AppliedTree) -> dict[str, NodeE
         if host.is_slurm_compute:
             cpu = profile.cpu
             node.cpus = cpu.sockets * cpu.cores_per_socket * cpu.threads_per_core
-            node.real_memory_mib = real_memory_mib(profile)
+            node.real_memory_mib = profile.slurm_real_memory_mib()
         node.cables = {
             hca: tree.cables[(host.name, hca)] for hca in hcas if (host.name, hca) in tree.cables
         }

@@ -161,6 +161,24 @@ def gpu_model_candidates(name: str) -> list[str]:
     return [model for model in GPU_MODELS if model.startswith(word + "-")]
 
 
+def profile_gpu(profile: HardwareProfile) -> GpuModel | None:
+    """The catalog entry of a profile's GPU model; None without GPUs, or for a model the
+    catalog lacks (validation refuses that one: hardware.gpu-unknown-model)."""
+    return gpu_model(profile.gpu.model) if profile.gpu is not None else None
+
+
+def profile_gres_type(profile: HardwareProfile) -> str | None:
+    """The GRES type of a profile's GPUs (gpu:<type>:<count>): gpu.gres_type where the
+    spec says it, else the catalog's for the model; None without GPUs."""
+    if profile.gpu is None:
+        return None
+    if profile.gpu.gres_type:
+        return profile.gpu.gres_type
+    model = profile_gpu(profile)
+    assert model is not None, "validation refuses an unknown GPU model"
+    return model.gres_type
+
+
 def superchip_cores(profile: HardwareProfile) -> tuple[str, ...] | None:
     """Per GPU index, the Slurm core IDs of the Grace CPU that GPU shares a superchip with,
     for a Grace GPU model (GB200, GB300, GH200) whose count splits evenly over the sockets;
@@ -171,7 +189,7 @@ def superchip_cores(profile: HardwareProfile) -> tuple[str, ...] | None:
     first of the first socket, and a whole socket at a time (gres.conf(5), Cores), so
     socket s is cores s x cores_per_socket upwards. A topology table overrides this."""
     gpu, cpu = profile.gpu, profile.cpu
-    model = gpu_model(gpu.model) if gpu is not None else None
+    model = profile_gpu(profile)
     if gpu is None or model is None or model.host_cpu_arch != "aarch64":
         return None
     if gpu.count % cpu.sockets:
@@ -188,7 +206,7 @@ def profile_cpu_arch(profile: HardwareProfile) -> CpuArch:
     Grace superchip's GPU (GB200, GB300, GH200), else x86_64."""
     if profile.cpu.arch is not None:
         return profile.cpu.arch
-    model = gpu_model(profile.gpu.model) if profile.gpu is not None else None
+    model = profile_gpu(profile)
     if model is not None and model.host_cpu_arch is not None:
         return model.host_cpu_arch
     return DEFAULT_CPU_ARCH

@@ -5,7 +5,7 @@ the facility sheets print, so a message and a sheet agree."""
 from __future__ import annotations
 
 from clustergen import codes
-from clustergen.catalog.gpus import gpu_model
+from clustergen.catalog.gpus import profile_gpu
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import compress
 from clustergen.model.common import expand_hostlist
@@ -44,7 +44,7 @@ def psus(cluster: ResolvedCluster) -> list[Problem]:
                 )
             )
         gpu = profile.gpu
-        model = gpu_model(gpu.model) if gpu else None
+        model = profile_gpu(profile)
         if gpu is not None and model is not None:
             gpu_watts = gpu.count * model.board_watts
             if power.max_watts < gpu_watts:

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from clustergen import codes
-from clustergen.catalog.gpus import GPU_ALIASES, GPU_MODELS, gpu_model, gpu_model_candidates
+from clustergen.catalog.gpus import (
+    GPU_ALIASES,
+    GPU_MODELS,
+    gpu_model,
+    gpu_model_candidates,
+    profile_gpu,
+)
 from clustergen.errors import Problem
 from clustergen.hosts import compress
 from clustergen.model.hardware import HardwareProfile
@@ -77,7 +83,7 @@ def _gpu_model(name: str, profile: HardwareProfile) -> list[Problem]:
 
 def _cpu_arch(name: str, profile: HardwareProfile) -> list[Problem]:
     """cpu.arch against a GPU that only comes beside one kind of CPU (Grace: aarch64)."""
-    model = gpu_model(profile.gpu.model) if profile.gpu is not None else None
+    model = profile_gpu(profile)
     arch = profile.cpu.arch
     if model is None or model.host_cpu_arch is None or arch in (None, model.host_cpu_arch):
         return []

@@ -7,7 +7,7 @@ import re
 from clustergen import codes
 from clustergen.catalog.architectures import is_nvidia_cuda_repository
 from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
-from clustergen.catalog.gpus import GpuModel, gpu_model, profile_cpu_arch
+from clustergen.catalog.gpus import GpuModel, profile_cpu_arch, profile_gpu
 from clustergen.catalog.packages import (
     DISTRIBUTION_SLURM,
     OS_PACKAGE_FAMILY,
@@ -155,7 +155,7 @@ def _gpu_architectures(spec: Spec) -> list[Problem]:
     cuda = parse_version(spec.software.cuda)[:2]
     problems = []
     for name, profile in spec.hardware.items():
-        model = gpu_model(profile.gpu.model) if profile.gpu is not None else None
+        model = profile_gpu(profile)
         if model is None:
             continue
         arch = model.architecture
@@ -255,7 +255,7 @@ def _nvlsm(spec: Spec) -> list[Problem]:
         for name, p in spec.hardware.items()
         if p.gpu
         and p.gpu.nvswitch
-        and (model := gpu_model(p.gpu.model)) is not None
+        and (model := profile_gpu(p)) is not None
         and parse_version(model.architecture.compute_capability)[0] >= NVLSM_FROM_CC_MAJOR
     )
     nvlsm = spec.software.nvlsm

@@ -26,6 +26,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import jinja2
 
@@ -53,6 +54,7 @@ from clustergen.hosts import InterfaceAddress, compress
 from clustergen.imex_mode import imex_start
 from clustergen.model.hardware import CpuArch, HardwareProfile
 from clustergen.model.nccl import AcceptanceTools
+from clustergen.outputs import OWN_ROLE
 from clustergen.resolve import InventoryGroup, ResolvedCluster, rdma_profiles
 from clustergen.templating import render_template
 
@@ -71,8 +73,12 @@ _FROM_INVENTORY = "{{ inventory_dir }}/.."
 
 # One rendered file's entry in files/groups/<group>.yml or files/hosts/<node>.yml:
 # strings, and the list of paths it replaces (absent).
-FileField = str | list[str]
+FileField = str | list[str] | dict[str, str]
 FileEntry = dict[str, FileField]
+# The role that installs the files of the families without a role of their own
+# (outputs.OWN_ROLE), and the one handler it defines for their changes.
+FAMILIES_ROLE = "families"
+FAMILIES_HANDLER = "Restart the services of the families' changed files"
 
 
 @dataclass(frozen=True)
@@ -334,10 +340,10 @@ def _entries_text(entries: Sequence[Mapping[str, FileField]]) -> str:
     return "".join(parts)
 
 
-def _quoted(value: str | bool | list[str] | None) -> str:
-    """A scalar (or a list of strings) as the templates' tojson filter writes it (JSON,
-    with <, >, & and ' escaped): a double-quoted YAML scalar (or flow sequence of them)
-    whatever the value holds."""
+def _quoted(value: str | bool | list[str] | dict[str, str] | None) -> str:
+    """A scalar (or a list or mapping of strings) as the templates' tojson filter writes
+    it (JSON, with <, >, & and ' escaped): a double-quoted YAML scalar (or flow sequence
+    or mapping of them) whatever the value holds."""
     return (
         json.dumps(value)
         .replace("<", "\\u003c")
@@ -610,8 +616,11 @@ def _installed_files(
                 if host in in_group:
                     by_node.setdefault(host, []).append(entry)
     return (
-        {group: sorted(entries, key=lambda e: e["dest"]) for group, entries in by_group.items()},
-        {host: sorted(entries, key=lambda e: e["dest"]) for host, entries in by_node.items()},
+        {
+            group: sorted(entries, key=lambda e: str(e["dest"]))
+            for group, entries in by_group.items()
+        },
+        {host: sorted(entries, key=lambda e: str(e["dest"])) for host, entries in by_node.items()},
     )
 
 
@@ -629,9 +638,14 @@ def _install_entry(family: str, artifact: Artifact, install: Install) -> FileEnt
     if install.secret is None:
         # What the file must hash to on the node: the converge check compares it.
         entry["sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    handler = handler_name(install)
+    own_role = family in OWN_ROLE
+    handler = handler_name(install, own_role)
     if handler is not None:
         entry["notify"] = handler
+    if not own_role:
+        entry["installed_by"] = FAMILIES_ROLE
+    if install.start:
+        entry["start"] = {"name": PurePosixPath(install.dest).name}
     if install.absent:
         entry["absent"] = list(install.absent)
     if install.secret is not None:
@@ -640,13 +654,22 @@ def _install_entry(family: str, artifact: Artifact, install: Install) -> FileEnt
     return entry
 
 
-def handler_name(install: Install) -> str | None:
+def handler_name(install: Install, own_role: bool = True) -> str | None:
     """The handler a change notifies: roles name theirs 'Restart <service>',
     'Reconfigure <daemon>', 'Remount <file system>', 'Set_param <file system>',
-    'Reboot', and 'Reformat' (which only reports: a reformat is never automatic)."""
+    'Reboot', and 'Reformat' (which only reports: a reformat is never automatic). A
+    family without a role of its own (outputs.OWN_ROLE) has the `families` role's one
+    handler, which restarts the services its changed files name."""
     change = install.change
     if change.action == "nothing":
         return None
+    if not own_role:
+        if change.action != "restart":
+            raise ValueError(
+                f"{install.dest}: a family without a role of its own can only restart a "
+                f"service on a change, not {change.describe()} (give it a role: OWN_ROLE)"
+            )
+        return FAMILIES_HANDLER
     if change.action in ("reboot", "reformat"):
         return change.action.capitalize()
     return f"{change.action.capitalize()} {change.service}"

@@ -5,8 +5,9 @@ topology/tree. Shared by the Slurm 22.05 tests (host daemons) and the newer rele
 
 from __future__ import annotations
 
+from clustergen.catalog.gpus import profile_gres_type
 from clustergen.model.common import expand_hostlist, parse_slurm_time
-from clustergen.outputs.slurm.derive import SlurmContext, gres_type, real_memory_mib
+from clustergen.outputs.slurm.derive import SlurmContext
 from clustergen.resolve import ResolvedCluster
 
 from support.realslurm.parse import ControllerReport
@@ -25,10 +26,12 @@ def assert_report_matches(
         assert node.cpus == profile.cpu.cpus, host.name
         assert node.cores_per_socket == profile.cpu.cores_per_socket
         assert node.threads_per_core == profile.cpu.threads_per_core
-        assert node.real_memory_mib == real_memory_mib(profile)
-        expected_gres = f"gpu:{gres_type(profile)}:{profile.gpu.count}" if profile.gpu else ""
+        assert node.real_memory_mib == profile.slurm_real_memory_mib()
+        expected_gres = (
+            f"gpu:{profile_gres_type(profile)}:{profile.gpu.count}" if profile.gpu else ""
+        )
         assert node.gres == expected_gres
-        assert {host.hardware_name, gres_type(profile)} <= set(node.features)
+        assert {host.hardware_name, profile_gres_type(profile)} <= set(node.features)
         assert report.sinfo[host.name].cpus == profile.cpu.cpus
 
     assert set(report.partitions) == {p.name for p in spec.slurm.partitions}

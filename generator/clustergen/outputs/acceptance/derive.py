@@ -12,7 +12,7 @@ from clustergen.fabric import bisection, flow_share, ratio, units, uplink_share
 from clustergen.hosts import Host, compress
 from clustergen.model.nccl import AcceptanceTools, NcclSettings
 from clustergen.model.network import LINK_GBITS
-from clustergen.outputs.nccl.derive import NcclValue, settings_for
+from clustergen.nccl_settings import NcclValue, settings_for
 from clustergen.resolve import ResolvedCluster
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from clustergen.catalog.gpus import gpu_model
+from clustergen.catalog.gpus import profile_gpu
 from clustergen.hosts import compress
 from clustergen.model.nccl import AcceptanceTools
-from clustergen.outputs.nccl.derive import settings_for
+from clustergen.nccl_settings import settings_for
 from clustergen.resolve import ResolvedCluster, ResolvedDomain
 
 # NVLink bandwidth per GPU, each way (GB/s), by GPU architecture, with NVIDIA's figure.
@@ -104,10 +104,10 @@ def _job(
 ) -> NvlinkJob | None:
     hosts = {h.name: h for h in cluster.hosts}
     trays = tuple(name for name in domain.nodes if name in hosts)
-    gpus = [hosts[name].hardware.gpu for name in trays]
-    if not trays or any(gpu is None for gpu in gpus):
+    profiles = [hosts[name].hardware for name in trays]
+    if not trays or any(profile.gpu is None for profile in profiles):
         return None
-    models = {gpu_model(gpu.model) for gpu in gpus if gpu is not None}
+    models = {profile_gpu(profile) for profile in profiles}
     bounds = [NVLINK_GBYTES.get(m.architecture.name) if m else None for m in models]
     known = [bound for bound in bounds if bound is not None]
     index = _partition(cluster, trays)
@@ -125,7 +125,7 @@ def _job(
         cluster.spec.slurm.partitions[index].name,
         trays,
         compress(trays) if len(trays) > 1 else trays[0],
-        min(gpu.count for gpu in gpus if gpu is not None),
+        min(profile.gpu.count for profile in profiles if profile.gpu is not None),
         threshold,
         derivation,
         tools,

@@ -39,6 +39,9 @@ from clustergen.outputs.facility.sheets import (
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
+# Stays in the output tree: none of its files goes onto a node.
+INSTALLED = False
+
 # Beyond this many racks the overview stays a page a person reads: it lists each rack's
 # load with a link to its elevation (every elevation is in racks/), and the most loaded
 # feeds (every feed is in pdu-feeds.csv and pdus.md); pdus.md keeps its feeds and leaves

@@ -24,6 +24,9 @@ from clustergen.outputs.host_network.derive import (
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
+# Its role includes rendered_files for it and defines the handlers it notifies.
+OWN_ROLE = True
+
 RECONFIGURE = NodeChange("reconfigure", "host-network")
 REAPPLY_QOS = NodeChange("reconfigure", "roce-qos")
 EXPECTED = "/etc/clustergen/host-network.expected"

@@ -21,7 +21,7 @@ from clustergen.model.network import (
     HostEthernet,
     Route,
 )
-from clustergen.outputs.nccl.derive import settings_for
+from clustergen.nccl_settings import settings_for
 from clustergen.resolve import ResolvedCluster
 
 # Policy routing tables (ip-rule(8)): rail r of the compute fabric is table 100 + r, storage
@@ -287,7 +287,7 @@ def _roce_ports(cluster: ResolvedCluster, profile: str) -> tuple[RocePort, ...]:
 def roce_qos(cluster: ResolvedCluster) -> tuple[RoceQos, ...]:
     """One per profile with RoCE compute HCAs whose nodes are in the spec, when the
     traffic class is set. The traffic class is the NCCL_IB_TC the profile's NCCL gets
-    (outputs/nccl settings_for: network.fabric.roce.traffic_class unless nccl.env sets
+    (nccl_settings.settings_for: network.fabric.roce.traffic_class unless nccl.env sets
     it), so NCCL, ib_write_bw --tclass and the NIC agree."""
     fabric = cluster.spec.network.fabric
     if fabric is None or fabric.type != "roce":

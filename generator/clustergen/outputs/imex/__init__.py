@@ -36,6 +36,9 @@ from clustergen.imex_mode import CHANNEL_CONF, IMEX_ETC, NODES_CONFIG, RESTART_I
 from clustergen.resolve import ResolvedCluster, ResolvedDomain
 from clustergen.templating import render_template
 
+# Its role includes rendered_files for it and defines the handlers it notifies.
+OWN_ROLE = True
+
 
 def domain_addresses(cluster: ResolvedCluster, domain: ResolvedDomain) -> list[tuple[str, str]]:
     """(name, management address) of each tray of the domain, in the domain's order."""

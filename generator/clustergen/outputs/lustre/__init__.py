@@ -20,6 +20,9 @@ from clustergen.outputs.lustre.derive import SBIN, UNITS, LustreContext, derive_
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
+# Its role includes rendered_files for it and defines the handlers it notifies.
+OWN_ROLE = True
+
 REMOUNT = NodeChange("remount", "lustre")
 SET_PARAM = NodeChange("set_param", "lustre")
 MGS_SETTINGS = f"{SBIN}/lustre-mgs-settings"

@@ -34,6 +34,9 @@ from clustergen.catalog.packages import (
 from clustergen.resolve import ResolvedCluster, slurm_metrics
 from clustergen.templating import render_template
 
+# Its role includes rendered_files for it and defines the handlers it notifies.
+OWN_ROLE = True
+
 UNITS = "/etc/systemd/system"
 DROP_IN = "clustergen-listen.conf"
 TARGETS = "monitoring/prometheus-targets.yml"

@@ -26,6 +26,9 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.systemd import unit_name
 from clustergen.templating import render_template
 
+# Its role includes rendered_files for it and defines the handlers it notifies.
+OWN_ROLE = True
+
 UNITS = "/etc/systemd/system"
 EXPORTS = "/etc/exports.d/clustergen.exports"  # exports(5): exportfs reads /etc/exports.d/*.exports
 REMOUNT = NodeChange("remount", "nfs")

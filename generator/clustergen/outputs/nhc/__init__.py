@@ -22,16 +22,18 @@ from dataclasses import dataclass
 import jinja2
 
 from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange
-from clustergen.catalog.gpus import gpu_model, profile_cpu_arch
+from clustergen.catalog.gpus import profile_cpu_arch, profile_gpu
 from clustergen.catalog.xids import DRAIN_XIDS
-from clustergen.hosts import Host
+from clustergen.hosts import Host, name_ranges
 from clustergen.imex_mode import IMEX_SERVICE, imex_start
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import HealthCheck
-from clustergen.outputs.slurm.derive import name_ranges, real_memory_mib
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
+
+# Its role includes rendered_files for it and defines the handlers it notifies.
+OWN_ROLE = True
 
 _DEFAULT = HealthCheck()
 
@@ -106,7 +108,7 @@ def most_memory_kib(profile: HardwareProfile) -> int:
     With CDMM on, MemTotal is the CPU's memory, within the same bound."""
     kib = profile.memory_gib * 1024**2
     gpu = profile.gpu
-    model = gpu_model(gpu.model) if gpu is not None else None
+    model = profile_gpu(profile)
     if gpu is not None and model is not None and model.host_cpu_arch == "aarch64":
         kib += gpu.count * model.memory_gib * 1024**2
     return kib
@@ -128,7 +130,7 @@ def _profile_lines(cluster: ResolvedCluster, hosts: list[Host]) -> list[CheckLin
     lines.append(
         CheckLine(
             where,
-            f"check_hw_physmem {real_memory_mib(profile) * 1024} {most_memory_kib(profile)}",
+            f"check_hw_physmem {profile.slurm_real_memory_mib() * 1024} {most_memory_kib(profile)}",
         )
     )
     fabric = cluster.spec.network.fabric

@@ -24,6 +24,9 @@ from clustergen.model.network import SM_PRIORITY_MAX, Fabric
 from clustergen.resolve import ResolvedCluster, opensm_nodes
 from clustergen.templating import render_template
 
+# Its role includes rendered_files for it and defines the handlers it notifies.
+OWN_ROLE = True
+
 RESTART_OPENSM = NodeChange("restart", "opensm")
 CONF_DIR = {"apt": "/etc/opensm", "dnf": "/etc/rdma"}
 # Debian's and Ubuntu's opensm.service is a oneshot that starts opensm@<port GUID> on every

@@ -33,6 +33,9 @@ from clustergen.catalog.packages import ANSIBLE_PULL_GROUP
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
+# Its role includes rendered_files for it and defines the handlers it notifies.
+OWN_ROLE = True
+
 UNITS = "/etc/systemd/system"
 SERVICE = "clustergen-pull.service"
 TIMER = "clustergen-pull.timer"

@@ -40,6 +40,9 @@ from clustergen.outputs.slurm.derive import (
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 
+# Its role includes rendered_files for it and defines the handlers it notifies.
+OWN_ROLE = True
+
 RECONFIGURE = NodeChange("reconfigure", "slurmctld")
 RESTART_SLURMD = NodeChange("restart", "slurmd")
 # A reconfigure does not apply a change to the NodeName lines (Slurm 22.05 keeps a
@@ -91,13 +94,9 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
 
     slurm_conf = conf("slurm.conf", RECONFIGURE)
     artifacts = [slurm_conf, conf("cgroup.conf", RESTART_SLURMD)]
-    # The lines as slurmctld reads them from the rendered file.
-    node_lines = [line for line in slurm_conf.text.splitlines() if line.startswith("NodeName=")]
     for daemon, group, change in NODE_RECORDS:
         name = f"{NODE_RECORD}.{daemon}"
-        text = render_template(
-            env, "slurm/node-record.j2", cluster, daemon=daemon, lines=node_lines
-        )
+        text = render_template(env, "slurm/node-record.j2", cluster, daemon=daemon, slurm=slurm)
         install = Install(f"{SLURM_ETC}/{name}", group, change)
         artifacts.append(Artifact(f"slurm/{name}", text, install=install))
     artifacts += _slurmd_dropins(cluster, env)

@@ -10,12 +10,12 @@ import ipaddress
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from clustergen.catalog.gpus import gpu_model, superchip_cores
+from clustergen.catalog.gpus import profile_gres_type, superchip_cores
 from clustergen.catalog.monitoring import SLURM_METRICS_PRIVATE_FIRST
 from clustergen.catalog.slurm_keys import PRIVATE_DATA
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.catalog.xids import DRAIN_XIDS, DrainXid
-from clustergen.hosts import NUMBERED_NAME, Host, compress
+from clustergen.hosts import NUMBERED_NAME, Host, NameRange, compress, name_ranges
 from clustergen.imex_mode import (
     EPILOG_DIR,
     IMEX_ETC,
@@ -125,16 +125,6 @@ class GresLine:
 
 
 @dataclass(frozen=True)
-class NameRange:
-    """Names `prefix` + a `width`-digit number from low to high: gpu[01-08]."""
-
-    prefix: str
-    width: int
-    low: int
-    high: int
-
-
-@dataclass(frozen=True)
 class GpuNodeCheck:
     """Epilog: the nodes of one hardware profile with GPUs, as ranges of numbered names
     plus any names without a number, so the Epilog grows with runs of names, not with
@@ -231,20 +221,6 @@ class SlurmContext:
     job_container: list[Setting] | None  # job_container.conf
     imex: ImexScripts | None  # the IMEX Prolog and Epilog (slurm.imex per job, prolog mode)
     epilog_timeouts: EpilogTimeouts = EPILOG_TIMEOUTS
-
-
-def gres_type(profile: HardwareProfile) -> str | None:
-    if profile.gpu is None:
-        return None
-    if profile.gpu.gres_type:
-        return profile.gpu.gres_type
-    model = gpu_model(profile.gpu.model)
-    assert model is not None, "validation refuses an unknown GPU model"
-    return model.gres_type
-
-
-def real_memory_mib(profile: HardwareProfile) -> int:
-    return profile.slurm_real_memory_mib()
 
 
 def derive_slurm(cluster: ResolvedCluster) -> SlurmContext:
@@ -624,7 +600,7 @@ def _node_features(spec: Spec, host: Host) -> list[str]:
     group = spec.nodes[host.group_index]
     if spec.slurm.keep_imported:  # an imported cluster keeps the features it has
         return list(dict.fromkeys(group.features))
-    features = [host.hardware_name, gres_type(host.hardware), *group.features]
+    features = [host.hardware_name, profile_gres_type(host.hardware), *group.features]
     return list(dict.fromkeys(f for f in features if f))
 
 
@@ -684,7 +660,7 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
             ("SocketsPerBoard", str(cpu.sockets)),
             ("CoresPerSocket", str(cpu.cores_per_socket)),
             ("ThreadsPerCore", str(cpu.threads_per_core)),
-            ("RealMemory", str(real_memory_mib(profile))),
+            ("RealMemory", str(profile.slurm_real_memory_mib())),
         ]
         reserve = profile.system_reserved
         if reserve is not None and reserve.cores:
@@ -692,7 +668,7 @@ def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
         if reserve is not None and reserve.memory_gib:
             settings.append(("MemSpecLimit", str(reserve.memory_gib * 1024)))
         if profile.gpu is not None:
-            settings.append(("Gres", f"gpu:{gres_type(profile)}:{profile.gpu.count}"))
+            settings.append(("Gres", f"gpu:{profile_gres_type(profile)}:{profile.gpu.count}"))
         if _node_features(spec, first):
             settings.append(("Features", ",".join(_node_features(spec, first))))
         weight = spec.nodes[first.group_index].weight
@@ -848,7 +824,7 @@ def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
         profile = members[0].hardware
         assert profile.gpu is not None
         count = profile.gpu.count
-        names, kind = compress([h.name for h in members]), str(gres_type(profile))
+        names, kind = compress([h.name for h in members]), str(profile_gres_type(profile))
         if profile.topology is not None and profile.topology.gpus:
             lines += [
                 GresLine(names, kind, f"/dev/nvidia{gpu.index}", _socket_cores(profile, gpu.cores))
@@ -910,31 +886,6 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
         user = next(str(v) for k, v in spec.slurm.options.items() if k.lower() == "slurmuser")
         settings = [(k, user if k == "SlurmUser" else v) for k, v in settings]
     return settings
-
-
-def name_ranges(names: Sequence[str]) -> tuple[list[NameRange], list[str]]:
-    """Numbered names as ranges of consecutive numbers per prefix and width, in order of
-    first appearance; the names without a trailing number apart."""
-    numbers: dict[tuple[str, int], list[int]] = {}
-    plain = []
-    for name in names:
-        match = NUMBERED_NAME.match(name)
-        if match is None:
-            plain.append(name)
-        else:
-            numbers.setdefault((match[1], len(match[2])), []).append(int(match[2]))
-    ranges = []
-    for (prefix, width), found in numbers.items():
-        ordered = sorted(set(found))
-        start = previous = ordered[0]
-        for number in [*ordered[1:], None]:
-            if number is not None and number == previous + 1:
-                previous = number
-                continue
-            ranges.append(NameRange(prefix, width, start, previous))
-            if number is not None:
-                start = previous = number
-    return ranges, plain
 
 
 def _epilog_checks(compute: Sequence[Host]) -> list[GpuNodeCheck]:

@@ -35,11 +35,6 @@ BOOT_DROPIN = "/etc/systemd/system/slurmd.service.d/clustergen-boot-packages.con
 ROLLOUT_SCRIPT = f"{SLURM_ETC}/clustergen-reboot-rollout.sh"
 
 
-def slurm_mode(cluster: ResolvedCluster) -> bool:
-    reboot = cluster.spec.slurm.reboot
-    return reboot is not None and reboot.mode == "slurm"
-
-
 def boot_concerns() -> list[Concern]:
     """The concerns whose change needs the reboot Slurm rolls: the NVIDIA driver and what
     moves with it (the fabric manager). Lustre servers are no Slurm nodes."""
