@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clustergen import write
+from clustergen.write import disk
 
 from support.paths import EXAMPLES, REPO, SCHEMA
 from support.trees import tree_state
@@ -255,7 +255,7 @@ def test_an_invalid_spec_leaves_a_rendered_tree_byte_identical(cli, tmp_path: Pa
 
 def _disk_full_after(count: int, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Staging fails with ENOSPC once `count` files are staged; the staged paths."""
-    stage = write._stage
+    stage = disk.stage_file
     staged: list[Path] = []
 
     def stage_until_the_disk_is_full(target: Path, rendered, **options):  # type: ignore[no-untyped-def]
@@ -264,7 +264,7 @@ def _disk_full_after(count: int, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         staged.append(target)
         return stage(target, rendered, **options)
 
-    monkeypatch.setattr(write, "_stage", stage_until_the_disk_is_full)
+    monkeypatch.setattr(disk, "stage_file", stage_until_the_disk_is_full)
     return staged
 
 
@@ -306,18 +306,18 @@ def test_the_staged_files_reach_the_disk_with_syncfs_or_one_fsync_each(
     """One syncfs(2) makes the staged tree durable on Linux; where it is missing every
     staged file and its folder is fsynced instead, and the tree is the same: for a new
     tree (built in its staging folder) and over an existing one (temporaries)."""
-    assert write._syncfs(tmp_path) is (sys.platform.startswith("linux"))
+    assert disk.syncfs(tmp_path) is (sys.platform.startswith("linux"))
     assert cli("render", str(ML), "-o", str(tmp_path / "syncfs")).code == 0
     synced: list[Path] = []
-    fsync = write._fsync
-    monkeypatch.setattr(write, "_syncfs", lambda path: False)
+    fsync = disk.fsync_path
+    monkeypatch.setattr(disk, "syncfs", lambda path: False)
     monkeypatch.setattr(
-        write, "_fsync", lambda path, **options: (synced.append(path), fsync(path, **options))
+        disk, "fsync_path", lambda path, **options: (synced.append(path), fsync(path, **options))
     )
     new = tmp_path / "fsync"
     assert cli("render", str(ML), "-o", str(new)).code == 0
     assert tree_state(tmp_path / "syncfs") == tree_state(new)
-    staging = write.staging_folder(new)
+    staging = disk.staging_folder(new)
     files = sorted(path for path, (kind, _, _) in tree_state(new).items() if kind == "file")
     staged_files = sorted(
         str(p.relative_to(staging)) for p in synced if p.is_relative_to(staging) and p != staging
@@ -328,7 +328,7 @@ def test_the_staged_files_reach_the_disk_with_syncfs_or_one_fsync_each(
     synced.clear()
     assert cli("render", str(EDGE), "-o", str(new), "--replace-cluster").code == 0
     changed = sum(kind == "file" for kind, _, _ in tree_state(new).values())
-    temporaries = [p for p in synced if p.name.endswith(write.TEMPORARY)]
+    temporaries = [p for p in synced if p.name.endswith(disk.TEMPORARY)]
     assert temporaries and len(temporaries) <= changed
     assert all(p.parent.is_relative_to(new) for p in temporaries)
     assert new / "slurm" in synced
@@ -344,11 +344,11 @@ def test_a_link_planted_where_a_file_is_staged_is_never_followed(
     assert cli("render", str(EDGE), "-o", str(out)).code == 0
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
-    (out / "slurm" / f".slurm.conf{write.TEMPORARY}").symlink_to(victim)
+    (out / "slurm" / f".slurm.conf{disk.TEMPORARY}").symlink_to(victim)
     result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 2, result.err
     assert victim.read_text() == "precious\n"
-    assert not [p for p in out.rglob(f"*{write.TEMPORARY}") if not p.is_symlink()]
+    assert not [p for p in out.rglob(f"*{disk.TEMPORARY}") if not p.is_symlink()]
 
 
 def test_a_sync_that_fails_leaves_the_tree_as_it_was(
@@ -365,7 +365,7 @@ def test_a_sync_that_fails_leaves_the_tree_as_it_was(
     def failing_sync(path: Path) -> bool:
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-    monkeypatch.setattr(write, "_syncfs", failing_sync)
+    monkeypatch.setattr(disk, "syncfs", failing_sync)
     result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 2, result.err
     assert "Input/output error" in result.err
@@ -385,13 +385,13 @@ def test_a_failing_file_write_leaves_nothing(
     argv = [command, *([str(ML)] if command == "expand" else [])]
     existing = tmp_path / "old.txt"
     existing.write_text("as it was\n")
-    stage = write._stage
+    stage = disk.stage_file
 
     def stage_onto_a_full_disk(target: Path, rendered):  # type: ignore[no-untyped-def]
         stage(target, rendered)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(write, "_stage", stage_onto_a_full_disk)
+    monkeypatch.setattr(disk, "stage_file", stage_onto_a_full_disk)
     for target in (tmp_path / "new" / "dir" / "file.txt", existing):
         result = cli(*argv, "-o", str(target))
         assert result.code == 2, result.err

@@ -20,7 +20,7 @@ from clustergen.cli import main
 from clustergen.load import load_spec
 from clustergen.render import render_all
 from clustergen.validate import validate_cluster
-from clustergen.write import with_manifest
+from clustergen.write.manifest import with_manifest
 
 from support.paths import DATA, EXAMPLES, REFERENCE_SPECS, REPO, ROOT_SPEC
 from support.regen import REFRESH

@@ -19,9 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from clustergen import parallel, write
+from clustergen import parallel
 from clustergen.errors import UsageError
-from clustergen.write import JOURNAL, MANIFEST, TEMPORARY
+from clustergen.write.disk import TEMPORARY, staging_folder
+from clustergen.write.journal import JOURNAL
+from clustergen.write.manifest import MANIFEST
+from clustergen.write.transaction import destination
 
 from support.paths import EXAMPLES
 
@@ -348,7 +351,7 @@ def test_a_manifest_line_removes_nothing_outside_clustergen_s_folders(
     assert "left site/notes.md alone" in result.err and "left .git/HEAD alone" in result.err
 
 
-# What a contributor plants where ansible-playbook loads files unasked (write.py,
+# What a contributor plants where ansible-playbook loads files unasked (write/compare.py,
 # ANSIBLE_FOLDERS): an inventory script, a filter plugin beside the playbook, a role's
 # module, host_vars in a folder of the node's name; a rendered-files list for a group
 # clustergen renders none for (group_vars/all.yml loads files/groups/<group>.yml of every
@@ -474,9 +477,9 @@ def test_the_staging_folder_is_made_never_taken_over(tmp_path: Path) -> None:
     """Made with mkdir: one that appears after the sweep (a race, or a planted folder)
     is refused, not written into."""
     out = tmp_path / "tree"
-    write.staging_folder(out).mkdir()
+    staging_folder(out).mkdir()
     with pytest.raises(UsageError, match=r"refusing .*clustergen-tmp: it exists"):
-        write.destination(out)
+        destination(out)
 
 
 @pytest.mark.parametrize("spec", [ML, EDGE], ids=lambda p: p.stem)

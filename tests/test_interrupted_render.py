@@ -21,9 +21,11 @@ import pytest
 
 from clustergen.load import load_spec
 from clustergen.render import render_all
-from clustergen.tree import digest
 from clustergen.validate import validate_cluster
-from clustergen.write import JOURNAL, TEMPORARY, recover, with_manifest
+from clustergen.write.disk import TEMPORARY
+from clustergen.write.journal import JOURNAL, recover
+from clustergen.write.manifest import with_manifest
+from clustergen.write.tree import digest
 
 from support.paths import EXAMPLES
 
@@ -202,8 +204,8 @@ def test_a_journal_that_leaves_the_tree_is_refused(tmp_path: Path, line: str) ->
 # Runs clustergen with every staged file slowed, printing a line at the first one.
 SLOW_STAGING = f"""
 import sys, time
-from clustergen import write
-real_stage = write._stage
+from clustergen.write import disk
+real_stage = disk.stage_file
 started = []
 def slow_stage(path, rendered, **options):
     if not started:
@@ -211,7 +213,7 @@ def slow_stage(path, rendered, **options):
         print("staging", flush=True)
     time.sleep({RENAME_DELAY_S})
     return real_stage(path, rendered, **options)
-write._stage = slow_stage
+disk.stage_file = slow_stage
 from clustergen.entry import configured_main
 sys.exit(configured_main(sys.argv[1:]))
 """

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from clustergen import parallel, write
+from clustergen import parallel
 from clustergen.artifacts import NO_CHANGE, Artifact, Install
 from clustergen.dev import large_spec as large_spec_module
 from clustergen.outputs import FAMILIES, UNINSTALLED
+from clustergen.write import disk, transaction
+from clustergen.write.manifest import MANIFEST
 
 from support.paths import EXAMPLES
 from support.trees import tree_state
@@ -91,11 +93,11 @@ def test_two_processes_write_the_serial_tree(
 def test_a_write_rule_changed_in_one_place_holds_for_both_forms(
     cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rule: str
 ) -> None:  # type: ignore[no-untyped-def]
-    """Both forms reach the writer through write.TreeWrite, so a write rule changed in
-    write.py (here: the manifest's text, the refusal of files clustergen did not write,
+    """Both forms reach the writer through write.transaction.TreeWrite, so a write rule changed
+    where it uses it (here: the manifest's text, the refusal of files clustergen did not write,
     the removals) changes the serial and the two-process render alike: neither holds a
     copy of it."""
-    real = getattr(write, rule)
+    real = getattr(transaction, rule)
     called = {"serial": 0, "two": 0}
 
     def changed(*args, **options):  # type: ignore[no-untyped-def]
@@ -105,7 +107,7 @@ def test_a_write_rule_changed_in_one_place_holds_for_both_forms(
             return Artifact(result.path, result.text + "# changed rule\n", result.mode)
         return result
 
-    monkeypatch.setattr(write, rule, changed)
+    monkeypatch.setattr(transaction, rule, changed)
     serial, two = render_both(
         cli, monkeypatch, lambda out: ["render", str(ML), "-o", str(out)], tmp_path
     )
@@ -114,7 +116,7 @@ def test_a_write_rule_changed_in_one_place_holds_for_both_forms(
     assert called["serial"] == called["two"] == 1
     if rule == "manifest":
         assert serial[3] is not None
-        assert serial[3][write.MANIFEST][2].endswith(b"# changed rule\n")
+        assert serial[3][MANIFEST][2].endswith(b"# changed rule\n")
 
 
 def test_large_specs_only_use_two_processes(large: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,7 +143,7 @@ def _fail_on(
 ) -> None:
     """Raise error in one side's staging (child: facility/, parent: slurm/), before or
     after the file is staged."""
-    stage = write._stage
+    stage = disk.stage_file
 
     def failing_stage(target: Path, rendered, **options):  # type: ignore[no-untyped-def]
         in_child = os.getpid() != PARENT
@@ -153,7 +155,7 @@ def _fail_on(
             raise error
         return stage(target, rendered, **options)
 
-    monkeypatch.setattr(write, "_stage", failing_stage)
+    monkeypatch.setattr(disk, "stage_file", failing_stage)
 
 
 @pytest.mark.usefixtures("two_processes")
@@ -233,7 +235,7 @@ def test_a_child_killed_after_staging_leaves_no_temporary(
     out = tmp_path / "site"
     assert cli("render", str(EDGE), "-o", str(out)).code == 0
     before = tree_state(out)
-    stage = write.TreeWrite.stage
+    stage = transaction.TreeWrite.stage
 
     def stage_then_die(writer, files, **options):  # type: ignore[no-untyped-def]
         part = stage(writer, files, **options)
@@ -242,7 +244,7 @@ def test_a_child_killed_after_staging_leaves_no_temporary(
             os.kill(os.getpid(), signal.SIGKILL)
         return part
 
-    monkeypatch.setattr(write.TreeWrite, "stage", stage_then_die)
+    monkeypatch.setattr(transaction.TreeWrite, "stage", stage_then_die)
     result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 3, result.err
     assert "it ended with signal 9 before it reported" in result.err

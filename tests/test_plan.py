@@ -22,7 +22,7 @@ from clustergen.load import load_spec
 from clustergen.plan import make_plan, markdown
 from clustergen.render import render_all
 from clustergen.validate import validate_cluster
-from clustergen.write import with_manifest
+from clustergen.write.manifest import with_manifest
 
 from support.paths import DATA, EXAMPLES, REPO
 from support.pull_request import (

@@ -22,7 +22,7 @@ import yaml
 
 from clustergen.load import load_spec
 from clustergen.validate import validate_cluster
-from clustergen.write import MANIFEST
+from clustergen.write.manifest import MANIFEST
 
 from support.paths import DATA, REFERENCE_SPECS
 from support.secret_scan import leaks, secret_needles

@@ -29,7 +29,7 @@ from clustergen.validate import validate, validate_cluster
 
 if TYPE_CHECKING:
     from clustergen.twin.session import Twin
-    from clustergen.write import FileChange
+    from clustergen.write.compare import FileChange
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -353,8 +353,8 @@ def _rendered_digests(cluster: ResolvedCluster) -> dict[str, str]:
     """The digest of every file a render of cluster writes, its manifest included: what
     a journal may finish (write.recover)."""
     from clustergen.render import render_all
-    from clustergen.tree import digest
-    from clustergen.write import with_manifest
+    from clustergen.write.manifest import with_manifest
+    from clustergen.write.tree import digest
 
     files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
     return {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
@@ -369,7 +369,7 @@ def _checked(
     left: str | None,
 ) -> int:
     """`render --check`: what is stale, kept or planted, and its exit code."""
-    from clustergen.write import kept_message, unrendered_message
+    from clustergen.write.compare import kept_message, unrendered_message
 
     for change in stale:
         print(f"stale: {change.action} {out_dir / change.path}", file=sys.stderr)
@@ -398,19 +398,20 @@ def cmd_render(args: argparse.Namespace) -> int:
     from clustergen.outputs import FAMILIES
     from clustergen.parallel import render_into
     from clustergen.render import render_all
-    from clustergen.write import (
+    from clustergen.write.compare import (
         file_changes,
         kept_message,
-        pending,
-        recover,
-        refuse_other_cluster,
-        refuse_unknown_directory,
         unified_diff,
         unrendered_ansible_files,
         unrendered_message,
-        with_manifest,
-        write,
     )
+    from clustergen.write.journal import pending, recover
+    from clustergen.write.manifest import (
+        refuse_other_cluster,
+        refuse_unknown_directory,
+        with_manifest,
+    )
+    from clustergen.write.transaction import write
 
     out_dir = Path(args.output or ".")
     if out_dir.exists() and not out_dir.is_dir():
@@ -481,12 +482,9 @@ def _summary(out_dir: Path, changes: list[FileChange], say: TextIO) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from clustergen.plan import json_text, make_plan, markdown
     from clustergen.render import render_all
-    from clustergen.write import (
-        pending,
-        unrendered_ansible_files,
-        unrendered_message,
-        with_manifest,
-    )
+    from clustergen.write.compare import unrendered_ansible_files, unrendered_message
+    from clustergen.write.journal import pending
+    from clustergen.write.manifest import with_manifest
 
     out_dir = Path(args.output)
     if not out_dir.is_dir():
@@ -644,7 +642,7 @@ def cmd_expand(args: argparse.Namespace) -> int:
 
 
 def _write_text(target: Path, text: str) -> None:
-    from clustergen.write import write_file
+    from clustergen.write.disk import write_file
 
     write_file(target, text)
     print(f"wrote {target}", file=sys.stderr)

@@ -29,8 +29,9 @@ from clustergen.errors import ClustergenError, ExitCode, UsageError
 from clustergen.hosts import compress
 from clustergen.outputs import FAMILIES
 from clustergen.resolve import ResolvedCluster
-from clustergen.tree import Tree
-from clustergen.write import MANIFEST, Installed, file_changes, manifest_entries
+from clustergen.write.compare import file_changes
+from clustergen.write.manifest import MANIFEST, Installed, manifest_entries
+from clustergen.write.tree import Tree
 
 LOCK = "versions.lock"
 HOSTS = "inventory/hosts.yml"
