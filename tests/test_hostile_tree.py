@@ -351,7 +351,7 @@ def test_a_manifest_line_removes_nothing_outside_clustergen_s_folders(
     assert "left site/notes.md alone" in result.err and "left .git/HEAD alone" in result.err
 
 
-# What a contributor plants where ansible-playbook loads files unasked (write/compare.py,
+# What a contributor plants where ansible-playbook loads files unasked (write/changes.py,
 # ANSIBLE_FOLDERS): an inventory script, a filter plugin beside the playbook, a role's
 # module, host_vars in a folder of the node's name; a rendered-files list for a group
 # clustergen renders none for (group_vars/all.yml loads files/groups/<group>.yml of every

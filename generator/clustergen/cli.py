@@ -29,7 +29,7 @@ from clustergen.validate import validate, validate_cluster
 
 if TYPE_CHECKING:
     from clustergen.twin.session import Twin
-    from clustergen.write.compare import FileChange
+    from clustergen.write.changes import FileChange
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -369,7 +369,7 @@ def _checked(
     left: str | None,
 ) -> int:
     """`render --check`: what is stale, kept or planted, and its exit code."""
-    from clustergen.write.compare import kept_message, unrendered_message
+    from clustergen.write.changes import kept_message, unrendered_message
 
     for change in stale:
         print(f"stale: {change.action} {out_dir / change.path}", file=sys.stderr)
@@ -398,7 +398,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from clustergen.outputs import FAMILIES
     from clustergen.parallel import render_into
     from clustergen.render import render_all
-    from clustergen.write.compare import (
+    from clustergen.write.changes import (
         file_changes,
         kept_message,
         unified_diff,
@@ -482,7 +482,7 @@ def _summary(out_dir: Path, changes: list[FileChange], say: TextIO) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from clustergen.plan import json_text, make_plan, markdown
     from clustergen.render import render_all
-    from clustergen.write.compare import unrendered_ansible_files, unrendered_message
+    from clustergen.write.changes import unrendered_ansible_files, unrendered_message
     from clustergen.write.journal import pending
     from clustergen.write.manifest import with_manifest
 

@@ -37,7 +37,7 @@ from clustergen.outputs import FAMILIES, UNINSTALLED
 from clustergen.render import by_path, render_all, render_families, render_rest
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment
-from clustergen.write.compare import FileChange
+from clustergen.write.changes import FileChange
 from clustergen.write.transaction import Part, TreeWrite, write
 
 # Below this many hosts the uninstalled families take a few hundredths of a second,

@@ -29,7 +29,7 @@ from clustergen.errors import ClustergenError, ExitCode, UsageError
 from clustergen.hosts import compress
 from clustergen.outputs import FAMILIES
 from clustergen.resolve import ResolvedCluster
-from clustergen.write.compare import file_changes
+from clustergen.write.changes import file_changes
 from clustergen.write.manifest import MANIFEST, Installed, manifest_entries
 from clustergen.write.tree import Tree
 

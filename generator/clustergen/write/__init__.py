@@ -25,7 +25,7 @@ no journal and remove nothing: `pending` says what an interrupted render left.
 
 The modules, each doing one thing: `tree` (every path of the tree, never through a
 link), `manifest` (what a render wrote there: the read side plan and audit use),
-`compare` (what a write would do to each path, and what it refuses), `disk` (staging
+`changes` (what a write would do to each path, and what it refuses), `disk` (staging
 a file and making it durable), `journal` (the renames and removals, and recovery) and
 `transaction` (`TreeWrite`, the one way a tree is written).
 """

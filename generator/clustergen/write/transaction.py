@@ -15,7 +15,7 @@ from pathlib import Path
 from clustergen.artifacts import Artifact, Install
 from clustergen.errors import UsageError
 from clustergen.write import disk
-from clustergen.write.compare import FileChange, compare, refuse_foreign, removals
+from clustergen.write.changes import FileChange, compare, refuse_foreign, removals
 from clustergen.write.disk import (
     make_directories,
     remove_folders,
