@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.catalog.packages import hardware_group
+from clustergen.catalog.groups import hardware_group
 from clustergen.cli import main
 
 from support.ansible_testbed import Ansible, PlaybookRun, encrypt_vault, newer_version, run

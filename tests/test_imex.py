@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from clustergen.artifacts import Artifact
-from clustergen.catalog.packages import NVLINK_GROUP, derived_pins
+from clustergen.catalog.groups import NVLINK_GROUP
+from clustergen.catalog.packages import derived_pins
 from clustergen.load import LoadedSpec, load_spec
 from clustergen.outputs.ansible import lock_groups
 from clustergen.render import render_all

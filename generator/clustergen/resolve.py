@@ -21,8 +21,7 @@ from functools import cached_property
 
 from clustergen.catalog.architectures import CPU_ARCHES, arch_group
 from clustergen.catalog.gpus import profile_cpu_arch
-from clustergen.catalog.monitoring import slurm_metrics_kind
-from clustergen.catalog.packages import (
+from clustergen.catalog.groups import (
     ANSIBLE_PULL_GROUP,
     DCGM_EXPORTER_GROUP,
     EXPORTERS_GROUP,
@@ -39,19 +38,17 @@ from clustergen.catalog.packages import (
     NVLINK_GROUP,
     NVSWITCH_GROUP,
     OPENSM_GROUP,
-    PMIX_FEATURE,
     RDMA_GROUP,
     SLURM_CONF_GROUP,
     SLURM_CONF_ROLES,
     SLURM_EXPORTER_GROUP,
     SLURM_GROUP,
     SLURM_ROLES,
-    StackPins,
-    derived_pins,
     hardware_group,
     role_group,
-    with_overrides,
 )
+from clustergen.catalog.monitoring import slurm_metrics_kind
+from clustergen.catalog.packages import PMIX_FEATURE, StackPins, derived_pins, with_overrides
 from clustergen.catalog.switches import INFINIBAND_SWITCH_PORTS, switch_radix
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem

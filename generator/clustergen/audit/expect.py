@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from clustergen.catalog.gpus import GpuModel, profile_gpu
-from clustergen.catalog.packages import ANSIBLE_PULL_GROUP
+from clustergen.catalog.groups import ANSIBLE_PULL_GROUP
 from clustergen.errors import UsageError
 from clustergen.hosts import Host, InterfaceAddress
 from clustergen.model.common import expand_hostlist

@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from clustergen import codes
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.gpus import profile_cpu_arch
+from clustergen.catalog.groups import LUSTRE_SERVER_ROLES
 from clustergen.catalog.lustre import (
     ARM64_DKMS_CLIENT_FROM,
     BRW_SIZE_KEY,
@@ -21,7 +22,6 @@ from clustergen.catalog.lustre import (
     brw_size_mib,
     networks,
 )
-from clustergen.catalog.packages import LUSTRE_SERVER_ROLES
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem, SpecPath
 from clustergen.hosts import Host, compress

@@ -11,15 +11,8 @@ import re
 
 from clustergen import codes
 from clustergen.catalog.architectures import ARCH_GROUPS
-from clustergen.catalog.packages import (
-    DERIVED_GROUPS,
-    StackPins,
-    cuda_suffix,
-    hardware_group,
-    pinned_upstream,
-    role_group,
-    upstream_version,
-)
+from clustergen.catalog.groups import DERIVED_GROUPS, hardware_group, role_group
+from clustergen.catalog.packages import StackPins, cuda_suffix, pinned_upstream, upstream_version
 from clustergen.catalog.versions import parse_version
 from clustergen.errors import Problem
 from clustergen.model import Spec

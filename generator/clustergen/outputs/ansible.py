@@ -39,16 +39,14 @@ from clustergen.catalog.architectures import (
     serves,
 )
 from clustergen.catalog.gpus import DEFAULT_CPU_ARCH
-from clustergen.catalog.packages import (
-    CONCERNS,
+from clustergen.catalog.groups import (
     GPU_GROUP,
     GROUP_TITLES,
     NVLINK_GROUP,
     RDMA_GROUP,
-    Pins,
-    driver_sibling_pins,
     hardware_group,
 )
+from clustergen.catalog.packages import CONCERNS, Pins, driver_sibling_pins
 from clustergen.catalog.versions import parse_version
 from clustergen.hosts import InterfaceAddress, compress
 from clustergen.imex_mode import imex_start

@@ -14,7 +14,7 @@ import jinja2
 
 from clustergen.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.distributions import DISTRIBUTIONS
-from clustergen.catalog.packages import HOST_NETWORK_GROUP
+from clustergen.catalog.groups import HOST_NETWORK_GROUP
 from clustergen.outputs.host_network.derive import (
     HostLink,
     NodeNetwork,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import jinja2
 
 from clustergen.artifacts import Artifact, Install, NodeChange
-from clustergen.catalog.packages import NVLINK_GROUP
+from clustergen.catalog.groups import NVLINK_GROUP
 from clustergen.imex_mode import CHANNEL_CONF, IMEX_ETC, NODES_CONFIG, RESTART_IMEX, imex_start
 from clustergen.resolve import ResolvedCluster, ResolvedDomain
 from clustergen.templating import render_template

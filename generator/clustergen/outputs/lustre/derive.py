@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from clustergen.catalog.groups import hardware_group, role_group
 from clustergen.catalog.lustre import networks
-from clustergen.catalog.packages import hardware_group, role_group
 from clustergen.hosts import Host
 from clustergen.model.common import parse_size
 from clustergen.model.storage import (

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import jinja2
 
 from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.catalog.groups import DCGM_EXPORTER_GROUP, NODE_EXPORTER_GROUP, SLURM_EXPORTER_GROUP
 from clustergen.catalog.monitoring import (
     DCGM_EXPORTER_SERVICE,
     NODE_EXPORTER,
@@ -25,11 +26,6 @@ from clustergen.catalog.monitoring import (
     SLURM_EXPORTER_SERVICE,
     SLURM_METRICS_PATHS,
     SLURMCTLD_PORT,
-)
-from clustergen.catalog.packages import (
-    DCGM_EXPORTER_GROUP,
-    NODE_EXPORTER_GROUP,
-    SLURM_EXPORTER_GROUP,
 )
 from clustergen.resolve import ResolvedCluster, slurm_metrics
 from clustergen.templating import render_template

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clustergen.catalog.packages import hardware_group
+from clustergen.catalog.groups import hardware_group
 from clustergen.nccl_settings import NcclValue, settings_for
 from clustergen.resolve import ResolvedCluster
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import jinja2
 
 from clustergen.artifacts import Artifact, Install, NodeChange
-from clustergen.catalog.packages import NFS_CLIENT_GROUP, NFS_SERVER_GROUP
+from clustergen.catalog.groups import NFS_CLIENT_GROUP, NFS_SERVER_GROUP
 from clustergen.model.storage import NfsMount, protective_options
 from clustergen.resolve import ResolvedCluster
 from clustergen.systemd import unit_name

@@ -19,7 +19,7 @@ from __future__ import annotations
 import jinja2
 
 from clustergen.artifacts import Artifact, Install, NodeChange
-from clustergen.catalog.packages import OPENSM_GROUP
+from clustergen.catalog.groups import OPENSM_GROUP
 from clustergen.model.network import SM_PRIORITY_MAX, Fabric
 from clustergen.resolve import ResolvedCluster, opensm_nodes
 from clustergen.templating import render_template

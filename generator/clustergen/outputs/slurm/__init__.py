@@ -22,7 +22,7 @@ from __future__ import annotations
 import jinja2
 
 from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange, Secret
-from clustergen.catalog.packages import NVLINK_GROUP, SLURM_GROUP
+from clustergen.catalog.groups import NVLINK_GROUP, SLURM_GROUP
 from clustergen.imex_mode import EPILOG_DIR, PROLOG_PATH, imex_start
 from clustergen.outputs.slurm import configless as configless_files
 from clustergen.outputs.slurm import reboot as reboot_files

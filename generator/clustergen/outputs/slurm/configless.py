@@ -25,7 +25,7 @@ import hashlib
 import ipaddress
 
 from clustergen.artifacts import Artifact, Install, NodeChange
-from clustergen.catalog.packages import SLURM_CONF_GROUP
+from clustergen.catalog.groups import SLURM_CONF_GROUP
 from clustergen.outputs.slurm.derive import SLURM_DEFAULTS
 from clustergen.resolve import ResolvedCluster
 
