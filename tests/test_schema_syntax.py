@@ -169,7 +169,7 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "options-slurmctldhost": _SLURM_VERSION,
     "options-controlmachine": _SLURM_VERSION,
     "options-password": "the schema leaves slurm.options keys open (they depend on the "
-    "pinned Slurm); checks/slurm.py refuses the password keys, naming the vault variable",
+    "pinned Slurm); checks/slurm_options.py refuses the password keys, naming the vault variable",
     "options-auth-none": _WEAKENS,
     "options-cred-none": _WEAKENS,
     "options-job-container-none": _WEAKENS,

@@ -456,7 +456,7 @@ def _slurm(kind: _SlurmKind) -> Callable[[PackageFamily, Software], Pins]:
 # runtime package [src: SchedMD/slurm src/plugins/mpi/pmix/mpi_pmix.c _libpmix_open at
 # slurm-22-05-8-1 and slurm-24-11-5-1; commit 5d35aa58ad "Fix runtime linking", first in
 # slurm-23-02-5-1]. SchedMD's packages (slurm-smd) carry the plugin themselves when built
-# with PMIx. EL: neither is known here (checks.slurm warns).
+# with PMIx. EL: neither is known here (checks.nccl warns).
 PMIX_SONAME_FROM: tuple[int, ...] = (23, 2, 5)
 DEBIAN_SLURM_PLUGINS = "slurm-wlm-basic-plugins"
 

@@ -182,7 +182,7 @@ class Twin(DaemonOwner):
             if name not in TWIN_FILES and name != QOS_SCRIPT_NAME:
                 # A script or a file for the real nodes: the twin runs none. The QOS
                 # script is clustergen's own sacctmgr calls, from QOS names and numbers
-                # validation restricts (checks/slurm.py), run in the twin's slurmdbd.
+                # validation restricts (checks/slurm_partitions.py), run in the twin's slurmdbd.
                 continue
             target = self.paths.etc / name
             if name == "slurm.conf":
