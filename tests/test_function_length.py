@@ -23,7 +23,7 @@ MAX_LINES = 80
 
 # "module path under generator/clustergen:qualified name" -> why it may be long.
 LONG = {
-    "cli.py:_parser": (
+    "cli/__init__.py:_parser": (
         "an argument parser: one add_argument per option of each subcommand, read top to "
         "bottom as the command's help"
     ),

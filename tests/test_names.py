@@ -16,7 +16,12 @@ PACKAGE = REPO / "generator" / "clustergen"
 PROTOCOLS = {
     "render": "outputs",  # each output family's render(cluster, env) -> list[Artifact]
     "check": "checks",  # a check module's one check, registered in checks.CHECKS
+    "execute": "cli",  # each command's execute(args) -> exit code
 }
+# The command line's modules, one per command, each named after the command it runs,
+# which may also be the name of the module or package that does the work (cli/plan.py
+# runs plan.py's make_plan).
+COMMANDS = "cli"
 
 # Subpackages whose modules are named after the spec section or family they serve, one
 # module per subject in each: model/slurm.py, checks/slurm.py, outputs/slurm/,
@@ -77,7 +82,8 @@ def duplicate_modules(root: Path) -> dict[str, list[str]]:
         if parts:
             where[parts[-1]].append("/".join(parts))
     found = {}
-    for name, paths in where.items():
+    for name, all_paths in where.items():
+        paths = [p for p in all_paths if p.split("/")[0] != COMMANDS or p == COMMANDS]
         if len(paths) < 2:
             continue
         if name in FAMILY_MODULES and all(p.startswith("outputs/") for p in paths):
@@ -112,10 +118,17 @@ def test_names_the_duplicates(tmp_path: Path) -> None:
     (tmp_path / "outputs" / "slurm" / "__init__.py").write_text("def render(): ...\n")
     (tmp_path / "outputs" / "slurm" / "derive.py").write_text("Action = str\n")
     (tmp_path / "slurm.py").write_text("")
+    # A command's module beside the module that does its work is no duplicate; its
+    # execute() is the command line's protocol, which no other module may define.
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "plan.py").write_text("def execute(): ...\n")
+    (tmp_path / "cli" / "lock.py").write_text("def execute(): ...\n")
+    (tmp_path / "plan.py").write_text("def execute(): ...\n")
     assert duplicate_names(tmp_path) == {
         "Cluster": ["model/cluster.py", "resolve.py"],
         "Action": ["model/slurm.py", "outputs/slurm/derive.py"],
         "check": ["checks/hardware.py", "checks/slurm.py", "resolve.py"],
+        "execute": ["cli/lock.py", "cli/plan.py", "plan.py"],
     }
     assert duplicate_modules(tmp_path) == {
         "slurm": ["checks/slurm", "model/slurm", "outputs/slurm", "slurm"],

@@ -1,0 +1,43 @@
+"""`clustergen plan SPEC -o DIR`: what applying the render over the applied tree means."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clustergen.cli.common import ignored_codes, print_problems
+from clustergen.errors import SpecInvalid, UsageError
+from clustergen.load import load_spec
+from clustergen.validate import validate_cluster
+
+if TYPE_CHECKING:
+    pass
+
+
+def execute(args: argparse.Namespace) -> int:
+    from clustergen.plan import json_text, make_plan, markdown
+    from clustergen.render import render_all
+    from clustergen.write.changes import unrendered_ansible_files, unrendered_message
+    from clustergen.write.journal import pending
+    from clustergen.write.manifest import with_manifest
+
+    out_dir = Path(args.output)
+    if not out_dir.is_dir():
+        raise UsageError(f"{out_dir}: no rendered tree there to plan against")
+    # plan writes nothing: it applies no journal (which may have been planted) and
+    # compares against the files as they are.
+    left = pending(out_dir, staging_too=False)
+    if left:
+        print(left, file=sys.stderr)
+    cluster, problems = validate_cluster(load_spec(args.spec), ignored_codes(args))
+    if cluster is None:
+        raise SpecInvalid(problems)
+    print_problems(problems, "text")
+    files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
+    plan = make_plan(cluster, files, out_dir, args.driver_batch_size)
+    for path in unrendered_ansible_files(out_dir, files):
+        print(unrendered_message(out_dir, path), file=sys.stderr)
+    sys.stdout.write(markdown(plan) if args.plan_format == "markdown" else json_text(plan))
+    return int(plan.exit_code)
