@@ -42,7 +42,7 @@ ROLES = REPO / "roles"
 CONVERGE_VARS = "roles/clustergen_state/vars/main.yml"
 _GROUP = re.compile(r"groups\['([^']+)'\]")
 _FAMILY_GROUP = "clustergen_family_"
-_CONVERGE_GROUPS = ("clustergen_converge", "clustergen_partial")
+_CONVERGE_GROUPS = ("clustergen_converge", "clustergen_partial", "clustergen_partial_families")
 _FAMILY = re.compile(r"^\s*rendered_files_family:\s*(\S+)\s*$", re.MULTILINE)
 # Services a rendered file restarts that no role starts, each with why the converge check
 # need not watch it.
@@ -65,6 +65,7 @@ class Play:
     roles: tuple[str, ...]  # every role it imports (their handlers are the play's)
     runs: tuple[str, ...]  # the roles whose main tasks it runs (not `tasks_from` another file)
     families: frozenset[str] = frozenset()  # F of each clustergen_family_F its hosts take
+    partial_families: bool = False  # its hosts take clustergen_partial_families
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ def _play(play: Mapping[str, Any]) -> Play:
         _play_roles(play, main_only=False),
         _play_roles(play, main_only=True),
         frozenset(g.removeprefix(_FAMILY_GROUP) for g in found if g.startswith(_FAMILY_GROUP)),
+        "clustergen_partial_families" in found,
     )
 
 
@@ -222,10 +224,11 @@ def _roleless_problems(
         if family in families
     ]
     plays = [p for p in the_site.plays if FAMILIES_ROLE in p.runs]
-    if not any(p.group is None and p.converge_only for p in plays):
+    if not any(p.group is None and p.converge_only and p.partial_families for p in plays):
         problems.append(
             f"{what}: no play of site.yml runs role {FAMILIES_ROLE} on every node that "
-            "converges (hosts: groups['clustergen_converge'] + groups['clustergen_partial'])"
+            "converges and every node whose files of such a family changed (hosts: "
+            "groups['clustergen_converge'] + groups['clustergen_partial_families'])"
         )
     if handler_name(install, own_role=False) and FAMILIES_HANDLER not in the_site.handlers.get(
         FAMILIES_ROLE, ()
@@ -490,6 +493,28 @@ MEMBERS = {"compute": frozenset({"gpu01", "gpu02"}), "slurm": frozenset({"gpu01"
 def test_a_family_no_role_installs_names_rendered_files_family() -> None:
     (problem,) = _places(_toy(NodeChange("restart", "slurmd")), MEMBERS, site())
     assert "no role includes rendered_files with `rendered_files_family: toy_health`" in problem
+
+
+def test_a_families_play_that_misses_a_partial_converge_is_named() -> None:
+    """A family without a role of its own, on the real site, lacks nothing; with the
+    families play's hosts every partial node (a MaxTime edit would run it) or none of
+    them (a change to its own files would never be installed), the place is named."""
+    toy = _toy(NodeChange("nothing"))
+
+    def problems(the_site: Site) -> list[str]:
+        return place_problems(toy, MEMBERS, the_site, own_role=OWN_ROLE)
+
+    assert problems(site()) == []
+    plays = tuple(
+        dataclasses.replace(p, partial_families=False) if FAMILIES_ROLE in p.runs else p
+        for p in site().plays
+    )
+    assert problems(_with(plays=plays)) == [
+        "toy_health/gpu/health.conf (family toy_health, group compute): no play of "
+        f"site.yml runs role {FAMILIES_ROLE} on every node that converges and every node "
+        "whose files of such a family changed (hosts: groups['clustergen_converge'] + "
+        "groups['clustergen_partial_families'])"
+    ]
 
 
 def test_a_restart_no_role_of_the_play_handles_names_the_handlers_file() -> None:

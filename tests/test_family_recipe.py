@@ -34,7 +34,7 @@ from __future__ import annotations
 import jinja2
 
 from clustergen.artifacts import Artifact, Install, NodeChange
-from clustergen.catalog.packages import hardware_group
+from clustergen.catalog.groups import hardware_group
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template
 

@@ -37,16 +37,14 @@ OLD = EXAMPLES / "ml-training-8node.yaml"
 NEW = EXAMPLES / "edge-roce-2node.yaml"
 RENAME_DELAY_S = 0.02
 
-# Runs clustergen with every os.replace slowed, printing a line before the first one
-# (the journal's commit) so the test knows the swap is about to start.
+# Runs clustergen with every os.replace slowed, printing a line before each (the first
+# is the journal's commit) so the test knows the swap is about to start, and where in it
+# the render is: once the test reads line n, n - 1 renames are done.
 SLOW_RENDER = f"""
 import os, sys, time
 real_replace = os.replace
-started = []
 def slow_replace(source, target, **options):
-    if not started:
-        started.append(True)
-        print("swap", flush=True)
+    print("swap", flush=True)
     time.sleep({RENAME_DELAY_S})
     real_replace(source, target, **options)
 os.replace = slow_replace
@@ -171,7 +169,13 @@ def test_an_interrupted_swap_mixes_the_trees_until_the_next_command(
     old, new = renders
     out = tmp_path / "tree"
     assert clustergen("render", str(OLD), "-o", str(out)).returncode == 0
-    assert interrupted_render(out, swap_seconds(old, new) / 2, 0.0)
+    # Killed by rename count, not by time, so that a loaded machine still kills it with
+    # the journal committed and about half of the files renamed.
+    process = slowed_render(SLOW_RENDER, out)
+    assert process.stdout is not None
+    halfway = round(swap_seconds(old, new) / RENAME_DELAY_S) // 2 + 1
+    assert [process.stdout.readline() for _ in range(halfway)] == ["swap\n"] * halfway
+    assert kill(process)
     mixed = tree(out)
     assert JOURNAL in mixed
     assert {p: b for p, b in mixed.items() if p != JOURNAL and not p.endswith(TEMPORARY)} not in (

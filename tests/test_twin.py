@@ -258,10 +258,18 @@ def test_sigterm_during_run_stops_the_script_and_the_twin(tmp_path: Path) -> Non
     assert proc.stdout is not None
     assert proc.stdout.readline() == "ready\n"
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    # As long as a whole --run may take: stopping tears down every daemon, which on a
+    # loaded machine (CI's, with booted nodes beside it) takes a while.
+    _, err = proc.communicate(timeout=180)
     assert proc.returncode == 128 + signal.SIGTERM, err
-    assert not running(int(pid_file.read_text()))  # the script's background job went too
-    assert leftovers(tmpdir, before) == []
+    # The script's background job went too: SIGKILLed with the script's session, it is
+    # gone once the kernel has delivered that, at the latest within seconds.
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(pid), f"the script's background job {pid} outlived the twin"
+    assert leftovers(tmpdir, before) == [], err
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
