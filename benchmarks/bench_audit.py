@@ -23,13 +23,13 @@ import sys
 import time
 from pathlib import Path
 
-from clustergen.audit.expect import applied_tree, expectations
-from clustergen.audit.facts import parse_facts
-from clustergen.audit.run import audit_facts
+from clustergen.commands.audit.expect import applied_tree, expectations
+from clustergen.commands.audit.facts import parse_facts
+from clustergen.commands.audit.run import audit_facts
 from clustergen.dev.large_spec import compact_spec
-from clustergen.load import parse_spec
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import parse_spec
 from clustergen.validate import validate_cluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))

@@ -5,7 +5,7 @@ temporary directory)
 
 For each size, clustergen.dev.large_spec writes a spec with every node placed in a
 rack; the table gives the best of 3 runs of PyYAML's `yaml.load` with CSafeLoader
-(libyaml, plain data, no positions) and of `clustergen.load.parse_spec` (libyaml,
+(libyaml, plain data, no positions) and of `clustergen.spec.load.parse_spec` (libyaml,
 plain data, positions, floats as written, alias and tag guards) on the same text,
 and their ratio. Validation is not included.
 """
@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from clustergen.dev.large_spec import large_spec
-from clustergen.load import parse_spec
+from clustergen.spec.load import parse_spec
 
 SIZES = (1024, 4096, 16384)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from clustergen.load import parse_spec
 from clustergen.render import render_all
+from clustergen.spec.load import parse_spec
 from clustergen.validate import validate_cluster
 
 REFERENCE = Path(__file__).resolve().parent.parent / "examples" / "ml-training-8node.yaml"

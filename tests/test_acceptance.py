@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.load import load_spec
 from clustergen.render import render_all
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from clustergen.load import LoadedSpec
-from clustergen.long_form import expand
 from clustergen.model.common import expand_hostlist
 from clustergen.render import render_all
+from clustergen.spec.load import LoadedSpec
+from clustergen.spec.long_form import expand
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool

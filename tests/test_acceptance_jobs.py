@@ -1,5 +1,5 @@
 """The rendered acceptance jobs, submitted with sbatch to a twin of the 8-node spec (real
-slurmctld and one slurmd per node, fake GPUs; clustergen.twin) against stub binaries:
+slurmctld and one slurmd per node, fake GPUs; clustergen.commands.twin) against stub binaries:
 each runs to completion under Slurm, PASS on good output and FAIL on bad.
 
 The stubs print the fixtures the parser tests use (tests/data/acceptance/, in the tools'
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.artifacts import Artifact
+from clustergen.base.artifacts import Artifact
+from clustergen.commands.twin.session import Twin
 from clustergen.render import render_all
-from clustergen.twin.session import Twin
 
 from support.paths import DATA
 from support.twin import sbatch, started_twin, wait_for_state

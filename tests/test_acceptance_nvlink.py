@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from clustergen.load import LoadedSpec
 from clustergen.render import render_all
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool

@@ -10,9 +10,9 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from clustergen.errors import LocatedProblem
-from clustergen.load import LoadedSpec
+from clustergen.base.errors import LocatedProblem
 from clustergen.outputs.facility.derive import derive_facility
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate, validate_cluster
 
 from support.paths import INVALID

@@ -15,15 +15,16 @@ import yaml
 from ansible.plugins.inventory import detect_range, expand_hostname_range
 from ruamel.yaml import YAML
 
+from clustergen.base.errors import Problem
 from clustergen.catalog.packages import driver_branch_packages, upstream_version
 from clustergen.checks import packages as package_checks
 from clustergen.checks import software as software_checks
-from clustergen.errors import Problem
-from clustergen.long_form import expand
 from clustergen.model import Spec
-from clustergen.outputs.ansible import handler_name, host_patterns
+from clustergen.outputs.ansible.files import handler_name
+from clustergen.outputs.ansible.inventory import host_patterns
 from clustergen.render import render_all
 from clustergen.resolve import resolve
+from clustergen.spec.long_form import expand
 
 from support.ci import skip_or_fail, tool
 from support.paths import EXAMPLES, REFERENCE_SPECS, REPO

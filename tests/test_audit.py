@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.audit.compare import Report, check_pull, check_topology
-from clustergen.audit.expect import AppliedTree, NodeExpectation, expectations, read_tree
-from clustergen.audit.facts import NodeFacts, parse_facts
-from clustergen.audit.run import audit_facts
+from clustergen.base.codes import CODES
+from clustergen.base.errors import LocatedProblem
 from clustergen.cli import main
-from clustergen.codes import CODES
-from clustergen.errors import LocatedProblem
-from clustergen.load import LoadedSpec, load_spec
+from clustergen.commands.audit.compare import Report, check_pull, check_topology
+from clustergen.commands.audit.expect import AppliedTree, NodeExpectation, expectations, read_tree
+from clustergen.commands.audit.facts import NodeFacts, parse_facts
+from clustergen.commands.audit.run import audit_facts
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import LoadedSpec, load_spec
 from clustergen.validate import validate_cluster
 
 from support.audit_facts import healthy_facts

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from clustergen.dev import large_spec as large_spec_module
-from clustergen.load import parse_spec
+from clustergen.spec.load import parse_spec
 from clustergen.validate import validate
 
 
@@ -36,7 +36,7 @@ def _names(expression: str) -> tuple[str, ...]:
 
 @pytest.mark.parametrize("form", ["compact_rail_spec", "large_rail_spec"])
 def test_the_rail_optimised_form_is_valid_non_blocking_and_cables_every_hca(form: str) -> None:
-    from clustergen.fabric import blocking
+    from clustergen.resolve.fabric import blocking
     from clustergen.validate import validate_cluster
 
     text = getattr(large_spec_module, form)(1024)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from clustergen.checks import CHECKS, Check
-from clustergen.load import load_spec
-from clustergen.long_form import expand
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import load_spec
+from clustergen.spec.long_form import expand
 from clustergen.validate import valid_sections
 
 from support.paths import REFERENCE_SPECS

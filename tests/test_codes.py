@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from clustergen.codes import CODES
-from clustergen.errors import SpecInvalid
-from clustergen.load import LoadedSpec, parse_spec
+from clustergen.base.codes import CODES
+from clustergen.base.errors import SpecInvalid
+from clustergen.spec.load import LoadedSpec, parse_spec
 from clustergen.validate import validate
 
 from support.paths import INVALID, WARNING_CASES

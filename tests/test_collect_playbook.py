@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from test_audit import HEALTHY
 
-from clustergen.audit.facts import parse_facts
 from clustergen.cli import main
+from clustergen.commands.audit.facts import parse_facts
 
 from support.ci import skip_or_fail, tool
 from support.paths import EXAMPLES, REPO

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.artifacts import Artifact
-from clustergen.errors import ExitCode
+from clustergen.base.artifacts import Artifact
+from clustergen.base.errors import ExitCode
 from clustergen.outputs.slurm.configless import DROPIN, SERVED_NOTE
 from clustergen.outputs.slurm.derive import configless_parameters
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import yaml
 
-from clustergen.load import load_spec
 from clustergen.outputs.ansible import release_stamp
 from clustergen.render import render_all
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail
@@ -77,7 +77,7 @@ def test_the_base_changes_with_everything_but_the_rendered_files(tmp_path: Path)
 
 
 def test_release_digest_separates_paths_from_text() -> None:
-    from clustergen.artifacts import Artifact
+    from clustergen.base.artifacts import Artifact
 
     assert release_stamp([Artifact("a", "bc")]) != release_stamp([Artifact("ab", "c")])
     assert release_stamp([Artifact("a", "x", mode=0o755)]) != release_stamp([Artifact("a", "x")])

@@ -22,7 +22,12 @@ import pytest
 import yaml
 
 from clustergen.cli import main
-from clustergen.twin.accounting import install_mariadb, mariadb_argv, mariadb_ready, mariadb_socket
+from clustergen.commands.twin.accounting import (
+    install_mariadb,
+    mariadb_argv,
+    mariadb_ready,
+    mariadb_socket,
+)
 
 from support.ansible_testbed import READ_SLURM_SETTINGS, parse_recap
 from support.ci import require, skip_or_fail, tool

@@ -10,11 +10,11 @@ import pytest
 from ruamel.yaml import YAML
 
 from clustergen.catalog.slurm_keys import accepted_keys, key_list_version
-from clustergen.hosts import compress
-from clustergen.long_form import expand
 from clustergen.model import Spec
-from clustergen.outputs.slurm.derive import derive_slurm, name_ranges
+from clustergen.outputs.slurm.derive import derive_slurm
 from clustergen.resolve import resolve
+from clustergen.spec.hosts import compress, name_ranges
+from clustergen.spec.long_form import expand
 
 from support.paths import EXAMPLES
 

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from clustergen.catalog.distributions import DISTRIBUTIONS, nvidia_repository
-from clustergen.load import LoadedSpec
 from clustergen.model.software import OperatingSystem
 from clustergen.render import render_all
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate_cluster
 
 from support.paths import DATA

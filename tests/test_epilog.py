@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from clustergen.catalog.xids import DRAIN_XIDS
-from clustergen.load import load_spec
-from clustergen.outputs.slurm.derive import EPILOG_TIMEOUTS, SLURM_DEFAULTS
+from clustergen.outputs.slurm.derive import SLURM_DEFAULTS
+from clustergen.outputs.slurm.epilog import EPILOG_TIMEOUTS
 from clustergen.render import render_all
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import require, skip_or_fail

@@ -5,10 +5,10 @@ from __future__ import annotations
 from test_audit import audit_examples
 from test_codes import NOT_PRODUCED, PRODUCED_BY_CHANGE
 
-from clustergen.codes import CODES
+from clustergen.base.codes import CODES
+from clustergen.base.errors import LocatedProblem, SpecInvalid, format_path
 from clustergen.dev.codes_doc import Example, errors_markdown
-from clustergen.errors import LocatedProblem, SpecInvalid, format_path
-from clustergen.load import LoadedSpec, load_spec, parse_spec
+from clustergen.spec.load import LoadedSpec, load_spec, parse_spec
 from clustergen.validate import validate
 
 from support.paths import INVALID, REPO, WARNING_CASES

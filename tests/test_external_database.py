@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from clustergen.cli import main
-from clustergen.twin.accounting import install_mariadb, mariadb_argv, mariadb_ready
+from clustergen.commands.twin.accounting import install_mariadb, mariadb_argv, mariadb_ready
 
 from support.ansible_testbed import READ_SLURM_SETTINGS
 from support.ci import require, tool

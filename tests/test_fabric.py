@@ -1,4 +1,4 @@
-"""The fabric as drawn (clustergen.fabric): each leaf's blocking factor from its cables, the
+"""The fabric as drawn (clustergen.resolve.fabric): each leaf's blocking factor from its cables, the
 oversubscription warning against each partition's max_blocking, and the uplink share that
 bounds a job across leaves.
 """
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from clustergen.fabric import blocking, uplink_share
-from clustergen.load import LoadedSpec
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.fabric import blocking, uplink_share
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate, validate_cluster
 
 from support.specs import example_data

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.load import load_spec
 from clustergen.outputs.facility import WHOLE_RACKS
 from clustergen.outputs.facility.derive import derive_facility
 from clustergen.outputs.facility.elevation import CHAR_PX, ROLE_FILLS, UNIT_PX, detail
-from clustergen.physical_plan import CONTINUOUS_LOAD_LIMIT
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import load_spec
+from clustergen.spec.physical_plan import CONTINUOUS_LOAD_LIMIT
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from clustergen.dev.large_spec import compact_rail_spec
-from clustergen.load import load_spec, parse_spec
 from clustergen.outputs.facility.fabric_drawing import (
     MAX_BOXES,
     NODES_FILL,
@@ -21,6 +20,7 @@ from clustergen.outputs.facility.fabric_drawing import (
 )
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import load_spec, parse_spec
 from clustergen.templating import environment, render_template
 from clustergen.validate import validate_cluster
 

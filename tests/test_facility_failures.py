@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from clustergen.dev.large_spec import compact_spec
-from clustergen.load import LoadedSpec, load_spec, parse_spec
 from clustergen.outputs.facility import failures
 from clustergen.outputs.facility.failures import Left, Loss, failure_report, failure_rows
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import LoadedSpec, load_spec, parse_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES, REPO

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from clustergen.load import LoadedSpec, load_spec
 from clustergen.outputs.facility import ports as ports_module
 from clustergen.outputs.facility.ports import port_map, port_pages
 from clustergen.outputs.facility.sheets import cable_sheet
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import LoadedSpec, load_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES, REPO

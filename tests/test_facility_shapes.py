@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 import clustergen.outputs.facility as facility_outputs
-from clustergen.load import load_spec
 from clustergen.outputs.facility import RACK_SVG, rack_svgs
 from clustergen.outputs.facility.derive import FacilitySheets, derive_facility
 from clustergen.outputs.facility.elevation import PLACEHOLDER, Shape, elevation
@@ -26,6 +25,7 @@ from clustergen.outputs.facility.sheets import (
     outlet_sheet,
 )
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import load_spec
 from clustergen.templating import environment, render_template
 from clustergen.validate import validate_cluster
 

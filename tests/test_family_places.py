@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 import yaml
 
-from clustergen.artifacts import Artifact, Install, NodeChange
-from clustergen.load import load_spec
+from clustergen.base.artifacts import Artifact, Install, NodeChange
 from clustergen.outputs import FAMILIES, OWN_ROLE, UNINSTALLED
-from clustergen.outputs.ansible import FAMILIES_HANDLER, FAMILIES_ROLE, handler_name
+from clustergen.outputs.ansible.files import FAMILIES_HANDLER, FAMILIES_ROLE, handler_name
 from clustergen.render import render_families
+from clustergen.spec.load import load_spec
 from clustergen.templating import environment
 from clustergen.validate import validate_cluster
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.outputs.ansible import FAMILIES_HANDLER
+from clustergen.outputs.ansible.files import FAMILIES_HANDLER
 
 from support.paths import REPO
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import jinja2
 
-from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.base.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.groups import hardware_group
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template

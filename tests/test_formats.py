@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.codes import SLURM_UNKNOWN_NODE
-from clustergen.errors import LocatedProblem, Position
-from clustergen.report import github_line
+from clustergen.base.codes import SLURM_UNKNOWN_NODE
+from clustergen.base.errors import LocatedProblem, Position
+from clustergen.base.report import github_line
 
 from support.paths import EXAMPLES, INVALID, REPO
 from support.regen import check_current

@@ -33,9 +33,9 @@ from hypothesis import strategies as st
 
 from clustergen.cli import main
 from clustergen.dev.large_spec import compact_spec
-from clustergen.load import parse_spec
 from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
 from clustergen.render import render_all
+from clustergen.spec.load import parse_spec
 from clustergen.validate import allowed_keys, validate_cluster
 
 from support.paths import DATA, REFERENCE_SPECS, REPO

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from clustergen.cli import main
-from clustergen.load import load_spec
 from clustergen.render import render_all
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 from clustergen.write.manifest import with_manifest
 

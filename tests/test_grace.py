@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from clustergen.load import LoadedSpec
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate_cluster
 
 from support.ci import require, tool

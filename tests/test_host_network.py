@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.artifacts import Artifact
-from clustergen.load import parse_spec
-from clustergen.nccl_settings import settings_for
+from clustergen.base.artifacts import Artifact
 from clustergen.outputs import host_network
 from clustergen.outputs.acceptance.derive import PERFTEST_OPTIONS
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.nccl_settings import settings_for
+from clustergen.spec.load import parse_spec
 from clustergen.templating import environment
 from clustergen.validate import validate_cluster
 

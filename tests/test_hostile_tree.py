@@ -4,7 +4,7 @@ attack. Each test plants one, beside a victim folder outside the tree, and check
 that nothing outside the tree changed (every entry and byte of the victim folder)
 and what clustergen answered: exit 2 naming the path, or the file left alone.
 
-The writes run both serially and in two processes (clustergen.parallel), whose
+The writes run both serially and in two processes (clustergen.commands.parallel), whose
 families split the tree between them (the child writes facility/, the parent slurm/).
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from clustergen import parallel
-from clustergen.errors import UsageError
+from clustergen.base.errors import UsageError
+from clustergen.commands import parallel
 from clustergen.write.disk import TEMPORARY, staging_folder
 from clustergen.write.journal import JOURNAL
 from clustergen.write.manifest import MANIFEST

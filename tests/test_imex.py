@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from clustergen.artifacts import Artifact
+from clustergen.base.artifacts import Artifact
 from clustergen.catalog.groups import NVLINK_GROUP
 from clustergen.catalog.packages import derived_pins
-from clustergen.load import LoadedSpec, load_spec
-from clustergen.outputs.ansible import lock_groups
+from clustergen.outputs.ansible.group_vars import lock_groups
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import LoadedSpec, load_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool

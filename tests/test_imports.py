@@ -38,6 +38,33 @@ def test_no_upward_imports() -> None:
     assert found == [], "imports against the layers of docs/architecture.md:\n" + "\n".join(found)
 
 
+def unplaced_entries(root: Path, table: list[Layer], package: str) -> list[str]:
+    """Top-level modules and folders of the package (byte-code caches aside) that no
+    row of the table names: the folders show the layers, so each is one row's entry."""
+    named = {module.removeprefix(package + ".") for layer in table for module in layer.modules}
+    entries = {
+        path.stem
+        for path in root.iterdir()
+        if path.name != "__pycache__" and (path.is_dir() or path.suffix == ".py")
+    }
+    return sorted(entries - named - {"__init__"})
+
+
+def test_the_folders_are_the_layers() -> None:
+    assert unplaced_entries(PACKAGE, _table(), "clustergen") == [], (
+        "a top-level module or folder of generator/clustergen/ that is no layer's entry in "
+        "docs/architecture.md: move it into its layer's folder"
+    )
+
+
+def test_a_module_beside_the_layers_is_named(tmp_path: Path) -> None:
+    package = _package(
+        tmp_path, {"__init__.py": "", "spec/__init__.py": "", "helpers.py": "", "util/x.py": ""}
+    )
+    table = [Layer("base", ("pkg",), ()), Layer("spec", ("pkg.spec",), ("base",))]
+    assert unplaced_entries(package, table, "pkg") == ["helpers", "util"]
+
+
 def test_every_module_has_a_layer() -> None:
     table = _table()
     unplaced = [name for name in modules(PACKAGE, "clustergen") if layer_of(name, table) is None]
@@ -76,7 +103,7 @@ def test_no_family_imports_another() -> None:
 
 def test_a_family_importing_another_is_named() -> None:
     graph = {
-        "clustergen.outputs.nhc": {"clustergen.outputs.slurm.derive", "clustergen.hosts"},
+        "clustergen.outputs.nhc": {"clustergen.outputs.slurm.derive", "clustergen.spec.hosts"},
         "clustergen.outputs.slurm.derive": {"clustergen.outputs.slurm.reboot"},
         "clustergen.outputs.ansible": {"clustergen.outputs"},
     }
@@ -146,11 +173,11 @@ def test_walker_finds_no_cycle_where_there_is_none(tmp_path: Path) -> None:
 def test_an_upward_import_is_named() -> None:
     """An import the table forbids is reported; one it allows is not."""
     graph = {
-        "clustergen.model.spec": {"clustergen.checks.slurm", "clustergen.codes"},
+        "clustergen.model.root": {"clustergen.checks.slurm", "clustergen.base.codes"},
         "clustergen.outputs.facility": {"clustergen.validate", "clustergen.templating"},
     }
     assert upward_imports(graph, _table()) == [
-        "clustergen.model.spec (model) imports clustergen.checks.slurm (checks)",
+        "clustergen.model.root (model) imports clustergen.checks.slurm (checks)",
         "clustergen.outputs.facility (outputs) imports clustergen.validate (validate)",
     ]
 
@@ -158,12 +185,17 @@ def test_an_upward_import_is_named() -> None:
 @pytest.mark.parametrize(
     ("module", "layer"),
     [
-        ("clustergen", "foundations"),
-        ("clustergen.model.spec", "model"),
+        ("clustergen", "base"),
+        ("clustergen.base.codes", "base"),
+        ("clustergen.commands.twin.layout", "commands"),
+        ("clustergen.model.root", "model"),
         ("clustergen.outputs.slurm.derive", "outputs"),
-        ("clustergen.twin.layout", "commands"),
         ("clustergen.templating", "templating"),
+        ("clustergen.spec.load", "spec"),
+        ("clustergen.resolve", "resolve"),
+        ("clustergen.resolve.fabric", "resolve"),
+        ("clustergen.unplaced", None),
     ],
 )
-def test_modules_fall_into_their_layers(module: str, layer: str) -> None:
+def test_modules_fall_into_their_layers(module: str, layer: str | None) -> None:
     assert layer_of(module, _table()) == layer

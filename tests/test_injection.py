@@ -47,13 +47,13 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from clustergen.artifacts import Artifact
+from clustergen.base.artifacts import Artifact
+from clustergen.base.systemd import unit_name
 from clustergen.dev.large_spec import compact_spec
-from clustergen.load import parse_spec
 from clustergen.model.patterns import RackPattern, SwitchGroup, TargetGroup
-from clustergen.model.spec import Spec
+from clustergen.model.root import Spec
 from clustergen.render import render_all
-from clustergen.systemd import unit_name
+from clustergen.spec.load import parse_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import DATA, EXAMPLES, REFERENCE_SPECS, REPO

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.load import load_spec
 from clustergen.render import render_all
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 from clustergen.write.disk import TEMPORARY
 from clustergen.write.journal import JOURNAL, recover
@@ -48,7 +48,7 @@ def slow_replace(source, target, **options):
     time.sleep({RENAME_DELAY_S})
     real_replace(source, target, **options)
 os.replace = slow_replace
-from clustergen.entry import configured_main
+from clustergen.cli.entry import configured_main
 sys.exit(configured_main(sys.argv[1:]))
 """
 
@@ -218,7 +218,7 @@ def slow_stage(path, rendered, **options):
     time.sleep({RENAME_DELAY_S})
     return real_stage(path, rendered, **options)
 disk.stage_file = slow_stage
-from clustergen.entry import configured_main
+from clustergen.cli.entry import configured_main
 sys.exit(configured_main(sys.argv[1:]))
 """
 

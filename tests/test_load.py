@@ -22,9 +22,9 @@ from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarfloat import ScalarFloat
 
-from clustergen import load
-from clustergen.errors import Position, SpecInvalid, SpecPath, UsageError
-from clustergen.load import Located, load_spec, parse_spec
+from clustergen.base.errors import Position, SpecInvalid, SpecPath, UsageError
+from clustergen.spec import load
+from clustergen.spec.load import Located, load_spec, parse_spec
 from clustergen.validate import validate
 
 from support.paths import EXAMPLES, REFERENCE_SPECS, REPO, TESTS

@@ -22,8 +22,13 @@ from typing import Any
 import pytest
 import yaml
 
-from clustergen.errors import ExitCode
-from clustergen.lock import carries, nearest_versions, parse_apt_packages, parse_primary_xml
+from clustergen.base.errors import ExitCode
+from clustergen.commands.lock import (
+    carries,
+    nearest_versions,
+    parse_apt_packages,
+    parse_primary_xml,
+)
 
 from support.ci import skip_or_fail
 from support.debian import debian_mirror

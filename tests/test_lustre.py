@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.load import load_spec, parse_spec
 from clustergen.render import render_all
+from clustergen.spec.load import load_spec, parse_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import require, skip_or_fail, tool
@@ -670,7 +670,7 @@ def test_nodes_without_a_port_in_a_servers_storage_subnet_are_warned_of(tmp_path
     """tests/warnings/lnet-subnet-unreachable.yaml warns of its one-port head node; the GB200
     example, whose trays and head node have a port in each of the servers' two storage
     subnets, warns of nothing; its trays with one port each are warned of as a group."""
-    from clustergen.load import load_spec
+    from clustergen.spec.load import load_spec
     from clustergen.validate import validate_cluster
 
     from support.paths import EXAMPLES, REPO

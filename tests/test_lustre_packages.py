@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from clustergen.load import LoadedSpec
-from clustergen.outputs.ansible import lock_groups
+from clustergen.outputs.ansible.group_vars import lock_groups
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate, validate_cluster
 
 from support.paths import DATA

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from clustergen.catalog.slurm_keys import accepted_keys, key_list_version
-from clustergen.load import LoadedSpec
 from clustergen.render import render_all
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate_cluster
 
 from support.specs import Data, example_data, validated

@@ -13,9 +13,9 @@ from clustergen.catalog.nccl_vars import (
     parse_interface_list,
     value_problem,
 )
-from clustergen.load import load_spec
 from clustergen.outputs.nccl.derive import derive_nccl
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import DATA, EXAMPLES

@@ -20,11 +20,11 @@ import pytest
 import yaml
 from ruamel.yaml import YAML
 
-from clustergen.hosts import InterfaceAddress
-from clustergen.load import LoadedSpec
 from clustergen.model.network import Fabric
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.hosts import InterfaceAddress
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import yaml
 
-from clustergen.artifacts import Artifact
-from clustergen.load import load_spec
+from clustergen.base.artifacts import Artifact
+from clustergen.base.systemd import unit_name
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
-from clustergen.systemd import unit_name
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool

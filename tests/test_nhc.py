@@ -132,7 +132,7 @@ def test_without_nhc_no_health_check_program_and_a_warning() -> None:
 
 
 def _errors(data: Data) -> list[str]:
-    from clustergen.load import LoadedSpec
+    from clustergen.spec.load import LoadedSpec
     from clustergen.validate import validate
 
     problems = validate(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))[1]

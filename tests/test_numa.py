@@ -27,7 +27,7 @@ def _nps4(**cpu: Any) -> Data:
 
 
 def _codes(data: Data) -> list[str]:
-    from clustergen.load import LoadedSpec
+    from clustergen.spec.load import LoadedSpec
     from clustergen.validate import validate_cluster
 
     _, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from clustergen.load import LoadedSpec
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate_cluster
 
 from support.paths import INVALID

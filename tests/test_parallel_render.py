@@ -1,4 +1,4 @@
-"""A large spec renders in two processes (clustergen.parallel): the tree, the summary
+"""A large spec renders in two processes (clustergen.commands.parallel): the tree, the summary
 and every failure must be exactly those of the one-process render.
 
 Each test forces the two-process render on small specs (MIN_HOSTS 0) and compares it
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from clustergen import parallel
-from clustergen.artifacts import NO_CHANGE, Artifact, Install
+from clustergen.base.artifacts import NO_CHANGE, Artifact, Install
+from clustergen.commands import parallel
 from clustergen.dev import large_spec as large_spec_module
 from clustergen.outputs import FAMILIES, UNINSTALLED
 from clustergen.write import disk, transaction
@@ -120,7 +120,7 @@ def test_a_write_rule_changed_in_one_place_holds_for_both_forms(
 
 
 def test_large_specs_only_use_two_processes(large: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clustergen.load import load_spec
+    from clustergen.spec.load import load_spec
     from clustergen.validate import validate_cluster
 
     monkeypatch.delenv("CLUSTERGEN_SERIAL", raising=False)
@@ -271,8 +271,8 @@ def test_an_uninstalled_family_that_installs_a_file_is_a_bug(
 ) -> None:
     """The child's families must install nothing, or the Ansible family, rendered
     without them, would miss a file."""
-    from clustergen.load import load_spec
     from clustergen.render import render_families
+    from clustergen.spec.load import load_spec
     from clustergen.templating import environment
     from clustergen.validate import validate_cluster
 

@@ -14,13 +14,13 @@ from typing import get_args
 import pytest
 import yaml
 
-from clustergen.artifacts import SEVERITY, Artifact, Install, NodeChange, PlanAction
+from clustergen.base.artifacts import SEVERITY, Artifact, Install, NodeChange, PlanAction
+from clustergen.base.errors import ExitCode
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import CONCERNS
-from clustergen.errors import ExitCode
-from clustergen.load import load_spec
-from clustergen.plan import make_plan, markdown
+from clustergen.commands.plan import make_plan, markdown
 from clustergen.render import render_all
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 from clustergen.write.manifest import with_manifest
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from clustergen.errors import LocatedProblem
-from clustergen.load import LoadedSpec
+from clustergen.base.errors import LocatedProblem
 from clustergen.outputs.facility.derive import derive_facility
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate, validate_cluster
 
 from support.paths import EXAMPLES, WARNING_CASES

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from clustergen.errors import format_path
-from clustergen.load import LoadedSpec, load_spec
+from clustergen.base.errors import format_path
 from clustergen.render import render_all
+from clustergen.spec.load import LoadedSpec, load_spec
 from clustergen.validate import validate, validate_cluster
 
 from support.paths import CLASSIC_SPECS

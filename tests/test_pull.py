@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen import openpgp
-from clustergen.artifacts import Artifact
+from clustergen.base import openpgp
+from clustergen.base.artifacts import Artifact
 from clustergen.checks.ansible import ROLES_MIN_ANSIBLE_CORE, TESTED_MIN_ANSIBLE_CORE
-from clustergen.load import load_spec
 from clustergen.render import render_all
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import require, tool

@@ -9,10 +9,10 @@ from typing import Any
 
 import yaml
 
-from clustergen.fabric import blocking, tiers
-from clustergen.load import LoadedSpec
-from clustergen.long_form import expand
-from clustergen.physical_plan import cables
+from clustergen.resolve.fabric import blocking, tiers
+from clustergen.spec.load import LoadedSpec
+from clustergen.spec.long_form import expand
+from clustergen.spec.physical_plan import cables
 from clustergen.validate import validate
 
 from support.paths import EXAMPLES
@@ -156,7 +156,7 @@ def test_a_catalog_model_gives_the_switch_its_ports() -> None:
 def test_hostlists_written_for_slurm_fold_only_the_last_number() -> None:
     # python-hostlist would write su[1-4]-leaf1, which Slurm reads otherwise (and the spec's
     # own hostlist syntax refuses): the spines over rail 1 list its leaves one by one.
-    from clustergen.hosts import compress
+    from clustergen.spec.hosts import compress
 
     assert compress(["su1-leaf1", "su2-leaf1", "su3-leaf1"]) == "su1-leaf1,su2-leaf1,su3-leaf1"
     assert compress(["su1-leaf1", "su1-leaf2", "su2-leaf1"]) == "su1-leaf[1-2],su2-leaf1"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
-from clustergen.load import load_spec
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool

@@ -73,7 +73,7 @@ def test_readme_counts_and_names_every_example() -> None:
 def test_readme_says_the_storage_fabric_s_switches_are_refused() -> None:
     """The key table's storage switches row says what validate does with them (the
     shared model's description said they become topology.conf)."""
-    from clustergen.codes import NETWORK_STORAGE_SWITCHES
+    from clustergen.base.codes import NETWORK_STORAGE_SWITCHES
 
     row = next(
         line

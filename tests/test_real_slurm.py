@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from clustergen.catalog.gpus import profile_gres_type
-from clustergen.load import load_spec
 from clustergen.outputs.slurm.derive import SlurmContext, derive_slurm
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES, REFERENCE_SPECS, WARNING_CASES

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.twin.conf import (
+from clustergen.commands.twin.conf import (
     conf_key,
     hosts_file_text,
     known_keys,
     logical_lines,
     rewrite_conf,
 )
-from clustergen.twin.process import DaemonError
+from clustergen.commands.twin.process import DaemonError
 
 from support.paths import DATA, GOLDEN, REPO
 from support.realslurm.chroot import INIT_SQL, prepare_conf

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from clustergen.catalog.gpus import profile_gres_type
-from clustergen.load import load_spec
 from clustergen.outputs.slurm.derive import derive_slurm
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import REFERENCE_SPECS

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from clustergen.dev import large_spec as large_spec_module
-from clustergen.load import load_spec
 from clustergen.model.common import expand_hostlist
 from clustergen.outputs.slurm.derive import derive_slurm
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.realslurm.testbed import SlurmTestbed, require_real_slurm

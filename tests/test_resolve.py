@@ -15,9 +15,9 @@ import hostlist
 import pytest
 
 from clustergen import resolve
-from clustergen.load import load_spec
 from clustergen.model import common
 from clustergen.render import render_all
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import REFERENCE_SPECS, WARNING_CASES

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 from ruamel.yaml import YAML
 
-from clustergen.schema import schema_document, schema_text
+from clustergen.spec.schema import schema_document, schema_text
 
 from support.paths import REFERENCE_SPECS, SCHEMA
 from support.regen import check_current

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import regress
 
-from clustergen.load import load_spec
 from clustergen.render import render_all
-from clustergen.schema import schema_document
+from clustergen.spec.load import load_spec
+from clustergen.spec.schema import schema_document
 from clustergen.validate import validate_cluster
 
 from support.ci import tool
@@ -52,7 +52,7 @@ _SYSTEM_FOLDER = (
     "which folder the slurm role chowns depends on the slurm.conf key (a log file's folder) "
     "and on slurm.options, an open mapping; judged with '..' resolved (catalog/folders.py)"
 )
-_POWER_PLAN = "sums over the rack's devices, PSUs and feeds (clustergen/physical_plan.py)"
+_POWER_PLAN = "sums over the rack's devices, PSUs and feeds (clustergen/spec/physical_plan.py)"
 _LUSTRE_TUNING = "the parameter table (catalog/lustre.py) with ranges and places per key"
 _PINS = "package overrides are compared with the versions clustergen derives"
 _NCCL_TABLE = (

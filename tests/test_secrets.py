@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.load import load_spec
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 from clustergen.write.manifest import MANIFEST
 

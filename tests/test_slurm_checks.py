@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from clustergen.load import LoadedSpec
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate
 
 from support.paths import EXAMPLES

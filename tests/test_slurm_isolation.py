@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from clustergen.artifacts import Artifact
-from clustergen.load import LoadedSpec
+from clustergen.base.artifacts import Artifact
 from clustergen.render import render_all
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate, validate_cluster
 
 from support.os_matrix import on_os

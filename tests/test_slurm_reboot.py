@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clustergen.artifacts import Artifact
+from clustergen.base.artifacts import Artifact
+from clustergen.commands.plan import ROLLOUT_COMMAND
 from clustergen.outputs.slurm.reboot import BOOT_DROPIN, BOOT_UNIT, ROLLOUT_SCRIPT
-from clustergen.plan import ROLLOUT_COMMAND
 
 from support.ci import skip_or_fail, tool
 from support.paths import DATA, EXAMPLES

@@ -13,12 +13,17 @@ import pytest
 import yaml
 from test_rail_fabric import RAILS, _rail_spec, _with_service_under_spines
 
-from clustergen.load import LoadedSpec
 from clustergen.model.common import expand_hostlist
 from clustergen.outputs.slurm.derive import derive_slurm
 from clustergen.render import render_families
 from clustergen.resolve import ResolvedCluster
-from clustergen.slurm_topology import SwitchLine, slurm_hostlist, slurm_topology, tree_switches
+from clustergen.resolve.slurm_topology import (
+    SwitchLine,
+    slurm_hostlist,
+    slurm_topology,
+    tree_switches,
+)
+from clustergen.spec.load import LoadedSpec
 from clustergen.templating import environment
 from clustergen.validate import validate_cluster
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from clustergen.base.errors import ExitCode
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, accepted_keys
 from clustergen.catalog.slurm_releases import RELEASES, upgrade_steps
-from clustergen.errors import ExitCode
-from clustergen.load import LoadedSpec
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate
 
 from support.paths import EXAMPLES

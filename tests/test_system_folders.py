@@ -13,7 +13,7 @@ import yaml
 
 from clustergen.catalog.folders import system_folder
 from clustergen.checks.slurm import _CHOWNED_FOLDERS
-from clustergen.load import parse_spec
+from clustergen.spec.load import parse_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES, REPO

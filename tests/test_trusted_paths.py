@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from clustergen.artifacts import Artifact
+from clustergen.base.artifacts import Artifact
 from clustergen.catalog.folders import RELATIVE, mount_over_system, user_writable
-from clustergen.load import LoadedSpec
 from clustergen.render import render_all
+from clustergen.spec.load import LoadedSpec
 from clustergen.validate import validate, validate_cluster
 
 from support.paths import EXAMPLES

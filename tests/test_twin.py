@@ -21,9 +21,9 @@ from pathlib import Path
 import hostlist
 import pytest
 
+from clustergen.commands.twin.process import DaemonError
+from clustergen.commands.twin.session import Twin
 from clustergen.model.common import parse_slurm_time
-from clustergen.twin.process import DaemonError
-from clustergen.twin.session import Twin
 
 from support.paths import EXAMPLES
 from support.pull_request import PULL_REQUEST, edited

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from clustergen.load import load_spec
+from clustergen.commands.twin.conf import known_keys
+from clustergen.commands.twin.layout import AdaptedConf, TwinPaths, adapt_slurm_conf, choose_nodes
 from clustergen.resolve import ResolvedCluster
-from clustergen.twin.conf import known_keys
-from clustergen.twin.layout import AdaptedConf, TwinPaths, adapt_slurm_conf, choose_nodes
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES
@@ -177,7 +177,7 @@ def test_run_of_a_missing_script_is_refused(tmp_path: Path, cli) -> None:  # typ
 
 
 def test_gres_cores_this_machine_lacks_are_dropped_and_named() -> None:
-    from clustergen.twin.layout import adapt_gres_conf
+    from clustergen.commands.twin.layout import adapt_gres_conf
 
     rendered = (
         "NodeName=gpu[01-02] Name=gpu Type=b200 File=/dev/nvidia0 Cores=0-13\n"

@@ -1,3 +1,3 @@
-from clustergen.entry import run
+from clustergen.cli.entry import run
 
 run()

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 import jinja2
 
-from clustergen.artifacts import Artifact
+from clustergen.base.artifacts import Artifact
 from clustergen.outputs import FAMILIES, UNINSTALLED, ansible, site
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment

@@ -17,10 +17,9 @@ from typing import Any, Union, cast
 from pydantic import BaseModel, ValidationError, create_model
 from pydantic_core import ErrorDetails
 
-from clustergen import codes, long_form
-from clustergen.checks import run_checks
-from clustergen.codes import CODES, WARNINGS
-from clustergen.errors import (
+from clustergen.base import codes
+from clustergen.base.codes import CODES, WARNINGS
+from clustergen.base.errors import (
     NAMES_SHOWN,
     LocatedProblem,
     Problem,
@@ -28,12 +27,14 @@ from clustergen.errors import (
     collapse_alike,
     masked,
 )
-from clustergen.load import LoadedSpec
+from clustergen.base.suggest import did_you_mean, nearest
+from clustergen.checks import run_checks
 from clustergen.model import Spec
 from clustergen.model.common import HostlistBudget, StrictModel
-from clustergen.names import element_names
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean, nearest
+from clustergen.spec import long_form
+from clustergen.spec.load import LoadedSpec
+from clustergen.spec.names import element_names
 
 # Error types that say "wrong kind of value"; a more specific error at the same
 # path (from another member of a union) is preferred over them.

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from clustergen.audit.expect import NodeExpectation
-from clustergen.audit.facts import FORMAT_VERSION, HEADER, SECTION
+from clustergen.commands.audit.expect import NodeExpectation
+from clustergen.commands.audit.facts import FORMAT_VERSION, HEADER, SECTION
 from clustergen.model.gpu_topology import Topology
 
 

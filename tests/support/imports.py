@@ -153,11 +153,13 @@ def _module(written: str, package: str) -> str:
 
 
 def layer_of(module: str, table: Sequence[Layer]) -> str | None:
-    """The layer whose most specific entry holds the module."""
+    """The layer whose most specific entry holds the module. The package's own entry
+    (`__init__.py`) holds the package alone: a module of no row has no layer."""
     best: tuple[int, str] | None = None
     for layer in table:
         for entry in layer.modules:
-            holds = module == entry or module.startswith(entry + ".")
+            below = module.startswith(entry + ".") and "." in entry
+            holds = module == entry or below
             if holds and (best is None or len(entry) > best[0]):
                 best = (len(entry), layer.name)
     return best[1] if best else None

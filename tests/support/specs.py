@@ -7,10 +7,10 @@ from typing import Any
 
 import yaml
 
-from clustergen.artifacts import Artifact
-from clustergen.load import LoadedSpec, load_spec
+from clustergen.base.artifacts import Artifact
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import LoadedSpec, load_spec
 from clustergen.validate import validate_cluster
 
 from support.paths import EXAMPLES

@@ -1,4 +1,4 @@
-"""A twin (clustergen.twin) for tests: started per module, and its jobs."""
+"""A twin (clustergen.commands.twin) for tests: started per module, and its jobs."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from clustergen.load import load_spec
+from clustergen.commands.twin.prerequisites import missing_prerequisites
+from clustergen.commands.twin.session import Twin
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
-from clustergen.twin.prerequisites import missing_prerequisites
-from clustergen.twin.session import Twin
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail

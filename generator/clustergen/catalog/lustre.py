@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from clustergen.model.spec import Spec
+from clustergen.model.root import Spec
 from clustergen.model.storage import LnetNet, Lustre
 
 KIB = 1 << 10

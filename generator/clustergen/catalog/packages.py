@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from clustergen.artifacts import NO_CHANGE, NodeChange
+from clustergen.base.artifacts import NO_CHANGE, NodeChange
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.distributions import PackageFamily as PackageFamily
 from clustergen.catalog.groups import (

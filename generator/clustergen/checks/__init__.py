@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+from clustergen.base.errors import Problem
 from clustergen.checks import (
     addresses,
     ansible,
@@ -38,7 +39,6 @@ from clustergen.checks import (
     topology,
     trusted_paths,
 )
-from clustergen.errors import Problem
 from clustergen.resolve import ResolvedCluster
 
 

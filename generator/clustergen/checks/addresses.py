@@ -11,14 +11,14 @@ import ipaddress
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from clustergen import codes
-from clustergen.errors import Problem, SpecPath
-from clustergen.hosts import Host, nth_address
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
 from clustergen.model import Spec
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import EthernetNetwork, Fabric
 from clustergen.model.nodes import NodeGroup
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.hosts import Host, nth_address
 
 _NETWORK_OF = {
     "management_ip": "management",

@@ -8,10 +8,10 @@ warned about). tests/test_pull.py reads both files, so these two numbers follow 
 
 from __future__ import annotations
 
-from clustergen import codes, openpgp
+from clustergen.base import codes, openpgp
+from clustergen.base.errors import Problem
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.versions import parse_version
-from clustergen.errors import Problem
 from clustergen.model.ansible import Signer
 from clustergen.resolve import ResolvedCluster, pull_mode
 

@@ -1,16 +1,17 @@
 """Racks, power and cabling: what would trip a breaker, fail a redundant feed or not be
-wireable once the hardware is on site. The numbers come from clustergen.physical_plan, which
+wireable once the hardware is on site. The numbers come from clustergen.spec.physical_plan, which
 the facility sheets print, so a message and a sheet agree."""
 
 from __future__ import annotations
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
 from clustergen.catalog.gpus import profile_gpu
-from clustergen.errors import Problem, SpecPath
-from clustergen.hosts import compress
 from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import Power
-from clustergen.physical_plan import (
+from clustergen.resolve import ResolvedCluster
+from clustergen.spec.hosts import compress
+from clustergen.spec.physical_plan import (
     PHASE_IMBALANCE_FLOOR,
     PHASE_IMBALANCE_LIMIT,
     Device,
@@ -21,7 +22,6 @@ from clustergen.physical_plan import (
     most,
     nvlink_trays,
 )
-from clustergen.resolve import ResolvedCluster
 
 
 def psus(cluster: ResolvedCluster) -> list[Problem]:

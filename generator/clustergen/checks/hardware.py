@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem
+from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.gpus import (
     GPU_ALIASES,
     GPU_MODELS,
@@ -10,11 +12,9 @@ from clustergen.catalog.gpus import (
     gpu_model_candidates,
     profile_gpu,
 )
-from clustergen.errors import Problem
-from clustergen.hosts import compress
 from clustergen.model.hardware import HardwareProfile
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
+from clustergen.spec.hosts import compress
 
 
 def check(cluster: ResolvedCluster) -> list[Problem]:

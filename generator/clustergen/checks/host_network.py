@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from clustergen import codes
-from clustergen.errors import Problem
+from clustergen.base import codes
+from clustergen.base.errors import Problem
 from clustergen.resolve import ResolvedCluster
 
 _ROUTED = ("management", "fabric", "storage", "frontend")

@@ -6,7 +6,10 @@ import re
 from ipaddress import IPv4Network
 from pathlib import PurePosixPath
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
+from clustergen.base.suggest import did_you_mean
+from clustergen.base.systemd import UNIT_NAME_MAX, unit_name
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.gpus import profile_cpu_arch
 from clustergen.catalog.groups import LUSTRE_SERVER_ROLES
@@ -23,13 +26,10 @@ from clustergen.catalog.lustre import (
     networks,
 )
 from clustergen.catalog.versions import parse_version
-from clustergen.errors import Problem, SpecPath
-from clustergen.hosts import Host, compress
 from clustergen.model.common import parse_size
 from clustergen.model.storage import LayoutComponent, Lustre, LustreLayout, ServerTarget
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
-from clustergen.systemd import UNIT_NAME_MAX, unit_name
+from clustergen.spec.hosts import Host, compress
 
 BASE: SpecPath = ("storage", "lustre")
 # Kernel names that can change between boots.

@@ -3,7 +3,8 @@ dcgm-exporter, and Slurm metrics the release can serve (catalog/monitoring.py)."
 
 from __future__ import annotations
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.monitoring import (
     DCGM_EXPORTER_FIRST_DCGM,
@@ -12,7 +13,6 @@ from clustergen.catalog.monitoring import (
     dcgm_exporter_version,
 )
 from clustergen.catalog.versions import parse_version
-from clustergen.errors import Problem
 from clustergen.resolve import ResolvedCluster, slurm_metrics
 
 

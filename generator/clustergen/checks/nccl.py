@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
+from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.gpus import superchip_cores
 from clustergen.catalog.nccl_vars import (
@@ -17,12 +19,10 @@ from clustergen.catalog.nccl_vars import (
 from clustergen.catalog.packages import openmpi_version
 from clustergen.catalog.switches import catalog_switch
 from clustergen.catalog.versions import parse_version
-from clustergen.errors import Problem, SpecPath
 from clustergen.model.gpu_topology import core_ids
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.nccl import NcclSettings
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
 
 
 def profile_hcas(profile: HardwareProfile) -> list[str]:

@@ -3,15 +3,15 @@ already set, and NFS over RDMA on nodes without an RDMA device."""
 
 from __future__ import annotations
 
-from clustergen import codes
-from clustergen.errors import Problem, SpecPath
-from clustergen.hosts import compress
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
+from clustergen.base.suggest import did_you_mean
+from clustergen.base.systemd import UNIT_NAME_MAX, unit_name
 from clustergen.model.common import expand_hostlist
 from clustergen.model.nodes import KNOWN_ROLES
 from clustergen.model.storage import NfsMount
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
-from clustergen.systemd import UNIT_NAME_MAX, unit_name
+from clustergen.spec.hosts import compress
 
 BASE: SpecPath = ("storage", "nfs")
 # Mount options a key of the mount sets (nfs(5)): given again in options they would

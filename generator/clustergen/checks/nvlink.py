@@ -3,10 +3,10 @@ size, and no partition whose jobs would land on domains of different sizes."""
 
 from __future__ import annotations
 
-from clustergen import codes
-from clustergen.errors import Problem
-from clustergen.hosts import compress
+from clustergen.base import codes
+from clustergen.base.errors import Problem
 from clustergen.resolve import ResolvedCluster, ResolvedDomain, is_tray
+from clustergen.spec.hosts import compress
 
 
 def check(cluster: ResolvedCluster) -> list[Problem]:

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import re
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem
+from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.architectures import ARCH_GROUPS
 from clustergen.catalog.groups import DERIVED_GROUPS, hardware_group, role_group
 from clustergen.catalog.packages import StackPins, cuda_suffix, pinned_upstream, upstream_version
 from clustergen.catalog.versions import parse_version
-from clustergen.errors import Problem
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
 
 _NCCL_PACKAGES = frozenset({"libnccl2", "libnccl-dev", "libnccl", "libnccl-devel"})
 _CUDA_TAG = re.compile(r"\+cuda(\d+\.\d+)")

@@ -7,10 +7,10 @@ repository of another distribution serves packages built against other libraries
 
 from __future__ import annotations
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem
 from clustergen.catalog.distributions import DISTRIBUTIONS, NVIDIA_CUDA_REPOSITORIES
 from clustergen.catalog.versions import parse_version
-from clustergen.errors import Problem
 from clustergen.resolve import ResolvedCluster
 
 

@@ -1,15 +1,15 @@
 """Power shelves and liquid cooling of rack-scale systems (GB200/GB300 NVL72): the rack's
 max draw on the shelves its redundancy leaves, the air share of its heat against its air
 cooling, and the liquid share of a row's racks against their CDU. The numbers come from
-clustergen.physical_plan, which the facility sheets print (docs/facility.md)."""
+clustergen.spec.physical_plan, which the facility sheets print (docs/facility.md)."""
 
 from __future__ import annotations
 
-from clustergen import codes
-from clustergen.errors import Problem, SpecPath
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
 from clustergen.model.common import expand_hostlist
-from clustergen.physical_plan import RackPlan, kilo, largest
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.physical_plan import RackPlan, kilo, largest
 
 
 def shelves(cluster: ResolvedCluster) -> list[Problem]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import rdma_versions
-from clustergen.errors import Problem
-from clustergen.fabric import SwitchPlane, planes
-from clustergen.hosts import compress
 from clustergen.resolve import ResolvedCluster, opensm_nodes, rdma_profiles
+from clustergen.resolve.fabric import SwitchPlane, planes
+from clustergen.spec.hosts import compress
 
 
 def stack(cluster: ResolvedCluster) -> list[Problem]:

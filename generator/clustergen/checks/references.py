@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from clustergen import codes
-from clustergen.errors import Problem, SpecPath
-from clustergen.hosts import Host
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
+from clustergen.base.suggest import did_you_mean, nearest
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES
 from clustergen.model.storage import ServerTarget
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean, nearest
+from clustergen.spec.hosts import Host
 
 
 def node_groups(cluster: ResolvedCluster) -> list[Problem]:

@@ -7,19 +7,19 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Sequence
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem
+from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.folders import RELATIVE, root_owned, system_folder, user_writable
 from clustergen.catalog.packages import OS_PACKAGE_FAMILY
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.checks import slurm_partitions
 from clustergen.checks.references import meant_roles, unknown_node
 from clustergen.checks.trusted_paths import shared_mounts
-from clustergen.errors import Problem
-from clustergen.hosts import Host
 from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
+from clustergen.spec.hosts import Host
 
 
 def nodes(cluster: ResolvedCluster) -> list[Problem]:
@@ -104,8 +104,8 @@ def _configless(spec: Spec) -> list[Problem]:
     ]
 
 
-# PartitionName keys clustergen writes from partition keys (outputs/slurm/derive.py
-# _partition_lines): a partition's options may not set them.
+# PartitionName keys clustergen writes from partition keys (outputs/slurm/nodes.py,
+# partition_lines): a partition's options may not set them.
 _PARTITION_KEYS = frozenset(
     {
         "partitionname", "nodes", "default", "maxtime", "defaulttime", "prioritytier",

@@ -1,4 +1,4 @@
-"""What Slurm is given of the network (clustergen.slurm_topology): the NVLink domains as
+"""What Slurm is given of the network (clustergen.resolve.slurm_topology): the NVLink domains as
 topology/block when the pinned Slurm can take them, and block sizes it accepts.
 
 The rules are SchedMD's source: src/plugins/topology/block/block_record.c reads BlockSizes
@@ -9,11 +9,11 @@ count than the first block's).
 
 from __future__ import annotations
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
 from clustergen.catalog.versions import VersionTuple, parse_version
-from clustergen.errors import Problem, SpecPath
 from clustergen.resolve import ResolvedCluster, is_tray
-from clustergen.slurm_topology import (
+from clustergen.resolve.slurm_topology import (
     BLOCK_FROM,
     BLOCK_SIZES_FROM,
     BLOCKS_OF_ANY_SIZE_FROM,

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem
+from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
     DERIVED_KEYS,
@@ -17,10 +19,8 @@ from clustergen.catalog.slurm_keys import (
     release_name,
 )
 from clustergen.catalog.versions import VersionTuple, parse_version
-from clustergen.errors import Problem
 from clustergen.model import Spec
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
 
 # Keys from blog posts that no parser since 22.05 accepts, with where the setting lives now.
 _FOLKLORE_KEYS = {

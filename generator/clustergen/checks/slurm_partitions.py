@@ -3,15 +3,15 @@ and the QOS."""
 
 from __future__ import annotations
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
+from clustergen.base.suggest import did_you_mean
 from clustergen.checks.references import meant_roles, unknown_node
-from clustergen.errors import Problem, SpecPath
 from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.slurm import Partition
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
 
 # slurmdbd creates this QOS itself; a spec may name it without defining it.
 BUILTIN_QOS = "normal"

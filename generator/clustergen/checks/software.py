@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
+from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.architectures import is_nvidia_cuda_repository
 from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
 from clustergen.catalog.gpus import GpuModel, profile_cpu_arch, profile_gpu
@@ -17,11 +19,9 @@ from clustergen.catalog.packages import (
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, key_list_version, release_name
 from clustergen.catalog.slurm_releases import BY_VERSION, RELEASES, month_name, today
 from clustergen.catalog.versions import parse_version
-from clustergen.errors import Problem, SpecPath
 from clustergen.model import Spec
 from clustergen.model.software import Software
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
 
 
 def _dotted(version: tuple[int, ...]) -> str:

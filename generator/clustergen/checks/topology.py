@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.errors import Problem, SpecPath
+from clustergen.base.suggest import did_you_mean
 from clustergen.checks.references import unknown_node
-from clustergen.errors import Problem, SpecPath
-from clustergen.fabric import Blocking, blocking, nodes_below, planes, ratio, tiers
-from clustergen.hosts import Host, compress
 from clustergen.model.network import LINK_GBITS, Switch
 from clustergen.resolve import ResolvedCluster
-from clustergen.suggest import did_you_mean
+from clustergen.resolve.fabric import Blocking, blocking, nodes_below, planes, ratio, tiers
+from clustergen.spec.hosts import Host, compress
 
 
 def check(cluster: ResolvedCluster) -> list[Problem]:

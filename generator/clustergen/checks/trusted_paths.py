@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from clustergen import codes
+from clustergen.base import codes
+from clustergen.base.codes import Code
+from clustergen.base.errors import Problem, SpecPath
 from clustergen.catalog.folders import (
     PROC,
     RELATIVE,
@@ -27,8 +29,6 @@ from clustergen.catalog.folders import (
     user_writable,
 )
 from clustergen.catalog.slurm_programs import slurm_option_paths
-from clustergen.codes import Code
-from clustergen.errors import Problem, SpecPath
 from clustergen.model import Spec
 from clustergen.model.storage import PRIVILEGE_OPTIONS, LustreMount, NfsMount, ServerTarget
 from clustergen.resolve import ResolvedCluster

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 
 from clustergen import __version__
+from clustergen.base.errors import ClustergenError, ExitCode
+from clustergen.base.report import FORMATS
 from clustergen.cli import audit as audit_command
 from clustergen.cli import expand as expand_command
 from clustergen.cli import import_slurm as import_slurm_command
@@ -19,8 +21,6 @@ from clustergen.cli import schema as schema_command
 from clustergen.cli import twin as twin_command
 from clustergen.cli import validate as validate_command
 from clustergen.cli.common import print_problems
-from clustergen.errors import ClustergenError, ExitCode
-from clustergen.report import FORMATS
 
 
 def main(argv: Sequence[str] | None = None) -> int:

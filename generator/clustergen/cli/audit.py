@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clustergen.base.errors import ExitCode, SpecInvalid, UsageError
 from clustergen.cli.common import ignored_codes, print_problems
-from clustergen.errors import ExitCode, SpecInvalid, UsageError
-from clustergen.load import load_spec
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from clustergen.audit.run import audit
+    from clustergen.commands.audit.run import audit
 
     out_dir = Path(args.output)
     if not out_dir.is_dir():

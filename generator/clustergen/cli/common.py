@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clustergen.codes import ignorable
-from clustergen.errors import LocatedProblem, SpecInvalid, UsageError
-from clustergen.load import load_spec
-from clustergen.report import Format, github_line, json_document
+from clustergen.base.codes import ignorable
+from clustergen.base.errors import LocatedProblem, SpecInvalid, UsageError
+from clustergen.base.report import Format, github_line, json_document
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clustergen.base.errors import ExitCode, SpecInvalid
 from clustergen.cli.common import ignored_codes, print_problems, write_output
-from clustergen.errors import ExitCode, SpecInvalid
-from clustergen.load import load_spec
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from clustergen.long_form import expand, long_form_text
+    from clustergen.spec.long_form import expand, long_form_text
 
     loaded = load_spec(args.spec)
     cluster, problems = validate_cluster(loaded, ignored_codes(args))

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clustergen.base.errors import ExitCode, UsageError, printable
 from clustergen.cli.common import write_output
-from clustergen.errors import ExitCode, UsageError, printable
 
 if TYPE_CHECKING:
     pass

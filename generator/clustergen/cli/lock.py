@@ -7,16 +7,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clustergen.base.errors import ExitCode
 from clustergen.cli.common import load_valid
-from clustergen.errors import ExitCode
 
 if TYPE_CHECKING:
     pass
 
 
 def execute(args: argparse.Namespace) -> int:
-    from clustergen.lock import check_families, missing_pins, read_index
-    from clustergen.outputs.ansible import lock_groups
+    from clustergen.commands.lock import check_families, missing_pins, read_index
+    from clustergen.outputs.ansible.group_vars import lock_groups
 
     indexes = [read_index(Path(path)) for path in args.index]
     cluster = load_valid(args.spec, args)

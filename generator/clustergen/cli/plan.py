@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clustergen.base.errors import SpecInvalid, UsageError
 from clustergen.cli.common import ignored_codes, print_problems
-from clustergen.errors import SpecInvalid, UsageError
-from clustergen.load import load_spec
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from clustergen.plan import json_text, make_plan, markdown
+    from clustergen.commands.plan import json_text, make_plan, markdown
     from clustergen.render import render_all
     from clustergen.write.changes import unrendered_ansible_files, unrendered_message
     from clustergen.write.journal import pending

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from clustergen.artifacts import Artifact
+from clustergen.base.artifacts import Artifact
+from clustergen.base.errors import ExitCode, UsageError
 from clustergen.cli.common import load_valid
-from clustergen.errors import ExitCode, UsageError
 from clustergen.resolve import ResolvedCluster
 
 if TYPE_CHECKING:
@@ -63,8 +63,8 @@ def execute(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
     # Only render needs jinja2 and the writer; validate starts faster without them.
+    from clustergen.commands.parallel import render_into
     from clustergen.outputs import FAMILIES
-    from clustergen.parallel import render_into
     from clustergen.render import render_all
     from clustergen.write.changes import (
         file_changes,

@@ -7,15 +7,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clustergen.base.errors import ExitCode
 from clustergen.cli.common import write_output
-from clustergen.errors import ExitCode
 
 if TYPE_CHECKING:
     pass
 
 
 def execute(args: argparse.Namespace) -> int:
-    from clustergen.schema import schema_text  # only this command needs it
+    from clustergen.spec.schema import schema_text  # only this command needs it
 
     text = schema_text()
     if args.output == "-":

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clustergen.base.errors import ExitCode, UsageError
 from clustergen.cli.common import load_valid
-from clustergen.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from clustergen.twin.session import Twin
+    from clustergen.commands.twin.session import Twin
 
 
 class _Stopped(Exception):
@@ -30,11 +30,11 @@ def _raise_stopped(signum: int, frame: object) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from clustergen.commands.twin.layout import uses_slurmdbd
+    from clustergen.commands.twin.prerequisites import missing_prerequisites
+    from clustergen.commands.twin.process import DaemonError
+    from clustergen.commands.twin.session import Twin
     from clustergen.render import render_all
-    from clustergen.twin.layout import uses_slurmdbd
-    from clustergen.twin.prerequisites import missing_prerequisites
-    from clustergen.twin.process import DaemonError
-    from clustergen.twin.session import Twin
 
     script = Path(args.run) if args.run else None
     if script is not None and not script.is_file():

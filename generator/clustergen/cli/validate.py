@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from clustergen.base.errors import ExitCode, LocatedProblem, SpecInvalid, UsageError
+from clustergen.base.report import json_document
 from clustergen.cli.common import ignored_codes, print_problems
-from clustergen.errors import ExitCode, LocatedProblem, SpecInvalid, UsageError
-from clustergen.load import load_spec
-from clustergen.report import json_document
+from clustergen.spec.load import load_spec
 from clustergen.validate import validate
 
 if TYPE_CHECKING:

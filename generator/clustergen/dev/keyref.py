@@ -49,7 +49,7 @@ def key_table() -> str:
         f"| `{path}` | {kind} | {default} | {text} |"
         for path, kind, default, text in _rows(Spec, "")
     ]
-    # A pattern stands where its elements would (clustergen.long_form, docs/patterns.md).
+    # A pattern stands where its elements would (clustergen.spec.long_form, docs/patterns.md).
     for place, model in PATTERNS:
         rows += [
             f"| `{path}` | {kind} | {default} | {text} |"

@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 import sys
 
-from clustergen.load import parse_spec
-from clustergen.long_form import expand, long_form_text
+from clustergen.spec.load import parse_spec
+from clustergen.spec.long_form import expand, long_form_text
 
 NODES_PER_RACK = 4
 NODES_PER_LEAF = 32

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from clustergen.errors import UsageError
+from clustergen.base.errors import UsageError
 from clustergen.importer.partitions import read_partitions
 from clustergen.importer.profiles import (
     ImportedNode,

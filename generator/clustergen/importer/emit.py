@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 
-from clustergen.errors import printable
+from clustergen.base.errors import printable
 from clustergen.importer.build import REVIEW
 from clustergen.importer.records import Imported
 

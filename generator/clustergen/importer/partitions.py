@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from clustergen.hosts import compress
 from clustergen.importer.records import Record, Unrepresented, expand_names
 from clustergen.model.common import hostlist_parts
+from clustergen.spec.hosts import compress
 
 LIST_KEYS = {
     "allowaccounts": "allow_accounts",

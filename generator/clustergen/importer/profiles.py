@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from clustergen.catalog.gpus import GPU_MODELS
-from clustergen.hosts import compress
 from clustergen.importer.records import (
     NodeHardware,
     Record,
@@ -18,6 +17,7 @@ from clustergen.importer.records import (
     expand_names,
     node_hardware,
 )
+from clustergen.spec.hosts import compress
 
 # NodeName keys the spec holds (hardware profile, node group); slurm.conf(5) "NODE
 # CONFIGURATION". Every other key of a NodeName line is reported.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import hostlist
 
-from clustergen.errors import printable
+from clustergen.base.errors import printable
 from clustergen.importer.reader import ConfError, ConfLine
 from clustergen.model.common import hostlist_parts
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import hostlist
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from clustergen import codes
-from clustergen.codes import invalid
+from clustergen.base import codes
+from clustergen.base.codes import invalid
 from clustergen.model.syntax import (
     CIDR_PATTERN,
     CONF_VALUE_PATTERN,

@@ -14,8 +14,8 @@ from pydantic import (
 )
 from typing_extensions import Self
 
-from clustergen import codes
-from clustergen.codes import invalid
+from clustergen.base import codes
+from clustergen.base.codes import invalid
 from clustergen.model.common import Int, StrictModel, whole_number
 from clustergen.model.gpu_topology import Topology
 from clustergen.model.nccl import NcclSettings

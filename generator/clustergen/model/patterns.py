@@ -1,7 +1,7 @@
 """Patterns for repeated structure: racks alike, switch groups and Lustre target groups.
 
 A pattern stands where the elements it expands to would stand (an item of `racks`, of
-`network.fabric.switches`, of `storage.lustre.mdts`/`osts`); clustergen.long_form
+`network.fabric.switches`, of `storage.lustre.mdts`/`osts`); clustergen.spec.long_form
 expands it before anything else reads the spec, so its meaning is exactly the long
 form's. In the strings of a pattern's templates `{rack}`, `{index}`, `{node}` and `{n}`
 stand for the expanded element's values; an integer may carry a format, e.g.

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 from typing_extensions import Self
 
-from clustergen import codes
-from clustergen.codes import invalid
+from clustergen.base import codes
+from clustergen.base.codes import invalid
 from clustergen.model.common import Hostlist, Hostname, Int, StrictModel, keys_set, whole_number
 
 

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self
 
-from clustergen import codes
-from clustergen.codes import invalid
+from clustergen.base import codes
+from clustergen.base.codes import invalid
 from clustergen.model.common import (
     ConfValue,
     Hostlist,
@@ -529,3 +529,11 @@ class Slurm(StrictModel):
         "refused with the spec key to use instead. A value is one word: no spaces, '#' or line "
         "breaks.",
     )
+
+    def option(self, key: str) -> str | None:
+        """The value `options` gives slurm.conf's `key`, which Slurm reads in any case;
+        None where it gives none."""
+        for name, value in self.options.items():
+            if name.lower() == key.lower():
+                return str(value)
+        return None

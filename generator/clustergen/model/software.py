@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import Self
 
-from clustergen import codes
-from clustergen.codes import invalid
+from clustergen.base import codes
+from clustergen.base.codes import invalid
 from clustergen.model.common import Identifier, StrictModel, Version
 from clustergen.model.hardware import CpuArch
 from clustergen.model.syntax import (

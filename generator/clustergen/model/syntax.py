@@ -25,8 +25,8 @@ from pydantic import AfterValidator, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from clustergen import codes
-from clustergen.codes import invalid
+from clustergen.base import codes
+from clustergen.base.codes import invalid
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ declarations say how the site treats it (both optional):
 
 - `INSTALLED = False`: none of its files goes onto a node (the facility sheets, the
   acceptance jobs); it stays in the output tree and a large spec renders it in a second
-  process beside the rest (clustergen.parallel).
+  process beside the rest (clustergen.commands.parallel).
 - `OWN_ROLE = True`: a role of its own includes rendered_files for it
   (`rendered_files_family: <family>`), and defines the handlers its changes notify. A
   family without one is installed by the site's `families` role on every node its
@@ -25,7 +25,7 @@ from types import ModuleType
 
 import jinja2
 
-from clustergen.artifacts import Artifact
+from clustergen.base.artifacts import Artifact
 from clustergen.resolve import ResolvedCluster
 
 Family = Callable[[ResolvedCluster, jinja2.Environment], list[Artifact]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clustergen.artifacts import Artifact
+from clustergen.base.artifacts import Artifact
 
 PLAYBOOK_FILES = ("site.yml", "verify.yml", "collect.yml", "ansible.cfg", "requirements.yml")
 ROLES_DIR = "roles"

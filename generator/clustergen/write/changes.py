@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from clustergen.artifacts import Artifact
-from clustergen.errors import UsageError
+from clustergen.base.artifacts import Artifact
+from clustergen.base.errors import UsageError
 from clustergen.write.manifest import MANIFEST, previous_outputs
 from clustergen.write.tree import Tree, digest
 

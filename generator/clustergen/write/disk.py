@@ -10,8 +10,8 @@ import os
 import sys
 from pathlib import Path
 
-from clustergen.artifacts import Artifact
-from clustergen.errors import UsageError
+from clustergen.base.artifacts import Artifact
+from clustergen.base.errors import UsageError
 from clustergen.write.tree import Tree
 
 TEMPORARY = ".clustergen-tmp"  # the suffix of staged files: .<name>.clustergen-tmp

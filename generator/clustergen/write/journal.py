@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from clustergen.artifacts import Artifact
-from clustergen.errors import UsageError
+from clustergen.base.artifacts import Artifact
+from clustergen.base.errors import UsageError
 from clustergen.write import disk
 from clustergen.write.disk import TEMPORARY, remove_temporaries, staging_folder, temporary_name
 from clustergen.write.manifest import Listed, listed_in

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from clustergen.artifacts import Artifact, Install
-from clustergen.errors import UsageError
+from clustergen.base.artifacts import Artifact, Install
+from clustergen.base.errors import UsageError
 from clustergen.write.tree import Tree, digest, inside
 
 MANIFEST = ".clustergen-manifest"

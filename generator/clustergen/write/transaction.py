@@ -12,8 +12,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clustergen.artifacts import Artifact, Install
-from clustergen.errors import UsageError
+from clustergen.base.artifacts import Artifact, Install
+from clustergen.base.errors import UsageError
 from clustergen.write import disk
 from clustergen.write.changes import FileChange, compare, refuse_foreign, removals
 from clustergen.write.disk import (

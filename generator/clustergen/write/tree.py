@@ -19,7 +19,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-from clustergen.errors import UsageError
+from clustergen.base.errors import UsageError
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO planted where a file is expected never blocks the open.

@@ -27,5 +27,5 @@ none outlives a failing test.
 Modules: parse (what scontrol, sinfo and `slurmd -G` print, and the reports),
 testbed (SlurmTestbed and the one-call helpers). The config text helpers, the
 daemons as child processes and the private MariaDB are the package's own
-(clustergen.twin.conf, .process, .accounting), shared with `clustergen twin`.
+(clustergen.commands.twin.conf, .process, .accounting), shared with `clustergen twin`.
 """

@@ -34,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from clustergen.commands.twin.accounting import DB_PASSWORD, DEFAULT_DB_USER, database_init_sql
+from clustergen.commands.twin.conf import conf_values, hosts_file_text, rewrite_conf
+from clustergen.commands.twin.layout import adapt_gres_conf
 from clustergen.model.common import expand_hostlist
-from clustergen.twin.accounting import DB_PASSWORD, DEFAULT_DB_USER, database_init_sql
-from clustergen.twin.conf import conf_values, hosts_file_text, rewrite_conf
-from clustergen.twin.layout import adapt_gres_conf
 
 from support.ansible_testbed import NODE_PATH, cached, digest, mirror, run
 from support.booted import in_tree

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from clustergen.twin.conf import SkippedLine
+from clustergen.commands.twin.conf import SkippedLine
 
 # Log lines caused by the test machine, not by the rendered files: pattern -> why. Every
 # other line with error, fatal or WARNING that a daemon logs fails the test.

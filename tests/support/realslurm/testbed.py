@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Literal
 
 from clustergen.catalog.versions import VersionTuple, parse_version
-from clustergen.imex_mode import SWITCH_IMEX, SWITCH_IMEX_FROM
-from clustergen.slurm_topology import BLOCK_FROM
-from clustergen.twin.accounting import DEFAULT_DB_USER, start_mariadb, write_slurmdbd_conf
-from clustergen.twin.conf import (
+from clustergen.commands.twin.accounting import DEFAULT_DB_USER, start_mariadb, write_slurmdbd_conf
+from clustergen.commands.twin.conf import (
     SITE_ONLY_ACCOUNTING_SLURM_CONF,
     SITE_ONLY_SLURM_CONF,
     ConfRewrite,
@@ -25,8 +23,8 @@ from clustergen.twin.conf import (
     known_keys,
     rewrite_conf,
 )
-from clustergen.twin.layout import TwinPaths, adapt_gres_conf
-from clustergen.twin.process import (
+from clustergen.commands.twin.layout import TwinPaths, adapt_gres_conf
+from clustergen.commands.twin.process import (
     CLIENT_TIMEOUT_S,
     START_TIMEOUT_S,
     Daemon,
@@ -41,6 +39,8 @@ from clustergen.twin.process import (
     run_checked,
     wait_until,
 )
+from clustergen.resolve.imex_mode import SWITCH_IMEX, SWITCH_IMEX_FROM
+from clustergen.resolve.slurm_topology import BLOCK_FROM
 
 from support.ci import require
 from support.realslurm.parse import (

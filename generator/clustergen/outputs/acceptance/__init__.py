@@ -9,11 +9,11 @@ import shlex
 
 import jinja2
 
-from clustergen.artifacts import Artifact
-from clustergen.nccl_settings import JOB_ENV
+from clustergen.base.artifacts import Artifact
 from clustergen.outputs.acceptance.derive import PartitionJobs, derive_acceptance
 from clustergen.outputs.acceptance.nvlink import HCA_ONLY_EXPORTS, MNNVL_EXPORTS, derive_nvlink
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.nccl_settings import JOB_ENV
 from clustergen.templating import render_template
 
 # Stays in the output tree: none of its files goes onto a node.

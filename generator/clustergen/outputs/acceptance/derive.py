@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from clustergen.fabric import bisection, flow_share, ratio, units, uplink_share
-from clustergen.hosts import Host, compress
 from clustergen.model.nccl import AcceptanceTools, NcclSettings
 from clustergen.model.network import LINK_GBITS
-from clustergen.nccl_settings import NcclValue, settings_for
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.fabric import bisection, flow_share, ratio, units, uplink_share
+from clustergen.resolve.nccl_settings import NcclValue, settings_for
+from clustergen.spec.hosts import Host, compress
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from clustergen.catalog.gpus import profile_gpu
-from clustergen.hosts import compress
 from clustergen.model.nccl import AcceptanceTools
-from clustergen.nccl_settings import settings_for
 from clustergen.resolve import ResolvedCluster, ResolvedDomain
+from clustergen.resolve.nccl_settings import settings_for
+from clustergen.spec.hosts import compress
 
 # NVLink bandwidth per GPU, each way (GB/s), by GPU architecture, with NVIDIA's figure.
 # "Blackwell and Blackwell Ultra GPUs include 18 fifth-generation NVLink links to provide

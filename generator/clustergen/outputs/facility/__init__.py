@@ -9,8 +9,7 @@ import re
 
 import jinja2
 
-from clustergen.artifacts import Artifact
-from clustergen.fabric import tiers
+from clustergen.base.artifacts import Artifact
 from clustergen.outputs.facility.derive import FacilitySheets, derive_facility
 from clustergen.outputs.facility.elevation import PLACEHOLDER, PLACEHOLDERS, Elevation, Shape
 from clustergen.outputs.facility.fabric_drawing import fabric_drawing
@@ -37,6 +36,7 @@ from clustergen.outputs.facility.sheets import (
     csv_text,
 )
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.fabric import tiers
 from clustergen.templating import render_template
 
 # Stays in the output tree: none of its files goes onto a node.

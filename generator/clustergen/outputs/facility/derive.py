@@ -12,8 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from clustergen.errors import collapse_alike, format_path
-from clustergen.names import element_names
+from clustergen.base.errors import collapse_alike, format_path
 from clustergen.outputs.facility.elevation import Elevation, Shape, percent, shape
 from clustergen.outputs.facility.sheets import (
     FeedRow,
@@ -30,8 +29,9 @@ from clustergen.outputs.facility.sheets import (
     shelf_sheet,
     tray_sheet,
 )
-from clustergen.physical_plan import RackPlan, kilo
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.names import element_names
+from clustergen.spec.physical_plan import RackPlan, kilo
 
 
 @dataclass(frozen=True, order=True)

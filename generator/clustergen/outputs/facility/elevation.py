@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from clustergen.physical_plan import CONTINUOUS_LOAD_LIMIT, Device, RackPlan, kilo
+from clustergen.spec.physical_plan import CONTINUOUS_LOAD_LIMIT, Device, RackPlan, kilo
 
 # Fills by role: light enough for black text and for printing, distinct in colour, and
 # the role is written in every label too, for a grey-scale print.

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from clustergen.fabric import tiers
 from clustergen.outputs.facility.ports import count_switches, fabric_planes
-from clustergen.physical_plan import Device, RackPlan
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.fabric import tiers
+from clustergen.spec.physical_plan import Device, RackPlan
 
 
 class Loss(NamedTuple):

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clustergen.catalog.cables import TIERS, Tier, cable_class
-from clustergen.fabric import tiers
-from clustergen.physical_plan import SwitchPorts
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.fabric import tiers
+from clustergen.spec.physical_plan import SwitchPorts
 
 PORT_HEADER = (
     "plane",

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from clustergen.model.common import expand_hostlist
 from clustergen.outputs.facility.elevation import Bar, bar, power_given, role_and_hardware
-from clustergen.physical_plan import (
+from clustergen.resolve import ResolvedCluster
+from clustergen.spec.physical_plan import (
     FEEDS,
     Device,
     FeedLoad,
@@ -25,7 +26,6 @@ from clustergen.physical_plan import (
     cables,
     nvlink_trays,
 )
-from clustergen.resolve import ResolvedCluster
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import jinja2
 
-from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.base.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.groups import HOST_NETWORK_GROUP
 from clustergen.outputs.host_network.derive import (

@@ -12,7 +12,6 @@ import dataclasses
 import ipaddress
 from dataclasses import dataclass
 
-from clustergen.hosts import Host, InterfaceAddress
 from clustergen.model.network import (
     ETHERNET_JUMBO_MTU,
     ETHERNET_MTU,
@@ -21,8 +20,9 @@ from clustergen.model.network import (
     HostEthernet,
     Route,
 )
-from clustergen.nccl_settings import settings_for
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.nccl_settings import settings_for
+from clustergen.spec.hosts import Host, InterfaceAddress
 
 # Policy routing tables (ip-rule(8)): rail r of the compute fabric is table 100 + r, storage
 # interface j (1-based) 200 + j; the rule's priority is its table number, ahead of the

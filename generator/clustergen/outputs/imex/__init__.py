@@ -30,10 +30,16 @@ from __future__ import annotations
 
 import jinja2
 
-from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.base.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.groups import NVLINK_GROUP
-from clustergen.imex_mode import CHANNEL_CONF, IMEX_ETC, NODES_CONFIG, RESTART_IMEX, imex_start
 from clustergen.resolve import ResolvedCluster, ResolvedDomain
+from clustergen.resolve.imex_mode import (
+    CHANNEL_CONF,
+    IMEX_ETC,
+    NODES_CONFIG,
+    RESTART_IMEX,
+    imex_start,
+)
 from clustergen.templating import render_template
 
 # Its role includes rendered_files for it and defines the handlers it notifies.

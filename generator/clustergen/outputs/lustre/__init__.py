@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import jinja2
 
-from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange
+from clustergen.base.artifacts import NO_CHANGE, Artifact, Install, NodeChange
 from clustergen.catalog.groups import LUSTRE_CLIENT_GROUP
 from clustergen.outputs.lustre.derive import SBIN, UNITS, LustreContext, derive_lustre, shq
 from clustergen.resolve import ResolvedCluster

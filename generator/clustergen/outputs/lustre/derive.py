@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from clustergen.base.systemd import unit_name, unit_word
 from clustergen.catalog.groups import hardware_group, role_group
 from clustergen.catalog.lustre import networks
-from clustergen.hosts import Host
 from clustergen.model.common import parse_size
 from clustergen.model.storage import (
     LayoutComponent,
@@ -19,7 +19,7 @@ from clustergen.model.storage import (
     protective_options,
 )
 from clustergen.resolve import ResolvedCluster
-from clustergen.systemd import unit_name, unit_word
+from clustergen.spec.hosts import Host
 
 SBIN = "/usr/local/sbin"
 UNITS = "/etc/systemd/system"

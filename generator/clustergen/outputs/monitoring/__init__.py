@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.base.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.groups import DCGM_EXPORTER_GROUP, NODE_EXPORTER_GROUP, SLURM_EXPORTER_GROUP
 from clustergen.catalog.monitoring import (
     DCGM_EXPORTER_SERVICE,

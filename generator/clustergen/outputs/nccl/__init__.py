@@ -10,10 +10,10 @@ import shlex
 
 import jinja2
 
-from clustergen.artifacts import NO_CHANGE, Artifact, Install
-from clustergen.nccl_settings import JOB_ENV
+from clustergen.base.artifacts import NO_CHANGE, Artifact, Install
 from clustergen.outputs.nccl.derive import NCCL_CONF, derive_nccl
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.nccl_settings import JOB_ENV
 from clustergen.templating import render_template
 
 # Its role includes rendered_files for it and defines the handlers it notifies.

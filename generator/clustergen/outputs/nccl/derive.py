@@ -1,13 +1,13 @@
 """The nccl family's files per GPU hardware profile: /etc/nccl.conf and the job
-environment, from the shared settings (clustergen.nccl_settings)."""
+environment, from the shared settings (clustergen.resolve.nccl_settings)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from clustergen.catalog.groups import hardware_group
-from clustergen.nccl_settings import NcclValue, settings_for
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.nccl_settings import NcclValue, settings_for
 
 NCCL_CONF = "/etc/nccl.conf"
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import jinja2
 
-from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.base.artifacts import Artifact, Install, NodeChange
+from clustergen.base.systemd import unit_name
 from clustergen.catalog.groups import NFS_CLIENT_GROUP, NFS_SERVER_GROUP
 from clustergen.model.storage import NfsMount, protective_options
 from clustergen.resolve import ResolvedCluster
-from clustergen.systemd import unit_name
 from clustergen.templating import render_template
 
 # Its role includes rendered_files for it and defines the handlers it notifies.

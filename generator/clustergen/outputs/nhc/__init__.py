@@ -21,15 +21,15 @@ from dataclasses import dataclass
 
 import jinja2
 
-from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange
+from clustergen.base.artifacts import NO_CHANGE, Artifact, Install, NodeChange
 from clustergen.catalog.gpus import profile_cpu_arch, profile_gpu
 from clustergen.catalog.xids import DRAIN_XIDS
-from clustergen.hosts import Host, name_ranges
-from clustergen.imex_mode import IMEX_SERVICE, imex_start
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
 from clustergen.model.slurm import HealthCheck
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.imex_mode import IMEX_SERVICE, imex_start
+from clustergen.spec.hosts import Host, name_ranges
 from clustergen.templating import render_template
 
 # Its role includes rendered_files for it and defines the handlers it notifies.

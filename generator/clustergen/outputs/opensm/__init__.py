@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import jinja2
 
-from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.base.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.groups import OPENSM_GROUP
 from clustergen.model.network import SM_PRIORITY_MAX, Fabric
 from clustergen.resolve import ResolvedCluster, opensm_nodes

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import jinja2
 
-from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange
+from clustergen.base.artifacts import NO_CHANGE, Artifact, Install, NodeChange
 from clustergen.catalog.groups import ANSIBLE_PULL_GROUP
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import render_template

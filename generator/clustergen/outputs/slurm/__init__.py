@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import jinja2
 
-from clustergen.artifacts import NO_CHANGE, Artifact, Install, NodeChange, Secret
+from clustergen.base.artifacts import NO_CHANGE, Artifact, Install, NodeChange, Secret
 from clustergen.catalog.groups import NVLINK_GROUP, SLURM_GROUP
-from clustergen.imex_mode import EPILOG_DIR, PROLOG_PATH, imex_start
 from clustergen.outputs.slurm import configless as configless_files
 from clustergen.outputs.slurm import reboot as reboot_files
 from clustergen.outputs.slurm.derive import (
@@ -32,12 +31,13 @@ from clustergen.outputs.slurm.derive import (
     PAM_ADOPT_INCLUDE,
     QOS_SCRIPT_NAME,
     SLURM_ETC,
-    ImexScripts,
     SlurmContext,
     derive_slurm,
     health_epilog_path,
 )
+from clustergen.outputs.slurm.epilog import ImexScripts
 from clustergen.resolve import ResolvedCluster
+from clustergen.resolve.imex_mode import EPILOG_DIR, PROLOG_PATH, imex_start
 from clustergen.templating import render_template
 
 # Its role includes rendered_files for it and defines the handlers it notifies.

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 
-from clustergen.artifacts import Artifact, Install, NodeChange
+from clustergen.base.artifacts import Artifact, Install, NodeChange
 from clustergen.catalog.groups import SLURM_CONF_GROUP
 from clustergen.outputs.slurm.derive import SLURM_DEFAULTS
 from clustergen.resolve import ResolvedCluster

@@ -6,33 +6,44 @@ key order are decided here, from the resolved cluster.
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from clustergen.catalog.gpus import profile_gres_type, superchip_cores
 from clustergen.catalog.monitoring import SLURM_METRICS_PRIVATE_FIRST
 from clustergen.catalog.slurm_keys import PRIVATE_DATA
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.catalog.xids import DRAIN_XIDS, DrainXid
-from clustergen.hosts import NUMBERED_NAME, Host, NameRange, compress, name_ranges
-from clustergen.imex_mode import (
+from clustergen.model import Spec
+from clustergen.model.common import parse_slurm_time
+from clustergen.model.network import LINK_GBITS
+from clustergen.model.slurm import HealthCheck, Priority
+from clustergen.outputs.slurm.epilog import (
+    EPILOG_TIMEOUTS,
+    EpilogProfile,
+    EpilogTimeouts,
+    GpuNodeCheck,
+    ImexScripts,
+    epilog_checks,
+    epilog_profiles,
+    imex_trays,
+)
+from clustergen.outputs.slurm.nodes import (
+    BF_WINDOW_MAX_MIN,
+    GresLine,
+    NodeLine,
+    Setting,
+    gres_lines,
+    node_lines,
+    partition_default_time_min,
+    partition_lines,
+)
+from clustergen.resolve import ResolvedCluster, slurm_metrics
+from clustergen.resolve.imex_mode import (
     EPILOG_DIR,
-    IMEX_ETC,
-    IMEX_SERVICE,
-    NODES_CONFIG,
     PROLOG_PATH,
     SWITCH_IMEX,
     imex_start,
 )
-from clustergen.model import Spec
-from clustergen.model.common import parse_slurm_time
-from clustergen.model.gpu_topology import core_ids
-from clustergen.model.hardware import HardwareProfile
-from clustergen.model.network import LINK_GBITS
-from clustergen.model.slurm import HealthCheck, Partition, Priority
-from clustergen.resolve import ResolvedCluster, slurm_metrics
-from clustergen.slurm_topology import SlurmTopology, SwitchLine, slurm_topology
+from clustergen.resolve.slurm_topology import SlurmTopology, SwitchLine, slurm_topology
 
 SLURM_ETC = "/etc/slurm"
 # pam_slurm_adopt on compute nodes: the account lines sshd's PAM stack includes, and the
@@ -91,87 +102,18 @@ MESSAGE_TIMEOUT_DEFAULT_S = 10
 # UnkillableStepTimeout: long enough for a GPU job's processes to release the device;
 # Slurm wants at least 5 x MessageTimeout, or nodes go down with KillTaskFailed.
 UNKILLABLE_STEP_TIMEOUT_S = 180
-# DefaultTime of a partition whose spec sets none (capped at its MaxTime).
-DEFAULT_PARTITION_TIME_MIN = 60
 # Backfill plans at least Slurm's default day ahead and at most the 30 days it accepts.
 BF_WINDOW_MIN_MIN = 1440
-BF_WINDOW_MAX_MIN = 43200
 # bf_resolution grows with the window so the plan keeps about a day of one-minute
 # slots; Slurm caps it at an hour.
 BF_SLOTS = 1440
 BF_RESOLUTION_MAX_S = 3600
-
-Setting = tuple[str, str]
 
 
 @dataclass(frozen=True)
 class ConfSection:
     title: str
     settings: list[Setting]
-
-
-@dataclass(frozen=True)
-class NodeLine:
-    names: str  # compressed hostlist
-    settings: list[Setting]
-
-
-@dataclass(frozen=True)
-class GresLine:
-    names: str
-    gres_type: str
-    files: str
-    cores: str | None = None  # Cores=: the sockets of the topology table's or superchip's cores
-
-
-@dataclass(frozen=True)
-class GpuNodeCheck:
-    """Epilog: the nodes of one hardware profile with GPUs, as ranges of numbered names
-    plus any names without a number, so the Epilog grows with runs of names, not with
-    nodes."""
-
-    profile: str
-    ranges: list[NameRange]
-    names: list[str]
-
-
-@dataclass(frozen=True)
-class EpilogProfile:
-    """Epilog: what a node of this hardware profile must show after a job."""
-
-    name: str
-    gpu_count: int
-    fabric_manager: bool  # NVSwitch nodes run nvidia-fabricmanager (software.fabric_manager)
-    rails: list[str]  # "HCA:port" of each compute HCA, ACTIVE at the fabric's link rate
-    nvlink_fabric: bool = False  # trays of an NVLink domain: every GPU in the NVLink fabric
-    imex: bool = False  # ... and nvidia-imex active, where it runs from boot (switch, global)
-
-
-@dataclass(frozen=True)
-class EpilogTimeouts:
-    """Seconds the health Epilog gives each command before `timeout` ends it."""
-
-    # Each nvidia-smi call: it answers in about a second on a healthy node, and one that
-    # takes 20 s is itself a fault (the node drains with "did not answer").
-    smi_s: int = 20
-    call_s: int = 10  # journalctl, grep, rm, systemctl, logger, scontrol, hostname
-    kill_after_s: int = 5  # SIGKILL this long after SIGTERM
-    # The query, and `nvidia-smi -q` on the trays of NVLink domains (the fabric check).
-    smi_calls: int = 2
-    # hostname, journalctl, grep (the HCA ports), systemctl for the fabric manager and for
-    # IMEX, two logger calls, scontrol; rm (the journal cursor) runs only after journalctl
-    # failed fast, not timed out
-    other_calls: int = 8
-
-    @property
-    def worst_case_s(self) -> int:
-        """The longest the Epilog can run with every command timing out."""
-        return self.smi_calls * (self.smi_s + self.kill_after_s) + self.other_calls * (
-            self.call_s + self.kill_after_s
-        )
-
-
-EPILOG_TIMEOUTS = EpilogTimeouts()
 
 
 @dataclass(frozen=True)
@@ -189,15 +131,6 @@ class SshAdopt:
 
     access: list[str]
     access_file: str = PAM_ADOPT_ACCESS
-
-
-@dataclass(frozen=True)
-class ImexScripts:
-    """What the IMEX Prolog and Epilog print."""
-
-    trays: list[tuple[str, str, str]]  # (tray, domain, management address)
-    config: str = f"{IMEX_ETC}/{NODES_CONFIG}"
-    service: str = IMEX_SERVICE
 
 
 @dataclass(frozen=True)
@@ -231,9 +164,9 @@ def derive_slurm(cluster: ResolvedCluster) -> SlurmContext:
     network = slurm_topology(cluster)
     return SlurmContext(
         sections=_slurm_sections(cluster, epilog, network),
-        nodes=_node_lines(spec, compute),
-        partitions=_partition_lines(cluster, network),
-        gres=_gres_lines(spec, compute),
+        nodes=node_lines(spec, compute),
+        partitions=partition_lines(cluster, network),
+        gres=gres_lines(spec, compute),
         topology=network.switches if network.kind in ("tree", "yaml") else [],
         network=network,
         cgroup=[
@@ -246,8 +179,8 @@ def derive_slurm(cluster: ResolvedCluster) -> SlurmContext:
         ],
         slurmdbd=_slurmdbd(spec) if accounting else None,
         password_variable=accounting.database.password_variable if accounting else None,
-        epilog_checks=_epilog_checks(compute) if epilog else None,
-        epilog_profiles=_epilog_profiles(cluster) if epilog else [],
+        epilog_checks=epilog_checks(compute) if epilog else None,
+        epilog_profiles=epilog_profiles(cluster) if epilog else [],
         link_gbits=LINK_GBITS[spec.network.fabric.rate] if spec.network.fabric else None,
         drain_xids=DRAIN_XIDS,
         max_gpu_temp_c=health.max_gpu_temp_c if health else 0,
@@ -324,21 +257,13 @@ def isolation_settings(spec: Spec) -> list[Setting]:
     return [(key, value) for key, value in settings if key.lower() not in overridden]
 
 
-def _option(spec: Spec, key: str) -> str | None:
-    """The value slurm.options gives `key` (any case), or None."""
-    for name, value in spec.slurm.options.items():
-        if name.lower() == key.lower():
-            return str(value)
-    return None
-
-
 def uses_qos(spec: Spec) -> bool:
     preemption = spec.slurm.preemption
     return bool(spec.slurm.qos) or (preemption is not None and preemption.type == "qos")
 
 
 def unkillable_step_timeout_s(spec: Spec) -> int:
-    message_timeout = _option(spec, "MessageTimeout") or ""
+    message_timeout = spec.slurm.option("MessageTimeout") or ""
     seconds = int(message_timeout) if message_timeout.isdigit() else MESSAGE_TIMEOUT_DEFAULT_S
     return max(UNKILLABLE_STEP_TIMEOUT_S, 5 * seconds)
 
@@ -510,7 +435,7 @@ def health_program_section(spec: Spec) -> list[ConfSection]:
 
 def _script_sections(cluster: ResolvedCluster, epilog: bool) -> list[ConfSection]:
     """The health Epilog (slurm.health_check) and how IMEX starts per job (slurm.imex,
-    clustergen.imex_mode): switch/nvidia_imex, or the Prolog and an Epilog of its own."""
+    clustergen.resolve.imex_mode): switch/nvidia_imex, or the Prolog and an Epilog of its own."""
     start = imex_start(cluster)
     if start is None or start.mode == "global":
         if not epilog:
@@ -535,17 +460,6 @@ def _script_sections(cluster: ResolvedCluster, epilog: bool) -> list[ConfSection
             f"IMEX per job (slurm.imex): the Prolog starts it; Epilog runs {what}",
             [("Prolog", PROLOG_PATH), ("Epilog", f"{EPILOG_DIR}/*")],
         )
-    ]
-
-
-def imex_trays(cluster: ResolvedCluster) -> list[tuple[str, str, str]]:
-    """(tray, its NVLink domain, its management address) for the IMEX Prolog."""
-    table = cluster.by_name
-    return [
-        (name, domain.name, table[name].management_ip or "")
-        for domain in cluster.nvlink_domains
-        for name in domain.nodes
-        if name in table
     ]
 
 
@@ -588,284 +502,13 @@ def _preemption_settings(spec: Spec) -> list[Setting]:
     return [("PreemptType", f"preempt/{preemption.type}"), ("PreemptMode", mode)]
 
 
-def _groups_in_order(hosts: Sequence[Host], key_of: Callable[[Host], Hashable]) -> list[list[Host]]:
-    """Hosts grouped by key_of, groups in order of first appearance."""
-    groups: dict[Hashable, list[Host]] = {}
-    for host in hosts:
-        groups.setdefault(key_of(host), []).append(host)
-    return list(groups.values())
-
-
-def _node_features(spec: Spec, host: Host) -> list[str]:
-    group = spec.nodes[host.group_index]
-    if spec.slurm.keep_imported:  # an imported cluster keeps the features it has
-        return list(dict.fromkeys(group.features))
-    features = [host.hardware_name, profile_gres_type(host.hardware), *group.features]
-    return list(dict.fromkeys(f for f in features if f))
-
-
-def _next_name(previous: str, name: str) -> bool:
-    """gpu08 -> gpu09: same prefix and width, number one up."""
-    a, b = NUMBERED_NAME.match(previous), NUMBERED_NAME.match(name)
-    return bool(a and b and a[1] == b[1] and len(a[2]) == len(b[2]) and int(b[2]) == int(a[2]) + 1)
-
-
-def _address_runs(hosts: Sequence[Host]) -> list[list[Host]]:
-    """Hosts split where names or management addresses stop counting up by one, so each
-    run's names and addresses expand in the same order."""
-    runs: list[list[Host]] = []
-    for host in hosts:
-        if runs:
-            previous = runs[-1][-1]
-            address = ipaddress.IPv4Address(str(host.management_ip))
-            if address == ipaddress.IPv4Address(str(previous.management_ip)) + 1 and _next_name(
-                previous.name, host.name
-            ):
-                runs[-1].append(host)
-                continue
-        runs.append([host])
-    return runs
-
-
-def address_hostlist(addresses: Sequence[str]) -> str:
-    """Consecutive IPv4 addresses as a Slurm hostlist, one range per /24 in ascending order:
-    10.0.1.[250-255],10.0.2.[0-3]."""
-    by_prefix: dict[str, list[int]] = {}
-    for address in addresses:
-        prefix, _, last = address.rpartition(".")
-        by_prefix.setdefault(prefix, []).append(int(last))
-    parts = []
-    for prefix, numbers in by_prefix.items():
-        low, high = numbers[0], numbers[-1]
-        parts.append(f"{prefix}.{low}" if low == high else f"{prefix}.[{low}-{high}]")
-    return ",".join(parts)
-
-
-def _node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
-    def key_of(host: Host) -> tuple[object, ...]:
-        return (
-            host.hardware_name,
-            tuple(_node_features(spec, host)),
-            spec.nodes[host.group_index].weight,
-        )
-
-    lines = []
-    for members in _groups_in_order(compute, key_of):
-        first = members[0]
-        profile = first.hardware
-        cpu = profile.cpu
-        settings: list[Setting] = [
-            ("CPUs", str(cpu.cpus)),
-            ("Boards", "1"),
-            ("SocketsPerBoard", str(cpu.sockets)),
-            ("CoresPerSocket", str(cpu.cores_per_socket)),
-            ("ThreadsPerCore", str(cpu.threads_per_core)),
-            ("RealMemory", str(profile.slurm_real_memory_mib())),
-        ]
-        reserve = profile.system_reserved
-        if reserve is not None and reserve.cores:
-            settings.append(("CoreSpecCount", str(reserve.cores)))
-        if reserve is not None and reserve.memory_gib:
-            settings.append(("MemSpecLimit", str(reserve.memory_gib * 1024)))
-        if profile.gpu is not None:
-            settings.append(("Gres", f"gpu:{profile_gres_type(profile)}:{profile.gpu.count}"))
-        if _node_features(spec, first):
-            settings.append(("Features", ",".join(_node_features(spec, first))))
-        weight = spec.nodes[first.group_index].weight
-        if weight is not None:
-            settings.append(("Weight", str(weight)))
-        settings.append(("State", "UNKNOWN"))
-        if not spec.slurm.node_addr_from_management:
-            lines.append(NodeLine(compress([h.name for h in members]), settings))
-            continue
-        for run in _address_runs(members):
-            ips = [h.management_ip for h in run if h.management_ip is not None]
-            assert len(ips) == len(run)  # every node of a valid spec has one
-            addresses = address_hostlist(ips)
-            names = compress([h.name for h in run])
-            lines.append(NodeLine(names, [("NodeAddr", addresses), *settings]))
-    return lines
-
-
-def partition_default_time_min(partition: Partition) -> int:
-    """DefaultTime in minutes: the spec's, or an hour capped at MaxTime."""
-    if partition.default_time is not None:
-        return parse_slurm_time(str(partition.default_time)) or BF_WINDOW_MAX_MIN
-    max_minutes = parse_slurm_time(str(partition.max_time or "UNLIMITED"))
-    if max_minutes is None:
-        return DEFAULT_PARTITION_TIME_MIN
-    return min(DEFAULT_PARTITION_TIME_MIN, max_minutes)
-
-
-def _default_time(partition: Partition, keep_imported: bool = False) -> str:
-    if partition.default_time is not None or keep_imported:
-        return str(partition.default_time or "")
-    minutes = partition_default_time_min(partition)
-    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
-
-
-@dataclass(frozen=True)
-class GpuShare:
-    """What one GPU of a profile gets by default, after the system reserve."""
-
-    cpus: int  # CPUs per GPU: whole cores' worth, or threads where GPUs outnumber cores
-    memory_mib: int
-    gpus: int
-    node_cpus: int  # CPUs jobs may use on the node
-    node_memory_mib: int  # memory jobs may use on the node
-
-
-def gpu_share(profile: HardwareProfile) -> GpuShare | None:
-    """A GPU's even share of what jobs may use on the node, so that a job asking for every
-    GPU of the node still fits it with the per-GPU defaults: count x share never exceeds
-    the node's CPUs (after CoreSpecCount) or memory (after MemSpecLimit). Whole cores per
-    GPU where there are enough; where GPUs outnumber cores (1 core x 2 threads, 2 GPUs),
-    the CPUs shared out (1 each). cpus is 0 where GPUs outnumber even the CPUs."""
-    if profile.gpu is None:
-        return None
-    threads = profile.cpu.threads_per_core
-    node_cpus, memory = profile.job_cpus(), profile.job_memory_mib()
-    count = profile.gpu.count
-    cores_each = node_cpus // threads // count
-    return GpuShare(
-        cpus=cores_each * threads if cores_each else node_cpus // count,
-        memory_mib=memory // count,
-        gpus=count,
-        node_cpus=node_cpus,
-        node_memory_mib=memory,
-    )
-
-
-def _weight(value: float) -> str:
-    """A billing weight as Slurm reads it: a plain decimal, at most four places."""
-    text = f"{value:.4f}".rstrip("0").rstrip(".")
-    return text or "0"
-
-
-def billing_weights(shares: Sequence[GpuShare]) -> str:
-    """CPU=1 and memory and GPUs weighted so that a whole node bills the same by each; from
-    the profile with the fewest CPUs per GPU when a partition mixes profiles."""
-    share = min(shares, key=lambda s: s.node_cpus / s.gpus)
-    mem_per_gib = share.node_cpus / (share.node_memory_mib / 1024)
-    gpu = share.node_cpus / share.gpus
-    return f"CPU=1,Mem={_weight(mem_per_gib)}G,GRES/gpu={_weight(gpu)}"
-
-
-def _partition_lines(cluster: ResolvedCluster, network: SlurmTopology) -> list[NodeLine]:
-    spec, compute = cluster.spec, cluster.compute
-    profile_of = {h.name: h.hardware_name for h in compute}
-    shares_of = {
-        h.hardware_name: share for h in compute if (share := gpu_share(h.hardware)) is not None
-    }
-    mem_default_elsewhere = any(
-        _option(spec, key) is not None for key in ("DefMemPerCPU", "DefMemPerNode")
-    )
-    lines = []
-    for partition, names in zip(spec.slurm.partitions, cluster.partition_nodes, strict=True):
-        in_partition = dict.fromkeys(profile_of[n] for n in names if n in profile_of)
-        shares = [shares_of[p] for p in in_partition if p in shares_of]
-        def_cpu: int | None = partition.def_cpu_per_gpu
-        def_mem: int | None = partition.def_mem_per_gpu_mib
-        weights = _explicit_weights(partition)
-        if shares and not spec.slurm.keep_imported:
-            def_cpu = def_cpu or min(s.cpus for s in shares) or None
-            if def_mem is None and not mem_default_elsewhere:
-                def_mem = min(s.memory_mib for s in shares)
-            # Without slurmdbd there is no gres/gpu TRES to weigh (slurmctld refuses it),
-            # and nothing that bills.
-            if spec.slurm.accounting is not None:
-                weights = weights or billing_weights(shares)
-        settings: list[Setting] = []
-        if partition.default:
-            settings.append(("Default", "YES"))
-        optional: list[tuple[str, object]] = [
-            ("MaxTime", partition.max_time),
-            ("DefaultTime", _default_time(partition, spec.slurm.keep_imported)),
-            ("PriorityTier", partition.priority_tier),
-            ("OverSubscribe", partition.oversubscribe),
-            ("AllowAccounts", ",".join(partition.allow_accounts)),
-            ("AllowGroups", ",".join(partition.allow_groups)),
-            ("AllowQos", ",".join(partition.allow_qos)),
-            ("QOS", partition.qos),
-            ("DefCpuPerGPU", def_cpu),
-            ("DefMemPerGPU", def_mem),
-            ("TRESBillingWeights", weights),
-            ("PreemptMode", partition.preempt_mode),
-            # The topology.yaml topology of its jobs (slurm.conf(5) of 25.05, Topology).
-            ("Topology", network.partition_topology.get(partition.name)),
-        ]
-        settings += [(key, str(value)) for key, value in optional if value not in (None, "")]
-        settings += [(key, str(value)) for key, value in partition.options.items()]
-        settings.append(("State", partition.state))
-        lines.append(NodeLine(partition.name, [("Nodes", compress(names)), *settings]))
-    return lines
-
-
-def _explicit_weights(partition: Partition) -> str | None:
-    given = partition.billing_weights
-    if given is None:
-        return None
-    parts = [
-        f"{name}={_weight(value)}{unit}"
-        for name, value, unit in (
-            ("CPU", given.cpu, ""),
-            ("Mem", given.mem_per_gib, "G"),
-            ("GRES/gpu", given.gpu, ""),
-        )
-        if value is not None
-    ]
-    return ",".join(parts) or None
-
-
-def _gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
-    gpu_hosts = [h for h in compute if h.hardware.gpu is not None]
-    lines = []
-    for members in _groups_in_order(gpu_hosts, lambda h: h.hardware_name):
-        profile = members[0].hardware
-        assert profile.gpu is not None
-        count = profile.gpu.count
-        names, kind = compress([h.name for h in members]), str(profile_gres_type(profile))
-        if profile.topology is not None and profile.topology.gpus:
-            lines += [
-                GresLine(names, kind, f"/dev/nvidia{gpu.index}", _socket_cores(profile, gpu.cores))
-                for gpu in sorted(profile.topology.gpus, key=lambda g: g.index)
-            ]
-            continue
-        cores = superchip_cores(profile)
-        if cores is not None:  # a Grace superchip's GPUs: each by its own CPU's cores
-            lines += [
-                GresLine(names, kind, f"/dev/nvidia{index}", core)
-                for index, core in enumerate(cores)
-            ]
-            continue
-        files = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
-        lines.append(GresLine(names, kind, files))
-    return lines
-
-
-def _socket_cores(profile: HardwareProfile, cores: str) -> str:
-    """Every core of the sockets, or NUMA nodes where cpu.numa_per_socket splits them
-    (NPS2/NPS4, SNC), that a GPU's nearest cores lie on. Slurm co-allocates a GRES with
-    CPUs per socket or NUMA node, never by cores within one (gres.conf(5), Cores: "it is
-    not possible to preferentially assign GRES with different specific CPUs on the same
-    NUMA or socket", so the option "should generally be used to identify all cores on
-    some socket"): a slice of one promises an affinity Slurm does not give. A socket's
-    NUMA nodes take its cores evenly, in order (the check holds that they divide)."""
-    cpu = profile.cpu
-    per = cpu.cores_per_socket // cpu.numa_per_socket
-    domains = sorted({core // per for core in core_ids(cores)})
-    return ",".join(
-        f"{domain * per}-{domain * per + per - 1}" if per > 1 else str(domain) for domain in domains
-    )
-
-
 def _slurmdbd(spec: Spec) -> list[Setting]:
     accounting = spec.slurm.accounting
     assert accounting is not None
     database = accounting.database
     overridden = {key.lower() for key in spec.slurm.options}
     # slurmdbd authenticates as slurmctld does (slurm.options may choose auth/slurm).
-    auth = _option(spec, "AuthType") or "auth/munge"
+    auth = spec.slurm.option("AuthType") or "auth/munge"
     settings: list[Setting] = [
         ("AuthType", auth),
         ("DbdHost", accounting.host),
@@ -886,38 +529,6 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
         user = next(str(v) for k, v in spec.slurm.options.items() if k.lower() == "slurmuser")
         settings = [(k, user if k == "SlurmUser" else v) for k, v in settings]
     return settings
-
-
-def _epilog_checks(compute: Sequence[Host]) -> list[GpuNodeCheck]:
-    groups: dict[str, list[str]] = {}
-    for host in compute:
-        if host.hardware.gpu is not None:
-            groups.setdefault(host.hardware_name, []).append(host.name)
-    checks = []
-    for profile, names in groups.items():
-        ranges, plain = name_ranges(names)
-        checks.append(GpuNodeCheck(profile, ranges, plain))
-    return checks
-
-
-def _epilog_profiles(cluster: ResolvedCluster) -> list[EpilogProfile]:
-    """Each hardware profile of the GPU compute nodes, in the order the nodes list them."""
-    spec = cluster.spec
-    fabric = spec.network.fabric
-    start = imex_start(cluster)
-    profiles: dict[str, EpilogProfile] = {}
-    for host in cluster.compute:
-        gpu = host.hardware.gpu
-        if gpu is None or host.hardware_name in profiles:
-            continue
-        rails = [f"{hca}:{port}" for hca, port in host.hardware.compute_hcas()] if fabric else []
-        fabric_manager = gpu.nvswitch and spec.software.fabric_manager is not None
-        nvlink = gpu.nvlink_domain is not None
-        imex = nvlink and start is not None and start.always_on
-        profiles[host.hardware_name] = EpilogProfile(
-            host.hardware_name, gpu.count, fabric_manager, rails, nvlink, imex
-        )
-    return list(profiles.values())
 
 
 def grace_time(seconds: int) -> str:

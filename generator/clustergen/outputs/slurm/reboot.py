@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import jinja2
 
-from clustergen.artifacts import NO_CHANGE, Artifact, Install
+from clustergen.base.artifacts import NO_CHANGE, Artifact, Install
 from clustergen.catalog.packages import CONCERNS, Concern
-from clustergen.hosts import compress
 from clustergen.outputs.slurm.derive import REBOOT_PROGRAM, SLURM_ETC
 from clustergen.resolve import ResolvedCluster
+from clustergen.spec.hosts import compress
 from clustergen.templating import render_template
 
 BOOT_LISTS = "/etc/clustergen/boot-packages"  # <group>.list, one per inventory group

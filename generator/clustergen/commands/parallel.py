@@ -1,0 +1,239 @@
+"""Render and write a large spec on two cores.
+
+A render is CPU-bound Python, and one process uses one core. On a large spec
+`render_into` forks once the cluster is resolved: the child renders the families
+that install nothing (outputs.UNINSTALLED: the facility sheets and elevations, the
+acceptance jobs) and stages their files, while the parent renders the rest, the
+Ansible family (which needs only the families that install files) and the site
+files, and stages those. The parent then commits both parts as one write (one
+journal, or one rename of a new tree's staging folder), the same single transaction
+as a serial one: both sides stage through one write.TreeWrite, made before the fork,
+which holds every write rule, so none is repeated here. The tree is byte for byte
+the serial render's, and so are the messages.
+
+Whatever fails on either side (a file clustergen did not write in the way, a
+folder that cannot be made, a bug, Ctrl-C) takes back every file either side
+staged before the parent reports it: nothing in the tree has changed. A child that
+dies without reporting (killed) leaves its temporaries to the sweep every command
+makes first (write.recover), which this one makes at once.
+
+Small specs render in one process: forking would cost more than it saves. So does
+a render that cannot start a second process (no process or pipe left).
+CLUSTERGEN_SERIAL=1 renders every spec in one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from clustergen.base.errors import UsageError
+from clustergen.outputs import FAMILIES, UNINSTALLED
+from clustergen.render import by_path, render_all, render_families, render_rest
+from clustergen.resolve import ResolvedCluster
+from clustergen.templating import environment
+from clustergen.write.changes import FileChange
+from clustergen.write.transaction import Part, TreeWrite, write
+
+# Below this many hosts the uninstalled families take a few hundredths of a second,
+# less than a fork and the report cost.
+MIN_HOSTS = 1024
+
+
+def render_into(
+    out_dir: Path, cluster: ResolvedCluster, *, adopt: bool = False
+) -> list[FileChange]:
+    """Render the cluster and write the tree into out_dir as one transaction; the
+    changes it made (every rendered path, and the removals), in path order."""
+    if _two_processes(cluster):
+        changes = _render_in_two(out_dir, cluster, adopt=adopt)
+        if changes is not None:
+            return changes
+    name = cluster.spec.cluster.name
+    return write(out_dir, render_all(cluster), name, adopt=adopt, families=FAMILIES)
+
+
+def _two_processes(cluster: ResolvedCluster) -> bool:
+    if os.environ.get("CLUSTERGEN_SERIAL") == "1" or not hasattr(os, "fork"):
+        return False
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return cores >= 2 and len(cluster.hosts) >= MIN_HOSTS
+
+
+@dataclass(frozen=True)
+class _Job:
+    """The child's part, inherited through the fork: the families it renders, the
+    resolved cluster and template environment, and the write it stages into."""
+
+    writer: TreeWrite
+    cluster: ResolvedCluster
+    env: jinja2.Environment
+    names: list[str]
+
+
+@dataclass(frozen=True)
+class _Done:
+    """The child's report: the part it staged (write.Part)."""
+
+    part: Part
+
+
+@dataclass(frozen=True)
+class _Failed:
+    usage: str | None = None  # a UsageError's message: the user's to act on
+    internal: str | None = None  # a bug: the exception, and its traceback under CLUSTERGEN_DEBUG
+    interrupted: bool = False
+
+
+def _render_in_two(
+    out_dir: Path, cluster: ResolvedCluster, *, adopt: bool
+) -> list[FileChange] | None:
+    """The render in two processes; None when the second cannot be started (no
+    process or pipe left: EAGAIN, ENOMEM, EMFILE), and the render is to be serial."""
+    env = environment()
+    # Made before the fork, so the two sides never race to make the destination.
+    with TreeWrite(out_dir, cluster.spec.cluster.name, adopt=adopt, families=FAMILIES) as writer:
+        try:
+            child = _Child.start(_Job(writer, cluster, env, sorted(UNINSTALLED)))
+        except OSError:
+            writer.abandon()
+            return None
+        included = False
+        try:
+            installed = [name for name in FAMILIES if name not in UNINSTALLED]
+            writer.stage(render_rest(cluster, env, render_families(cluster, env, installed)))
+            writer.include(child.finish().part)
+            included = True
+        except BaseException:
+            if not included:  # taken back with the rest as the writer is left
+                writer.include(child.finish(failed=True).part)
+            raise
+        return writer.commit()
+
+
+class _Child:
+    """The forked child's side of the pipe: its report is read whole (however often
+    the reading is interrupted) and the child reaped exactly once."""
+
+    def __init__(self, pid: int, reader: int, writer: TreeWrite) -> None:
+        self.pid = pid
+        self.reader = reader
+        self.writer = writer
+        self.received = bytearray()
+        self.report: _Done | _Failed | None = None
+
+    @classmethod
+    def start(cls, job: _Job) -> _Child:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        reader, writer = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(reader)
+            os.close(writer)
+            raise
+        if pid == 0:  # the child: never returns
+            os.close(reader)
+            _child_main(writer, job)
+        os.close(writer)
+        return cls(pid, reader, job.writer)
+
+    def finish(self, *, failed: bool = False) -> _Done:
+        """Wait for the child's report. Raises what it reports, unless the parent has
+        failed already (failed=True), when only what it staged is kept, to take back."""
+        if self.report is None:
+            self.report = self._read()
+        report = self.report
+        if isinstance(report, _Done):
+            return report
+        if failed:
+            return _Done(Part())
+        if report.interrupted:
+            raise KeyboardInterrupt
+        if report.usage is not None:
+            raise UsageError(report.usage)
+        raise RuntimeError(f"in the process rendering the uninstalled families: {report.internal}")
+
+    def _read(self) -> _Done | _Failed:
+        import io
+        import pickle
+
+        while chunk := os.read(self.reader, 1 << 20):
+            self.received += chunk
+        os.close(self.reader)
+        _, status = os.waitpid(self.pid, 0)
+        messages = []
+        stream = io.BytesIO(self.received)
+        with contextlib.suppress(EOFError, pickle.UnpicklingError):  # cut short by a kill
+            while stream.tell() < len(self.received):
+                messages.append(pickle.load(stream))
+        if messages and isinstance(messages[-1], _Done | _Failed):
+            report: _Done | _Failed = messages[-1]
+            return report
+        # Killed before it reported: its temporaries are found by name, and the folders
+        # it made (told before it staged anything) are removed once empty. (A new tree's
+        # staging folder goes whole.)
+        self.writer.sweep([f for m in messages if isinstance(m, _Made) for f in m.folders])
+        code = os.waitstatus_to_exitcode(status)
+        how = f"signal {-code}" if code < 0 else f"exit status {code}"
+        return _Failed(internal=f"it ended with {how} before it reported")
+
+
+@dataclass(frozen=True)
+class _Made:
+    """The folders the child made for its files, sent before it stages any, so that a
+    child killed while staging leaves none behind."""
+
+    folders: list[str]
+
+
+def _send(writer: int, message: _Made | _Done | _Failed) -> None:
+    import pickle
+
+    data = memoryview(pickle.dumps(message))
+    while data:
+        data = data[os.write(writer, data) :]
+
+
+def _child_main(writer: int, job: _Job) -> None:
+    """Render and stage the named families, report to the parent, and exit; never
+    returns, and never runs the parent's exit handlers or flushes its buffers."""
+    status = 0
+    report: _Done | _Failed
+    try:
+        report = _child_part(writer, job)
+    except UsageError as exc:
+        report = _Failed(usage=str(exc))
+    except KeyboardInterrupt:
+        report = _Failed(interrupted=True)
+    except BaseException as exc:  # a bug: the parent reports it as one
+        described = f"{type(exc).__name__}: {exc}"
+        if os.environ.get("CLUSTERGEN_DEBUG"):
+            import traceback
+
+            described += "\n" + traceback.format_exc()
+        report = _Failed(internal=described)
+    try:
+        _send(writer, report)
+    except BaseException:  # the parent is gone: nobody will commit what was staged
+        if isinstance(report, _Done):
+            job.writer.take_back(report.part)
+        status = 1
+    finally:
+        os._exit(status)
+
+
+def _child_part(writer: int, job: _Job) -> _Done:
+    rendered = render_families(job.cluster, job.env, job.names).values()
+    files = by_path(artifact for artifacts in rendered for artifact in artifacts)
+    made = lambda folders: _send(writer, _Made(list(folders)))  # noqa: E731
+    return _Done(job.writer.stage(files, folders_made=made))

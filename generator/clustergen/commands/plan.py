@@ -1,0 +1,721 @@
+"""`clustergen plan`: what applying a spec's render to the running cluster means.
+
+The plan compares what the spec renders with the tree on disk (the last applied
+render) and says, most severe first, what each difference needs on the nodes:
+nothing, `scontrol reconfigure`, a restart of a named service on named nodes, a
+rolling upgrade (drain, install, reboot, resume) in batches, a remount, or a
+DESTRUCTIVE reformat. It knows no family's files: every rendered artifact declares
+its install metadata (group, destination, what a change needs), the old tree's
+manifest keeps that metadata for files no longer rendered, and each package
+concern declares what a new version needs. It writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clustergen.base.artifacts import SEVERITY, Artifact, NodeChange, PlanAction
+from clustergen.base.errors import ClustergenError, ExitCode, UsageError
+from clustergen.catalog.packages import CONCERNS, Concern
+from clustergen.catalog.slurm_releases import release_name, upgrade_steps
+from clustergen.catalog.versions import VersionTuple, parse_version
+from clustergen.outputs import FAMILIES
+from clustergen.resolve import ResolvedCluster
+from clustergen.spec.hosts import compress
+from clustergen.write.changes import file_changes
+from clustergen.write.manifest import MANIFEST, Installed, manifest_entries
+from clustergen.write.tree import Tree
+
+LOCK = "versions.lock"
+HOSTS = "inventory/hosts.yml"
+
+
+@dataclass
+class Step:
+    action: PlanAction
+    service: str | None
+    target: str | None  # the path a remount or reformat acts on
+    nodes: set[str] = field(default_factory=set)
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PackageChange:
+    title: str  # the concern's, e.g. "NVIDIA driver"
+    package: str
+    old: str | None  # None: newly pinned
+    new: str | None  # None: no longer pinned
+
+
+@dataclass
+class Plan:
+    spec: str
+    tree: str
+    steps: list[Step]
+    rollout: list[PackageChange]  # packages whose new version needs a reboot, node by node
+    batches: list[list[str]]
+    added: list[str]
+    removed: list[str]
+    tree_only: list[str]  # files that change in the tree but need nothing on nodes
+    # Repositories the spec marks trusted: true (no signature check, or plain http://),
+    # said on every plan, whatever it changes and whatever warnings are ignored.
+    trusted: list[str] = field(default_factory=list)
+    # slurm.reboot: who rolls the batches (ansible: site.yml; slurm: scontrol reboot),
+    # and in slurm mode the bound on nodes out per partition.
+    reboot_mode: str = "ansible"
+    max_per_partition: int | None = None
+
+    @property
+    def destructive(self) -> bool:
+        return any(step.action == "reformat" for step in self.steps)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.destructive:
+            return ExitCode.PLAN_DESTRUCTIVE
+        if self.steps or self.batches or self.added or self.removed:
+            return ExitCode.PLAN_CHANGES
+        return ExitCode.OK
+
+
+def make_plan(
+    cluster: ResolvedCluster, files: dict[str, Artifact], out_dir: Path, batch_size: int = 1
+) -> Plan:
+    order = {host.name: index for index, host in enumerate(cluster.hosts)}
+    old_hosts = _old_hosts(out_dir)
+    steps = _Steps(cluster, old_hosts)
+    tree_only = _file_steps(steps, files, out_dir)
+    rollout, rolling_nodes = _package_changes(steps, cluster, out_dir, tree_only)
+    rolling = sorted(rolling_nodes, key=order.__getitem__)
+    batches = [rolling[i : i + batch_size] for i in range(0, len(rolling), batch_size)]
+    added, removed = _membership_changes(cluster, old_hosts, order)
+    reboot = cluster.spec.slurm.reboot
+    return Plan(
+        spec=cluster.spec_name,
+        tree=str(out_dir),
+        steps=steps.ordered(),
+        rollout=rollout,
+        batches=batches,
+        added=added,
+        removed=removed,
+        tree_only=tree_only,
+        trusted=_trusted_repositories(cluster),
+        reboot_mode=reboot.mode if reboot else "ansible",
+        max_per_partition=reboot.max_per_partition if reboot else None,
+    )
+
+
+class _Steps:
+    """The plan's steps as the changes call for them: one per action and service (and
+    target, for a reformat), with the nodes it acts on and each change's reason."""
+
+    def __init__(self, cluster: ResolvedCluster, old_hosts: set[str]) -> None:
+        self.cluster = cluster
+        self.old_hosts = old_hosts
+        self.by_key: dict[tuple[str, str | None, str | None], Step] = {}
+        # A service's restart or reconfigure acts on the nodes that run it, as the roles'
+        # handlers do: slurmd on the compute nodes, slurmctld on the controllers, however
+        # many other nodes receive the file that changed. The first concern that restarts a
+        # service is the service's own (slurm_compute for slurmd); a later one installed on
+        # more nodes (slurm_pmix, on every Slurm node) does not widen it.
+        self.runs_on: dict[str | None, str] = {}
+        for concern in CONCERNS:
+            if concern.change.action == "restart":
+                self.runs_on.setdefault(concern.change.service, concern.group)
+
+    def members(self, group: str) -> frozenset[str]:
+        """The group's nodes that run now: new nodes get everything at their bring-up."""
+        nodes = self.cluster.members.get(group, frozenset())
+        return nodes & self.old_hosts if self.old_hosts else nodes
+
+    def add(
+        self,
+        action: PlanAction,
+        service: str | None,
+        target: str | None,
+        nodes: Iterable[str],
+        reason: str,
+    ) -> None:
+        key_target = target if action in ("reformat", "format") else None
+        key = (action, service, key_target)
+        entry = self.by_key.setdefault(key, Step(action, service, key_target))
+        group = self.runs_on.get(service) if action in ("restart", "reconfigure") else None
+        entry.nodes.update(nodes if group is None else self.members(group).intersection(nodes))
+        entry.reasons.append(reason)
+
+    def ordered(self) -> list[Step]:
+        """The steps, most severe first."""
+        steps = self.by_key
+        # The role skips a daemon's reconfigure once it restarted: it read the new files then.
+        for key, entry in list(steps.items()):
+            restart = steps.get(("restart", entry.service, None))
+            if entry.action == "reconfigure" and restart is not None:
+                restart.nodes |= entry.nodes
+                restart.reasons += [f"{r}: read as {entry.service} restarts" for r in entry.reasons]
+                del steps[key]
+        return sorted(
+            steps.values(),
+            key=lambda s: (SEVERITY.index(s.action), s.service or "", s.target or ""),
+        )
+
+
+@dataclass(frozen=True)
+class _Applied:
+    """What the applied tree's manifest says of the files installed now."""
+
+    manifest: dict[str, Installed | None]
+    # Where a file stood for a target's reformat: by its change ('reformat OST0003'). A
+    # target none stood for is new in the spec (or the tree is older than its identity
+    # files, when the target's format script stood for it).
+    stood_for: dict[str, str]
+    dests: frozenset[str]  # where the applied tree's files are installed
+
+    @classmethod
+    def read(cls, out_dir: Path) -> _Applied:
+        manifest = manifest_entries(out_dir)
+        installed = [(path, i) for path, i in manifest.items() if i is not None]
+        return cls(
+            manifest,
+            {i.change: path for path, i in installed if i.change.startswith("reformat ")},
+            frozenset(i.dest for _, i in installed),
+        )
+
+
+def _file_steps(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> list[str]:
+    """Adds the steps the tree's changed, new and removed files need; returns the lines of
+    the files that need nothing on the nodes."""
+    applied = _Applied.read(out_dir)
+    tree_only = []
+    for change in file_changes(out_dir, files, adopt=True, families=FAMILIES):
+        if change.action == "unchanged" or change.path == MANIFEST:
+            continue
+        if change.action == "keep":
+            tree_only.append(
+                f"{change.path} (no longer rendered; left alone, as it is not what clustergen "
+                "wrote there)"
+            )
+        elif change.action == "remove":
+            _removed_file(steps, change.path, applied.manifest.get(change.path), tree_only)
+        else:
+            created = change.action == "create"
+            _rendered_file(steps, files, out_dir, change.path, created, applied, tree_only)
+    return tree_only
+
+
+def _removed_file(
+    steps: _Steps, path: str, installed: Installed | None, tree_only: list[str]
+) -> None:
+    """A file no longer rendered: its installed copy stays, and what it needed is said."""
+    if installed is None:
+        tree_only.append(f"{path} (removed)")
+    elif _parse_change(installed).action == "nothing":
+        tree_only.append(
+            f"{path} (removed; the copy installed at {installed.dest} stays until removed by hand)"
+        )
+    else:
+        change = _parse_change(installed)
+        steps.add(
+            change.action,
+            change.service,
+            installed.dest,
+            steps.members(installed.group),
+            f"{path} is no longer rendered; the copy installed at "
+            f"{installed.dest} stays until removed by hand",
+        )
+
+
+def _rendered_file(
+    steps: _Steps,
+    files: dict[str, Artifact],
+    out_dir: Path,
+    path: str,
+    created: bool,
+    applied: _Applied,
+    tree_only: list[str],
+) -> None:
+    """A new or changed file: the step its install declares, or a line where none."""
+    install = files[path].install
+    state = "new" if created else "changed"
+    if install is None:
+        tree_only.append(f"{path} ({state})")
+        return
+    change = install.change
+    stood_for = applied.stood_for.get(change.describe())
+    if created and _recorded_for_an_unchanged_target(out_dir, files, stood_for):
+        tree_only.append(
+            f"{path} (new, installed at {install.dest}: what decides the format "
+            "of a target that is formatted already, and whose format is unchanged)"
+        )
+    elif change.action == "nothing":
+        tree_only.append(f"{path} ({state}, installed at {install.dest} as is)")
+    else:
+        action = _new_target_or_mount(change, created, stood_for, install.dest, applied)
+        action = action or change.action
+        # A new target is formatted on its nodes, new ones too: the reviewer sees every
+        # format, where a running node's other files wait for its bring-up.
+        nodes = (
+            steps.cluster.members.get(install.group, frozenset())
+            if action == "format"
+            else steps.members(install.group)
+        )
+        steps.add(
+            action,
+            change.service,
+            install.dest,
+            nodes if install.hosts is None else nodes & set(install.hosts),
+            f"{path} {state} (installed at {install.dest}"
+            + (f"; {install.served})" if install.served else ")"),
+        )
+
+
+def _new_target_or_mount(
+    change: NodeChange, created: bool, stood_for: str | None, dest: str, applied: _Applied
+) -> PlanAction | None:
+    """'format' for a target no file of the applied tree stood for, 'mount' for a mount
+    installed where none was: creation, not destruction. None: the change's own action."""
+    if not created:
+        return None
+    if change.action == "reformat" and stood_for is None:
+        return "format"
+    if change.action == "remount" and dest not in applied.dests:
+        return "mount"
+    return None
+
+
+def _package_changes(
+    steps: _Steps, cluster: ResolvedCluster, out_dir: Path, tree_only: list[str]
+) -> tuple[list[PackageChange], set[str]]:
+    """Adds the steps the pinned packages' new versions need, and the lines of those that
+    need nothing to tree_only; returns the roll-out's packages and its nodes."""
+    old_lock = _read_yaml(out_dir, LOCK)
+    _refuse_slurm_upgrade_skipping_releases(old_lock, cluster.spec.software.slurm)
+    rollout: list[PackageChange] = []
+    rolling_nodes: set[str] = set()
+    others: list[tuple[Concern, list[PackageChange]]] = []
+    for concern in CONCERNS:
+        old_packages = _lock_packages(old_lock, concern.group)
+        new_packages = cluster.pins.by_concern[concern.name]
+        changed = [
+            PackageChange(concern.title, name, old_packages.get(name), version)
+            for name, version in sorted(new_packages.items())
+            if old_lock is not None and old_packages.get(name) != version
+        ]
+        if not changed:
+            continue
+        if concern.change.action == "reboot":
+            rollout += changed
+            rolling_nodes |= steps.members(concern.group)
+        else:
+            others.append((concern, changed))
+    for concern, changed in others:
+        running = set(steps.members(concern.group))
+        described = ", ".join(_described(p) for p in changed)  # each names its concern
+        # Installed in the roll-out's batches, before their reboot: nothing more there.
+        rolled = running & rolling_nodes if concern.with_driver else set()
+        if rolled:
+            rollout += changed
+            running -= rolled
+        if concern.change.action != "nothing" and running:
+            steps.add(concern.change.action, concern.change.service, None, running, described)
+        elif running:
+            # Installed by site.yml all the same: an action, with what it changes for jobs.
+            for package in changed:
+                steps.add("install", concern.name, None, running, _versions(package))
+            steps.add("install", concern.name, None, running, concern.takes_effect)
+        elif not rolled:
+            tree_only.append(described)
+    return rollout, rolling_nodes
+
+
+def _membership_changes(
+    cluster: ResolvedCluster, old_hosts: set[str], order: dict[str, int]
+) -> tuple[list[str], list[str]]:
+    """The nodes the spec adds (in its order) and removes, against the old inventory
+    (none either way where the tree has none)."""
+    if not old_hosts:
+        return [], []
+    new_names = {host.name for host in cluster.hosts}
+    return sorted(new_names - old_hosts, key=order.__getitem__), sorted(old_hosts - new_names)
+
+
+def _trusted_repositories(cluster: ResolvedCluster) -> list[str]:
+    """One line per trusted repository: what the nodes accept from it unchecked."""
+    lines = []
+    for repository in cluster.spec.software.repositories:
+        if not repository.trusted:
+            continue
+        waived = []
+        if repository.key_url is None:
+            waived.append("no signature check")
+        if repository.url.startswith("http://"):
+            waived.append("plain http://")
+        if (
+            repository.key_url is not None
+            and repository.key_url.startswith("http://")
+            and repository.key_fingerprint is None
+        ):
+            waived.append("its key over plain http:// without a fingerprint")
+        what = (
+            ", ".join(waived) if waived else "signed and fetched securely; trusted waives nothing"
+        )
+        lines.append(f"`{repository.name}` ({repository.url}): {what}")
+    return lines
+
+
+class UpgradeRefused(ClustergenError):
+    """An upgrade Slurm cannot make in one step (exit 1)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, ExitCode.INVALID_SPEC)
+
+
+# The Slurm groups of versions.lock, the controller's first (its state is converted).
+_SLURM_GROUPS = ("slurm_controller", "slurm_dbd", "compute", "login")
+
+
+def _running_slurm(lock: Any) -> VersionTuple | None:
+    """The Slurm release the old tree pinned: '23.11' of slurm-smd 23.11.10-1 (or of an
+    epoch:version, or a distribution's 22.05.8-*)."""
+    for group in _SLURM_GROUPS:
+        for name, version in sorted(_lock_packages(lock, group).items()):
+            found = re.match(r"(?:\d+:)?(\d+)\.(\d+)\.", version)
+            if "slurm" in name and found:
+                return int(found[1]), int(found[2])
+    return None
+
+
+def _refuse_slurm_upgrade_skipping_releases(old_lock: Any, pinned: str) -> None:
+    """slurmdbd and slurmctld convert state from the two releases before theirs (three from
+    24.11 on); a wider step fails at startup and loses the running jobs and accounting
+    (SchedMD's Upgrade Guide), so the plan names the releases to go through instead."""
+    old = _running_slurm(old_lock)
+    new = parse_version(pinned)[:2]
+    if old is None or new <= old:
+        return
+    steps = upgrade_steps(old, new)
+    if steps == [new]:
+        return
+    via = (
+        "upgrade through "
+        + " -> ".join(release_name(v) for v in [old, *steps])
+        + ", applying and checking each step before the next"
+        if steps
+        else "no release clustergen knows converts it"
+    )
+    raise UpgradeRefused(
+        f"Slurm {release_name(old)} -> {release_name(new)} skips more releases than "
+        f"slurmdbd and slurmctld {release_name(new)} convert state from, so they would stop at "
+        f"startup and the running jobs and accounting records would be lost: {via} "
+        "(one spec change and plan per step; docs/slurm.md)"
+    )
+
+
+def _recorded_for_an_unchanged_target(
+    out_dir: Path, files: dict[str, Artifact], stood_for: str | None
+) -> bool:
+    """Whether the file that stood for a target's reformat in the old tree (its format
+    script, before the target had an identity file) is rendered again with the same
+    commands: comments and headers aside, nothing that decides the format changed, so
+    the new identity file records the target's format and plans no reformat."""
+    if stood_for is None or stood_for not in files:
+        return False
+    with Tree(out_dir) as tree:
+        found = tree.read(stood_for)  # a link there is refused, never followed
+    if found is None:
+        return False
+    try:
+        old = found[0].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return _commands(old) == _commands(files[stood_for].text)
+
+
+def _commands(script: str) -> list[str]:
+    return [line for line in script.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def _parse_change(installed: Installed) -> NodeChange:
+    """The NodeChange an old manifest wrote with NodeChange.describe(); a line it cannot read
+    (a hand edit, an older clustergen) means nothing is known to be needed."""
+    action, _, service = installed.change.partition(" ")
+    try:
+        return NodeChange(action, service or None)  # type: ignore[arg-type]
+    except ValueError:
+        return NodeChange("nothing")
+
+
+def _described(change: PackageChange) -> str:
+    return f"{change.title}: {_versions(change)}"
+
+
+def _versions(change: PackageChange) -> str:
+    if change.old is None:
+        return f"{change.package} {change.new} (newly pinned)"
+    return f"{change.package} {change.old} -> {change.new}"
+
+
+# The committed tree is untrusted until it merges (docs/security.md): what plan reads of
+# it is bounded. clustergen writes no YAML alias or anchor, and no file near this size;
+# a range names no more hosts than the largest cluster clustergen renders, many times.
+MAX_COMMITTED_BYTES = 64 * 1024 * 1024
+MAX_RANGE_HOSTS = 1_048_576
+
+
+def _read_yaml(out_dir: Path, path: str) -> Any:
+    """A YAML file of the old tree (a link there is refused, never followed); None where
+    it is missing or unreadable. One larger than MAX_COMMITTED_BYTES, or with an alias
+    or anchor (which clustergen never writes, and which a ten-line file can make expand
+    past any memory), is refused: UsageError."""
+    with Tree(out_dir) as tree:
+        found = tree.read(path)
+    if found is None:
+        return None
+    data = found[0]
+    if len(data) > MAX_COMMITTED_BYTES:
+        raise UsageError(
+            f"{out_dir / path}: larger than {MAX_COMMITTED_BYTES // 2**20} MiB, which no "
+            "render writes: not read"
+        )
+    try:
+        text = data.decode("utf-8")
+        for event in yaml.parse(text, Loader=_LOADER):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise UsageError(
+                    f"{out_dir / path}: a YAML alias or anchor, which clustergen never "
+                    "writes (a committed file could make it expand past any memory): not read"
+                )
+        return yaml.load(text, Loader=_LOADER)
+    except (UnicodeDecodeError, yaml.YAMLError):
+        return None
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _lock_packages(lock: Any, group: str) -> dict[str, str]:
+    try:
+        packages = lock["groups"][group]["packages"]
+    except (KeyError, TypeError):
+        return {}
+    return {str(k): str(v) for k, v in packages.items()} if isinstance(packages, dict) else {}
+
+
+def _old_hosts(out_dir: Path) -> set[str]:
+    inventory = _read_yaml(out_dir, HOSTS)
+    try:
+        hosts = inventory["all"]["hosts"]
+    except (KeyError, TypeError):
+        return set()
+    if not isinstance(hosts, dict):
+        return set()
+    names: set[str] = set()
+    for pattern in hosts:
+        names.update(_range_names(str(pattern)))
+        if len(names) > MAX_RANGE_HOSTS:
+            raise UsageError(
+                f"{HOSTS}: names more than {MAX_RANGE_HOSTS} hosts, which no render writes: "
+                "not read"
+            )
+    return names
+
+
+_RANGE = re.compile(r"^(?P<head>[^\[]*)\[(?P<begin>\d+):(?P<end>\d+)\](?P<tail>[^\[]*)$")
+
+
+def _range_names(pattern: str) -> list[str]:
+    """The names an inventory's all.hosts entry stands for: a name, or a range such as
+    gpu[01:08] as Ansible expands it (a zero-padded begin pads every number to its
+    width; inventory/hosts.yml writes ranges only where that gives back the names)."""
+    match = _RANGE.match(pattern)
+    if match is None:
+        return [pattern]
+    begin, end = match["begin"], match["end"]
+    if len(begin) > 20 or len(end) > 20 or int(end) - int(begin) >= MAX_RANGE_HOSTS:
+        raise UsageError(
+            f"{HOSTS}: the range {pattern} names more than {MAX_RANGE_HOSTS} hosts, which no "
+            "render writes: not read"
+        )
+    width = len(begin) if begin.startswith("0") else 0
+    return [
+        f"{match['head']}{number:0{width}d}{match['tail']}"
+        for number in range(int(begin), int(end) + 1)
+    ]
+
+
+# --- output --------------------------------------------------------------------------
+
+_HEADINGS = {
+    "reformat": "DESTRUCTIVE: reformat",
+    "reboot": "Reboot",
+    "restart": "Restart",
+    "remount": "Remount",
+    "format": "Format new targets",
+    "mount": "Mount",
+    "install": "Install new package versions",
+    "set_param": "Apply settings again (lctl set_param)",
+    "reconfigure": "Reconfigure",
+}
+
+
+def markdown(plan: Plan) -> str:
+    """For a pull-request comment: most severe first."""
+    lines = [f"## clustergen plan: `{plan.spec}` against `{plan.tree}`", ""]
+    if plan.exit_code == ExitCode.OK:
+        lines += ["Nothing to do on the nodes.", ""]
+    if plan.destructive:
+        count = sum(step.action == "reformat" for step in plan.steps)
+        lines += [
+            f"**DESTRUCTIVE: this change reformats {count} target(s); the data on them is "
+            "lost.** It needs an explicit approval.",
+            "",
+        ]
+    if plan.trusted:
+        lines += [
+            "### Trusted repositories: packages installed as root without a full check",
+            "",
+            *(f"- {line}" for line in plan.trusted),
+            "",
+            "Whoever can change what the nodes download from these can run code as root on "
+            "them (docs/security.md).",
+            "",
+        ]
+    lines += _section("reformat", [s for s in plan.steps if s.action == "reformat"])
+    lines += _section("reboot", [s for s in plan.steps if s.action == "reboot"])
+    if plan.batches:
+        lines += _rollout_lines(plan)
+    for action in SEVERITY[2:]:
+        lines += _section(action, [s for s in plan.steps if s.action == action])
+    if plan.added or plan.removed:
+        lines += ["### Nodes", ""]
+        if plan.added:
+            lines.append(
+                f"- added: {compress(plan.added)}; bring them up first with "
+                f"`ansible-playbook site.yml --limit '{','.join(plan.added)}'`"
+            )
+        if plan.removed:
+            lines.append(f"- removed: {compress(plan.removed)}; drain them before applying")
+        lines.append("")
+    if plan.tree_only:
+        lines += ["### No action on the nodes", ""]
+        lines += [f"- {entry}" for entry in plan.tree_only]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# Where the roll-out script is installed (outputs/slurm/reboot.py ROLLOUT_SCRIPT).
+ROLLOUT_COMMAND = "/etc/slurm/clustergen-reboot-rollout.sh"
+
+
+def _rollout_lines(plan: Plan) -> list[str]:
+    """The roll-out's section: its packages, its batches, and who rolls them."""
+    size = max(len(batch) for batch in plan.batches)
+    nodes = sum(len(batch) for batch in plan.batches)
+    if plan.reboot_mode == "slurm":
+        how = [
+            f"Mode slurm (slurm.reboot): site.yml only puts the new package lists on the "
+            f"nodes in service. Then, on the primary controller, run "
+            f"`{ROLLOUT_COMMAND} {' '.join(repr(compress(b)) for b in plan.batches)}`: "
+            "it hands each node to `scontrol reboot ASAP nextstate=RESUME`, at most "
+            f"{plan.max_per_partition} node(s) of a partition out at once; a node reboots "
+            "once its jobs have ended and its boot step installs the packages.",
+        ]
+    else:
+        how = [
+            "Mode ansible (slurm.reboot): site.yml drains, upgrades, reboots, checks and "
+            "resumes each batch before the next.",
+        ]
+    return [
+        f"### Rolling upgrade with reboots: {nodes} node(s) in {len(plan.batches)} "
+        f"batch(es) of {size}",
+        "",
+        *how,
+        "",
+        *(f"- {_described(change)}" for change in plan.rollout),
+        "",
+        *_batch_lines(plan.batches),
+        "",
+    ]
+
+
+def _batch_lines(batches: list[list[str]], shown: int = 12) -> list[str]:
+    numbered = [f"{i}. {compress(batch)}" for i, batch in enumerate(batches, 1)]
+    if len(numbered) <= shown:
+        return numbered
+    return [
+        *numbered[: shown - 2],
+        f"... {len(numbered) - shown + 1} more batches ...",
+        numbered[-1],
+    ]
+
+
+# Said under a section, once: what its steps do that the step lines cannot.
+_NOTES: dict[PlanAction, str] = {
+    "format": "A target new in the spec: nothing on it to lose. Its format script formats "
+    "only a blank device; where the device holds a file system, a label or a partition "
+    "table, the script stops and changes nothing.",
+}
+
+
+def _section(action: PlanAction, steps: list[Step]) -> list[str]:
+    if not steps:
+        return []
+    lines = [f"### {_HEADINGS[action]}", ""]
+    for step in steps:
+        what = {
+            "reformat": f"reformat `{step.service}`",
+            "reboot": "reboot",
+            "restart": f"restart `{step.service}`",
+            "remount": f"remount `{step.service}`",
+            "format": f"format new target `{step.service}`",
+            "mount": f"mount `{step.service}`",
+            "install": f"install `{step.service}`",
+            "set_param": f"set_param `{step.service}`",
+            "reconfigure": f"reconfigure `{step.service}`",
+        }[step.action]
+        nodes = compress(sorted(step.nodes)) if step.nodes else "no running node"
+        lines.append(f"- **{what}** on {nodes}")
+        lines += [f"  - {reason}" for reason in step.reasons]
+    note = _NOTES.get(action)
+    return [*lines, "", *([note, ""] if note else [])]
+
+
+def json_text(plan: Plan) -> str:
+    document = {
+        "spec": plan.spec,
+        "tree": plan.tree,
+        "destructive": plan.destructive,
+        "exit_code": int(plan.exit_code),
+        "steps": [
+            {
+                "action": step.action,
+                "service": step.service,
+                "target": step.target,
+                "nodes": sorted(step.nodes),
+                "reasons": step.reasons,
+            }
+            for step in plan.steps
+        ],
+        "driver_rollout": {
+            "packages": [
+                {"concern": c.title, "package": c.package, "old": c.old, "new": c.new}
+                for c in plan.rollout
+            ],
+            "batches": plan.batches,
+            "mode": plan.reboot_mode,
+            "max_per_partition": plan.max_per_partition,
+        },
+        "nodes": {
+            "added": plan.added,
+            "removed": plan.removed,
+        },
+        "tree_only": plan.tree_only,
+        "trusted_repositories": plan.trusted,
+    }
+    return json.dumps(document, indent=2) + "\n"
