@@ -581,6 +581,28 @@ def test_the_plans_a_reviewer_reads(cli, tmp_path: Path, case: str, update_golde
     check_current(REPO / "tests" / "plans" / f"{case}.md", text, update_golden)
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        NodeChange("nothing"),
+        NodeChange("reboot"),
+        NodeChange("restart", "slurmd"),
+        NodeChange("reformat", "OST0003"),
+        NodeChange("set_param", "lustre"),
+    ],
+    ids=lambda c: c.describe(),
+)
+def test_the_manifest_reads_back_the_change_it_wrote(change: NodeChange) -> None:
+    assert NodeChange.read(change.describe()) == change
+
+
+@pytest.mark.parametrize("written", ["", "explode gpu01", "restart", "reboot now", "nothing x"])
+def test_a_change_no_clustergen_wrote_needs_nothing_known(written: str) -> None:
+    """A hand edit or an older word: plan asks nothing of the nodes for it (and never
+    fails on it), rather than guess."""
+    assert NodeChange.read(written) == NodeChange("nothing")
+
+
 def test_one_order_names_every_action_once() -> None:
     """Artifacts and plan share SEVERITY: every action a file's change or a plan step can
     take is in it once ("nothing" is no step), so no second order can drift from it."""

@@ -9,7 +9,7 @@ them knows which family rendered what.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 # What applying a changed file needs (SEVERITY orders them).
 NodeAction = Literal[
@@ -53,8 +53,20 @@ class NodeChange:
             )
 
     def describe(self) -> str:
-        """'restart slurmd', 'reconfigure slurmctld', 'nothing'."""
+        """'restart slurmd', 'reconfigure slurmctld', 'nothing': what the manifest records."""
         return f"{self.action} {self.service}" if self.service else self.action
+
+    @classmethod
+    def read(cls, described: str) -> NodeChange:
+        """The change `describe` wrote; one it cannot have written (a hand edit, an
+        older clustergen's word) means nothing is known to be needed."""
+        action, _, service = described.partition(" ")
+        if action not in get_args(NodeAction):
+            return cls("nothing")
+        try:
+            return cls(action, service or None)  # type: ignore[arg-type]
+        except ValueError:
+            return cls("nothing")
 
 
 NO_CHANGE = NodeChange("nothing")

@@ -174,7 +174,7 @@ class _Applied:
     # Where a file stood for a target's reformat: by its change ('reformat OST0003'). A
     # target none stood for is new in the spec (or the tree is older than its identity
     # files, when the target's format script stood for it).
-    stood_for: dict[str, str]
+    stood_for: dict[NodeChange, str]
     dests: frozenset[str]  # where the applied tree's files are installed
 
     @classmethod
@@ -183,7 +183,7 @@ class _Applied:
         installed = [(path, i) for path, i in manifest.items() if i is not None]
         return cls(
             manifest,
-            {i.change: path for path, i in installed if i.change.startswith("reformat ")},
+            {i.change: path for path, i in installed if i.change.action == "reformat"},
             frozenset(i.dest for _, i in installed),
         )
 
@@ -215,12 +215,12 @@ def _removed_file(
     """A file no longer rendered: its installed copy stays, and what it needed is said."""
     if installed is None:
         tree_only.append(f"{path} (removed)")
-    elif _parse_change(installed).action == "nothing":
+    elif installed.change.action == "nothing":
         tree_only.append(
             f"{path} (removed; the copy installed at {installed.dest} stays until removed by hand)"
         )
     else:
-        change = _parse_change(installed)
+        change = installed.change
         steps.add(
             change.action,
             change.service,
@@ -247,7 +247,7 @@ def _rendered_file(
         tree_only.append(f"{path} ({state})")
         return
     change = install.change
-    stood_for = applied.stood_for.get(change.describe())
+    stood_for = applied.stood_for.get(change)
     if created and _recorded_for_an_unchanged_target(out_dir, files, stood_for):
         tree_only.append(
             f"{path} (new, installed at {install.dest}: what decides the format "
@@ -439,16 +439,6 @@ def _recorded_for_an_unchanged_target(
 
 def _commands(script: str) -> list[str]:
     return [line for line in script.splitlines() if line.strip() and not line.startswith("#")]
-
-
-def _parse_change(installed: Installed) -> NodeChange:
-    """The NodeChange an old manifest wrote with NodeChange.describe(); a line it cannot read
-    (a hand edit, an older clustergen) means nothing is known to be needed."""
-    action, _, service = installed.change.partition(" ")
-    try:
-        return NodeChange(action, service or None)  # type: ignore[arg-type]
-    except ValueError:
-        return NodeChange("nothing")
 
 
 def _described(change: PackageChange) -> str:

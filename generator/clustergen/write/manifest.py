@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from clustergen.base.artifacts import Artifact, Install
+from clustergen.base.artifacts import Artifact, Install, NodeChange
 from clustergen.base.errors import UsageError
 from clustergen.write.tree import Tree, digest, inside
 
@@ -62,7 +62,7 @@ class Installed:
     """What an old manifest says of a file installed on nodes."""
 
     group: str
-    change: str  # NodeChange.describe(): 'restart slurmd', 'reconfigure slurmctld', 'nothing'
+    change: NodeChange  # recorded with NodeChange.describe(), read back with NodeChange.read
     dest: str
 
 
@@ -98,7 +98,11 @@ def listed_in(tree: Tree) -> dict[str, Listed]:
                 "inside the tree (absolute, or with a '..', '.' or empty component): not read"
             )
         recorded = fields.pop() if fields and fields[-1].startswith("sha256:") else None
-        entries[path] = Listed(Installed(*fields) if len(fields) == 3 else None, recorded)
+        installed = None
+        if len(fields) == 3:
+            group, change, dest = fields
+            installed = Installed(group, NodeChange.read(change), dest)
+        entries[path] = Listed(installed, recorded)
     return entries
 
 
