@@ -17,6 +17,7 @@ from clustergen.importer.records import (
     expand_names,
     node_hardware,
 )
+from clustergen.model.hardware import MAX_SOCKETS
 from clustergen.spec.hosts import compress
 
 # NodeName keys the spec holds (hardware profile, node group); slurm.conf(5) "NODE
@@ -44,8 +45,6 @@ NODE_KEYS = frozenset(
 # Gres=gpu[:type]:count[(S:sockets)] (slurm.conf(5) Gres; the socket list is what
 # scontrol prints and some sites copy back).
 GPU_GRES = re.compile(r"^gpu(?::([A-Za-z0-9_]+))?:(\d+)(\(S:[0-9,-]+\))?$")
-# hardware.*.cpu.sockets' limit (model/hardware.py).
-MAX_SOCKETS = 16
 # State= values a rendered NodeName line keeps (it writes State=UNKNOWN).
 PLAIN_STATES = frozenset({"unknown", "idle"})
 

@@ -26,10 +26,15 @@ from clustergen.model.syntax import GresType, InterfaceName
 CpuArch = Literal["x86_64", "aarch64"]
 
 
+# The most sockets a profile's CPU may have (cpu.sockets); `clustergen import` reads
+# Slurm's counts against it.
+MAX_SOCKETS = 16
+
+
 class Cpu(StrictModel):
     """CPU topology; Slurm CPUs = sockets x cores_per_socket x threads_per_core."""
 
-    sockets: Int = Field(ge=1, le=16, description="CPU sockets (Slurm SocketsPerBoard).")
+    sockets: Int = Field(ge=1, le=MAX_SOCKETS, description="CPU sockets (Slurm SocketsPerBoard).")
     cores_per_socket: Int = Field(
         ge=1, le=1024, description="Physical cores per socket (Slurm CoresPerSocket)."
     )
