@@ -4,9 +4,15 @@ the layer table of docs/architecture.md ("Imports: layers, no cycles")."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib  # pytest's own dependency there
 
 from support.imports import (
     Layer,
@@ -38,20 +44,36 @@ def test_no_upward_imports() -> None:
     assert found == [], "imports against the layers of docs/architecture.md:\n" + "\n".join(found)
 
 
-def unplaced_entries(root: Path, table: list[Layer], package: str) -> list[str]:
-    """Top-level modules and folders of the package (byte-code caches aside) that no
-    row of the table names: the folders show the layers, so each is one row's entry."""
+def data_packages(package: str) -> frozenset[str]:
+    """The package's data folders that pyproject.toml maps from elsewhere (package-dir:
+    the templates and the site files), which the wheel, or a copy that imports from the
+    checkout, puts beside the modules: no layer's, as they hold no code."""
+    with (REPO / "pyproject.toml").open("rb") as file:
+        mapped = tomllib.load(file)["tool"]["setuptools"]["package-dir"]
+    return frozenset(
+        name.removeprefix(package + ".") for name in mapped if name.startswith(package + ".")
+    )
+
+
+def unplaced_entries(
+    root: Path, table: list[Layer], package: str, data: frozenset[str] = frozenset()
+) -> list[str]:
+    """Top-level modules and folders of the package (byte-code caches and the data
+    folders aside) that no row of the table names: the folders show the layers, so each
+    is one row's entry."""
     named = {module.removeprefix(package + ".") for layer in table for module in layer.modules}
     entries = {
         path.stem
         for path in root.iterdir()
         if path.name != "__pycache__" and (path.is_dir() or path.suffix == ".py")
     }
-    return sorted(entries - named - {"__init__"})
+    return sorted(entries - named - data - {"__init__"})
 
 
 def test_the_folders_are_the_layers() -> None:
-    assert unplaced_entries(PACKAGE, _table(), "clustergen") == [], (
+    data = data_packages("clustergen")
+    assert data == {"templates", "site"}  # pyproject.toml read as meant
+    assert unplaced_entries(PACKAGE, _table(), "clustergen", data) == [], (
         "a top-level module or folder of generator/clustergen/ that is no layer's entry in "
         "docs/architecture.md: move it into its layer's folder"
     )
@@ -63,6 +85,9 @@ def test_a_module_beside_the_layers_is_named(tmp_path: Path) -> None:
     )
     table = [Layer("base", ("pkg",), ()), Layer("spec", ("pkg.spec",), ("base",))]
     assert unplaced_entries(package, table, "pkg") == ["helpers", "util"]
+    (package / "templates").mkdir()  # a data folder, as the wheel has it
+    assert unplaced_entries(package, table, "pkg", frozenset({"templates"})) == ["helpers", "util"]
+    assert unplaced_entries(package, table, "pkg") == ["helpers", "templates", "util"]
 
 
 def test_every_module_has_a_layer() -> None:
