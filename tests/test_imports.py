@@ -58,14 +58,16 @@ def data_packages(package: str) -> frozenset[str]:
 def unplaced_entries(
     root: Path, table: list[Layer], package: str, data: frozenset[str] = frozenset()
 ) -> list[str]:
-    """Top-level modules and folders of the package (byte-code caches and the data
-    folders aside) that no row of the table names: the folders show the layers, so each
+    """Top-level modules and folders of the package (caches and the data folders
+    aside) that no row of the table names: the folders show the layers, so each
     is one row's entry."""
     named = {module.removeprefix(package + ".") for layer in table for module in layer.modules}
     entries = {
         path.stem
         for path in root.iterdir()
-        if path.name != "__pycache__" and (path.is_dir() or path.suffix == ".py")
+        if path.name != "__pycache__"
+        and not path.name.startswith(".")  # a tool's cache (.mypy_cache), never a module
+        and (path.is_dir() or path.suffix == ".py")
     }
     return sorted(entries - named - data - {"__init__"})
 
@@ -85,6 +87,7 @@ def test_a_module_beside_the_layers_is_named(tmp_path: Path) -> None:
     )
     table = [Layer("base", ("pkg",), ()), Layer("spec", ("pkg.spec",), ("base",))]
     assert unplaced_entries(package, table, "pkg") == ["helpers", "util"]
+    (package / ".mypy_cache").mkdir()  # a tool's cache
     (package / "templates").mkdir()  # a data folder, as the wheel has it
     assert unplaced_entries(package, table, "pkg", frozenset({"templates"})) == ["helpers", "util"]
     assert unplaced_entries(package, table, "pkg") == ["helpers", "templates", "util"]
