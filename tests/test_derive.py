@@ -352,3 +352,12 @@ def test_gres_cores_name_whole_sockets() -> None:
     # Cores that straddle both sockets name both.
     document["hardware"]["hgx-b200"]["topology"]["gpus"][0]["cores"] = "50-60"
     assert slurm_of(document).gres[0].cores == "0-55,56-111"
+
+
+def test_an_option_is_read_in_any_case_as_slurm_reads_it() -> None:
+    from clustergen.model.slurm import Slurm
+
+    slurm = Slurm.model_construct(options={"schedulerTYPE": "sched/builtin", "MessageTimeout": 30})
+    assert slurm.option("SchedulerType") == "sched/builtin"
+    assert slurm.option("messagetimeout") == "30"
+    assert slurm.option("SlurmUser") is None

@@ -361,10 +361,7 @@ def _backfill_window(spec: Spec) -> list[Problem]:
         ((k, str(v)) for k, v in spec.slurm.options.items() if k.lower() == "schedulerparameters"),
         None,
     )
-    scheduler = next(
-        (str(v) for k, v in spec.slurm.options.items() if k.lower() == "schedulertype"),
-        "sched/backfill",
-    )
+    scheduler = spec.slurm.option("SchedulerType") or "sched/backfill"
     if given is None or not spec.slurm.partitions or scheduler != "sched/backfill":
         return []  # bf_window "applies only to SchedulerType=sched/backfill"
     key, value = given
@@ -419,7 +416,7 @@ def _srun_ports(spec: Spec) -> list[Problem]:
     rendered files name; srun's listening ports are named only by SrunPortRange."""
     if OS_PACKAGE_FAMILY[spec.software.os] != "dnf":
         return []
-    if any(key.lower() == "srunportrange" for key in spec.slurm.options):
+    if spec.slurm.option("SrunPortRange") is not None:
         return []
     return [
         Problem(

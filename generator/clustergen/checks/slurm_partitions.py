@@ -271,9 +271,7 @@ def qos(spec: Spec) -> list[Problem]:
                 "slurm.qos (the playbook creates them in slurmdbd)",
             )
         )
-    enforce = next(
-        (str(v) for k, v in slurm.options.items() if k.lower() == "accountingstorageenforce"), None
-    )
+    enforce = slurm.option("AccountingStorageEnforce")
     uses_qos = bool(slurm.qos) or (preemption is not None and preemption.type == "qos")
     if enforce is not None and uses_qos and "qos" not in enforce.lower().split(","):
         problems.append(

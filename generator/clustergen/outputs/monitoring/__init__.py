@@ -91,8 +91,7 @@ def endpoints(cluster: ResolvedCluster) -> tuple[Endpoint, ...]:
 
 def slurm_user(cluster: ResolvedCluster) -> str:
     """SlurmUser: slurm, or what slurm.options sets (as slurm.conf says)."""
-    options = cluster.spec.slurm.options
-    return next((str(v) for k, v in options.items() if k.lower() == "slurmuser"), "slurm")
+    return cluster.spec.slurm.option("SlurmUser") or "slurm"
 
 
 def listen_file(

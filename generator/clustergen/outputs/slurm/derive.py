@@ -506,7 +506,6 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
     accounting = spec.slurm.accounting
     assert accounting is not None
     database = accounting.database
-    overridden = {key.lower() for key in spec.slurm.options}
     # slurmdbd authenticates as slurmctld does (slurm.options may choose auth/slurm).
     auth = spec.slurm.option("AuthType") or "auth/munge"
     settings: list[Setting] = [
@@ -525,8 +524,8 @@ def _slurmdbd(spec: Spec) -> list[Setting]:
     if spec.slurm.isolation.private_data:
         settings.append(("PrivateData", ",".join(PRIVATE_DATA)))
     # slurmdbd must run as the same user as slurmctld.
-    if "slurmuser" in overridden:
-        user = next(str(v) for k, v in spec.slurm.options.items() if k.lower() == "slurmuser")
+    user = spec.slurm.option("SlurmUser")
+    if user is not None:
         settings = [(k, user if k == "SlurmUser" else v) for k, v in settings]
     return settings
 
