@@ -3,8 +3,9 @@
 Renders the ml-training reference spec, runs the real playbooks on two compute nodes
 of one GPU profile and the controller, and shows that: the first run succeeds; every
 node has exactly the lock file's versions, held; a second run changes nothing; a
-manual upgrade on one node makes verify.yml fail naming that node and package; a
-converge run puts the pin back and verify.yml passes. The first two runs are verbose
+manual upgrade on one node and a hold taken off on another make verify.yml fail naming
+both nodes and the package; a converge run, of exactly those two nodes, puts the pin and
+the hold back and verify.yml passes. The first two runs are verbose
 (-vvv), and their whole output holds no vault value and no digest of one (nor of a file
 that carries one).
 """
@@ -49,6 +50,10 @@ SPEC = EXAMPLES / "ml-training-8node.yaml"
 # Two compute nodes of the hgx-h100 profile, and the controller (also slurmdbd and login).
 NODES = ("gpu01", "gpu02", "slurm-head")
 DRIFT_NODE, DRIFT_PACKAGE = "gpu02", "libnccl2"
+# verify.yml and the converge check also catch a hold that is gone: another node's pin.
+UNHELD_NODE = "gpu01"
+# The converge check's tasks: all that a current node runs (the fast path).
+CHECK_TASKS = 2
 # A package of the driver branch that is not its meta package: pinned, held and reported
 # like any other, and moving it rolls the driver on that node alone.
 DRIFT_BRANCH_PACKAGE = "libnvidia-compute-550"
@@ -62,6 +67,16 @@ def _require_testbed() -> None:
     if not missing:
         return
     skip_or_fail(f"the Ansible testbed needs {', '.join(missing)}")
+
+
+def _drift_rows(output: str, package: str) -> dict[str, list[str]]:
+    """verify.yml's table rows for one package, by node: [locked, installed, held]."""
+    rows = {}
+    for line in output.splitlines():
+        cells = line.strip().lstrip("-").strip().strip("'\"").split()
+        if len(cells) == 5 and cells[1] == package:
+            rows[cells[0]] = [cells[2], cells[3], cells[4]]
+    return rows
 
 
 def _succeeded(run: PlaybookRun, what: str) -> None:
@@ -221,8 +236,10 @@ def test_site_pins_holds_and_reports_drift(
     )
     _succeeded(ansible.playbook("verify.yml"), "verify.yml on converged nodes")
 
-    # An admin moves one package on one node past its pin.
+    # An admin moves one package on one node past its pin, and takes another node's hold
+    # off the same package.
     assert DRIFT_BRANCH_PACKAGE in expected[DRIFT_NODE]
+    assert DRIFT_PACKAGE in expected[UNHELD_NODE]
     newer = newer_version(expected[DRIFT_NODE][DRIFT_PACKAGE])
     newer_branch = newer_version(expected[DRIFT_NODE][DRIFT_BRANCH_PACKAGE])
     nodes[DRIFT_NODE].run(
@@ -233,18 +250,21 @@ def test_site_pins_holds_and_reports_drift(
         f"{DRIFT_PACKAGE}={newer}",
         f"{DRIFT_BRANCH_PACKAGE}={newer_branch}",
     )
+    nodes[UNHELD_NODE].run("apt-mark", "unhold", DRIFT_PACKAGE)
+    drifted_nodes = {DRIFT_NODE, UNHELD_NODE}
 
     previewed = ansible.playbook("site.yml", "--check")
-    _succeeded(previewed, "site.yml --check on the drifted node")
-    assert previewed.changed()[DRIFT_NODE] > 0
-    assert [n for n, c in previewed.changed().items() if c and n != DRIFT_NODE] == []
+    _succeeded(previewed, "site.yml --check on the drifted nodes")
+    assert {n for n, c in previewed.changed().items() if c} == drifted_nodes, previewed.changed()
 
     drifted = ansible.playbook("verify.yml")
     assert drifted.returncode != 0, f"verify.yml passed despite drift:\n{drifted.output}"
-    rows = [line for line in drifted.output.splitlines() if DRIFT_PACKAGE in line and newer in line]
-    assert any(DRIFT_NODE in row for row in rows), (
-        f"the report does not name {DRIFT_NODE}:\n{drifted.output}"
-    )
+    # The table's rows of the package, by node: locked, installed, held.
+    rows = _drift_rows(drifted.output, DRIFT_PACKAGE)
+    pin = expected[DRIFT_NODE][DRIFT_PACKAGE]
+    assert set(rows) == drifted_nodes, drifted.output
+    assert rows[DRIFT_NODE][:2] == [pin, newer], rows
+    assert rows[UNHELD_NODE] == [pin, pin, "no"], rows
     branch_rows = [
         line
         for line in drifted.output.splitlines()
@@ -252,14 +272,28 @@ def test_site_pins_holds_and_reports_drift(
     ]
     assert branch_rows, f"the report misses {DRIFT_BRANCH_PACKAGE}:\n{drifted.output}"
     named = re.search(r"differ from the lock on (.+?)\s*$", drifted.output, re.MULTILINE)
-    assert named is not None and named[1] == DRIFT_NODE, drifted.output
+    assert named is not None and named[1] == ", ".join(sorted(drifted_nodes)), drifted.output
 
     converge = ansible.playbook("site.yml")
     _succeeded(converge, "converge run")
-    assert converge.changed()[DRIFT_NODE] > 0
+    assert {n for n, c in converge.changed().items() if c} == drifted_nodes, converge.changed()
     # The moved branch package puts that node, and only it, through the rolling play.
     assert converge.output.count(f"PLAY [{ROLLOUT_PLAY}]") == 1, converge.output
-    assert [n for n, c in converge.changed().items() if c and n != DRIFT_NODE] == []
+    # The check sent exactly the two drifted nodes to the converge plays, each for its own
+    # reason, in the check's words; the current node ran the check alone.
+    current = set(NODES) - drifted_nodes
+    for node in current:
+        assert f"ok: [{node}] => (item=current)" in converge.output, converge.output
+        assert converge.recap[node]["ok"] == CHECK_TASKS, (node, converge.recap)
+    for node in drifted_nodes:
+        assert converge.recap[node]["ok"] > CHECK_TASKS, converge.recap
+    verdicts = {
+        line.split("]")[0].removeprefix("ok: ["): line
+        for line in converge.output.splitlines()
+        if "(item=converge: " in line
+    }
+    assert f"package {DRIFT_PACKAGE}: {newer}, pinned {pin}" in verdicts[DRIFT_NODE], verdicts
+    assert f"package {DRIFT_PACKAGE}: not held" in verdicts[UNHELD_NODE], verdicts
     _succeeded(ansible.playbook("verify.yml"), "verify.yml after the converge run")
     _assert_pinned(node_list, expected, set(every_pin))
 

@@ -143,6 +143,7 @@ def test_there_are_files_to_compare() -> None:
     assert len(YAML_FILES) > 80 and set(REFERENCE_SPECS) <= set(YAML_FILES)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize(
     "path",
     [path for path in YAML_FILES if path.name not in NOT_FOR_RUAMEL],
@@ -573,6 +574,7 @@ def test_libyaml_is_there() -> None:
     assert load._LibyamlLoader is not None
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("path", YAML_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_without_libyaml_every_file_reads_the_same(
     path: Path, monkeypatch: pytest.MonkeyPatch
@@ -630,6 +632,7 @@ def mutant(source: bytes, rng: random.Random) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("spec", REFERENCE_SPECS, ids=lambda p: p.stem)
 def test_mutated_specs_never_raise_past_the_cli(spec: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Hundreds of byte-level mutations of each reference spec: load and validate raise
@@ -651,6 +654,7 @@ def test_mutated_specs_never_raise_past_the_cli(spec: Path, cli, tmp_path: Path)
     assert exits[0] > 10 and exits[1] > 100 and exits[2] > 0, exits
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("spec", REFERENCE_SPECS, ids=lambda p: p.stem)
 def test_mutated_specs_read_the_same_without_libyaml(
     spec: Path, monkeypatch: pytest.MonkeyPatch
