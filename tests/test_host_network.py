@@ -395,3 +395,74 @@ def test_the_role_knows_every_interface_file_the_family_names() -> None:
     interface_files = {d for d in dests if "roce-qos" not in d and not d.endswith(".expected")}
     assert len(interface_files) == 6  # 05- for eno1, which carries management, sorted(dests)
     assert {d for d in dests if matches(d)} == interface_files, sorted(dests)
+
+
+# The 128-node example with an NFS mount over its storage fabric: each GPU node's ib8 is in
+# 10.200.0.0/17 and ib9 in 10.200.128.0/17 (storage interfaces 1 and 2).
+SUPERPOD = (EXAMPLES / "superpod-rail-128node.yaml").read_text()
+
+
+def _with_mount(mount: str) -> str:
+    nfs = f"\nstorage:\n  nfs:\n    - {mount}\n  lustre:\n"
+    return _edited(SUPERPOD, "\nstorage:\n  lustre:\n", nfs)
+
+
+def _netplan_optional(files: dict[str, Artifact], node: str) -> dict[str, bool]:
+    """netdev -> whether the node's netplan file marks it optional (no hold on boot)."""
+    ethernets = yaml.safe_load(files[f"host_network/{node}/60-clustergen.yaml"].text)
+    return {
+        netdev: bool(entry.get("optional", False))
+        for netdev, entry in ethernets["network"]["ethernets"].items()
+    }
+
+
+RAILS = {f"ib{k}" for k in range(8)}
+
+
+@pytest.mark.parametrize(
+    ("mount", "held"),
+    [
+        # The server's address is in ib8's subnet: ib8 holds up boot, nothing else does.
+        ("{server: 10.200.0.2, export: /srv/data, path: /data, roles: [compute], transport: rdma}",
+         {"ib8"}),
+        # The same over TCP: the same link carries it.
+        ("{server: 10.200.130.9, export: /srv/data, path: /data, roles: [compute]}", {"ib9"}),
+        # A filer known by its DNS name, over RDMA: the storage links, either may carry it.
+        ("{server: filer.example.org, export: /d, path: /data, roles: [compute], transport: rdma}",
+         {"ib8", "ib9"}),
+        # Not required: it may come late, as nofail does; nothing holds up boot for it.
+        ("{server: 10.200.0.2, export: /d, path: /data, roles: [compute], transport: rdma, "
+         "required: false}", set()),
+        # A node of the spec: its name is its management address (/etc/hosts), whose link
+        # holds up boot already; and a DNS name over TCP goes where the resolver says.
+        ("{server: slurm-head, export: /srv/home, path: /home, roles: [compute]}", set()),
+        ("{server: filer.example.org, export: /d, path: /data, roles: [compute]}", set()),
+    ],
+)  # fmt: skip
+def test_a_required_mount_s_link_holds_up_boot(mount: str, held: set[str]) -> None:
+    """A required NFS mount starts after network-online.target; the link it goes over then
+    holds that target up, or the mount can start before its link is up and fail."""
+    files = _files(_with_mount(mount))
+    optional = _netplan_optional(files, "gpu001")
+    assert {netdev for netdev, is_optional in optional.items() if not is_optional} == held
+    assert set(optional) == RAILS | {"ib8", "ib9"}, optional
+    # A node that does not mount it is left as it was: the head's storage links.
+    head = _netplan_optional(files, "slurm-head")
+    assert head["ib0"] and head["ib1"], head
+    text = files["host_network/gpu001/60-clustergen.yaml"].text
+    for netdev in held:
+        assert f"    {netdev}:  # network.storage\n" in text
+        assert "holds up boot (network-online): the required NFS mount(s) /data go over it" in text
+
+
+def test_networkd_drops_required_for_online_no_on_a_required_mount_s_link(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(host_network, "host_format", lambda cluster: "networkd")
+    mount = "{server: 10.200.0.2, export: /d, path: /data, roles: [compute], transport: rdma}"
+    files = _files(_with_mount(mount))
+    held = files["host_network/gpu001/60-clustergen-ib8.network"].text
+    other = files["host_network/gpu001/60-clustergen-ib9.network"].text
+    assert "RequiredForOnline=no" not in held
+    assert "the required NFS mount(s) /data" in held
+    assert "\nRequiredForOnline=no\n" in other

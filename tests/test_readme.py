@@ -70,6 +70,22 @@ def test_readme_counts_and_names_every_example() -> None:
     assert [name for name in examples if f"`{name}`" not in section] == []
 
 
+_QUICK_START_RENDER = re.compile(
+    r"^## Quick start\n.*?^```sh\n.*?clustergen render (?P<spec>\S+) -o ", re.S | re.M
+)
+
+
+def test_the_quick_start_renders_an_example_that_validates_with_no_warning(cli) -> None:  # type: ignore[no-untyped-def]
+    """A newcomer's first render prints nothing to wonder about: the quick start's example
+    validates with no problem at all (the reference specs keep theirs for the checks)."""
+    found = _QUICK_START_RENDER.search(README.read_text(encoding="utf-8"))
+    assert found, "the README's quick start renders no example"
+    spec = REPO / found["spec"]
+    assert spec.parent == REPO / "examples", spec
+    result = cli("validate", "--format", "json", str(spec))
+    assert (result.code, result.out.strip()) == (0, "[]"), result.out
+
+
 def test_readme_says_the_storage_fabric_s_switches_are_refused() -> None:
     """The key table's storage switches row says what validate does with them (the
     shared model's description said they become topology.conf)."""

@@ -31,14 +31,22 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
 - PMIx, the runtime Slurm's mpi/pmix plugin loads (slurm.mpi: pmix, docs/slurm.md "MPI and
   PMIx") [src: `apt-cache policy libpmix2` on Debian 12: 4.2.2-1+deb12u1; trixie's
   libpmix2t64_5.0.7-1 .deb, the t64 rename of libpmix2 (packages.debian.org/trixie/
-  libpmix2t64)]. Pinned as its upstream version with any revision, as rdma-core is. Not
-  known here: Ubuntu, EL.
+  libpmix2t64); noble's universe/binary-amd64 Packages index (archive.ubuntu.com, read
+  2026-12-06): libpmix2t64 5.0.1-4.1build1, not in noble-updates, and noble's
+  Contents-amd64: mpi_pmix_v5.so in slurm-wlm-basic-plugins (Slurm 23.11.4, which opens
+  libpmix.so.2)]. Pinned as its upstream version with any revision, as rdma-core is. Not
+  known here: EL, Ubuntu 26.04; and none on Ubuntu 22.04, whose Slurm 21.08.5 is built
+  without the plugin (jammy's Contents-amd64 lists no mpi_pmix), so a PMIx there serves
+  no srun.
 - Open MPI, the MPI nccl-tests is built with (software.nccl_tests) [src: `apt-cache policy
   openmpi-bin libopenmpi-dev` on Debian 12: 4.1.4-3+b1; libopenmpi3 4.1.4 depends on
   libpmix2 (>= 4.2.2), so its ranks take their PMIx from Slurm's mpi/pmix; trixie's
   Packages index: openmpi-bin and libopenmpi-dev 5.0.7-1, libopenmpi40 depends on
-  libpmix2t64 (>= 5.0.6)]. Pinned as its upstream version with any revision. Not known
-  here: Ubuntu, EL.
+  libpmix2t64 (>= 5.0.6); Ubuntu's universe/binary-amd64 Packages indexes (read
+  2026-12-06): jammy openmpi-bin and libopenmpi-dev 4.1.2-2ubuntu1, noble 4.1.6-7ubuntu2,
+  whose libopenmpi3t64 depends on libpmix2 (>= 5.0.1), which libpmix2t64 provides; neither
+  in -updates]. Pinned as its upstream version with any revision. Not known here: Ubuntu
+  26.04, EL.
 - prometheus-node-exporter (monitoring.node_exporter) [src: `apt-cache policy
   prometheus-node-exporter` on Debian 12: 1.5.0-1+b6; trixie's Packages index:
   1.9.0-1+b4]; pinned as its upstream version with any revision. Not known here for the
@@ -123,6 +131,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             rdma_core="39.0",
             perftest="4.4+0.37-1",
             opensm="3.3.23-2",
+            openmpi="4.1.2",
         ),
         Distribution(
             "ubuntu-24.04",
@@ -133,6 +142,8 @@ DISTRIBUTIONS: dict[str, Distribution] = {
             rdma_core="50.0",
             perftest="24.01.0+0.38-1build2",
             opensm="3.3.23-2",
+            pmix=("libpmix2t64", "5.0.1"),
+            openmpi="4.1.6",
             ansible="9.2.0+dfsg",
             ansible_core="2.16.3",
             git="1:2.43.0",

@@ -18,6 +18,7 @@ from clustergen.catalog.groups import HOST_NETWORK_GROUP
 from clustergen.outputs.host_network.derive import (
     HostLink,
     NodeNetwork,
+    node_links,
     node_networks,
     roce_qos,
 )
@@ -63,7 +64,7 @@ def _node_files(
         return Install(dest, HOST_NETWORK_GROUP, RECONFIGURE, mode=mode, hosts=(node.node,))
 
     at = f"host_network/{node.node}"
-    links = node.links  # grouped once, for the templates and the files
+    links = node_links(cluster, node)  # grouped once, for the templates and the files
     values = {"node": node.node, "interfaces": node.interfaces, "links": links}
     artifacts = []
     if format_ == "netplan":

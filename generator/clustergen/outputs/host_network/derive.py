@@ -63,6 +63,9 @@ class HostLink:
 
     netdev: str
     addresses: tuple[HostInterface, ...]
+    # The required NFS mounts of the node that reach their server through this link
+    # (mounts_over): it then holds up network-online.target, which they start after.
+    holds_mounts: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -84,6 +87,12 @@ class HostLink:
     def carries_management(self) -> bool:
         """The node's way in: it holds up boot (network-online) like the distribution's."""
         return any(a.network == "management" for a in self.addresses)
+
+    @property
+    def required_for_online(self) -> bool:
+        """Whether network-online.target waits for it: the management link, and a link a
+        required mount needs; any other fabric link that is down does not hold up boot."""
+        return self.carries_management or bool(self.holds_mounts)
 
 
 @dataclass(frozen=True)
@@ -222,6 +231,61 @@ def _one_mtu_per_netdev(
         else i
         for i in interfaces
     ]
+
+
+def _server_addresses(cluster: ResolvedCluster, server: str) -> set[ipaddress.IPv4Address]:
+    """Where a mount's server is reached: its address as written, or a node of the spec
+    by the management address /etc/hosts gives its name (roles/cluster_base); none for a
+    DNS name, which only the site's resolver knows."""
+    try:
+        return {ipaddress.IPv4Address(server)}
+    except ValueError:
+        host = cluster.by_name.get(server)
+        if host is None or host.management_ip is None:
+            return set()
+        return {ipaddress.IPv4Address(host.management_ip)}
+
+
+def mounts_over(cluster: ResolvedCluster, node: NodeNetwork) -> dict[str, tuple[str, ...]]:
+    """netdev -> the required NFS mounts of the node that go over it, for its links that
+    do not carry management (which holds up boot already). A mount unit starts after
+    network-online.target (outputs/nfs), which does not wait for a link with
+    RequiredForOnline=no: a required mount over such a link could start before its link
+    is up, fail, and leave the node without it. Its link is the one whose subnet holds
+    the server's address; for NFS over RDMA to a server known only by a DNS name, the
+    node's storage links, else its fabric links (RDMA goes over an RDMA device)."""
+    storage = cluster.spec.storage
+    if storage is None:
+        return {}
+    links = [link for link in node.links if not link.carries_management]
+    found: dict[str, list[str]] = {}
+    for mount, clients in zip(storage.nfs, cluster.nfs_clients, strict=True):
+        if not mount.required or node.node not in clients:
+            continue
+        addresses = _server_addresses(cluster, mount.server)
+        over = [
+            link
+            for link in links
+            if any(
+                ip in ipaddress.IPv4Network(i.subnet) for i in link.addresses for ip in addresses
+            )
+        ]
+        if not addresses and mount.transport == "rdma":
+            for network in ("storage", "fabric"):
+                over = [link for link in links if any(i.network == network for i in link.addresses)]
+                if over:
+                    break
+        for link in over:
+            found.setdefault(link.netdev, []).append(mount.path)
+    return {netdev: tuple(paths) for netdev, paths in found.items()}
+
+
+def node_links(cluster: ResolvedCluster, node: NodeNetwork) -> tuple[HostLink, ...]:
+    """The node's links, each with the required mounts that need it up at boot."""
+    needed = mounts_over(cluster, node)
+    return tuple(
+        dataclasses.replace(link, holds_mounts=needed.get(link.netdev, ())) for link in node.links
+    )
 
 
 def node_networks(cluster: ResolvedCluster) -> tuple[NodeNetwork, ...]:
