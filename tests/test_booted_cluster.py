@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -61,6 +62,8 @@ DRIVER_UPGRADE = (f"nvidia_driver: {DRIVER}", f"nvidia_driver: {NEWER_DRIVER}")
 # change the GRES type of the node lines and of gres.conf.
 MAX_TIME_CHANGE = ('max_time: "1-00:00:00"', 'max_time: "2-00:00:00"')
 GPU_MODEL_CHANGE = ("model: h100-pcie-80gb", "model: h100-nvl-94gb")
+# Where the restart round adds a newer libnccl2 (software.packages): a library bump.
+NCCL_LINE = "  nccl: 2.21.5\n"
 NEW_GRES = "gpu:h100nvl:8"
 HEAD, GPU_NODES = "head", ("gpu1", "gpu2")
 GPUS_PER_NODE = 8
@@ -1147,11 +1150,63 @@ def _reconfigure_without_restart(
     return result.seconds
 
 
+def _planned(edits: SpecEdits, text: str) -> dict[str, Any]:
+    """`clustergen plan --format json` of the proposed spec against the tree the nodes run
+    on, as the pull request's review reads it before anything is applied (a file of the
+    spec's name in a folder of its own: plan compares by that name)."""
+    proposed = edits.path.parent / "proposed" / edits.path.name
+    proposed.parent.mkdir(parents=True, exist_ok=True)
+    proposed.write_text(text)
+    answer = subprocess.run(
+        [sys.executable, "-m", "clustergen", "plan", str(proposed), "-o", str(edits.rendered.out),
+         "--format", "json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert answer.returncode == 4, (answer.returncode, answer.stdout, answer.stderr)
+    document: dict[str, Any] = json.loads(answer.stdout)
+    return document
+
+
+# Package installs as the output names them: "TASK [pinned_packages : Install the pinned
+# versions with apt for <concern>]", then "changed: [<node>]".
+_INSTALL_TASK = re.compile(
+    r"^TASK \[pinned_packages : Install the pinned versions with apt for (\w+)\]"
+)
+
+
+def _installed_by_run(result: PlaybookRun) -> dict[str, set[str]]:
+    """Concern -> the nodes where the run installed a package of it."""
+    installed: dict[str, set[str]] = {}
+    concern = None
+    for line in result.output.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [")):
+            found = _INSTALL_TASK.match(line)
+            concern = found[1] if found else None
+        elif concern is not None and line.startswith("changed: ["):
+            installed.setdefault(concern, set()).add(line.removeprefix("changed: [").split("]")[0])
+    return installed
+
+
 def _restart_where_needed(cluster: BootedCluster, ansible: Ansible, edits: SpecEdits) -> float:
+    """New GPU boards and a newer NCCL in one pull request: plan names a restart of
+    slurmctld and both slurmds and an install of libnccl2 on both GPU nodes, with the
+    versions; site.yml then restarts exactly those daemons and installs exactly that
+    package on exactly those nodes, no more and no less."""
     before = _main_pids(cluster)
+    pin = edits.rendered.pins[0]["libnccl2"]
+    nccl = (NCCL_LINE, f'{NCCL_LINE}  packages: {{libnccl2: "{newer_version(pin)}"}}\n')
+    plan = _planned(edits, _edited(_edited(edits.text, *GPU_MODEL_CHANGE), *nccl))
+    steps = plan["steps"]
+    assert not plan["destructive"], plan
+    restarts = {(s["service"], n) for s in steps if s["action"] == "restart" for n in s["nodes"]}
+    installs = {s["service"]: set(s["nodes"]) for s in steps if s["action"] == "install"}
+    assert installs == {"nccl": set(GPU_NODES)}, steps
+    (install,) = [s for s in steps if s["action"] == "install"]
+    assert f"libnccl2 {pin} -> {newer_version(pin)}" in install["reasons"], install
     edits.apply(*GPU_MODEL_CHANGE)
+    edits.apply(*nccl)
     result = ansible.playbook("site.yml")
-    _succeeded(result, "site.yml after new GPU boards")
+    _succeeded(result, "site.yml after new GPU boards and a newer NCCL")
     # slurmd reads gres.conf only when it starts; and on 22.05 `scontrol reconfigure`
     # keeps a node's old GRES (tried on these nodes: sinfo kept gpu:h100:8 until
     # slurmctld restarted). slurmdbd has no reason to restart.
@@ -1161,6 +1216,13 @@ def _restart_where_needed(cluster: BootedCluster, ansible: Ansible, edits: SpecE
         before,
         after,
     )
+    # What plan said is what ran: the same daemons restarted, the same package installed
+    # on the same nodes, and no other package installed anywhere.
+    assert {(unit, name) for name, unit in restarted} == restarts, (restarts, restarted)
+    assert _installed_by_run(result) == installs, _changes(result)
+    for name in GPU_NODES:
+        version = cluster.nodes[name].sh("dpkg-query -W -f '${Version}' libnccl2").stdout
+        assert version == newer_version(pin), (name, version)
     _wait_for(
         f"both GPU nodes idle with {NEW_GRES}",
         lambda: all(_node_states(cluster).get(n) == ("idle", NEW_GRES) for n in GPU_NODES),

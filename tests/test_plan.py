@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import get_args
+from typing import Any, cast, get_args
 
 import pytest
 import yaml
@@ -237,6 +237,11 @@ def test_the_roll_out_installs_what_the_plan_rolls() -> None:
     plays = yaml.safe_load((REPO / "site.yml").read_text())
     (roll_out,) = [p for p in plays if p.get("vars", {}).get("nvidia_driver_rolling")]
     roles = {entry["role"] for entry in roll_out["roles"]}
+    roles |= {
+        task["ansible.builtin.include_role"]["name"]
+        for task in roll_out.get("tasks", [])
+        if "ansible.builtin.include_role" in task
+    }
     assert roles == {c.role for c in CONCERNS if c.name == "nvidia_driver" or c.with_driver}
 
 
@@ -609,3 +614,54 @@ def test_one_order_names_every_action_once() -> None:
     assert sorted(SEVERITY) == sorted(set(get_args(PlanAction)) - {"nothing"})
     assert len(set(SEVERITY)) == len(SEVERITY)
     assert SEVERITY[:2] == ("reformat", "reboot")  # markdown() writes these two first
+
+
+GB200 = EXAMPLES / "gb200-nvl72-4rack.yaml"
+GB200_DRIVER = ("nvidia_driver: 570.133.20", "nvidia_driver: 570.158.01")
+GB200_DOMAINS = {
+    f"nvl{n}": [f"gb{t:03d}" for t in range(18 * n - 17, 18 * n + 1)] for n in (1, 2, 3, 4)
+}
+
+
+def _gb200_bumped(cli, tmp_path: Path) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+    """The GB200 example's tree, and its spec with a newer driver of the branch."""
+    spec = tmp_path / "pr" / GB200.name
+    spec.parent.mkdir()
+    spec.write_text(GB200.read_text(), encoding="utf-8")
+    tree = tmp_path / "tree"
+    assert cli("render", str(spec), "-o", str(tree)).code == 0
+    edit(spec, GB200_DRIVER)
+    return spec, tree
+
+
+def _gb200_driver_plan(cli, tmp_path: Path, *options: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    spec, tree = _gb200_bumped(cli, tmp_path)
+    result = cli("plan", str(spec), "-o", str(tree), "--format", "json", *options)
+    assert result.code == ExitCode.PLAN_CHANGES, result.err
+    return cast(dict[str, Any], json.loads(result.out)["driver_rollout"])
+
+
+def test_a_driver_roll_out_on_nvlink_domains_takes_each_domain_whole(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """GB200 NVL72: each batch is one NVLink domain's 18 trays (a domain runs one driver
+    and IMEX across its trays), and IMEX moves inside the batches with the driver: no
+    restart of it on every tray afterwards."""
+    rollout = _gb200_driver_plan(cli, tmp_path)
+    assert rollout["batch_nvlink_domains"] == [["nvl1"], ["nvl2"], ["nvl3"], ["nvl4"]]
+    assert rollout["batches"] == [GB200_DOMAINS[d] for d in ("nvl1", "nvl2", "nvl3", "nvl4")]
+    moved = {(p["concern"], p["package"], p["new"]) for p in rollout["packages"]}
+    assert ("NVIDIA IMEX", "nvidia-imex-570", "570.158.01-1") in moved, moved
+
+
+def test_domains_per_batch_takes_that_many_domains_at_once(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rollout = _gb200_driver_plan(cli, tmp_path, "--driver-domains-per-batch", "3")
+    assert rollout["batch_nvlink_domains"] == [["nvl1", "nvl2", "nvl3"], ["nvl4"]]
+    assert [len(batch) for batch in rollout["batches"]] == [54, 18]
+
+
+def test_the_gb200_driver_plan_a_reviewer_reads(cli, tmp_path: Path, update_golden: bool) -> None:  # type: ignore[no-untyped-def]
+    spec, tree = _gb200_bumped(cli, tmp_path)
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.PLAN_CHANGES, result.err
+    assert "restart `nvidia-imex`" not in result.out
+    text = result.out.replace(str(tree), "TREE")
+    check_current(REPO / "tests" / "plans" / "gb200-driver.md", text, update_golden)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,85 @@ def test_munge_key_check_names_the_variable_and_what_is_wrong(
     assert why in output, output
     if len(key) > 8:
         assert key not in output, "the check must not print the key"
+
+
+# Trays t1-t3 in one NVLink domain, t4-t5 in another (listed in the inventory the other
+# way round: the roll-out takes domains by group name), g1 and g2 outside any domain;
+# everything rolls but t2.
+ROLLOUT_INVENTORY = {
+    "all": {
+        "children": {
+            "nvidia_gpu": {"hosts": dict.fromkeys(["t4", "t5", "g1", "t1", "t2", "t3", "g2"])},
+            "nvlink_domain_rack_b": {"hosts": dict.fromkeys(["t4", "t5"])},
+            "nvlink_domain_rack_a": {"hosts": dict.fromkeys(["t1", "t2", "t3"])},
+        }
+    }
+}
+
+
+def _rollout_batches(tmp_path: Path, *extra: str) -> list[list[str]]:
+    """site.yml's roll-out play, its hosts, vars and serial as written, with one task that
+    prints each batch, after a play that makes nvidia_driver_rollout as plan.yml does."""
+    ansible_playbook = tool("ansible-playbook")
+    if ansible_playbook is None:
+        skip_or_fail("needs ansible-playbook")
+    (roll_out,) = [p for p in _plays("site.yml") if p.get("vars", {}).get("nvidia_driver_rolling")]
+    plays = [
+        {
+            "name": "plan",
+            "hosts": "all",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "ansible.builtin.group_by": {
+                        "key": "{{ 'nvidia_driver_rollout' "
+                        "if inventory_hostname != 't2' else 'current' }}"
+                    }
+                }
+            ],
+        },
+        {
+            "name": roll_out["name"],
+            "hosts": roll_out["hosts"],
+            "gather_facts": False,
+            "vars": roll_out["vars"],
+            "serial": roll_out["serial"],
+            "tasks": [
+                {
+                    "ansible.builtin.debug": {"msg": "BATCH {{ ansible_play_batch | join(' ') }}"},
+                    "run_once": True,
+                }
+            ],
+        },
+    ]
+    playbook = tmp_path / "rollout.yml"
+    playbook.write_text(json.dumps(plays), encoding="utf-8")
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps(ROLLOUT_INVENTORY), encoding="utf-8")
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0"}
+    result = subprocess.run(
+        [ansible_playbook, "-i", str(inventory), "-c", "local", str(playbook),
+         "-e", f"ansible_python_interpreter={sys.executable}", *extra],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The message as JSON or YAML (the repository's ansible.cfg: callback_result_format).
+    return [found[1].split() for found in re.finditer(r"msg\"?: \"?BATCH ([\w ]+)", result.stdout)]
+
+
+@pytest.mark.parametrize(
+    ("extra", "batches"),
+    [
+        ((), [["t1", "t3"], ["t4", "t5"], ["g1"], ["g2"]]),
+        (("-e", "clustergen_driver_domains_per_batch=2"),
+         [["t1", "t3", "t4", "t5"], ["g1"], ["g2"]]),
+        (("-e", "clustergen_driver_batch_size=2"), [["t1", "t3"], ["t4", "t5"], ["g1", "g2"]]),
+    ],
+)  # fmt: skip
+def test_the_roll_out_takes_each_nvlink_domain_whole(
+    tmp_path: Path, extra: tuple[str, ...], batches: list[list[str]]
+) -> None:
+    """The rolling trays of a domain in one batch (a domain runs one driver and IMEX across
+    its trays), the domains by group name, then the other GPU nodes in inventory order,
+    as `clustergen plan` lists them (commands/plan.driver_batches)."""
+    assert _rollout_batches(tmp_path, *extra) == batches

@@ -31,7 +31,7 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
 - PMIx, the runtime Slurm's mpi/pmix plugin loads (slurm.mpi: pmix, docs/slurm.md "MPI and
   PMIx") [src: `apt-cache policy libpmix2` on Debian 12: 4.2.2-1+deb12u1; trixie's
   libpmix2t64_5.0.7-1 .deb, the t64 rename of libpmix2 (packages.debian.org/trixie/
-  libpmix2t64); noble's universe/binary-amd64 Packages index (archive.ubuntu.com, read
+  libpmix2t64); noble's universe/binary-amd64 Packages index (Ubuntu's archive, read
   2026-12-06): libpmix2t64 5.0.1-4.1build1, not in noble-updates, and noble's
   Contents-amd64: mpi_pmix_v5.so in slurm-wlm-basic-plugins (Slurm 23.11.4, which opens
   libpmix.so.2)]. Pinned as its upstream version with any revision, as rdma-core is. Not

@@ -14,6 +14,9 @@ NVSWITCH_GROUP = "nvswitch"  # nodes whose GPUs sit on NVSwitch (fabric manager)
 # Compute trays of multi-node NVLink domains (gpu.nvlink_domain): IMEX. The inventory has
 # the group only when the spec has such trays.
 NVLINK_GROUP = "nvlink_tray"
+# Each multi-node NVLink domain's trays, a group per domain named after it: the driver
+# roll-out (site.yml) takes a domain's trays in one batch. Only in a spec with domains.
+NVLINK_DOMAIN_PREFIX = "nvlink_domain_"
 SLURM_GROUP = "slurm"  # every node with a Slurm role
 # With slurm.configless: the Slurm nodes that keep the configuration files slurmctld
 # serves to the compute nodes (controllers, login nodes, the slurmdbd host); the
@@ -105,6 +108,11 @@ _NOT_IN_GROUP_NAME = re.compile(r"[^A-Za-z0-9_]")
 def role_group(role: str) -> str:
     """Ansible group of a role: group names allow letters, digits and '_' only."""
     return _NOT_IN_GROUP_NAME.sub("_", role)
+
+
+def nvlink_domain_group(domain: str) -> str:
+    """Ansible group of an NVLink domain's trays."""
+    return NVLINK_DOMAIN_PREFIX + _NOT_IN_GROUP_NAME.sub("_", domain)
 
 
 def hardware_group(profile: str) -> str:

@@ -712,9 +712,10 @@ CONCERNS: tuple[Concern, ...] = (
         NVLINK_GROUP,
         "imex",
         _imex,
-        # Installed by the NVIDIA stack play after the roll-out (it installs the trays'
-        # node lists too, which the roll-out play, narrowed to the rolled nodes, must not).
+        # In each batch of the roll-out (roles/imex/tasks/packages.yml), before its reboot;
+        # its node lists come with the NVIDIA stack play, on every tray of the domain.
         change=NodeChange("restart", "nvidia-imex"),
+        with_driver=True,
         only_with_nodes=True,
     ),
     Concern("cuda", "CUDA toolkit", GPU_GROUP, "cuda", _cuda),

@@ -128,8 +128,16 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive,
         default=1,
         metavar="N",
-        help="nodes per batch of a rolling driver upgrade, as site.yml's "
-        "clustergen_driver_batch_size (default 1)",
+        help="GPU nodes outside NVLink domains per batch of a rolling driver upgrade, as "
+        "site.yml's clustergen_driver_batch_size (default 1)",
+    )
+    plan.add_argument(
+        "--driver-domains-per-batch",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="NVLink domains per batch of a rolling driver upgrade (each domain's trays roll "
+        "together), as site.yml's clustergen_driver_domains_per_batch (default 1)",
     )
     plan.add_argument(
         "--ignore",

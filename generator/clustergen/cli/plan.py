@@ -36,7 +36,7 @@ def execute(args: argparse.Namespace) -> int:
         raise SpecInvalid(problems)
     print_problems(problems, "text")
     files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
-    plan = make_plan(cluster, files, out_dir, args.driver_batch_size)
+    plan = make_plan(cluster, files, out_dir, args.driver_batch_size, args.driver_domains_per_batch)
     for path in unrendered_ansible_files(out_dir, files):
         print(unrendered_message(out_dir, path), file=sys.stderr)
     sys.stdout.write(markdown(plan) if args.plan_format == "markdown" else json_text(plan))

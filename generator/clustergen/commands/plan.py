@@ -61,6 +61,10 @@ class Plan:
     steps: list[Step]
     rollout: list[PackageChange]  # packages whose new version needs a reboot, node by node
     batches: list[list[str]]
+    # Per batch, the NVLink domains it takes whole (empty for a batch of other GPU nodes),
+    # and how many domains have trays that roll.
+    batch_domains: list[list[str]]
+    rolling_domains: int
     added: list[str]
     removed: list[str]
     tree_only: list[str]  # files that change in the tree but need nothing on nodes
@@ -86,7 +90,11 @@ class Plan:
 
 
 def make_plan(
-    cluster: ResolvedCluster, files: dict[str, Artifact], out_dir: Path, batch_size: int = 1
+    cluster: ResolvedCluster,
+    files: dict[str, Artifact],
+    out_dir: Path,
+    batch_size: int = 1,
+    domains_per_batch: int = 1,
 ) -> Plan:
     order = {host.name: index for index, host in enumerate(cluster.hosts)}
     old_hosts = _old_hosts(out_dir)
@@ -94,7 +102,7 @@ def make_plan(
     tree_only = _file_steps(steps, files, out_dir)
     rollout, rolling_nodes = _package_changes(steps, cluster, out_dir, tree_only)
     rolling = sorted(rolling_nodes, key=order.__getitem__)
-    batches = [rolling[i : i + batch_size] for i in range(0, len(rolling), batch_size)]
+    batches, batch_domains = driver_batches(cluster, rolling, batch_size, domains_per_batch)
     added, removed = _membership_changes(cluster, old_hosts, order)
     reboot = cluster.spec.slurm.reboot
     return Plan(
@@ -103,6 +111,8 @@ def make_plan(
         steps=steps.ordered(),
         rollout=rollout,
         batches=batches,
+        batch_domains=batch_domains,
+        rolling_domains=sum(1 for names in batch_domains for _ in names),
         added=added,
         removed=removed,
         tree_only=tree_only,
@@ -110,6 +120,33 @@ def make_plan(
         reboot_mode=reboot.mode if reboot else "ansible",
         max_per_partition=reboot.max_per_partition if reboot else None,
     )
+
+
+def driver_batches(
+    cluster: ResolvedCluster, rolling: list[str], batch_size: int, domains_per_batch: int
+) -> tuple[list[list[str]], list[list[str]]]:
+    """The driver roll-out's batches as site.yml's roll-out play walks them: the rolling
+    trays of each NVLink domain together (domains_per_batch domains a batch, the domains
+    by their inventory group's name), then the other rolling GPU nodes, batch_size at a
+    time, in spec order. Returns the batches and, per batch, the domains it takes."""
+    wanted = set(rolling)
+    domains = [
+        (domain.name, [n for n in domain.nodes if n in wanted])
+        for _, domain in cluster.nvlink_domain_groups
+    ]
+    rolled = [(name, nodes) for name, nodes in domains if nodes]
+    batches: list[list[str]] = []
+    names: list[list[str]] = []
+    for i in range(0, len(rolled), domains_per_batch):
+        chunk = rolled[i : i + domains_per_batch]
+        batches.append([n for _, nodes in chunk for n in nodes])
+        names.append([name for name, _ in chunk])
+    in_domains = {n for _, nodes in rolled for n in nodes}
+    others = [n for n in rolling if n not in in_domains]
+    for i in range(0, len(others), batch_size):
+        batches.append(others[i : i + batch_size])
+        names.append([])
+    return batches, names
 
 
 class _Steps:
@@ -626,16 +663,36 @@ def _rollout_lines(plan: Plan) -> list[str]:
         f"batch(es) of {size}",
         "",
         *how,
+        *_domain_lines(plan),
         "",
         *(f"- {_described(change)}" for change in plan.rollout),
         "",
-        *_batch_lines(plan.batches),
+        *_batch_lines(plan.batches, plan.batch_domains),
         "",
     ]
 
 
-def _batch_lines(batches: list[list[str]], shown: int = 12) -> list[str]:
-    numbered = [f"{i}. {compress(batch)}" for i, batch in enumerate(batches, 1)]
+def _domain_lines(plan: Plan) -> list[str]:
+    """What rolling NVLink domains whole costs running jobs."""
+    if not plan.rolling_domains:
+        return []
+    out = max(len(names) for names in plan.batch_domains)
+    return [
+        "",
+        f"NVLink domains roll whole, with everything bound to the driver (fabric manager, "
+        f"IMEX) in the same batch: {out} of the {plan.rolling_domains} domain(s) that change "
+        "out at once. A batch's trays drain together, so a job on any of them ends before "
+        "its domain reboots, and no job starts there until every tray of the domain is "
+        "back on the new driver; the other domains keep running jobs.",
+    ]
+
+
+def _batch_lines(batches: list[list[str]], domains: list[list[str]], shown: int = 12) -> list[str]:
+    numbered = [
+        f"{i}. {compress(batch)}"
+        + (f" (NVLink domain{'s' if len(names) > 1 else ''} {', '.join(names)})" if names else "")
+        for i, (batch, names) in enumerate(zip(batches, domains, strict=True), 1)
+    ]
     if len(numbered) <= shown:
         return numbered
     return [
@@ -698,6 +755,7 @@ def json_text(plan: Plan) -> str:
                 for c in plan.rollout
             ],
             "batches": plan.batches,
+            "batch_nvlink_domains": plan.batch_domains,
             "mode": plan.reboot_mode,
             "max_per_partition": plan.max_per_partition,
         },

@@ -46,6 +46,7 @@ from clustergen.catalog.groups import (
     SLURM_GROUP,
     SLURM_ROLES,
     hardware_group,
+    nvlink_domain_group,
     role_group,
 )
 from clustergen.catalog.monitoring import slurm_metrics_kind
@@ -208,8 +209,25 @@ class ResolvedCluster:
 
     @cached_property
     def groups(self) -> tuple[InventoryGroup, ...]:
-        """Role groups, hardware profile groups and the derived groups, sorted by name."""
-        return inventory_groups(self.spec, self.hosts)
+        """Role groups, hardware profile groups and the derived groups (a group per NVLink
+        domain among them), sorted by name."""
+        groups = list(inventory_groups(self.spec, self.hosts))
+        groups += [InventoryGroup(name, d.nodes, ()) for name, d in self.nvlink_domain_groups]
+        return tuple(sorted(groups, key=lambda g: g.name))
+
+    @cached_property
+    def nvlink_domain_groups(self) -> tuple[tuple[str, ResolvedDomain], ...]:
+        """Each NVLink domain with its inventory group's name (nvlink_domain_<name>), in
+        the order of the names: the order site.yml's driver roll-out takes them."""
+        taken = {group.name for group in inventory_groups(self.spec, self.hosts)}
+        named = []
+        for index, domain in enumerate(self.nvlink_domains, start=1):
+            name = nvlink_domain_group(domain.name)
+            if name in taken:  # two names alike once made group names (rack-1, rack_1)
+                name = f"{name}_{index}"
+            taken.add(name)
+            named.append((name, domain))
+        return tuple(sorted(named, key=lambda pair: pair[0]))
 
     @cached_property
     def nfs_clients(self) -> tuple[Members, ...]:

@@ -37,7 +37,7 @@ ROLLOUT_SCRIPT = f"{SLURM_ETC}/clustergen-reboot-rollout.sh"
 
 def boot_concerns() -> list[Concern]:
     """The concerns whose change needs the reboot Slurm rolls: the NVIDIA driver and what
-    moves with it (the fabric manager). Lustre servers are no Slurm nodes."""
+    moves with it (the fabric manager, IMEX). Lustre servers are no Slurm nodes."""
     return [c for c in CONCERNS if c.name == "nvidia_driver" or c.with_driver]
 
 
