@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from clustergen.model.common import expand_hostlist
 
 from support.ci import require, tool
 from support.paths import EXAMPLES, README, REPO
@@ -114,7 +117,8 @@ def test_quick_start_renders_a_tree_that_applies_with_only_the_wheel_and_ansible
     for playbook in ("site.yml", "verify.yml"):
         _run(["ansible-playbook", playbook, "--syntax-check"], out, ansible_env)
     graph = _run(["ansible-inventory", "--graph"], out, ansible_env)
-    assert "@nvidia_gpu:" in graph and "gpu01" in graph
+    first_gpu = yaml.safe_load((out / "versions.lock").read_text())["groups"]["nvidia_gpu"]
+    assert "@nvidia_gpu:" in graph and f"--{expand_hostlist(first_gpu['nodes'])[0]}" in graph
     _run(["ansible-lint", "--offline", "--profile", "production"], out, ansible_env)
 
 
