@@ -40,9 +40,9 @@ ML = EXAMPLES / "ml-training-8node.yaml"
 ROLES = REPO / "roles"
 
 
-def applied(cli, spec_text: str, tmp_path: Path) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+def applied(cli, spec_text: str, tmp_path: Path, name: str = ML.name) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
     """The tree the cluster runs on, rendered from spec_text; returns (spec, tree)."""
-    spec = tmp_path / "pr" / ML.name  # same name as the spec that rendered the tree
+    spec = tmp_path / "pr" / name  # same name as the spec that rendered the tree
     spec.parent.mkdir()
     spec.write_text(spec_text, encoding="utf-8")
     tree = tmp_path / "tree"
@@ -625,11 +625,7 @@ GB200_DOMAINS = {
 
 def _gb200_bumped(cli, tmp_path: Path) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
     """The GB200 example's tree, and its spec with a newer driver of the branch."""
-    spec = tmp_path / "pr" / GB200.name
-    spec.parent.mkdir()
-    spec.write_text(GB200.read_text(), encoding="utf-8")
-    tree = tmp_path / "tree"
-    assert cli("render", str(spec), "-o", str(tree)).code == 0
+    spec, tree = applied(cli, GB200.read_text(), tmp_path, GB200.name)
     edit(spec, GB200_DRIVER)
     return spec, tree
 

@@ -61,10 +61,8 @@ class Plan:
     steps: list[Step]
     rollout: list[PackageChange]  # packages whose new version needs a reboot, node by node
     batches: list[list[str]]
-    # Per batch, the NVLink domains it takes whole (empty for a batch of other GPU nodes),
-    # and how many domains have trays that roll.
+    # Per batch, the NVLink domains it takes whole (empty for a batch of other GPU nodes).
     batch_domains: list[list[str]]
-    rolling_domains: int
     added: list[str]
     removed: list[str]
     tree_only: list[str]  # files that change in the tree but need nothing on nodes
@@ -75,6 +73,11 @@ class Plan:
     # and in slurm mode the bound on nodes out per partition.
     reboot_mode: str = "ansible"
     max_per_partition: int | None = None
+
+    @property
+    def rolling_domains(self) -> int:
+        """How many NVLink domains have trays that roll."""
+        return sum(map(len, self.batch_domains))
 
     @property
     def destructive(self) -> bool:
@@ -112,7 +115,6 @@ def make_plan(
         rollout=rollout,
         batches=batches,
         batch_domains=batch_domains,
-        rolling_domains=sum(1 for names in batch_domains for _ in names),
         added=added,
         removed=removed,
         tree_only=tree_only,

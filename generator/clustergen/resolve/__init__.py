@@ -211,15 +211,20 @@ class ResolvedCluster:
     def groups(self) -> tuple[InventoryGroup, ...]:
         """Role groups, hardware profile groups and the derived groups (a group per NVLink
         domain among them), sorted by name."""
-        groups = list(inventory_groups(self.spec, self.hosts))
+        groups = [*self._spec_groups]
         groups += [InventoryGroup(name, d.nodes, ()) for name, d in self.nvlink_domain_groups]
         return tuple(sorted(groups, key=lambda g: g.name))
+
+    @cached_property
+    def _spec_groups(self) -> tuple[InventoryGroup, ...]:
+        """The groups the spec's roles, profiles and sections make (all but the domains')."""
+        return inventory_groups(self.spec, self.hosts)
 
     @cached_property
     def nvlink_domain_groups(self) -> tuple[tuple[str, ResolvedDomain], ...]:
         """Each NVLink domain with its inventory group's name (nvlink_domain_<name>), in
         the order of the names: the order site.yml's driver roll-out takes them."""
-        taken = {group.name for group in inventory_groups(self.spec, self.hosts)}
+        taken = {group.name for group in self._spec_groups}
         named = []
         for index, domain in enumerate(self.nvlink_domains, start=1):
             name = nvlink_domain_group(domain.name)
