@@ -279,8 +279,10 @@ def test_site_pins_holds_and_reports_drift(
     assert {n for n, c in converge.changed().items() if c} == drifted_nodes, converge.changed()
     # The moved branch package puts that node, and only it, through the rolling play.
     assert converge.output.count(f"PLAY [{ROLLOUT_PLAY}]") == 1, converge.output
-    # The check sent exactly the two drifted nodes to the converge plays, each for its own
-    # reason, in the check's words; the current node ran the check alone.
+    # The check sent exactly the two drifted nodes to the plays of the packages' family
+    # (the NVIDIA stack's, with the driver's plan and roll-out: `partial nccl`), each for
+    # its own reason, in the check's words; the current node ran the check alone, and no
+    # drifted node ran a play of another family.
     current = set(NODES) - drifted_nodes
     for node in current:
         assert f"ok: [{node}] => (item=current)" in converge.output, converge.output
@@ -290,10 +292,12 @@ def test_site_pins_holds_and_reports_drift(
     verdicts = {
         line.split("]")[0].removeprefix("ok: ["): line
         for line in converge.output.splitlines()
-        if "(item=converge: " in line
+        if "(item=partial nccl: " in line
     }
     assert f"package {DRIFT_PACKAGE}: {newer}, pinned {pin}" in verdicts[DRIFT_NODE], verdicts
     assert f"package {DRIFT_PACKAGE}: not held" in verdicts[UNHELD_NODE], verdicts
+    assert "TASK [slurm : " not in converge.output, converge.output
+    assert "TASK [cluster_base : " not in converge.output, converge.output
     _succeeded(ansible.playbook("verify.yml"), "verify.yml after the converge run")
     _assert_pinned(node_list, expected, set(every_pin))
 

@@ -66,14 +66,42 @@ def test_release_is_byte_stable_and_covers_what_site_yml_applies(tmp_path: Path)
     assert _release(facility, tmp_path) == release
 
 
-def test_the_base_changes_with_everything_but_the_rendered_files(tmp_path: Path) -> None:
-    """A MaxTime edit changes slurm.conf alone: the release moves, its base does not, so
-    a node converges only the Slurm plays. A pin is a group variable: both move."""
+def test_the_base_changes_with_everything_but_the_rendered_files_and_the_pins(
+    tmp_path: Path,
+) -> None:
+    """A MaxTime edit changes slurm.conf alone, an NCCL or driver bump only pins (the
+    driver's package names, version and sibling records too): the release moves, its base
+    does not, so a node converges only the plays of the families concerned. Any other
+    group variable moves both: the cluster's domain."""
     release, base = _stamps(SPEC.read_text(encoding="utf-8"), tmp_path)
     max_time = _stamps(_edited('max_time: "01:00:00"', 'max_time: "02:00:00"'), tmp_path)
     assert max_time[0] != release and max_time[1] == base
     nccl = _stamps(_edited("nccl: 2.21.5", "nccl: 2.23.4"), tmp_path)
-    assert nccl[0] != release and nccl[1] != base
+    assert nccl[0] != release and nccl[1] == base
+    text = SPEC.read_text(encoding="utf-8").replace("550.90.07", "550.127.05")
+    driver = _stamps(text, tmp_path)
+    assert driver[0] != release and driver[1] == base
+    moved = _stamps(_edited("domain: hpc.example.org", "domain: hpc.example.net"), tmp_path)
+    assert moved[0] != release and moved[1] != base
+
+
+def test_all_yml_names_the_family_of_each_concern_of_the_cluster(tmp_path: Path) -> None:
+    """clustergen_pins: the concerns of groups with nodes (no IMEX without NVLink trays),
+    each with the family whose plays install it alone and its pin variables."""
+    path = tmp_path / SPEC.name
+    path.write_text(SPEC.read_text(encoding="utf-8"), encoding="utf-8")
+    cluster, problems = validate_cluster(load_spec(str(path)))
+    assert cluster is not None, [p.format() for p in problems]
+    all_vars = yaml.safe_load(render_all(cluster)["inventory/group_vars/all.yml"].text)
+    pins = {entry["concern"]: entry for entry in all_vars["clustergen_pins"]}
+    assert "imex" not in pins
+    assert pins["nvidia_driver"] == {
+        "concern": "nvidia_driver",
+        "family": "nccl",
+        "variables": ["nvidia_driver_packages", "nvidia_driver_siblings", "nvidia_driver_version"],
+    }
+    assert pins["slurm_compute"]["family"] == "slurm"
+    assert pins["rdma"]["family"] == ""
 
 
 def test_release_digest_separates_paths_from_text() -> None:
@@ -347,6 +375,110 @@ def test_a_file_no_longer_rendered_converges_the_family_that_had_it(tmp_path: Pa
     assert _check(tmp_path, state, request) == [
         "partial slurm",
         f"file {tmp_path / 'node.conf'}: no longer rendered for this node",
+    ]
+
+
+def _pins(family: str, sha256: str, **packages: str) -> dict[str, object]:
+    return {"family": family, "packages": packages, "sha256": sha256}
+
+
+def _held(package: str) -> bool:
+    held = subprocess.run(["apt-mark", "showhold"], capture_output=True, text=True).stdout
+    return package in held.split()
+
+
+def test_a_pin_change_converges_its_family_alone(tmp_path: Path) -> None:
+    """A concern whose pins changed (its variables' sha256) runs its family's plays, with
+    each of its packages that is not at the new pin, on the real dpkg database; the
+    concerns whose pins did not change stay out; a concern that is the same and in place
+    leaves "partial" alone."""
+    if shutil.which("dpkg-query") is None:
+        skip_or_fail("needs dpkg (Debian, as CI)")
+    version = _installed_version("dpkg")
+    recorded = {"nccl": _pins("nccl", "1" * 64), "slurm_compute": _pins("slurm", "2" * 64)}
+    state = _recorded(tmp_path, pins=recorded)
+    same = _partial_request(tmp_path, state, pins=recorded, families=["nccl", "slurm"])
+    assert _check(tmp_path, state, same) == ["partial"]
+    bumped = dict(recorded, nccl=_pins("nccl", "3" * 64, dpkg=f"9:{version}"))
+    request = _partial_request(tmp_path, state, pins=bumped, families=["nccl", "slurm"])
+    expected = [
+        "partial nccl",
+        "pins of nccl: changed",
+        f"package dpkg: {version}, pinned 9:{version}",
+    ]
+    if not _held("dpkg"):
+        expected.append("package dpkg: not held")
+    assert _check(tmp_path, state, request) == expected
+
+
+def test_a_package_moved_from_its_unchanged_pin_converges_its_family(tmp_path: Path) -> None:
+    """The same pins, a package no longer at its pin (a release's partial run finds the
+    drift too): its concern's family converges, and no pin is said to have changed."""
+    if shutil.which("dpkg-query") is None:
+        skip_or_fail("needs dpkg (Debian, as CI)")
+    version = _installed_version("dpkg")
+    recorded = {"slurm_compute": _pins("slurm", "2" * 64, dpkg=f"9:{version}")}
+    state = _recorded(tmp_path, pins=recorded)
+    lines = _check(tmp_path, state, _partial_request(tmp_path, state, pins=recorded))
+    assert lines[:2] == ["partial slurm", f"package dpkg: {version}, pinned 9:{version}"], lines
+    assert not any(line.startswith("pins of") for line in lines), lines
+
+
+def test_a_package_moved_on_a_current_release_converges_its_family_alone(
+    tmp_path: Path,
+) -> None:
+    """The release the node recorded, one package moved from its pin: only its concern's
+    family converges; with anything else different too (a file), the node converges in
+    full, naming both; a concern of no family (rdma) converges in full."""
+    if shutil.which("dpkg-query") is None:
+        skip_or_fail("needs dpkg (Debian, as CI)")
+    version = _installed_version("dpkg")
+    moved = f"package dpkg: {version}, pinned 9:{version}"
+    pins = {"slurm_compute": _pins("slurm", "2" * 64, dpkg=f"9:{version}")}
+    state = _state(tmp_path, pins=pins, packages={"dpkg": f"9:{version}"})
+    request = _request(tmp_path, pins=pins, families=["slurm"])
+    lines = _check(tmp_path, state, request)
+    assert lines[:2] == ["partial slurm", moved], lines
+    (tmp_path / "node.conf").write_text("Key=other\n")
+    lines = _check(tmp_path, state, request)
+    assert lines[:3] == ["converge", f"file {tmp_path / 'node.conf'}: content differs", moved]
+    (tmp_path / "node.conf").write_text("Key=value\n")
+    rdma = {"rdma": _pins("", "2" * 64, dpkg=f"9:{version}")}
+    lines = _check(tmp_path, _state(tmp_path, pins=rdma), _request(tmp_path, pins=rdma))
+    assert lines[:2] == ["converge", moved], lines
+
+
+def test_pins_that_no_family_installs_alone_converge_in_full(tmp_path: Path) -> None:
+    """A concern whose play takes no family (rdma), one dropped whose family the request
+    does not name among those that converge alone, or pins on one side only (a node
+    recorded by another clustergen): the node converges in full, and says why. A concern
+    added whose family converges alone runs that family's plays."""
+    changed = f"release {'a' * 12} recorded, this run applies {'b' * 12}"
+    recorded = {"rdma": _pins("", "1" * 64), "nccl": _pins("nccl", "2" * 64)}
+    state = _recorded(tmp_path, pins=recorded)
+    rdma = _partial_request(tmp_path, state, pins=dict(recorded, rdma=_pins("", "3" * 64)))
+    assert _check(tmp_path, state, rdma) == [
+        "converge",
+        changed,
+        "pins of rdma: changed",
+        "pins of rdma: no play installs them alone",
+    ]
+    added = _partial_request(
+        tmp_path, state, pins=dict(recorded, nhc=_pins("nhc", "4" * 64)), families=["nhc"]
+    )
+    assert _check(tmp_path, state, added) == ["partial nhc", "pins of nhc: added"]
+    dropped = _partial_request(tmp_path, state, pins={"rdma": recorded["rdma"]})
+    assert _check(tmp_path, state, dropped) == ["converge", changed, "pins of nccl: dropped"]
+    bumped = dict(recorded, nccl=_pins("nccl", "5" * 64))
+    unknown = _partial_request(tmp_path, state, pins=bumped, families=["slurm"])
+    assert _check(tmp_path, state, unknown) == ["converge", changed, "pins of nccl: changed"]
+    older = _partial_request(tmp_path, state)
+    assert _check(tmp_path, state, older) == ["converge", changed, "pins not in the request"]
+    unrecorded = _recorded(tmp_path)
+    assert _check(tmp_path, unrecorded, _partial_request(tmp_path, state, pins=recorded)) == [
+        "converge",
+        changed,
+        "pins not recorded",
     ]
 
 

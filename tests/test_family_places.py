@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from clustergen.base.artifacts import Artifact, Install, NodeChange
+from clustergen.catalog.packages import CONCERNS, PIN_PLAYS
 from clustergen.outputs import FAMILIES, OWN_ROLE, UNINSTALLED
 from clustergen.outputs.ansible.files import FAMILIES_HANDLER, FAMILIES_ROLE, handler_name
 from clustergen.render import render_families
@@ -37,6 +38,9 @@ from clustergen.templating import environment
 from clustergen.validate import validate_cluster
 
 from support.paths import DATA, EXAMPLES, REFERENCE_SPECS, REPO
+
+# The repository's own files: the fast matrix leaves this to the main run.
+pytestmark = pytest.mark.repository
 
 ROLES = REPO / "roles"
 CONVERGE_VARS = "roles/clustergen_state/vars/main.yml"
@@ -139,10 +143,25 @@ def site(root: Path = REPO) -> Site:
     )
 
 
-def partial_problems(the_site: Site) -> list[str]:
-    """Where a partial converge (a release that changes only some families' files)
-    would skip a play it needs, or names a family no play converges."""
+def partial_problems(the_site: Site, pin_plays: Mapping[str, str] = PIN_PLAYS) -> list[str]:
+    """Where a partial converge (a release that changes only some families' files or
+    some concerns' pins) would skip a play it needs, or names a family no play
+    converges."""
     problems = []
+    for role, family in sorted(pin_plays.items()):
+        if family not in the_site.partial:
+            problems.append(
+                f"PIN_PLAYS names family {family} for role {role}'s pins, but "
+                f"clustergen_state_partial_role_families in {CONVERGE_VARS} does not"
+            )
+        for play in the_site.plays:
+            if role in play.runs and play.converge_only and family not in play.families:
+                problems.append(
+                    f"play {play.name!r} of site.yml runs role {role}, whose pins converge "
+                    f"with family {family} (PIN_PLAYS), but its hosts do not take "
+                    f"groups['{_FAMILY_GROUP}{family}']: a release that changes only those "
+                    "pins would record its nodes without the play"
+                )
     installed = frozenset().union(*the_site.installs.values())
     for family in sorted(the_site.partial - installed):
         problems.append(
@@ -644,6 +663,22 @@ def test_every_play_of_a_partial_family_takes_its_nodes() -> None:
     slurm = next(p for p in site().plays if p.name == "Slurm")
     assert slurm.families == {"slurm"}
     assert {"slurm", "host_network", "nccl"} <= site().partial
+
+
+def test_every_role_of_a_concern_converges_its_pins_alone_or_says_why_not() -> None:
+    """Each role that installs a concern's pins is in PIN_PLAYS, but rdma, whose play
+    takes no family (its pins converge the node in full); a PIN_PLAYS family that a
+    play running its role does not take is named."""
+    assert {c.role for c in CONCERNS} - set(PIN_PLAYS) == {"rdma"}
+    problems = partial_problems(site(), {**PIN_PLAYS, "rdma": "nhc"})
+    assert problems == [
+        "play 'RDMA stack' of site.yml runs role rdma, whose pins converge with family nhc "
+        "(PIN_PLAYS), but its hosts do not take groups['clustergen_family_nhc']: a release "
+        "that changes only those pins would record its nodes without the play"
+    ], problems
+    assert partial_problems(site(), {"rdma": "rdma"})[0].startswith(
+        "PIN_PLAYS names family rdma for role rdma's pins, but"
+    )
 
 
 @pytest.mark.parametrize(

@@ -97,4 +97,38 @@ def test_the_filters_are_registered() -> None:
         "pinned_version_matches",
         "pinned_installed_version",
         "pinned_installed_matches",
+        "pinned_apt_missing",
+        "pinned_apt_unheld",
     }
+
+
+def _dpkg(*rows: tuple[str, str, str, str]) -> list[str]:
+    return ["\t".join(row) for row in rows]
+
+
+def test_apt_runs_only_for_packages_off_their_pin() -> None:
+    """What dpkg-query says decides whether apt opens its cache: a package at its pin
+    (epochs and globs as apt matches them) is left alone; one at another version, not
+    installed (half-installed, unknown), or installed for two architectures is missing."""
+    lines = _dpkg(
+        ("bash", "5.2.15-2+b7", "hold", "installed"),
+        ("rdma-core", "44.0-2", "install", "installed"),
+        ("datacenter-gpu-manager", "1:3.3.6", "hold", "installed"),
+        ("libnccl2", "2.21.5-1+cuda12.4", "hold", "installed"),
+        ("libc6", "2.36-9", "install", "installed"),
+        ("libc6", "2.36-9", "install", "installed"),
+        ("munge", "0.5.15-2", "install", "half-installed"),
+    )
+    pins = {
+        "bash": "5.2.15-2+b7",
+        "rdma-core": "44.0-*",
+        "datacenter-gpu-manager": "1:3.3.6",
+        "libnccl2": "2.23.4-1+cuda12.4",
+        "libc6": "2.36-9",
+        "munge": "0.5.15-2",
+        "perftest": "4.5-1",
+    }
+    assert pv.apt_missing(pins, lines) == ["libc6", "libnccl2", "munge", "perftest"]
+    assert pv.apt_missing({"datacenter-gpu-manager": "3.3.6"}, lines) == ["datacenter-gpu-manager"]
+    assert pv.apt_unheld(pins, lines) == ["libc6", "munge", "perftest", "rdma-core"]
+    assert pv.apt_missing({"bash": "5.2.15-2+b7"}, lines[:1]) == []

@@ -686,6 +686,32 @@ class Concern:
     monitoring: MonitoringPins | None = None
 
 
+# The family whose group (clustergen_family_<family>) the plays of site.yml that run each
+# concern's role take: a release whose only difference on a node is a concern's pins (or
+# a package moved from its pin) converges that family's plays alone there
+# (roles/clustergen_state; tests/test_family_places.py keeps this and site.yml in step).
+# The NVIDIA stack's roles run in the play that NCCL's files converge alone, behind the
+# driver's plan. A role that is not here (rdma: its play takes no family) converges the
+# node in full when its pins change.
+PIN_PLAYS: dict[str, str] = {
+    "nvidia_driver": "nccl",
+    "fabric_manager": "nccl",
+    "imex": "imex",
+    "cuda": "nccl",
+    "nccl": "nccl",
+    "cudnn": "nccl",
+    "nccl_tests": "nccl",
+    "dcgm": "nccl",
+    "slurm": "slurm",
+    "lustre_client": "lustre",
+    "lustre_server": "lustre",
+    "opensm": "opensm",
+    "nhc": "nhc",
+    "monitoring": "monitoring",
+    "ansible_pull": "pull",
+}
+
+
 # In the order versions.lock lists them.
 CONCERNS: tuple[Concern, ...] = (
     Concern(

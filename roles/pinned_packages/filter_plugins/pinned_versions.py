@@ -64,10 +64,47 @@ def installed_matches(packages: list[dict[str, Any]], locked: str, family: str) 
     return version_matches(installed_version(packages[0], family), locked, family)
 
 
+def dpkg_status(lines: list[str]) -> dict[str, tuple[list[str], bool]]:
+    """`dpkg-query --show --showformat='${Package}\\t${Version}\\t${db:Status-Want}\\t
+    ${db:Status-Status}\\n'` lines: each package's installed versions (one per
+    architecture) and whether its selection is hold."""
+    found: dict[str, tuple[list[str], bool]] = {}
+    for line in lines:
+        fields = line.split("\t")
+        if len(fields) != 4:
+            continue
+        name, version, want, status = fields
+        versions, held = found.get(name, ([], False))
+        if status == "installed":
+            versions = [*versions, version]
+        found[name] = (versions, held or want == "hold")
+    return found
+
+
+def apt_missing(pins: dict[str, str], lines: list[str]) -> list[str]:
+    """The pinned packages dpkg does not have at exactly their pin (one version installed):
+    what an apt run must install; empty, and apt need not open its cache."""
+    found = dpkg_status(lines)
+    return sorted(
+        name
+        for name, pin in pins.items()
+        if len(found.get(name, ([], False))[0]) != 1
+        or not version_matches(found[name][0][0], pin, "apt")
+    )
+
+
+def apt_unheld(pins: dict[str, str], lines: list[str]) -> list[str]:
+    """The pinned packages whose dpkg selection is not hold."""
+    found = dpkg_status(lines)
+    return sorted(name for name in pins if not found.get(name, ([], False))[1])
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "pinned_version_matches": version_matches,
             "pinned_installed_version": installed_version,
             "pinned_installed_matches": installed_matches,
+            "pinned_apt_missing": apt_missing,
+            "pinned_apt_unheld": apt_unheld,
         }

@@ -15,8 +15,10 @@ site.yml applies (the site files, the inventory and every installed artifact): a
 node whose recorded release equals it, and whose live state passes the
 converge check, is skipped by every converge play (roles/clustergen_state).
 `clustergen_release_base` is the same digest less the installed files and their lists
-(files/): a release that differs from a node's only there converges, on that node, only
-the plays of the families whose files it changes.
+(files/) and the pins (group variables marked with their concern): a release that
+differs from a node's only there converges, on that node, only the plays of the
+families whose files or pins it changes (all.yml's `clustergen_pins` names the family
+of each concern's pins).
 
 This module renders and digests; files.py writes files/'s install lists, inventory.py
 the per-host data and host ranges, group_vars.py each group's variables.
@@ -34,8 +36,8 @@ from clustergen.outputs.ansible.files import file_lists, installed_files
 from clustergen.outputs.ansible.group_vars import (
     Variable,
     all_group_vars,
+    base_vars,
     lock_groups,
-    vars_of_all,
 )
 from clustergen.outputs.ansible.inventory import (
     HOSTS_LIST,
@@ -89,7 +91,8 @@ def render(
             ),
         ),
     ]
-    for group_vars in all_group_vars(cluster):
+    every_group_vars = all_group_vars(cluster)
+    for group_vars in every_group_vars:
         artifacts.append(
             Artifact(
                 f"inventory/group_vars/{group_vars.group}.yml",
@@ -103,8 +106,8 @@ def render(
     # The digests cover all.yml as rendered without them, then all.yml carries them.
     installed = [a for family in by_family.values() for a in family if a.install is not None]
     listed = {a.path for a in lists}
-    base = release_stamp([*site, *(a for a in artifacts if a.path not in listed)])
-    all_vars = vars_of_all(cluster)
+    base = base_stamp(cluster, env, site, [a for a in artifacts if a.path not in listed])
+    all_vars = next(g for g in every_group_vars if g.group == "all")
     all_vars.variables.extend(
         [
             Variable(
@@ -115,8 +118,9 @@ def render(
             ),
             Variable(
                 "clustergen_release_base",
-                "the same digest less the rendered files and their lists (files/): a node "
-                "that recorded it converges only the plays of the families whose files differ",
+                "the same digest less the rendered files, their lists (files/) and the pins: "
+                "a node that recorded it converges only the plays of the families whose "
+                "files or pins differ",
                 base,
             ),
         ]
@@ -130,6 +134,31 @@ def render(
         # The repository's, not the nodes': outside the release stamp, it converges nothing.
         Artifact(GITIGNORE, render_template(env, "ansible/gitignore.j2", cluster)),
     ]
+
+
+def base_stamp(
+    cluster: ResolvedCluster,
+    env: jinja2.Environment,
+    site: Sequence[Artifact],
+    artifacts: Sequence[Artifact],
+) -> str:
+    """The release's base: `artifacts` (no file lists) with each group's variables
+    rendered without its pins."""
+    pinless = {
+        f"inventory/group_vars/{g.group}.yml": render_template(
+            env, "ansible/group_vars.yml.j2", cluster, vars=base_vars(g)
+        )
+        for g in all_group_vars(cluster)
+    }
+    return release_stamp(
+        [
+            *site,
+            *(
+                Artifact(a.path, pinless[a.path], a.mode) if a.path in pinless else a
+                for a in artifacts
+            ),
+        ]
+    )
 
 
 def release_stamp(artifacts: Sequence[Artifact]) -> str:

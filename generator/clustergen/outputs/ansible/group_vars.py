@@ -21,7 +21,7 @@ from clustergen.catalog.groups import (
     RDMA_GROUP,
     hardware_group,
 )
-from clustergen.catalog.packages import CONCERNS, Pins, driver_sibling_pins
+from clustergen.catalog.packages import CONCERNS, PIN_PLAYS, Pins, driver_sibling_pins
 from clustergen.catalog.versions import parse_version
 from clustergen.model.hardware import CpuArch, HardwareProfile
 from clustergen.model.nccl import AcceptanceTools
@@ -67,6 +67,10 @@ class Variable:
     # A Jinja expression of the roles' (never spec data): written as a folded block,
     # one line of the expression a line, not as one quoted string.
     folded: bool = False
+    # The concern whose pins it carries (its packages, the version its role checks, the
+    # driver's sibling records): outside the release's base, so that a release that
+    # changes only pins converges only the plays of the concerns they belong to.
+    pin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def all_group_vars(cluster: ResolvedCluster) -> list[GroupVars]:
             else f"{concern.title}: {concern.without_packages}"
         )
         variables.setdefault(concern.group, []).append(
-            Variable(f"{concern.name}_packages", comment, pins)
+            Variable(f"{concern.name}_packages", comment, pins, pin=concern.name)
         )
         if concern.reports is not None:
             variables[concern.group].append(
@@ -126,6 +130,7 @@ def all_group_vars(cluster: ResolvedCluster) -> list[GroupVars]:
                     f"{concern.name}_version",
                     f"the version the running {concern.title} must report",
                     str(getattr(software, concern.reports)),
+                    pin=concern.name,
                 )
             )
     start = imex_start(cluster)
@@ -144,6 +149,7 @@ def all_group_vars(cluster: ResolvedCluster) -> list[GroupVars]:
             "apt preferences records that hold every other package of the driver's build "
             "(those its packages pull in) at the driver packages' version (none on dnf)",
             driver_sibling_pins(software, cluster.pins.by_concern["nvidia_driver"]),
+            pin="nvidia_driver",
         )
     )
     variables.setdefault(GPU_GROUP, []).extend(_nccl_tests_vars(cluster))
@@ -165,13 +171,52 @@ def all_group_vars(cluster: ResolvedCluster) -> list[GroupVars]:
                 rdma_device_names(cluster.spec.hardware[profile]),
             )
         )
-    files = [vars_of_all(cluster), *_arch_vars(cluster)]
+    every = vars_of_all(cluster)
+    every.variables.append(
+        _pins_by_concern({g: v for g, v in variables.items() if cluster.members.get(g)})
+    )
+    files = [every, *_arch_vars(cluster)]
     files += [
         GroupVars(group, GROUP_TITLES.get(group, f"Nodes of group {group}"), group_variables)
         for group, group_variables in variables.items()
         if cluster.members.get(group)
     ]
     return sorted(files, key=lambda f: f.group)
+
+
+def _pins_by_concern(variables: Mapping[str, Sequence[Variable]]) -> Variable:
+    """all.yml's map of the pins for the converge check: each concern of a group with
+    nodes, the family whose plays install it alone (PIN_PLAYS; empty: none) and its pin
+    variables. The check compares a node's recorded pins with this release's, concern by
+    concern."""
+    names: dict[str, list[str]] = {}
+    for group_variables in variables.values():
+        for variable in group_variables:
+            if variable.pin is not None:
+                names.setdefault(variable.pin, []).append(variable.name)
+    return Variable(
+        "clustergen_pins",
+        "the pinned concerns, the family whose plays install each alone (empty: the node "
+        "converges in full) and the variables of its pins (roles/clustergen_state)",
+        [
+            {
+                "concern": concern.name,
+                "family": PIN_PLAYS.get(concern.role, ""),
+                "variables": sorted(names[concern.name]),
+            }
+            for concern in CONCERNS
+            if concern.name in names
+        ],
+    )
+
+
+def base_vars(group_vars: GroupVars) -> GroupVars:
+    """The group's variables less its pins: what the release's base digests."""
+    return GroupVars(
+        group_vars.group,
+        group_vars.title,
+        [variable for variable in group_vars.variables if variable.pin is None],
+    )
 
 
 def _nccl_tests_vars(cluster: ResolvedCluster) -> list[Variable]:
