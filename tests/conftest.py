@@ -17,6 +17,25 @@ from support.cli import Result
 os.environ["SOURCE_DATE_EPOCH"] = "1795564800"
 
 
+def sampled(items: list[pytest.Item], sample: int, cap: int) -> set[pytest.Item]:
+    """The cases the fast matrix runs: one in `sample` of each `sweep` test's, at most `cap`
+    (0: all) of each other parametrized test's, evenly spread from its first to its last;
+    every test without parameters."""
+    cases: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        cases.setdefault(item.nodeid.split("[", 1)[0], []).append(item)
+    kept: set[pytest.Item] = set()
+    for group in cases.values():
+        if group[0].get_closest_marker("sweep") is not None:
+            kept.update(group[::sample])
+        elif cap and len(group) > cap:
+            step = (len(group) - 1) / max(cap - 1, 1)
+            kept.update(group[round(i * step)] for i in range(cap))
+        else:
+            kept.update(group)
+    return kept
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
@@ -49,25 +68,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """A test that takes update_golden compares a generated file: mark it `generated`,
     the mark tests/regen.py selects, so the one command refreshes every such file. With
     CLUSTERGEN_SWEEP_SAMPLE=N (the fast matrix's other interpreters), one in N cases of
-    each `sweep` test runs: the main run has run them all on the same code. The longest
-    files go first."""
+    each `sweep` test runs, and with CLUSTERGEN_CASES_CAP=K at most K cases of any other
+    parametrized test, spread over its list: the main run has run them all on the same
+    code. The longest files go first."""
     for item in items:
         if "update_golden" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.generated)
     sample = int(os.environ.get("CLUSTERGEN_SWEEP_SAMPLE", "1") or "1")
-    if sample > 1:
-        seen: dict[str, int] = {}
-        kept, dropped = [], []
-        for item in items:
-            if item.get_closest_marker("sweep") is None:
-                kept.append(item)
-                continue
-            base = item.nodeid.split("[", 1)[0]
-            seen[base] = seen.get(base, -1) + 1
-            (kept if seen[base] % sample == 0 else dropped).append(item)
+    cap = int(os.environ.get("CLUSTERGEN_CASES_CAP", "0") or "0")
+    if sample > 1 or cap > 0:
+        kept = sampled(items, sample, cap)
+        dropped = [item for item in items if item not in kept]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-            items[:] = kept
+            items[:] = [item for item in items if item in kept]
     last = len(LONGEST_FIRST)
 
     def rank(item: pytest.Item) -> int:

@@ -18,6 +18,9 @@ from packaging.version import Version
 from support.lockfile import ci_environment, pinned_for
 from support.paths import REPO
 
+# The repository's own files: the fast matrix leaves this to the main run.
+pytestmark = pytest.mark.repository
+
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 COLLECTIONS = ("community.general", "ansible.posix", "community.mysql", "ansible.mysql")
 

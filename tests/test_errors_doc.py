@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from test_audit import audit_examples
 from test_codes import NOT_PRODUCED, PRODUCED_BY_CHANGE
 
@@ -14,6 +15,9 @@ from clustergen.validate import validate
 from support.paths import INVALID, REPO, WARNING_CASES
 from support.regen import check_current
 from support.specs import example_data
+
+# The repository's own files: the fast matrix leaves this to the main run.
+pytestmark = pytest.mark.repository
 
 DOC = REPO / "docs" / "errors.md"
 

@@ -17,6 +17,9 @@ import pytest
 
 from support.paths import REPO
 
+# The repository's own files: the fast matrix leaves this to the main run.
+pytestmark = pytest.mark.repository
+
 PACKAGE = REPO / "generator" / "clustergen"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 MAX_LINES = 80

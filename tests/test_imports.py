@@ -26,6 +26,9 @@ from support.imports import (
 )
 from support.paths import REPO
 
+# The repository's own files: the fast matrix leaves this to the main run.
+pytestmark = pytest.mark.repository
+
 PACKAGE = REPO / "generator" / "clustergen"
 HEADING = "## Imports: layers, no cycles"
 

@@ -7,11 +7,16 @@ import argparse
 import re
 import subprocess
 
+import pytest
+
 from clustergen.cli import _parser
 from clustergen.dev.keyref import replace_section
 
 from support.paths import README, REPO
 from support.regen import check_current
+
+# The repository's own files: the fast matrix leaves this to the main run.
+pytestmark = pytest.mark.repository
 
 
 def test_readme_key_table_is_current(update_golden: bool) -> None:

@@ -17,6 +17,9 @@ import pytest
 from support.paths import README, REPO, TESTS
 from support.regen import REFRESH, check_current
 
+# The repository's own files: the fast matrix leaves this to the main run.
+pytestmark = pytest.mark.repository
+
 REGEN = TESTS / "regen.py"
 DOCS = [README, *sorted((REPO / "docs").glob("*.md"))]
 

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from support.ci import require
 from support.paths import REPO
+
+# The repository's own files: the fast matrix leaves this to the main run.
+pytestmark = pytest.mark.repository
 
 HOSTS = [
     ".".join(parts)

@@ -14,6 +14,9 @@ from packaging.utils import canonicalize_name
 from support.lockfile import ci_environment, read_lock
 from support.paths import REPO
 
+# The repository's own files: the fast matrix leaves this to the main run.
+pytestmark = pytest.mark.repository
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pytest's own dependency there
