@@ -129,9 +129,15 @@ def test_reboot_scripts_are_shellcheck_clean(
 
 
 def _roll(
-    script: str, tmp_path: Path, finals: dict[str, str], *batches: str
+    script: str,
+    tmp_path: Path,
+    finals: dict[str, str],
+    *batches: str,
+    bound: int = 1,
+    domains: str = "",
 ) -> subprocess.CompletedProcess[str]:
-    """The roll-out script against the stand-ins: partition p1 holds n1 and n2, p2 n3."""
+    """The roll-out script against the stand-ins: partition p1 holds n1 and n2, p2 n3;
+    `domains` the NVLink domains' entries (bash words: 'name hostlist')."""
     state = tmp_path / "sim"
     state.mkdir(parents=True)
     (state / "partitions").write_text("p1 n1 n2\np2 n3\n")
@@ -140,7 +146,9 @@ def _roll(
     for node, final in finals.items():
         (state / f"{node}.final").write_text(final + "\n")
     path = tmp_path / "rollout.sh"
-    path.write_text(script.replace("BOUND=2", "BOUND=1"), encoding="utf-8")
+    assert "BOUND=2\n" in script and "DOMAINS=(\n)\n" in script
+    script = script.replace("BOUND=2", f"BOUND={bound}")
+    path.write_text(script.replace("DOMAINS=(\n)", f"DOMAINS=({domains})"), encoding="utf-8")
     env = {
         **os.environ,
         "PATH": f"{SIM}:{os.environ['PATH']}",
@@ -178,6 +186,31 @@ def test_rollout_keeps_the_bound_and_stops_at_a_node_back_down(
     assert "reboot n3" not in bad.stdout
     usage = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert usage.returncode == 2 and "usage:" in usage.stderr
+
+
+def test_rollout_hands_a_domains_trays_together_or_stops(
+    renders: tuple[dict[str, Artifact], ...], tmp_path: Path
+) -> None:
+    """n1 and n2 are the trays of one NVLink domain: with room for both in p1 they go to
+    Slurm in one call, and n3 (no domain) alone after them; with a bound of one, the
+    domain could never go out whole, and the roll-out stops before handing anything."""
+    script = renders[2]["slurm/reboot-rollout.sh"].text
+    together = _roll(
+        script, tmp_path / "together", {}, "n1,n2", "n3", bound=2, domains="'d1 n1,n2'"
+    )
+    assert together.returncode == 0, together.stdout + together.stderr
+    reboots = [line for line in together.stdout.splitlines() if line.startswith("reboot ")]
+    assert [line.split(" args=")[0] for line in reboots] == [
+        "reboot n1,n2 out=0",
+        "reboot n3 out=0",
+    ], together.stdout
+    assert "domain d1 handed to Slurm (n1,n2)" in together.stdout
+    whole = _roll(script, tmp_path / "whole", {}, "n1,n2", "n3", domains="'d1 n1,n2'")
+    assert whole.returncode == 1, whole.stdout + whole.stderr
+    assert "domain d1 has 2 node(s) in partition p1, more than the 1 out at once" in whole.stdout, (
+        whole.stdout
+    )
+    assert "reboot " not in whole.stdout
 
 
 def test_plan_says_the_mode_and_the_batches(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

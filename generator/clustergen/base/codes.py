@@ -901,6 +901,13 @@ SLURM_REBOOT_BOUND = Code(
     "error",
     "slurm.reboot.max_per_partition below 1: no node could ever reboot",
 )
+SLURM_REBOOT_BOUND_BELOW_DOMAIN = Code(
+    "slurm.reboot-bound-below-domain",
+    "warning",
+    "slurm.reboot.mode slurm with an NVLink domain that has more trays in one partition "
+    "than max_per_partition lets out at once: the roll-out, which hands a domain's trays "
+    "to Slurm together, stops at it",
+)
 SLURM_REBOOT_NODE_OUTSIDE_SLURM = Code(
     "slurm.reboot-node-outside-slurm",
     "error",

@@ -67,6 +67,7 @@ def _reboot(cluster: ResolvedCluster) -> list[Problem]:
             )
         )
     if reboot.mode == "slurm":
+        problems += _domains_over_bound(cluster, reboot.max_per_partition)
         slurm_nodes = {host.name for host in cluster.compute}
         outside = [h.name for h in cluster.hosts if h.hardware.gpu and h.name not in slurm_nodes]
         if outside:
@@ -79,6 +80,32 @@ def _reboot(cluster: ResolvedCluster) -> list[Problem]:
                     "the compute role or use mode ansible",
                 )
             )
+    return problems
+
+
+def _domains_over_bound(cluster: ResolvedCluster, bound: int) -> list[Problem]:
+    """Mode slurm: the roll-out hands an NVLink domain's trays to Slurm together (a domain
+    runs one driver and IMEX version across its trays), so a partition must let all of a
+    domain's trays in it out at once."""
+    problems = []
+    for _, domain in cluster.nvlink_domain_groups:
+        trays = set(domain.nodes)
+        for index, members in enumerate(cluster.partition_nodes):
+            count = len(trays.intersection(members))
+            if count > bound >= 1:
+                partition = cluster.spec.slurm.partitions[index].name
+                problems.append(
+                    Problem(
+                        codes.SLURM_REBOOT_BOUND_BELOW_DOMAIN,
+                        ("slurm", "reboot", "max_per_partition"),
+                        f"NVLink domain {domain.name} has {count} trays in partition "
+                        f"{partition}, and max_per_partition lets {bound} out at once: the "
+                        "roll-out hands a domain's trays to Slurm together (one driver and "
+                        "IMEX version across the domain) and stops there; raise it to "
+                        f"{count} or more, or use mode ansible",
+                    )
+                )
+                break
     return problems
 
 

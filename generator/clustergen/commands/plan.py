@@ -651,7 +651,8 @@ def _rollout_lines(plan: Plan) -> list[str]:
             f"Mode slurm (slurm.reboot): site.yml only puts the new package lists on the "
             f"nodes in service. Then, on the primary controller, run "
             f"`{ROLLOUT_COMMAND} {' '.join(repr(compress(b)) for b in plan.batches)}`: "
-            "it hands each node to `scontrol reboot ASAP nextstate=RESUME`, at most "
+            "it hands each node to `scontrol reboot ASAP nextstate=RESUME` (an NVLink "
+            "domain's trays together, in one call), at most "
             f"{plan.max_per_partition} node(s) of a partition out at once; a node reboots "
             "once its jobs have ended and its boot step installs the packages.",
         ]

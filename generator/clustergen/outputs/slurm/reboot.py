@@ -11,7 +11,8 @@ change through the running GPU nodes.
 - The roll-out script on the primary controller: `scontrol reboot ASAP
   nextstate=RESUME` over the batches `clustergen plan` prints, never more than
   max_per_partition nodes of a partition out at once, waiting for each node to return
-  and stopping at one that comes back DOWN.
+  and stopping at one that comes back DOWN. A batch's trays of one NVLink domain are
+  handed over together, in one call, once the bound has room for all of them.
 
 Ansible mode (the default) renders none of these: site.yml's rolling play drains,
 upgrades, reboots and resumes (roles/nvidia_driver).
@@ -75,6 +76,7 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         bound=reboot.max_per_partition,
         driver=cluster.spec.software.nvidia_driver,
         timeout_s=reboot.timeout_s,
+        domains=[(d.name, compress(list(d.nodes))) for _, d in cluster.nvlink_domain_groups],
     )
     install = Install(ROLLOUT_SCRIPT, "slurm_controller", NO_CHANGE, mode=0o750)
     artifacts.append(Artifact("slurm/reboot-rollout.sh", text, mode=0o755, install=install))
