@@ -233,3 +233,35 @@ def test_plan_says_the_mode_and_the_batches(cli, tmp_path: Path) -> None:  # typ
     out = cli("plan", str(spec), "-o", str(tree), "--driver-batch-size", "4").out
     assert "Mode ansible (slurm.reboot): site.yml drains" in out
     assert "Mode slurm" not in out and f"`{ROLLOUT_COMMAND} " not in out
+
+
+def test_slurm_mode_on_nvlink_domains_hands_each_domain_whole(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """GB200 NVL72 in mode slurm: plan's batches are the four domains' 18 trays each, the
+    command line names them, and the rendered roll-out script knows every domain, so it
+    hands each batch's trays to Slurm in one call; a bound below 18 is warned about."""
+    gb200 = EXAMPLES / "gb200-nvl72-4rack.yaml"
+    mode = (
+        "slurm:\n  controllers:",
+        "slurm:\n  reboot: {mode: slurm, max_per_partition: 18}\n  controllers:",
+    )
+    spec = tmp_path / "pr" / gb200.name
+    spec.parent.mkdir()
+    spec.write_text(edited(gb200.read_text(encoding="utf-8"), mode), encoding="utf-8")
+    tree = tmp_path / "tree"
+    assert cli("render", str(spec), "-o", str(tree)).code == 0
+    script = (tree / "slurm" / "reboot-rollout.sh").read_text(encoding="utf-8")
+    domains = [f"gb[{18 * n - 17:03d}-{18 * n:03d}]" for n in (1, 2, 3, 4)]
+    listed = "".join(f"    'nvl{n} {d}'\n" for n, d in enumerate(domains, 1))
+    assert f"DOMAINS=(\n{listed})\n" in script, script
+    bumped = spec.read_text(encoding="utf-8").replace("570.133.20", "570.158.01")
+    spec.write_text(bumped, encoding="utf-8")
+    document = json.loads(cli("plan", str(spec), "-o", str(tree), "--format", "json").out)
+    rollout = document["driver_rollout"]
+    assert rollout["mode"] == "slurm"
+    assert rollout["batch_nvlink_domains"] == [["nvl1"], ["nvl2"], ["nvl3"], ["nvl4"]]
+    out = cli("plan", str(spec), "-o", str(tree)).out
+    assert f"`{ROLLOUT_COMMAND} {' '.join(repr(d) for d in domains)}`" in out, out
+    assert "(an NVLink domain's trays together, in one call)" in out
+    spec.write_text(bumped.replace("max_per_partition: 18", "max_per_partition: 9"))
+    below = cli("validate", str(spec))
+    assert "[slurm.reboot-bound-below-domain]" in below.out + below.err, below
