@@ -70,7 +70,8 @@ def test_the_base_changes_with_everything_but_the_rendered_files_and_the_pins(
     tmp_path: Path,
 ) -> None:
     """A MaxTime edit changes slurm.conf alone, an NCCL or driver bump only pins (the
-    driver's package names, version and sibling records too): the release moves, its base
+    driver's package names, version and sibling records too), Slurm-driven reboots the
+    driver's pins and Slurm's files: the release moves, its base
     does not, so a node converges only the plays of the families concerned. Any other
     group variable moves both: the cluster's domain."""
     release, base = _stamps(SPEC.read_text(encoding="utf-8"), tmp_path)
@@ -81,6 +82,10 @@ def test_the_base_changes_with_everything_but_the_rendered_files_and_the_pins(
     text = SPEC.read_text(encoding="utf-8").replace("550.90.07", "550.127.05")
     driver = _stamps(text, tmp_path)
     assert driver[0] != release and driver[1] == base
+    # slurm.reboot's mode: only the driver's plan reads it, so it counts with its pins.
+    mode = ("slurm:\n  controllers:", "slurm:\n  reboot: {mode: slurm}\n  controllers:")
+    slurm_mode = _stamps(_edited(*mode), tmp_path)
+    assert slurm_mode[0] != release and slurm_mode[1] == base
     moved = _stamps(_edited("domain: hpc.example.org", "domain: hpc.example.net"), tmp_path)
     assert moved[0] != release and moved[1] != base
 
@@ -98,7 +103,12 @@ def test_all_yml_names_the_family_of_each_concern_of_the_cluster(tmp_path: Path)
     assert pins["nvidia_driver"] == {
         "concern": "nvidia_driver",
         "family": "nccl",
-        "variables": ["nvidia_driver_packages", "nvidia_driver_siblings", "nvidia_driver_version"],
+        "variables": [
+            "clustergen_reboot_mode",
+            "nvidia_driver_packages",
+            "nvidia_driver_siblings",
+            "nvidia_driver_version",
+        ],
     }
     assert pins["slurm_compute"]["family"] == "slurm"
     assert pins["rdma"]["family"] == ""

@@ -76,7 +76,7 @@ def test_slurm_mode_adds_the_reboot_files_and_two_slurm_conf_keys(
         "ResumeTimeout=900",
     ]
     assert 'clustergen_reboot_mode: "slurm"' in slurm["inventory/group_vars/all.yml"].text
-    assert "clustergen_reboot_mode" not in files["inventory/group_vars/all.yml"].text
+    assert "\nclustergen_reboot_mode:" not in files["inventory/group_vars/all.yml"].text
     rollout = slurm["slurm/reboot-rollout.sh"]
     assert rollout.install is not None
     assert (rollout.install.dest, rollout.install.group) == (ROLLOUT_SCRIPT, "slurm_controller")

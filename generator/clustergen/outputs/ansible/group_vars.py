@@ -46,6 +46,9 @@ NCCL_TESTS_DIR_VARIABLE = "nccl_tests_dir"
 CUDA_PREFIX = "/usr/local/cuda-"
 
 
+# slurm.reboot.mode, which only roles/nvidia_driver reads (its plan).
+REBOOT_MODE_VARIABLE = "clustergen_reboot_mode"
+
 # Rendered files are found from the inventory, wherever the output tree is copied.
 FROM_INVENTORY = "{{ inventory_dir }}/.."
 
@@ -194,19 +197,23 @@ def _pins_by_concern(variables: Mapping[str, Sequence[Variable]]) -> Variable:
         for variable in group_variables:
             if variable.pin is not None:
                 names.setdefault(variable.pin, []).append(variable.name)
+    if "nvidia_driver" in names:
+        # Read by the driver's plan alone, set or not (ansible): the same list either way.
+        names["nvidia_driver"].append(REBOOT_MODE_VARIABLE)
+    concerns: list[Mapping[str, str | bool | list[str]]] = [
+        {
+            "concern": concern.name,
+            "family": PIN_PLAYS.get(concern.role, ""),
+            "variables": sorted(names[concern.name]),
+        }
+        for concern in CONCERNS
+        if concern.name in names
+    ]
     return Variable(
         "clustergen_pins",
         "the pinned concerns, the family whose plays install each alone (empty: the node "
         "converges in full) and the variables of its pins (roles/clustergen_state)",
-        [
-            {
-                "concern": concern.name,
-                "family": PIN_PLAYS.get(concern.role, ""),
-                "variables": sorted(names[concern.name]),
-            }
-            for concern in CONCERNS
-            if concern.name in names
-        ],
+        concerns,
     )
 
 
@@ -379,15 +386,18 @@ def vars_of_all(cluster: ResolvedCluster) -> GroupVars:
 
 def _reboot_vars(cluster: ResolvedCluster) -> list[Variable]:
     """slurm.reboot mode slurm only (absent, the roles' default is ansible): site.yml
-    then leaves a running GPU node's driver change to the Slurm-driven reboot."""
+    then leaves a running GPU node's driver change to the Slurm-driven reboot. Only the
+    driver's plan reads it, so it counts with the driver's pins: switching the mode
+    converges the driver concern's plays, not every play."""
     reboot = cluster.spec.slurm.reboot
     if reboot is None or reboot.mode != "slurm":
         return []
     return [
         Variable(
-            "clustergen_reboot_mode",
+            REBOOT_MODE_VARIABLE,
             "slurm.reboot.mode: Slurm reboots the nodes in service for a driver change",
             reboot.mode,
+            pin="nvidia_driver",
         )
     ]
 
