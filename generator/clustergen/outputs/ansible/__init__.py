@@ -34,6 +34,7 @@ import jinja2
 from clustergen.base.artifacts import Artifact
 from clustergen.outputs.ansible.files import file_lists, installed_files
 from clustergen.outputs.ansible.group_vars import (
+    GroupVars,
     Variable,
     all_group_vars,
     base_vars,
@@ -105,8 +106,7 @@ def render(
     artifacts.append(Artifact(HOSTS_LIST, hosts_list(cluster)))
     # The digests cover all.yml as rendered without them, then all.yml carries them.
     installed = [a for family in by_family.values() for a in family if a.install is not None]
-    listed = {a.path for a in lists}
-    base = base_stamp(cluster, env, site, [a for a in artifacts if a.path not in listed])
+    base = base_stamp(cluster, env, every_group_vars, site, artifacts, lists)
     all_vars = next(g for g in every_group_vars if g.group == "all")
     all_vars.variables.extend(
         [
@@ -139,16 +139,20 @@ def render(
 def base_stamp(
     cluster: ResolvedCluster,
     env: jinja2.Environment,
+    group_vars: Sequence[GroupVars],
     site: Sequence[Artifact],
     artifacts: Sequence[Artifact],
+    lists: Sequence[Artifact],
 ) -> str:
-    """The release's base: `artifacts` (no file lists) with each group's variables
-    rendered without its pins."""
+    """The release's base: `artifacts` less the file `lists`, with each group's
+    variables (`group_vars`, before all.yml carries the digests) rendered without its
+    pins."""
+    listed = {a.path for a in lists}
     pinless = {
         f"inventory/group_vars/{g.group}.yml": render_template(
             env, "ansible/group_vars.yml.j2", cluster, vars=base_vars(g)
         )
-        for g in all_group_vars(cluster)
+        for g in group_vars
     }
     return release_stamp(
         [
@@ -156,6 +160,7 @@ def base_stamp(
             *(
                 Artifact(a.path, pinless[a.path], a.mode) if a.path in pinless else a
                 for a in artifacts
+                if a.path not in listed
             ),
         ]
     )
