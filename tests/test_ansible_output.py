@@ -16,7 +16,8 @@ from ansible.plugins.inventory import detect_range, expand_hostname_range
 from ruamel.yaml import YAML
 
 from clustergen.base.errors import Problem
-from clustergen.catalog.packages import driver_branch_packages, upstream_version
+from clustergen.catalog.nvidia_packages import driver_branch_packages
+from clustergen.catalog.pins import upstream_version
 from clustergen.checks import packages as package_checks
 from clustergen.checks import software as software_checks
 from clustergen.model import Spec

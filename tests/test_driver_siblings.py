@@ -10,7 +10,7 @@ from pathlib import Path
 import jinja2
 from ruamel.yaml import YAML
 
-from clustergen.catalog.packages import driver_sibling_pins
+from clustergen.catalog.nvidia_packages import driver_sibling_pins
 from clustergen.model import Spec
 from clustergen.resolve import resolve
 

@@ -207,7 +207,7 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "pull-without-ansible-package": "catalog knowledge: which distributions' ansible and git "
     "packages the catalog knows",
     "slurm-not-distribution-version": "catalog knowledge: the Slurm each distribution "
-    "ships (catalog/packages.py)",
+    "ships (catalog/slurm_packages.py)",
     "slurm-schedmd-apt-too-old": "compares software.slurm with the first release of "
     "SchedMD's Debian packaging, on apt only",
     "slurm-repository-missing": "slurm_packages: schedmd needs slurm_repository; a "
@@ -217,7 +217,7 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "nhc-repository-unknown": _CROSS_REFERENCE,
     "health-check-state-too-new": "a word against the Slurm release pinned in the software section",
     "slurm-repository-not-schedmd": "the default packaging depends on software.os and "
-    "software.slurm (catalog/packages.py)",
+    "software.slurm (catalog/slurm_packages.py)",
     "state-save-system-folder": _SYSTEM_FOLDER,
     "log-file-in-system-folder": _SYSTEM_FOLDER,
     "spool-dir-system-folder": _SYSTEM_FOLDER,

@@ -142,7 +142,7 @@ def test_job_container_keys_follow_the_slurm_release() -> None:
 
 
 def test_the_pam_module_is_pinned_with_slurm_on_compute_nodes() -> None:
-    from clustergen.catalog.packages import slurm_packaging  # noqa: F401
+    from clustergen.catalog.slurm_packages import slurm_packaging  # noqa: F401
 
     lock = YAML(typ="safe").load(_render(_spec())["versions.lock"].text)
     compute = lock["groups"]["compute"]["packages"]

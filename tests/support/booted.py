@@ -86,7 +86,7 @@ DAEMON_PACKAGES = (
     "libpam-slurm-adopt",
     "libpmix2",
     # Slurm before 23.02.5 dlopens the unversioned libpmix.so, which only libpmix-dev ships
-    # (catalog/packages.py, _slurm_pmix): the pin of slurm.mpi pmix on Debian 12.
+    # (catalog/slurm_packages.py, slurm_pmix_pins): the pin of slurm.mpi pmix on Debian 12.
     "libpmix-dev",
     "chrony",
     "python3-pymysql",

@@ -25,7 +25,7 @@ Place = Literal["client", "server"]
 # What Lustre's own packaging builds, at each release tag [src: lustre-release, tags v2_15_5
 # to v2_15_8, v2_16_0 and v2_16_1: debian/control.main, debian/control.modules.in,
 # debian/rules, lustre/ChangeLog]:
-# - `lustre-client-modules-dkms` is the only DKMS package (catalog/packages.py pins it).
+# - `lustre-client-modules-dkms` is the only DKMS package (catalog/lustre_packages.py pins it).
 #   The server modules are built for one kernel, as `lustre-server-modules-<kernel>`
 #   (control.modules.in
 #   lustre-server-modules-_KVERS_; debian/rules sets DKMS_PKG= empty for the server build).

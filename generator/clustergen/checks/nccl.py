@@ -9,6 +9,7 @@ from clustergen.base import codes
 from clustergen.base.errors import Problem, SpecPath
 from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.distributions import DISTRIBUTIONS
+from clustergen.catalog.fabric_packages import openmpi_version
 from clustergen.catalog.gpus import superchip_cores
 from clustergen.catalog.nccl_vars import (
     NCCL_VARIABLES,
@@ -16,7 +17,6 @@ from clustergen.catalog.nccl_vars import (
     parse_interface_list,
     value_problem,
 )
-from clustergen.catalog.packages import openmpi_version
 from clustergen.catalog.switches import catalog_switch
 from clustergen.catalog.versions import parse_version
 from clustergen.model.gpu_topology import core_ids

@@ -14,7 +14,9 @@ from clustergen.base.errors import Problem
 from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.architectures import ARCH_GROUPS
 from clustergen.catalog.groups import DERIVED_GROUPS, hardware_group, role_group
-from clustergen.catalog.packages import StackPins, cuda_suffix, pinned_upstream, upstream_version
+from clustergen.catalog.nvidia_packages import cuda_suffix
+from clustergen.catalog.packages import StackPins, pinned_upstream
+from clustergen.catalog.pins import upstream_version
 from clustergen.catalog.versions import parse_version
 from clustergen.model import Spec
 from clustergen.model.nodes import KNOWN_ROLES

@@ -5,7 +5,7 @@ from __future__ import annotations
 from clustergen.base import codes
 from clustergen.base.errors import Problem
 from clustergen.catalog.distributions import DISTRIBUTIONS
-from clustergen.catalog.packages import rdma_versions
+from clustergen.catalog.fabric_packages import rdma_versions
 from clustergen.resolve import ResolvedCluster, opensm_nodes, rdma_profiles
 from clustergen.resolve.fabric import SwitchPlane, planes
 from clustergen.spec.hosts import compress

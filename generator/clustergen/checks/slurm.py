@@ -11,7 +11,7 @@ from clustergen.base import codes
 from clustergen.base.errors import Problem
 from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.folders import RELATIVE, root_owned, system_folder, user_writable
-from clustergen.catalog.packages import OS_PACKAGE_FAMILY
+from clustergen.catalog.pins import OS_PACKAGE_FAMILY
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.checks import slurm_partitions
 from clustergen.checks.references import meant_roles, unknown_node

@@ -10,13 +10,9 @@ from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.architectures import is_nvidia_cuda_repository
 from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
 from clustergen.catalog.gpus import GpuModel, profile_cpu_arch, profile_gpu
-from clustergen.catalog.packages import (
-    DISTRIBUTION_SLURM,
-    OS_PACKAGE_FAMILY,
-    SCHEDMD_APT_FIRST,
-    slurm_packaging,
-)
+from clustergen.catalog.pins import OS_PACKAGE_FAMILY
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, key_list_version, release_name
+from clustergen.catalog.slurm_packages import DISTRIBUTION_SLURM, SCHEDMD_APT_FIRST, slurm_packaging
 from clustergen.catalog.slurm_releases import BY_VERSION, RELEASES, month_name, today
 from clustergen.catalog.versions import parse_version
 from clustergen.model import Spec

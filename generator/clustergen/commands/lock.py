@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import IO, cast
 
 from clustergen.base.errors import UsageError
-from clustergen.catalog.packages import PackageFamily, upstream_version
+from clustergen.catalog.distributions import PackageFamily
+from clustergen.catalog.pins import upstream_version
 
 # How many of a package's versions a report names.
 NEAREST = 3

@@ -21,7 +21,9 @@ from clustergen.catalog.groups import (
     RDMA_GROUP,
     hardware_group,
 )
-from clustergen.catalog.packages import CONCERNS, PIN_PLAYS, Pins, driver_sibling_pins
+from clustergen.catalog.nvidia_packages import driver_sibling_pins
+from clustergen.catalog.packages import CONCERNS, PIN_PLAYS
+from clustergen.catalog.pins import Pins
 from clustergen.catalog.versions import parse_version
 from clustergen.model.hardware import CpuArch, HardwareProfile
 from clustergen.model.nccl import AcceptanceTools
