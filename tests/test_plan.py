@@ -18,7 +18,8 @@ from clustergen.base.artifacts import SEVERITY, Artifact, Install, NodeChange, P
 from clustergen.base.errors import ExitCode
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.packages import CONCERNS
-from clustergen.commands.plan import make_plan, markdown
+from clustergen.commands.plan import make_plan
+from clustergen.commands.plan_text import markdown
 from clustergen.render import render_all
 from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster

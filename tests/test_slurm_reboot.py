@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from clustergen.base.artifacts import Artifact
-from clustergen.commands.plan import ROLLOUT_COMMAND
+from clustergen.commands.plan_text import ROLLOUT_COMMAND
 from clustergen.outputs.slurm.reboot import BOOT_DROPIN, BOOT_UNIT, ROLLOUT_SCRIPT
 
 from support.ci import skip_or_fail, tool

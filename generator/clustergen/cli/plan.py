@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from clustergen.commands.plan import json_text, make_plan, markdown
+    from clustergen.commands.plan import make_plan
+    from clustergen.commands.plan_text import json_text, markdown
     from clustergen.render import render_all
     from clustergen.write.changes import unrendered_ansible_files, unrendered_message
     from clustergen.write.journal import pending

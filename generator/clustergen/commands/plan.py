@@ -7,34 +7,34 @@ rolling upgrade (drain, install, reboot, resume) in batches, a remount, or a
 DESTRUCTIVE reformat. It knows no family's files: every rendered artifact declares
 its install metadata (group, destination, what a change needs), the old tree's
 manifest keeps that metadata for files no longer rendered, and each package
-concern declares what a new version needs. It writes nothing.
+concern declares what a new version needs. It writes nothing. What it reads of the
+applied tree, plan_tree.py reads; plan_text.py prints the plan.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from clustergen.base.artifacts import SEVERITY, Artifact, NodeChange, PlanAction
-from clustergen.base.errors import ClustergenError, ExitCode, UsageError
+from clustergen.base.errors import ClustergenError, ExitCode
 from clustergen.catalog.packages import CONCERNS, Concern
 from clustergen.catalog.slurm_releases import release_name, upgrade_steps
 from clustergen.catalog.versions import VersionTuple, parse_version
+from clustergen.commands.plan_tree import (
+    AppliedManifest,
+    applied_hosts,
+    applied_lock,
+    lock_packages,
+)
 from clustergen.outputs import FAMILIES
 from clustergen.resolve import ResolvedCluster
-from clustergen.spec.hosts import compress
 from clustergen.write.changes import file_changes
-from clustergen.write.manifest import MANIFEST, Installed, manifest_entries
+from clustergen.write.manifest import MANIFEST, Installed
 from clustergen.write.tree import Tree
-
-LOCK = "versions.lock"
-HOSTS = "inventory/hosts.yml"
 
 
 @dataclass
@@ -52,6 +52,14 @@ class PackageChange:
     package: str
     old: str | None  # None: newly pinned
     new: str | None  # None: no longer pinned
+
+    def described(self) -> str:
+        return f"{self.title}: {self.versions()}"
+
+    def versions(self) -> str:
+        if self.old is None:
+            return f"{self.package} {self.new} (newly pinned)"
+        return f"{self.package} {self.old} -> {self.new}"
 
 
 @dataclass
@@ -100,7 +108,7 @@ def make_plan(
     domains_per_batch: int = 1,
 ) -> Plan:
     order = {host.name: index for index, host in enumerate(cluster.hosts)}
-    old_hosts = _old_hosts(out_dir)
+    old_hosts = applied_hosts(out_dir)
     steps = _Steps(cluster, old_hosts)
     tree_only = _file_steps(steps, files, out_dir)
     rollout, rolling_nodes = _package_changes(steps, cluster, out_dir, tree_only)
@@ -205,32 +213,10 @@ class _Steps:
         )
 
 
-@dataclass(frozen=True)
-class _Applied:
-    """What the applied tree's manifest says of the files installed now."""
-
-    manifest: dict[str, Installed | None]
-    # Where a file stood for a target's reformat: by its change ('reformat OST0003'). A
-    # target none stood for is new in the spec (or the tree is older than its identity
-    # files, when the target's format script stood for it).
-    stood_for: dict[NodeChange, str]
-    dests: frozenset[str]  # where the applied tree's files are installed
-
-    @classmethod
-    def read(cls, out_dir: Path) -> _Applied:
-        manifest = manifest_entries(out_dir)
-        installed = [(path, i) for path, i in manifest.items() if i is not None]
-        return cls(
-            manifest,
-            {i.change: path for path, i in installed if i.change.action == "reformat"},
-            frozenset(i.dest for _, i in installed),
-        )
-
-
 def _file_steps(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> list[str]:
     """Adds the steps the tree's changed, new and removed files need; returns the lines of
     the files that need nothing on the nodes."""
-    applied = _Applied.read(out_dir)
+    applied = AppliedManifest.read(out_dir)
     tree_only = []
     for change in file_changes(out_dir, files, adopt=True, families=FAMILIES):
         if change.action == "unchanged" or change.path == MANIFEST:
@@ -276,7 +262,7 @@ def _rendered_file(
     out_dir: Path,
     path: str,
     created: bool,
-    applied: _Applied,
+    applied: AppliedManifest,
     tree_only: list[str],
 ) -> None:
     """A new or changed file: the step its install declares, or a line where none."""
@@ -315,7 +301,7 @@ def _rendered_file(
 
 
 def _new_target_or_mount(
-    change: NodeChange, created: bool, stood_for: str | None, dest: str, applied: _Applied
+    change: NodeChange, created: bool, stood_for: str | None, dest: str, applied: AppliedManifest
 ) -> PlanAction | None:
     """'format' for a target no file of the applied tree stood for, 'mount' for a mount
     installed where none was: creation, not destruction. None: the change's own action."""
@@ -333,13 +319,13 @@ def _package_changes(
 ) -> tuple[list[PackageChange], set[str]]:
     """Adds the steps the pinned packages' new versions need, and the lines of those that
     need nothing to tree_only; returns the roll-out's packages and its nodes."""
-    old_lock = _read_yaml(out_dir, LOCK)
+    old_lock = applied_lock(out_dir)
     _refuse_slurm_upgrade_skipping_releases(old_lock, cluster.spec.software.slurm)
     rollout: list[PackageChange] = []
     rolling_nodes: set[str] = set()
     others: list[tuple[Concern, list[PackageChange]]] = []
     for concern in CONCERNS:
-        old_packages = _lock_packages(old_lock, concern.group)
+        old_packages = lock_packages(old_lock, concern.group)
         new_packages = cluster.pins.by_concern[concern.name]
         changed = [
             PackageChange(concern.title, name, old_packages.get(name), version)
@@ -355,7 +341,7 @@ def _package_changes(
             others.append((concern, changed))
     for concern, changed in others:
         running = set(steps.members(concern.group))
-        described = ", ".join(_described(p) for p in changed)  # each names its concern
+        described = ", ".join(p.described() for p in changed)  # each names its concern
         # Installed in the roll-out's batches, before their reboot: nothing more there.
         rolled = running & rolling_nodes if concern.with_driver else set()
         if rolled:
@@ -366,7 +352,7 @@ def _package_changes(
         elif running:
             # Installed by site.yml all the same: an action, with what it changes for jobs.
             for package in changed:
-                steps.add("install", concern.name, None, running, _versions(package))
+                steps.add("install", concern.name, None, running, package.versions())
             steps.add("install", concern.name, None, running, concern.takes_effect)
         elif not rolled:
             tree_only.append(described)
@@ -423,7 +409,7 @@ def _running_slurm(lock: Any) -> VersionTuple | None:
     """The Slurm release the old tree pinned: '23.11' of slurm-smd 23.11.10-1 (or of an
     epoch:version, or a distribution's 22.05.8-*)."""
     for group in _SLURM_GROUPS:
-        for name, version in sorted(_lock_packages(lock, group).items()):
+        for name, version in sorted(lock_packages(lock, group).items()):
             found = re.match(r"(?:\d+:)?(\d+)\.(\d+)\.", version)
             if "slurm" in name and found:
                 return int(found[1]), int(found[2])
@@ -478,295 +464,3 @@ def _recorded_for_an_unchanged_target(
 
 def _commands(script: str) -> list[str]:
     return [line for line in script.splitlines() if line.strip() and not line.startswith("#")]
-
-
-def _described(change: PackageChange) -> str:
-    return f"{change.title}: {_versions(change)}"
-
-
-def _versions(change: PackageChange) -> str:
-    if change.old is None:
-        return f"{change.package} {change.new} (newly pinned)"
-    return f"{change.package} {change.old} -> {change.new}"
-
-
-# The committed tree is untrusted until it merges (docs/security.md): what plan reads of
-# it is bounded. clustergen writes no YAML alias or anchor, and no file near this size;
-# a range names no more hosts than the largest cluster clustergen renders, many times.
-MAX_COMMITTED_BYTES = 64 * 1024 * 1024
-MAX_RANGE_HOSTS = 1_048_576
-
-
-def _read_yaml(out_dir: Path, path: str) -> Any:
-    """A YAML file of the old tree (a link there is refused, never followed); None where
-    it is missing or unreadable. One larger than MAX_COMMITTED_BYTES, or with an alias
-    or anchor (which clustergen never writes, and which a ten-line file can make expand
-    past any memory), is refused: UsageError."""
-    with Tree(out_dir) as tree:
-        found = tree.read(path)
-    if found is None:
-        return None
-    data = found[0]
-    if len(data) > MAX_COMMITTED_BYTES:
-        raise UsageError(
-            f"{out_dir / path}: larger than {MAX_COMMITTED_BYTES // 2**20} MiB, which no "
-            "render writes: not read"
-        )
-    try:
-        text = data.decode("utf-8")
-        for event in yaml.parse(text, Loader=_LOADER):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise UsageError(
-                    f"{out_dir / path}: a YAML alias or anchor, which clustergen never "
-                    "writes (a committed file could make it expand past any memory): not read"
-                )
-        return yaml.load(text, Loader=_LOADER)
-    except (UnicodeDecodeError, yaml.YAMLError):
-        return None
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _lock_packages(lock: Any, group: str) -> dict[str, str]:
-    try:
-        packages = lock["groups"][group]["packages"]
-    except (KeyError, TypeError):
-        return {}
-    return {str(k): str(v) for k, v in packages.items()} if isinstance(packages, dict) else {}
-
-
-def _old_hosts(out_dir: Path) -> set[str]:
-    inventory = _read_yaml(out_dir, HOSTS)
-    try:
-        hosts = inventory["all"]["hosts"]
-    except (KeyError, TypeError):
-        return set()
-    if not isinstance(hosts, dict):
-        return set()
-    names: set[str] = set()
-    for pattern in hosts:
-        names.update(_range_names(str(pattern)))
-        if len(names) > MAX_RANGE_HOSTS:
-            raise UsageError(
-                f"{HOSTS}: names more than {MAX_RANGE_HOSTS} hosts, which no render writes: "
-                "not read"
-            )
-    return names
-
-
-_RANGE = re.compile(r"^(?P<head>[^\[]*)\[(?P<begin>\d+):(?P<end>\d+)\](?P<tail>[^\[]*)$")
-
-
-def _range_names(pattern: str) -> list[str]:
-    """The names an inventory's all.hosts entry stands for: a name, or a range such as
-    gpu[01:08] as Ansible expands it (a zero-padded begin pads every number to its
-    width; inventory/hosts.yml writes ranges only where that gives back the names)."""
-    match = _RANGE.match(pattern)
-    if match is None:
-        return [pattern]
-    begin, end = match["begin"], match["end"]
-    if len(begin) > 20 or len(end) > 20 or int(end) - int(begin) >= MAX_RANGE_HOSTS:
-        raise UsageError(
-            f"{HOSTS}: the range {pattern} names more than {MAX_RANGE_HOSTS} hosts, which no "
-            "render writes: not read"
-        )
-    width = len(begin) if begin.startswith("0") else 0
-    return [
-        f"{match['head']}{number:0{width}d}{match['tail']}"
-        for number in range(int(begin), int(end) + 1)
-    ]
-
-
-# --- output --------------------------------------------------------------------------
-
-_HEADINGS = {
-    "reformat": "DESTRUCTIVE: reformat",
-    "reboot": "Reboot",
-    "restart": "Restart",
-    "remount": "Remount",
-    "format": "Format new targets",
-    "mount": "Mount",
-    "install": "Install new package versions",
-    "set_param": "Apply settings again (lctl set_param)",
-    "reconfigure": "Reconfigure",
-}
-
-
-def markdown(plan: Plan) -> str:
-    """For a pull-request comment: most severe first."""
-    lines = [f"## clustergen plan: `{plan.spec}` against `{plan.tree}`", ""]
-    if plan.exit_code == ExitCode.OK:
-        lines += ["Nothing to do on the nodes.", ""]
-    if plan.destructive:
-        count = sum(step.action == "reformat" for step in plan.steps)
-        lines += [
-            f"**DESTRUCTIVE: this change reformats {count} target(s); the data on them is "
-            "lost.** It needs an explicit approval.",
-            "",
-        ]
-    if plan.trusted:
-        lines += [
-            "### Trusted repositories: packages installed as root without a full check",
-            "",
-            *(f"- {line}" for line in plan.trusted),
-            "",
-            "Whoever can change what the nodes download from these can run code as root on "
-            "them (docs/security.md).",
-            "",
-        ]
-    lines += _section("reformat", [s for s in plan.steps if s.action == "reformat"])
-    lines += _section("reboot", [s for s in plan.steps if s.action == "reboot"])
-    if plan.batches:
-        lines += _rollout_lines(plan)
-    for action in SEVERITY[2:]:
-        lines += _section(action, [s for s in plan.steps if s.action == action])
-    if plan.added or plan.removed:
-        lines += ["### Nodes", ""]
-        if plan.added:
-            lines.append(
-                f"- added: {compress(plan.added)}; bring them up first with "
-                f"`ansible-playbook site.yml --limit '{','.join(plan.added)}'`"
-            )
-        if plan.removed:
-            lines.append(f"- removed: {compress(plan.removed)}; drain them before applying")
-        lines.append("")
-    if plan.tree_only:
-        lines += ["### No action on the nodes", ""]
-        lines += [f"- {entry}" for entry in plan.tree_only]
-        lines.append("")
-    return "\n".join(lines)
-
-
-# Where the roll-out script is installed (outputs/slurm/reboot.py ROLLOUT_SCRIPT).
-ROLLOUT_COMMAND = "/etc/slurm/clustergen-reboot-rollout.sh"
-
-
-def _rollout_lines(plan: Plan) -> list[str]:
-    """The roll-out's section: its packages, its batches, and who rolls them."""
-    size = max(len(batch) for batch in plan.batches)
-    nodes = sum(len(batch) for batch in plan.batches)
-    if plan.reboot_mode == "slurm":
-        how = [
-            f"Mode slurm (slurm.reboot): site.yml only puts the new package lists on the "
-            f"nodes in service. Then, on the primary controller, run "
-            f"`{ROLLOUT_COMMAND} {' '.join(repr(compress(b)) for b in plan.batches)}`: "
-            "it hands each node to `scontrol reboot ASAP nextstate=RESUME` (an NVLink "
-            "domain's trays together, in one call), at most "
-            f"{plan.max_per_partition} node(s) of a partition out at once; a node reboots "
-            "once its jobs have ended and its boot step installs the packages.",
-        ]
-    else:
-        how = [
-            "Mode ansible (slurm.reboot): site.yml drains, upgrades, reboots, checks and "
-            "resumes each batch before the next.",
-        ]
-    return [
-        f"### Rolling upgrade with reboots: {nodes} node(s) in {len(plan.batches)} "
-        f"batch(es) of {size}",
-        "",
-        *how,
-        *_domain_lines(plan),
-        "",
-        *(f"- {_described(change)}" for change in plan.rollout),
-        "",
-        *_batch_lines(plan.batches, plan.batch_domains),
-        "",
-    ]
-
-
-def _domain_lines(plan: Plan) -> list[str]:
-    """What rolling NVLink domains whole costs running jobs."""
-    if not plan.rolling_domains:
-        return []
-    out = max(len(names) for names in plan.batch_domains)
-    return [
-        "",
-        f"NVLink domains roll whole, with everything bound to the driver (fabric manager, "
-        f"IMEX) in the same batch: {out} of the {plan.rolling_domains} domain(s) that change "
-        "out at once. A batch's trays drain together, so a job on any of them ends before "
-        "its domain reboots, and no job starts there until every tray of the domain is "
-        "back on the new driver; the other domains keep running jobs.",
-    ]
-
-
-def _batch_lines(batches: list[list[str]], domains: list[list[str]], shown: int = 12) -> list[str]:
-    numbered = [
-        f"{i}. {compress(batch)}"
-        + (f" (NVLink domain{'s' if len(names) > 1 else ''} {', '.join(names)})" if names else "")
-        for i, (batch, names) in enumerate(zip(batches, domains, strict=True), 1)
-    ]
-    if len(numbered) <= shown:
-        return numbered
-    return [
-        *numbered[: shown - 2],
-        f"... {len(numbered) - shown + 1} more batches ...",
-        numbered[-1],
-    ]
-
-
-# Said under a section, once: what its steps do that the step lines cannot.
-_NOTES: dict[PlanAction, str] = {
-    "format": "A target new in the spec: nothing on it to lose. Its format script formats "
-    "only a blank device; where the device holds a file system, a label or a partition "
-    "table, the script stops and changes nothing.",
-}
-
-
-def _section(action: PlanAction, steps: list[Step]) -> list[str]:
-    if not steps:
-        return []
-    lines = [f"### {_HEADINGS[action]}", ""]
-    for step in steps:
-        what = {
-            "reformat": f"reformat `{step.service}`",
-            "reboot": "reboot",
-            "restart": f"restart `{step.service}`",
-            "remount": f"remount `{step.service}`",
-            "format": f"format new target `{step.service}`",
-            "mount": f"mount `{step.service}`",
-            "install": f"install `{step.service}`",
-            "set_param": f"set_param `{step.service}`",
-            "reconfigure": f"reconfigure `{step.service}`",
-        }[step.action]
-        nodes = compress(sorted(step.nodes)) if step.nodes else "no running node"
-        lines.append(f"- **{what}** on {nodes}")
-        lines += [f"  - {reason}" for reason in step.reasons]
-    note = _NOTES.get(action)
-    return [*lines, "", *([note, ""] if note else [])]
-
-
-def json_text(plan: Plan) -> str:
-    document = {
-        "spec": plan.spec,
-        "tree": plan.tree,
-        "destructive": plan.destructive,
-        "exit_code": int(plan.exit_code),
-        "steps": [
-            {
-                "action": step.action,
-                "service": step.service,
-                "target": step.target,
-                "nodes": sorted(step.nodes),
-                "reasons": step.reasons,
-            }
-            for step in plan.steps
-        ],
-        "driver_rollout": {
-            "packages": [
-                {"concern": c.title, "package": c.package, "old": c.old, "new": c.new}
-                for c in plan.rollout
-            ],
-            "batches": plan.batches,
-            "batch_nvlink_domains": plan.batch_domains,
-            "mode": plan.reboot_mode,
-            "max_per_partition": plan.max_per_partition,
-        },
-        "nodes": {
-            "added": plan.added,
-            "removed": plan.removed,
-        },
-        "tree_only": plan.tree_only,
-        "trusted_repositories": plan.trusted,
-    }
-    return json.dumps(document, indent=2) + "\n"
