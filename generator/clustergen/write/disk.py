@@ -128,27 +128,41 @@ def fsync_path(path: Path, *, dir_fd: int | None = None) -> None:
 def sync_all(tree: Tree, files: list[str], folders: list[str]) -> None:
     """Make the staged files and their folders durable. On Linux one syncfs(2) per file
     system the folders are on does it for all of them; elsewhere each file and folder is
-    fsynced, all in flight at once (fsync releases the GIL), so the file system commits
-    them together where one after another costs a journal commit each."""
+    fsynced, a folder's files all in flight at once (fsync releases the GIL), so the file
+    system commits them together where one after another costs a journal commit each.
+    The tree's descriptors are valid only until its next call: what is kept across calls
+    is a copy (dup), one per file system."""
     by_device: dict[int, int] = {}
+    try:
+        for folder in folders:
+            descriptor = tree.folder(folder)
+            if descriptor is not None:
+                device = os.fstat(descriptor).st_dev
+                if device not in by_device:
+                    by_device[device] = os.dup(descriptor)
+        if all(syncfs(descriptor) for descriptor in by_device.values()):
+            return
+    finally:
+        for descriptor in by_device.values():
+            os.close(descriptor)
+    by_folder: dict[str, list[str]] = {}
+    for path in files:
+        by_folder.setdefault(path.rpartition("/")[0], []).append(path)
     for folder in folders:
-        descriptor = tree.folder(folder)
-        if descriptor is not None:
-            by_device.setdefault(os.fstat(descriptor).st_dev, descriptor)
-    if all(syncfs(descriptor) for descriptor in by_device.values()):
-        return
-    entries = []
-    for path in [*files, *folders]:
-        if path:
-            parent, _ = tree.parent(path)
-            entries.append((tree.path(path), parent))
-        else:
-            entries.append((tree.root, None))
+        by_folder.setdefault(folder, [])
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=max(1, min(32, len(entries)))) as pool:
-        for _ in pool.map(lambda entry: fsync_path(entry[0], dir_fd=entry[1]), entries):
-            pass
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        for folder, names in sorted(by_folder.items()):
+            parent = tree.folder(folder)  # valid while this folder's files are synced
+            entries = [(tree.path(path), parent) for path in names]
+            for _ in pool.map(lambda entry: fsync_path(entry[0], dir_fd=entry[1]), entries):
+                pass
+            if folder:
+                above, _ = tree.parent(folder)
+                fsync_path(tree.path(folder), dir_fd=above)
+            else:
+                fsync_path(tree.root, dir_fd=None)
 
 
 def syncfs(path: Path | int) -> bool:

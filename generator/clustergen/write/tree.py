@@ -42,16 +42,26 @@ def inside(path: str) -> bool:
     )
 
 
+# Folder descriptors a Tree keeps open between calls, the most recently used: a tree has a
+# folder per node, so keeping all of them would pass the usual limit of 1,024 open files
+# at some hundreds of nodes. A call may open more while it runs (every folder on its
+# paths); the surplus is closed when the next call starts.
+KEPT_FOLDERS = 64
+
+
 class Tree:
-    """A folder opened once, and every path under it through its folders' descriptors
-    (each folder opened once, kept until close)."""
+    """A folder opened once, and every path under it through its folders' descriptors.
+    The tree's own folder stays open until close; of the folders below it the
+    KEPT_FOLDERS used last stay open, and one closed is opened again, one component at
+    a time, when a path needs it. A descriptor a call hands out (folder, parent) is
+    valid until the next call on the tree."""
 
     def __init__(self, root: Path, *, own: bool = False) -> None:
         """own: root is a folder clustergen made itself (a new tree's staging folder),
         so even it is opened without following a link."""
         self.root = root
         self.own = own
-        self._folders: dict[str, int] = {}
+        self._folders: dict[str, int] = {}  # in order of use, the last used last
 
     def __enter__(self) -> Tree:
         return self
@@ -64,6 +74,17 @@ class Tree:
             os.close(descriptor)
         self._folders.clear()
 
+    def _trim(self) -> None:
+        """Close the folders used longest ago beyond KEPT_FOLDERS (never the tree's own):
+        called as each call starts, so no descriptor is closed while a call uses it."""
+        surplus = len(self._folders) - KEPT_FOLDERS
+        for known in [k for k in self._folders if k][: max(0, surplus)]:
+            os.close(self._folders.pop(known))
+
+    def open_folders(self) -> int:
+        """How many folder descriptors the tree holds now."""
+        return len(self._folders)
+
     def path(self, relative: str) -> Path:
         """The path as the user reads it in messages."""
         return self.root / relative if relative else self.root
@@ -75,11 +96,17 @@ class Tree:
     def folder(self, relative: str, *, made: list[str] | None = None) -> int | None:
         """The descriptor of the folder at relative ('' for the tree), or None where it
         does not exist; with made, missing folders are made (each added to made). A
-        link, or a file, where a folder is expected is refused."""
+        link, or a file, where a folder is expected is refused. The descriptor is the
+        tree's: valid until the next call on the tree, and never closed by the caller."""
+        self._trim()
+        return self._folder(relative, made)
+
+    def _folder(self, relative: str, made: list[str] | None) -> int | None:
         # Only folders found are kept: one missing now may be made by the other process
         # of a parallel render.
-        known = self._folders.get(relative)
+        known = self._folders.pop(relative, None)
         if known is not None:
+            self._folders[relative] = known  # the last used
             return known
         if not relative:
             flags = _FOLDER if self.own else os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -95,7 +122,7 @@ class Tree:
             return descriptor
         self._check(relative)
         parent_path, _, name = relative.rpartition("/")
-        parent = self.folder(parent_path, made=made)
+        parent = self._folder(parent_path, made)
         if parent is None:
             return None
         try:
@@ -116,7 +143,7 @@ class Tree:
     def _refuse(self, relative: str, expected: str) -> None:
         """Raise the refusal of what is at relative, where expected (a folder, a regular
         file) was looked for."""
-        info = self.entry(relative)
+        info = self._entry(relative)
         if info is not None and stat.S_ISLNK(info.st_mode):
             raise UsageError(
                 f"refusing {self.path(relative)}: it is a symbolic link, and clustergen "
@@ -127,14 +154,23 @@ class Tree:
         raise UsageError(f"cannot write {self.path(relative)}: it exists and is not a regular file")
 
     def parent(self, relative: str, *, made: list[str] | None = None) -> tuple[int | None, str]:
-        """The descriptor of relative's folder (None: it does not exist) and its name."""
+        """The descriptor of relative's folder (None: it does not exist) and its name;
+        the descriptor as folder hands it out."""
+        self._trim()
+        return self._parent(relative, made)
+
+    def _parent(self, relative: str, made: list[str] | None = None) -> tuple[int | None, str]:
         self._check(relative)
         folder, _, name = relative.rpartition("/")
-        return self.folder(folder, made=made), name
+        return self._folder(folder, made), name
 
     def entry(self, relative: str) -> os.stat_result | None:
         """lstat of relative (a link is not followed), or None where nothing is."""
-        folder, name = self.parent(relative)
+        self._trim()
+        return self._entry(relative)
+
+    def _entry(self, relative: str) -> os.stat_result | None:
+        folder, name = self._parent(relative)
         if folder is None:
             return None
         try:
@@ -147,12 +183,13 @@ class Tree:
     def read(self, relative: str) -> tuple[bytes, int] | None:
         """The bytes and mode of the regular file at relative; None where nothing is. A
         link, a folder or a device there is refused."""
-        info = self.entry(relative)
+        self._trim()
+        info = self._entry(relative)
         if info is None:
             return None
         if not stat.S_ISREG(info.st_mode):
             self._refuse(relative, "a regular file")
-        folder, name = self.parent(relative)
+        folder, name = self._parent(relative)
         try:
             descriptor = os.open(name, _FILE, dir_fd=folder)
         except FileNotFoundError:
@@ -185,15 +222,17 @@ class Tree:
 
     def replace(self, source: str, target: str) -> None:
         """Rename source over target, both in the same folder, through its descriptor."""
-        folder, source_name = self.parent(source)
-        target_folder, target_name = self.parent(target)
+        self._trim()
+        folder, source_name = self._parent(source)
+        target_folder, target_name = self._parent(target)
         if folder is None or target_folder is None:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(self.path(source)))
         os.replace(source_name, target_name, src_dir_fd=folder, dst_dir_fd=target_folder)
 
     def unlink(self, relative: str) -> bool:
         """Remove the file (or link: never what it points at) at relative; whether one was."""
-        folder, name = self.parent(relative)
+        self._trim()
+        folder, name = self._parent(relative)
         if folder is None:
             return False
         try:
@@ -204,7 +243,8 @@ class Tree:
 
     def rmdir(self, relative: str) -> None:
         """Remove the empty folder at relative (OSError where it is not empty)."""
-        folder, name = self.parent(relative)
+        self._trim()
+        folder, name = self._parent(relative)
         if folder is None:
             return
         os.rmdir(name, dir_fd=folder)
@@ -214,7 +254,8 @@ class Tree:
     def files(self, suffix: str) -> list[str]:
         """Every regular file whose name ends with suffix, anywhere in the tree, walked
         without following a link, in path order."""
-        root = self.folder("")
+        self._trim()
+        root = self._folder("", None)
         if root is None:
             return []
         found = []
