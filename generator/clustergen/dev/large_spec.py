@@ -100,12 +100,12 @@ hardware:
     power: {{max_watts: 1600, psu_count: 2, psu_watts: 2000, redundant_psus: 1}}
 
 network:
-  management: {{cidr: 10.0.0.0/15, gateway: 10.0.0.1}}
-  bmc: {{cidr: 10.2.0.0/15}}
+  management: {{cidr: 10.0.0.0/14, gateway: 10.0.0.1}}
+  bmc: {{cidr: 10.4.0.0/14}}
   fabric:
     type: infiniband
     rate: ndr
-    cidr: 10.10.0.0/15
+    cidr: 10.8.0.0/14
     subnet_manager: {{kind: ufm}}  # UFM, as at most sites of this size: no OpenSM to render
     switches:
 """
@@ -147,25 +147,25 @@ nodes:
     hardware: hgx-h100
     roles: [compute]
     management_ip: 10.0.1.1
-    bmc_ip: 10.2.1.1
-    fabric_ip: 10.10.1.1
+    bmc_ip: 10.4.1.1
+    fabric_ip: 10.8.1.1
   - names: slurm-head
     hardware: head-server
     roles: [slurm_controller, slurm_dbd, login]
     management_ip: 10.0.0.2
-    bmc_ip: 10.2.0.2
-    fabric_ip: 10.10.0.2
+    bmc_ip: 10.4.0.2
+    fabric_ip: 10.8.0.2
   - names: mds[01-02]
     hardware: lustre-server
     roles: [lustre_mgs, lustre_mds]
-    management_ip: 10.1.0.5
-    bmc_ip: 10.3.0.5
+    management_ip: 10.3.0.5
+    bmc_ip: 10.7.0.5
     fabric_ip: 10.11.0.5
   - names: {osses}
     hardware: lustre-server
     roles: [lustre_oss]
-    management_ip: 10.1.1.1
-    bmc_ip: 10.3.1.1
+    management_ip: 10.3.1.1
+    bmc_ip: 10.7.1.1
     fabric_ip: 10.11.1.1
 
 racks:
