@@ -80,7 +80,21 @@ def _drift_rows(output: str, package: str) -> dict[str, list[str]]:
 
 
 def _succeeded(run: PlaybookRun, what: str) -> None:
-    assert run.returncode == 0, f"{what} failed (exit {run.returncode}):\n{run.output[-6000:]}"
+    """The run passed; else each failed task's lines (its header before, its result
+    after), then the output's end."""
+    if run.returncode == 0:
+        return
+    lines = run.output.splitlines()
+    failed = [
+        "\n".join(lines[max(0, i - 3) : i + 25])
+        for i, line in enumerate(lines)
+        if line.startswith(("fatal:", "failed:"))
+    ]
+    raise AssertionError(
+        f"{what} failed (exit {run.returncode}):\n"
+        + "\n".join(failed)
+        + f"\n...\n{run.output[-6000:]}"
+    )
 
 
 def _assert_pinned(
