@@ -10,9 +10,9 @@ from typing import Any
 import yaml
 
 from clustergen.render import render_all
+from clustergen.spec.cable_plan import cables
 from clustergen.spec.load import LoadedSpec
 from clustergen.spec.long_form import expand
-from clustergen.spec.physical_plan import cables
 from clustergen.validate import validate
 
 from support.paths import EXAMPLES

@@ -59,8 +59,9 @@ from clustergen.model.hardware import HardwareProfile
 from clustergen.model.monitoring import Monitoring, SlurmMetricsKind
 from clustergen.model.network import Network
 from clustergen.model.nodes import KNOWN_ROLES
+from clustergen.spec.cable_plan import SwitchPorts, switch_ports
 from clustergen.spec.hosts import Host, expand_hosts, hosts_by_name
-from clustergen.spec.physical_plan import RackPlan, SwitchPorts, rack_plans, switch_ports
+from clustergen.spec.physical_plan import RackPlan, rack_plans
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ that cannot be read at all is a usage problem (exit 2).
 libyaml (PyYAML's CParser) parses; a small composer here turns its events into
 PyYAML's node graph, counting what aliases expand to as it goes; one walk over
 the graph then builds the plain data, the positions and the floats as written.
-The scalars read as YAML 1.2 reads them (`yes` and `on` are strings, `012` is
+The scalars read as YAML 1.2 reads them (spec/yaml_core.py) (`yes` and `on` are strings, `012` is
 12), with no timestamps and no tags beyond the core ones. Without libyaml the
 same composer runs on PyYAML's pure-Python parser: the same results, five times
 slower, except that it refuses a tab between tokens where libyaml (and YAML 1.2)
@@ -41,6 +41,20 @@ from yaml.scanner import Scanner
 
 from clustergen.base import codes
 from clustergen.base.errors import LocatedProblem, Position, SpecInvalid, SpecPath, UsageError
+from clustergen.spec.yaml_core import (
+    TAG_BOOL,
+    TAG_FLOAT,
+    TAG_INT,
+    TAG_MAP,
+    TAG_MERGE,
+    TAG_NULL,
+    TAG_SEQ,
+    TAG_STR,
+    CoreResolver,
+    float_value,
+    int_value,
+    tag_message,
+)
 
 # Specs are small; anything this large is not a spec and is refused before parsing.
 MAX_SPEC_BYTES = 16 * 1024 * 1024
@@ -57,32 +71,6 @@ ALIAS_ALLOWANCE_MAX = 1_000_000
 # worded message (see _compose); that takes about 5 s per MiB, so only up to this size.
 REWORD_MAX_CHARS = 512 * 1024
 
-_CORE = "tag:yaml.org,2002:"
-_STR, _INT, _FLOAT, _BOOL, _NULL = (
-    _CORE + kind for kind in ("str", "int", "float", "bool", "null")
-)
-_SEQ, _MAP, _MERGE = _CORE + "seq", _CORE + "map", _CORE + "merge"
-
-# The plain scalars YAML 1.2 reads as something other than a string, as ruamel.yaml
-# reads them (clustergen's reader until 2026-11, and check-jsonschema's today):
-# underscores may separate digits, 0o17 and 0x1F and 0b11 are numbers, and a leading
-# zero does not make a number octal.
-_BOOLEANS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE"})
-_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
-_INT_TEXT = re.compile(
-    r"[-+]?(?:0b_*[01][01_]*|0o?_*[0-7][0-7_]*|[0-9_]*[0-9][0-9_]*|0x_*[0-9a-fA-F][0-9a-fA-F_]*)"
-)
-_FLOAT_TEXT = re.compile(
-    r"""[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-    |[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN)""",
-    re.VERBOSE,
-)
-_NUMBER_START = frozenset("-+0123456789.")
-# Python refuses longer integer texts (CVE-2020-10735); no spec number comes near.
-_MAX_INT_DIGITS = 4300
 # Characters YAML does not allow in a stream (YAML 1.2 section 5.1, as PyYAML checks it).
 _NOT_PRINTABLE = re.compile(
     "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
@@ -323,30 +311,7 @@ def _yaml_message(exc: MarkedYAMLError) -> str:
 # --- Composing: events -> nodes, with aliases counted -------------------------------
 
 
-class _Resolver:
-    """The tag of an untagged node: YAML 1.2's core schema, as ruamel.yaml reads it."""
-
-    def resolve(self, kind: type[Node], value: str | None, implicit: tuple[bool, bool]) -> str:
-        if kind is ScalarNode:
-            if not implicit[0] or value is None:  # quoted, or a block scalar
-                return _STR
-            if value in _NULLS:
-                return _NULL
-            first = value[0]
-            if first in _NUMBER_START:
-                if _INT_TEXT.fullmatch(value):
-                    return _INT if len(value) <= _MAX_INT_DIGITS else _STR
-                if _FLOAT_TEXT.fullmatch(value):
-                    return _FLOAT
-            elif value in _BOOLEANS:
-                return _BOOL
-            elif value == "<<":
-                return _MERGE
-            return _STR
-        return _SEQ if kind is SequenceNode else _MAP
-
-
-class _SpecComposer(Composer, _Resolver):
+class _SpecComposer(Composer, CoreResolver):
     """PyYAML's composer with three guards.
 
     An anchor may be defined again (YAML 1.2: an alias names the latest); an alias may
@@ -391,7 +356,7 @@ class _SpecComposer(Composer, _Resolver):
             if anchor is not None:
                 self.anchors[anchor] = node
         elif kind is SequenceStartEvent:
-            node = SequenceNode(_SEQ if tag is None or tag == "!" else tag, [], event.start_mark)
+            node = SequenceNode(TAG_SEQ if tag is None or tag == "!" else tag, [], event.start_mark)
             if anchor is not None:
                 self.anchors[anchor] = node
             items = node.value
@@ -399,7 +364,7 @@ class _SpecComposer(Composer, _Resolver):
                 items.append(self.compose_node(node, None))
             node.end_mark = self.get_event().end_mark
         else:  # MappingStartEvent: the parser emits nothing else here
-            node = MappingNode(_MAP if tag is None or tag == "!" else tag, [], event.start_mark)
+            node = MappingNode(TAG_MAP if tag is None or tag == "!" else tag, [], event.start_mark)
             if anchor is not None:
                 self.anchors[anchor] = node
             pairs = node.value
@@ -482,7 +447,7 @@ class _Walk:
                 self.float_texts[path] = node.value
             return scalar
         if isinstance(node, SequenceNode):
-            _check_tag(node, _SEQ)
+            _check_tag(node, TAG_SEQ)
             items = []
             for index, item in enumerate(node.value):
                 child = (*path, index)
@@ -491,7 +456,7 @@ class _Walk:
                 items.append(self.value(item, child, depth + 1))
             return items
         assert isinstance(node, MappingNode)
-        _check_tag(node, _MAP)
+        _check_tag(node, TAG_MAP)
         out: dict[Any, Any] = {}
         for key, key_node, value_node, own in _pairs(node, depth):
             child = (*path, key)
@@ -514,7 +479,7 @@ def _pairs(node: MappingNode, depth: int) -> list[tuple[Any, Node, Node, bool]]:
     first_at: dict[Any, _Mark] = {}
     merges: list[tuple[Node, Node]] = []
     for key_node, value_node in node.value:
-        if key_node.tag == _MERGE and isinstance(key_node, ScalarNode):
+        if key_node.tag == TAG_MERGE and isinstance(key_node, ScalarNode):
             if merges:
                 raise _duplicate(key_node, merges[0][0].start_mark)
             merges.append((key_node, value_node))
@@ -546,7 +511,7 @@ def _merge_sources(node: Node) -> list[MappingNode]:
                 "YAML: a merge key '<<' takes a mapping, or a list of mappings, to merge",
                 source.start_mark,
             )
-        _check_tag(source, _MAP)
+        _check_tag(source, TAG_MAP)
         sources.append(source)
     return sources
 
@@ -563,66 +528,28 @@ def _duplicate(key_node: Node, first: _Mark) -> _Refused:
 def _scalar(node: ScalarNode) -> Any:
     """A scalar node's value: str, int, float, bool or None."""
     tag, text = node.tag, node.value
-    if tag in (_STR, _MERGE):  # `<<` anywhere but as a key is a string
+    if tag in (TAG_STR, TAG_MERGE):  # `<<` anywhere but as a key is a string
         return text
-    if tag == _INT:
-        number = _int(text)
+    if tag == TAG_INT:
+        number = int_value(text)
         if number is None:
             raise _Refused(f"YAML: '{text}' is not a whole number (tag '!!int')", node.start_mark)
         return number
-    if tag == _FLOAT:
-        real = _float(text)
+    if tag == TAG_FLOAT:
+        real = float_value(text)
         if real is None:
             raise _Refused(f"YAML: '{text}' is not a number (tag '!!float')", node.start_mark)
         return real
-    if tag == _BOOL:
+    if tag == TAG_BOOL:
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
         raise _Refused(f"YAML: '{text}' is not true or false (tag '!!bool')", node.start_mark)
-    if tag == _NULL:
+    if tag == TAG_NULL:
         return None
-    raise _Refused(_tag_message(tag, "a single value"), node.start_mark, codes.YAML_TAG)
-
-
-def _int(text: str) -> int | None:
-    """An integer's value as ruamel.yaml reads YAML 1.2; None if the text holds no digits."""
-    digits = text.replace("_", "")
-    sign = -1 if digits[:1] == "-" else 1
-    digits = digits.lstrip("+-")
-    base = {"0b": 2, "0o": 8, "0x": 16}.get(digits[:2], 10)
-    if base != 10:
-        digits = digits[2:]
-    if not digits or len(digits) > _MAX_INT_DIGITS:
-        return None
-    try:
-        return sign * int(digits, base)
-    except ValueError:
-        return None
-
-
-def _float(text: str) -> float | None:
-    plain = text.replace("_", "").lower()
-    if plain.lstrip("+-") in (".inf", ".nan"):
-        plain = plain.replace(".", "")
-    try:
-        return float(plain)
-    except ValueError:
-        return None
+    raise _Refused(tag_message(tag, "a single value"), node.start_mark, codes.YAML_TAG)
 
 
 def _check_tag(node: Node, expected: str) -> None:
     if node.tag != expected:
         kind = "list" if isinstance(node, SequenceNode) else "mapping"
-        raise _Refused(_tag_message(node.tag, f"a {kind}"), node.start_mark, codes.YAML_TAG)
-
-
-def _tag_message(tag: str, kind: str) -> str:
-    shown = "!!" + tag.removeprefix(_CORE) if tag.startswith(_CORE) else tag
-    if not shown.startswith("!"):
-        shown = f"!<{tag}>"
-    if tag in (_STR, _INT, _FLOAT, _BOOL, _NULL, _SEQ, _MAP):
-        return f"YAML: tag '{shown}' does not fit {kind}"
-    return (
-        f"YAML: tag '{shown}' is not allowed in a spec; a spec is plain YAML: mappings, "
-        "lists, strings, numbers, true/false and null"
-    )
+        raise _Refused(tag_message(node.tag, f"a {kind}"), node.start_mark, codes.YAML_TAG)

@@ -21,8 +21,8 @@ from clustergen.outputs.facility.elevation import CHAR_PX, Box, Text, fit
 from clustergen.outputs.facility.ports import count_switches, switch_rails
 from clustergen.resolve import ResolvedCluster
 from clustergen.resolve.fabric import tiers
+from clustergen.spec.cable_plan import SwitchPorts
 from clustergen.spec.hosts import compress
-from clustergen.spec.physical_plan import SwitchPorts
 
 MAX_BOXES = 32
 # Rail colours (Tableau 10, as the elevations' role fills), rail 1 first; the 11th rail

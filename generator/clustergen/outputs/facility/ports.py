@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from clustergen.catalog.cables import TIERS, Tier, cable_class
 from clustergen.resolve import ResolvedCluster
 from clustergen.resolve.fabric import tiers
-from clustergen.spec.physical_plan import SwitchPorts
+from clustergen.spec.cable_plan import SwitchPorts
 
 PORT_HEADER = (
     "plane",

@@ -18,14 +18,8 @@ from dataclasses import dataclass
 from clustergen.model.common import expand_hostlist
 from clustergen.outputs.facility.elevation import Bar, bar, power_given, role_and_hardware
 from clustergen.resolve import ResolvedCluster
-from clustergen.spec.physical_plan import (
-    FEEDS,
-    Device,
-    FeedLoad,
-    RackPlan,
-    cables,
-    nvlink_trays,
-)
+from clustergen.spec.cable_plan import cables
+from clustergen.spec.physical_plan import FEEDS, Device, FeedLoad, RackPlan, nvlink_trays
 
 
 @dataclass(frozen=True)
