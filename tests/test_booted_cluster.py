@@ -1139,6 +1139,7 @@ def _reconfigure_without_restart(
             "slurm",
             "rendered_files",
             "pinned_packages",
+            "present_packages",
             "slurm_accounting",
         },
     )
