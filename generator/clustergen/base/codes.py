@@ -1338,6 +1338,12 @@ AUDIT_REPORT_UNREADABLE = Code(
     "error",
     "a tool the node needs failed or printed something other than its report",
 )
+AUDIT_REPORT_PARTIAL = Code(
+    "audit.report-partial",
+    "warning",
+    "a tool's report is incomplete (it failed after printing, or lists fewer items than it "
+    "counts): what it holds is checked, the rest is not",
+)
 AUDIT_GPU_MISSING = Code("audit.gpu-missing", "error", "a node reports fewer GPUs than its profile")
 AUDIT_GPU_MODEL = Code(
     "audit.gpu-model", "error", "a GPU of another model (or memory size) than the profile's"

@@ -15,13 +15,13 @@ from typing import TypeVar
 from clustergen.base import codes
 from clustergen.base.codes import Code
 from clustergen.base.errors import LocatedProblem, Position
-from clustergen.catalog.gpus import GpuModel
+from clustergen.catalog.gpus import GPU_MODELS, GpuModel
 from clustergen.commands.audit.expect import NodeExpectation
 from clustergen.commands.audit.facts import SECTIONS, NodeFacts
 from clustergen.commands.audit.hca_ports import RdmaPort, parse_ibstat, parse_ibv_devinfo
 from clustergen.commands.audit.ipaddr import parse_ip_addr
 from clustergen.commands.audit.lnet import parse_lnet
-from clustergen.commands.audit.nvsmi import parse_smi_xml, parse_topo_m
+from clustergen.commands.audit.nvsmi import SmiGpu, parse_smi_xml, parse_topo_m
 from clustergen.commands.audit.package_list import parse_dpkg, parse_rpm
 from clustergen.commands.audit.slurmd import parse_slurmd_c
 from clustergen.commands.lock import carries
@@ -78,6 +78,10 @@ class Report:
             self.unreadable(section)
         return result
 
+    def partial(self, section: str, message: str) -> None:
+        """A report read as far as it goes; `message` says what is not checked."""
+        self.add(codes.AUDIT_REPORT_PARTIAL, section, message)
+
     def unreadable(self, section: str) -> None:
         command = SECTIONS.get(section, section)
         text = self.facts.sections[section].text
@@ -100,7 +104,13 @@ def check_gpus(report: Report, node: NodeExpectation) -> None:
     if smi is None:
         return
     profile = node.host.hardware_name
-    if len(smi.gpus) < node.gpu_count:
+    if smi.attached is not None and smi.attached > len(smi.gpus):
+        report.partial(
+            "nvidia-smi-q-x",
+            f"the report counts {smi.attached} attached GPUs but lists {len(smi.gpus)}: "
+            "the others are not checked",
+        )
+    if max(len(smi.gpus), smi.attached or 0) < node.gpu_count:
         seen = sorted(g.index for g in smi.gpus)
         gone = [i for i in range(node.gpu_count) if i not in seen]
         report.add(
@@ -109,21 +119,45 @@ def check_gpus(report: Report, node: NodeExpectation) -> None:
             f"{len(smi.gpus)} GPUs, profile {profile} has {node.gpu_count} "
             f"(no GPU {', '.join(map(str, gone))})",
         )
-    model = node.gpu_model
-    for gpu in smi.gpus:
-        if model is not None and not model_matches(model, gpu.product, gpu.memory_mib):
-            memory = f", {gpu.memory_mib} MiB" if gpu.memory_mib else ""
-            report.add(
-                codes.AUDIT_GPU_MODEL,
-                "nvidia-smi-q-x",
-                f"GPU {gpu.index} ({gpu.bus_id}) is {gpu.product}{memory}; profile "
-                f"{profile} has {model.name}",
-            )
-    if node.driver and smi.driver and smi.driver != node.driver:
+    _check_gpu_models(report, node, smi.gpus)
+    if node.driver and not smi.driver:
+        report.partial(
+            "nvidia-smi-q-x",
+            f"the report names no driver version: software.nvidia_driver {node.driver} "
+            "is not checked",
+        )
+    elif node.driver and smi.driver != node.driver:
         report.add(
             codes.AUDIT_GPU_DRIVER,
             "nvidia-smi-q-x",
             f"NVIDIA driver {smi.driver} is loaded; software.nvidia_driver is {node.driver}",
+        )
+
+
+def _check_gpu_models(report: Report, node: NodeExpectation, gpus: tuple[SmiGpu, ...]) -> None:
+    """One finding per product that is not the profile's model, naming its GPUs; a
+    product of no catalog model is said to be unknown (a GPU newer than the catalog)."""
+    model = node.gpu_model
+    if model is None:
+        return
+    others: dict[tuple[str, int | None], list[SmiGpu]] = {}
+    for gpu in gpus:
+        if not model_matches(model, gpu.product, gpu.memory_mib):
+            others.setdefault((gpu.product, gpu.memory_mib), []).append(gpu)
+    for (product, memory_mib), group in others.items():
+        memory = f", {memory_mib} MiB" if memory_mib else ""
+        which = (
+            f"GPU {group[0].index} ({group[0].bus_id})"
+            if len(group) == 1
+            else f"GPUs {', '.join(str(g.index) for g in group)}"
+        )
+        known = any(model_matches(m, product, memory_mib) for m in GPU_MODELS.values())
+        unknown = "" if known else " (a model clustergen's catalog does not know)"
+        report.add(
+            codes.AUDIT_GPU_MODEL,
+            "nvidia-smi-q-x",
+            f"{which} {'is' if len(group) == 1 else 'are'} {product}{memory}{unknown}; "
+            f"profile {node.host.hardware_name} has {model.name}",
         )
 
 
@@ -169,12 +203,21 @@ def check_topology(report: Report, node: NodeExpectation) -> None:
 
 
 def _ports(report: Report) -> tuple[str, list[RdmaPort]] | None:
+    """The first report of the node's RDMA ports that gives any: a tool that failed after
+    printing its ports (ibstat exits 255 on some virtual HCAs) is read, and said partial."""
     for section, parse in (("ibstat", parse_ibstat), ("ibv_devinfo-v", parse_ibv_devinfo)):
         got = report.facts.usable(section)
-        if got is not None and got.rc == 0:
-            ports = parse(got.text)
-            if ports:
-                return section, ports
+        if got is None:
+            continue
+        ports = parse(got.text)
+        if ports and got.rc != 0:
+            report.partial(
+                section,
+                f"`{SECTIONS.get(section, section)}` exited {got.rc} after printing "
+                f"{len(ports)} ports: they are checked, any port after them is not",
+            )
+        if ports:
+            return section, ports
     for section in ("ibstat", "ibv_devinfo-v"):
         got = report.facts.sections.get(section)
         if got is not None and not got.absent:
@@ -311,17 +354,26 @@ def _net(name: str) -> str:
 def check_lnet(report: Report, node: NodeExpectation) -> None:
     if not node.lnet:
         return
-    nis = report.parsed("lnetctl-net-show", "LNet (Lustre)", parse_lnet)
-    if nis is None:
+    lnet = report.parsed("lnetctl-net-show", "LNet (Lustre)", parse_lnet)
+    if lnet is None:
         return
-    up = {(_net(ni.net), ni.interface) for ni in nis if ni.status == "up"}
+    up = {(_net(ni.net), ni.interface) for ni in lnet.nis if ni.status == "up"}
+    unnamed = {net for net, interface in up if not interface}
+    down = f" (lnetctl: {lnet.error})" if lnet.error else ""
     for net, interface in node.lnet:
-        if (_net(net), interface) not in up:
-            report.add(
-                codes.AUDIT_LNET_MISSING,
+        if (_net(net), interface) in up:
+            continue
+        if _net(net) in unnamed:
+            report.partial(
                 "lnetctl-net-show",
-                f"LNet has no {net} interface {interface} up",
+                f"LNet's {net} NI is up but names no interface: {interface} is not checked",
             )
+            continue
+        report.add(
+            codes.AUDIT_LNET_MISSING,
+            "lnetctl-net-show",
+            f"LNet has no {net} interface {interface} up{down}",
+        )
 
 
 def check_pull(report: Report, node: NodeExpectation) -> None:

@@ -8,6 +8,14 @@ Network Information"): YAML,
               status: up
               interfaces:
                   0: ib0
+
+An NI of a net configured without naming its interface (`lnetctl net add --net tcp`)
+lists no `interfaces`. Where LNet is not running, lnetctl prints its error as YAML:
+
+    show:
+        - net:
+              errno: -100
+              descr: "cannot get networks: Network is down"
 """
 
 from __future__ import annotations
@@ -23,17 +31,34 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 @dataclass(frozen=True)
 class LocalNi:
     net: str
-    interface: str
+    interface: str  # "" where lnetctl names none
     status: str
 
 
-def parse_lnet(text: str) -> list[LocalNi] | None:
-    """Every local NI with its interfaces, or None when the text is not lnetctl's YAML."""
+@dataclass(frozen=True)
+class LnetReport:
+    nis: tuple[LocalNi, ...]
+    error: str | None  # lnetctl's own error (LNet down), where it printed one
+
+
+def parse_lnet(text: str) -> LnetReport | None:
+    """Every local NI with its interfaces, or lnetctl's error; None when the text is not
+    lnetctl's YAML."""
     try:
         data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError:
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("net"), list):
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("show"), list):
+        errors = [
+            entry["net"] for entry in data["show"] if isinstance(entry, dict) and entry.get("net")
+        ]
+        if errors and isinstance(errors[0], dict) and "errno" in errors[0]:
+            error = errors[0]
+            return LnetReport((), str(error.get("descr") or f"errno {error['errno']}"))
+        return None
+    if not isinstance(data.get("net"), list):
         return None
     found = []
     for net in data["net"]:
@@ -44,8 +69,8 @@ def parse_lnet(text: str) -> list[LocalNi] | None:
                 continue
             interfaces = ni.get("interfaces") or {}
             names = interfaces.values() if isinstance(interfaces, dict) else interfaces
-            for interface in names:
+            for interface in list(names) or [""]:
                 found.append(
                     LocalNi(str(net.get("net type", "")), str(interface), str(ni.get("status")))
                 )
-    return found
+    return LnetReport(tuple(found), None)

@@ -2,14 +2,19 @@
 nvsmi_device_v12.dtd, and `nvidia-smi topo -h`).
 
 `nvidia-smi -q -x`: `<nvidia_smi_log>` holds `<driver_version>`, `<attached_gpus>` and
-one `<gpu id="00000000:18:00.0">` per GPU with `<product_name>`, `<minor_number>` and
-`<fb_memory_usage><total>81559 MiB</total>`.
+one `<gpu id="00000000:18:00.0">` per GPU, in nvidia-smi's index order (NVML's: by PCI bus
+ID), with `<product_name>`, `<minor_number>` (/dev/nvidiaN, which need not follow the
+index) and `<fb_memory_usage><total>81559 MiB</total>`.
 
-`nvidia-smi topo -m`: a tab-separated matrix: a header row of the devices (GPU0.., NIC0..)
-then `CPU Affinity`, `NUMA Affinity` (and, in newer drivers, `GPU NUMA ID`); a row per
-device with the connection to each (X self, NV# NVLink, PIX one PCIe bridge, PXB several,
-PHB a host bridge, NODE within a NUMA node, SYS across the SMP interconnect); then a
-legend, and `NIC Legend:` lines `  NIC0: mlx5_0`.
+`nvidia-smi topo -m`: a matrix, tab-separated as printed (copies into documents often
+turn the tabs into spaces): a header row of the devices then the labels `CPU Affinity`,
+`NUMA Affinity` (drivers since about 450) and `GPU NUMA ID` (since about 535); a row per
+device with the connection to each (X self, NV# NVLink, PIX one PCIe bridge, PXB
+several, PHB a host bridge, NODE within a NUMA node, SYS across the SMP interconnect);
+then a legend. The NICs are columns `NIC0`.. with `NIC Legend:` lines `  NIC0: mlx5_0`
+(drivers since about 470), or, before, columns named by the RDMA device (`mlx5_0`). A
+matrix printed inside a Slurm job may leave the CPU Affinity cells empty; a tab-separated
+row keeps the empty cell, and nvidia-smi puts an empty cell before `GPU NUMA ID`.
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ from dataclasses import dataclass
 PCIE_DISTANCE = ("PIX", "PXB", "PHB", "NODE", "SYS")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
-_DEVICE = re.compile(r"(GPU|NIC)\d+")
 _GPU = re.compile(r"GPU\d+")
+# The header's labels after the device columns, as nvidia-smi prints them.
+_LABELS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 
 
 @dataclass(frozen=True)
 class SmiGpu:
-    index: int  # the minor number: /dev/nvidiaN, the index nvidia-smi numbers by
+    index: int  # nvidia-smi's index (the report's order), as `topo -m` numbers GPUs
     product: str
     memory_mib: int | None
     bus_id: str
@@ -38,6 +44,7 @@ class SmiGpu:
 class SmiReport:
     driver: str
     gpus: tuple[SmiGpu, ...]
+    attached: int | None  # <attached_gpus>: how many GPUs the driver sees
 
 
 @dataclass(frozen=True)
@@ -56,48 +63,82 @@ def parse_smi_xml(text: str) -> SmiReport | None:
         return None
     gpus = []
     for position, gpu in enumerate(root.findall("gpu")):
-        minor = (gpu.findtext("minor_number") or "").strip()
         total = (gpu.findtext("fb_memory_usage/total") or "").split()
         gpus.append(
             SmiGpu(
-                index=int(minor) if minor.isdigit() else position,
+                index=position,
                 product=(gpu.findtext("product_name") or "").strip(),
                 memory_mib=int(total[0]) if total and total[0].isdigit() else None,
                 bus_id=gpu.get("id", ""),
             )
         )
-    return SmiReport((root.findtext("driver_version") or "").strip(), tuple(gpus))
+    attached = (root.findtext("attached_gpus") or "").strip()
+    return SmiReport(
+        (root.findtext("driver_version") or "").strip(),
+        tuple(gpus),
+        int(attached) if attached.isdigit() else None,
+    )
 
 
 def parse_topo_m(text: str) -> dict[int, GpuPlacement] | None:
-    """Each GPU index's NUMA node and nearest NICs (by RDMA device name), or None when
-    the text has no matrix."""
+    """Each GPU index's NUMA node (None where the matrix has no NUMA Affinity column, or
+    a row cannot be aligned with it) and nearest NICs (by RDMA device name), or None when
+    the text has no matrix with a GPU row."""
     lines = [_ANSI.sub("", line) for line in text.splitlines()]
     header = next((i for i, line in enumerate(lines) if line.split()[:1] == ["GPU0"]), None)
     if header is None:
         return None
-    devices = [c.strip() for c in lines[header].split("\t") if c.strip()]
-    names = [d for d in devices if _DEVICE.fullmatch(d)]
+    devices, labels = _columns(lines[header])
     nics = {m[1]: m[2] for line in lines if (m := _NIC_LEGEND.match(line))}
     placements: dict[int, GpuPlacement] = {}
     for line in lines[header + 1 :]:
-        cells = [c.strip() for c in line.split("\t")]
-        if not cells or not _GPU.fullmatch(cells[0]):
+        cells = _cells(line, len(devices), len(labels))
+        if cells is None or not _GPU.fullmatch(cells[0]):
             continue
-        links = dict(zip(names, cells[1 : 1 + len(names)], strict=False))
-        rest = [c for c in cells[1 + len(names) :] if c]
-        numa = rest[1] if len(rest) > 1 else "N/A"
+        links = dict(zip(devices, cells[1 : 1 + len(devices)], strict=True))
+        numa = _labelled(cells[1 + len(devices) :], labels, "NUMA Affinity")
         placements[int(cells[0][3:])] = GpuPlacement(
-            int(numa) if numa.isdigit() else None, _nearest(links, nics)
+            int(numa) if numa is not None and numa.isdigit() else None, _nearest(links, nics)
         )
-    return placements
+    return placements or None
+
+
+def _columns(header: str) -> tuple[list[str], list[str]]:
+    """The header's device columns (GPU0.., NIC0.. or mlx5_0..) and its labels, in order."""
+    found = sorted((header.find(label), label) for label in _LABELS if label in header)
+    start = found[0][0] if found else len(header)
+    return header[:start].split(), [label for _, label in found]
+
+
+def _cells(line: str, devices: int, labels: int) -> list[str] | None:
+    """A row's cells: its device, a link per device column, then the labelled cells. A
+    tab-separated row keeps its empty cells; a row of spaces gives its words, whose
+    labelled cells can be told apart only when none is empty (None for the labelled
+    part then: an empty list)."""
+    if "\t" in line:
+        cells = [cell.strip() for cell in line.split("\t")]
+    else:
+        cells = line.split()
+        if len(cells) > 1 + devices and len(cells) != 1 + devices + labels:
+            cells = cells[: 1 + devices]
+    return cells if len(cells) >= 1 + devices else None
+
+
+def _labelled(rest: list[str], labels: list[str], label: str) -> str | None:
+    """The cell under `label`: labels come in the header's order, one cell each, except
+    that nvidia-smi puts an empty cell before `GPU NUMA ID` (so only labels before it
+    are found by position)."""
+    if label not in labels:
+        return None
+    position = labels.index(label)
+    return rest[position] if position < len(rest) else None
 
 
 def _nearest(links: dict[str, str], nics: dict[str, str]) -> tuple[str, ...]:
     distances = {
         nics.get(name, name): PCIE_DISTANCE.index(link)
         for name, link in links.items()
-        if name.startswith("NIC") and link in PCIE_DISTANCE
+        if not _GPU.fullmatch(name) and link in PCIE_DISTANCE
     }
     if not distances:
         return ()

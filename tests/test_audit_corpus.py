@@ -1,0 +1,309 @@
+"""audit's readers on real machines' outputs (tests/corpus/tools/, each beside a .SOURCE
+naming the public repository, commit and licence it came from; docs/audit.md).
+
+Each file's expected reading was taken by hand from the output itself: the GPUs and
+their order, the NUMA node and nearest NICs of each GPU, the ports and their states, the
+cables and the switches' names, the LNet NIs. A file without an expectation here fails,
+so the corpus cannot grow past what is checked.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_audit import HEALTHY, ML, _cluster
+
+from clustergen.commands.audit.expect import read_tree
+from clustergen.commands.audit.facts import parse_facts
+from clustergen.commands.audit.hca_ports import parse_ibstat, parse_ibv_devinfo
+from clustergen.commands.audit.ibnet import parse_ibnetdiscover
+from clustergen.commands.audit.lnet import LocalNi, parse_lnet
+from clustergen.commands.audit.nvsmi import parse_smi_xml, parse_topo_m
+from clustergen.commands.audit.run import audit_facts
+from clustergen.commands.audit.slurmd import SlurmdHardware, parse_slurmd_c
+
+from support.paths import REPO
+
+CORPUS = REPO / "tests" / "corpus" / "tools"
+LICENCES = {
+    "MIT",
+    "Apache-2.0",
+    "BSD-3-Clause",
+    "MPL-2.0",
+    "GPL-2.0-or-later",
+    "GPL-3.0-or-later",
+}
+
+# nvidia-smi -q -x: (driver, attached_gpus, products in nvidia-smi's index order, the
+# first GPU's memory in MiB, bus IDs in index order).
+SMI = {
+    "a100-sxm4-40gb-mig-510": ("510.47.03", 1, ["NVIDIA A100-SXM4-40GB"], 40960),
+    # telegraf kept one <gpu> of the four the report counts.
+    "a100-sxm4-80gb-mig-535": ("535.54.03", 4, ["NVIDIA A100-SXM4-80GB"], 81920),
+    "a10g-515": ("515.105.01", 1, ["NVIDIA A10G"], 23028),
+    "grid-p4-1q-vgpu-win": ("513.46", 1, ["GRID P4-1Q"], 1024),
+    # minor_number 1 is at 01:00.0, 0 at C1:00.0: the index follows the bus, not them.
+    "l4-2gpu-555": ("555.42.06", 2, ["NVIDIA L4", "NVIDIA L4"], 23034),
+    "p100-pcie-16gb-510": ("510.47.03", 1, ["Tesla P100-PCIE-16GB"], 16384),
+    "rtx4000-sff-ada-595-v13": ("595.84", 1, ["NVIDIA RTX 4000 SFF Ada Generation"], 20475),
+    "t4-515": ("515.105.01", 1, ["Tesla T4"], 15360),
+    "v100-pcie-32gb-460": ("460.39", 1, ["Tesla V100-PCIE-32GB"], 32510),
+}
+
+# nvidia-smi topo -m: GPU index -> (NUMA node, nearest NICs by RDMA device).
+_A100_NICS = (
+    ("mlx5_2", "mlx5_3"),
+    ("mlx5_0", "mlx5_1"),
+    ("mlx5_8", "mlx5_9"),
+    ("mlx5_4", "mlx5_5"),
+)
+TOPO = {
+    "a100-8gpu-10nic-numa": {gpu: (0 if gpu < 4 else 1, _A100_NICS[gpu // 2]) for gpu in range(8)},
+    # Tabs turned into spaces in the copy; the NIC Legend names the devices.
+    "asus-esc8000a-e12-rtx6000ada-spaces": {
+        0: (0, ("mlx5_0", "mlx5_1")),
+        1: (0, ("mlx5_0", "mlx5_1")),
+        2: (1, ("mlx5_2", "mlx5_3")),
+        3: (1, ("mlx5_2", "mlx5_3")),
+    },
+    # Before NIC Legend and NUMA Affinity: NIC columns named mlx5_N, no NUMA column.
+    "dgx1-v100-mlx5-cols": {gpu: (None, (f"mlx5_{gpu // 2}",)) for gpu in range(8)},
+    "puget-wrx90-2gpu-spaces": {gpu: (0, ("mlx5_0", "mlx5_1")) for gpu in range(2)},
+}
+
+# ibstat: (ports, active ports, {(link layer, rate)}).
+IBSTAT = {
+    "a100-8ib-hdr-1eth": (9, 9, {("Ethernet", 200.0), ("InfiniBand", 200.0)}),
+    "azure-a100-8hca-ibpanic": (8, 8, {("InfiniBand", 200.0)}),
+    "cx3-2hca-fdr": (4, 4, {("InfiniBand", 56.0)}),
+    "h100-mixed-3-down": (12, 9, {("Ethernet", 40.0), ("Ethernet", 100.0), ("InfiniBand", 400.0)}),
+    "h100-ndr-8ib-1eth": (9, 9, {("Ethernet", 200.0), ("InfiniBand", 400.0)}),
+    "h100-roce-12hca": (12, 12, {("Ethernet", 100.0), ("Ethernet", 400.0)}),
+    "h100-roce-2-down": (12, 10, {("Ethernet", 40.0), ("Ethernet", 100.0), ("Ethernet", 400.0)}),
+}
+
+# ibv_devinfo: (device, port, state, rate in Gb/s: only -v prints width and speed).
+IBV_DEVINFO = {
+    "anl-cx6-hdr-cx5-roce": [
+        ("mlx5_0", 1, "active", 200.0, "InfiniBand"),
+        ("mlx5_1", 1, "active", 100.0, "Ethernet"),
+        ("mlx5_2", 1, "active", 100.0, "Ethernet"),
+    ],
+    "cx3-2hca-ports-down": [
+        ("mlx4_1", 1, "active", None, "InfiniBand"),
+        ("mlx4_1", 2, "down", None, "InfiniBand"),
+        ("mlx4_0", 1, "active", None, "InfiniBand"),
+        ("mlx4_0", 2, "down", None, "InfiniBand"),
+    ],
+    "cx3-port2-down-v": [("mlx4_1", 2, "down", 10.0, "InfiniBand")],
+}
+
+# ibnetdiscover: (cables, switches by name, one cable (switch, port, peer, peer device)).
+IBNETDISCOVER = {
+    # Managed switches, `MF0;<name>:<model>/U1`: 40 of them, named as the site named them.
+    "dgx-superpod-ndr-switches": (
+        1646,
+        40,
+        ("A09-P1-IBLEAF-04-04", 1, "a08-p1-dgx-04-c01", "mlx5_5"),
+    ),
+    "gb200-lone-hca": (0, 0, None),
+    # MLNX_OFED's `<host> HCA-1`; the switch describes itself by model: named by GUID.
+    "ibm-pcm-2009-sdr": (2, 1, ("S-000b8cffff0053ee", 1, "compute-00-01", "HCA-1")),
+    "nvidia-kb-edr-fdr-2016": (14, 2, ("switch-de779e", 2, "r-ufm101", "HCA-1")),
+    "oracle-sun-dcs36-qdr": (1, 1, ("S-0021283a8389a0a0", 23, "nsn33-43", "HCA-1")),
+}
+
+LNET = {
+    "lnet-down": ((), "cannot get networks: Network is down"),
+    "o2ib-ib0-ib1-verbose": (
+        (LocalNi("lo", "", "up"), LocalNi("o2ib", "ib0", "up"), LocalNi("o2ib", "ib1", "up")),
+        None,
+    ),
+    "tcp-eth1-verbose": ((LocalNi("lo", "", "up"), LocalNi("tcp", "eth1", "up")), None),
+    # A tcp NI configured without naming an interface.
+    "tcp-no-interfaces-verbose": ((LocalNi("lo", "", "up"), LocalNi("tcp", "", "up")), None),
+}
+
+SLURMD_C = {
+    "a100-pcie-l3cache-as-socket": SlurmdHardware(32, 8, 2, 2, 128762),
+    "man-slurmd8-node1": SlurmdHardware(16, 1, 8, 2, 31848),
+    "nebari-hpc02-test-vm": SlurmdHardware(4, 4, 1, 1, 7976),
+}
+
+# ibstatus has no reader (collect.yml runs ibstat and ibv_devinfo -v, from the same
+# packages); its real outputs are kept for one.
+UNREAD = {"ibstatus"}
+EXPECTED = {
+    "nvidia-smi-q-x": SMI,
+    "nvidia-smi-topo-m": TOPO,
+    "ibstat": IBSTAT,
+    "ibv_devinfo": IBV_DEVINFO,
+    "ibnetdiscover": IBNETDISCOVER,
+    "lnetctl-net-show": LNET,
+    "slurmd-C": SLURMD_C,
+}
+
+
+def _outputs(tool: str) -> list[Path]:
+    return sorted(p for p in (CORPUS / tool).iterdir() if p.suffix in (".txt", ".xml"))
+
+
+def test_every_output_has_its_source_and_an_expectation() -> None:
+    tools = {p.name for p in CORPUS.iterdir() if p.is_dir()}
+    assert tools == set(EXPECTED) | UNREAD
+    outputs = [path for tool in sorted(tools) for path in _outputs(tool)]
+    assert len(outputs) >= 30
+    for path in outputs:
+        source = path.with_suffix(".SOURCE").read_text()
+        fields = dict(re.findall(r"^(\w+): *(.*)$", source, re.M))
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+", fields.get("repository", "")), path
+        assert re.fullmatch(r"[0-9a-f]{40}", fields.get("commit", "")), path
+        assert fields.get("licence") in LICENCES, (path, fields.get("licence"))
+        assert path.stat().st_size < 200_000, path
+    for tool, expected in EXPECTED.items():
+        assert {p.stem for p in _outputs(tool)} == set(expected), tool
+
+
+@pytest.mark.parametrize("name", sorted(SMI))
+def test_nvidia_smi_xml(name: str) -> None:
+    driver, attached, products, memory = SMI[name]
+    report = parse_smi_xml((CORPUS / "nvidia-smi-q-x" / f"{name}.xml").read_text())
+    assert report is not None
+    assert (report.driver, report.attached) == (driver, attached)
+    assert [g.product for g in report.gpus] == products
+    assert [g.index for g in report.gpus] == list(range(len(products)))
+    assert report.gpus[0].memory_mib == memory
+    bus = [g.bus_id for g in report.gpus]
+    assert bus == sorted(bus), "nvidia-smi lists its GPUs by PCI bus ID"
+
+
+@pytest.mark.parametrize("name", sorted(TOPO))
+def test_nvidia_smi_topo_m(name: str) -> None:
+    placements = parse_topo_m((CORPUS / "nvidia-smi-topo-m" / f"{name}.txt").read_text())
+    assert placements is not None
+    got = {gpu: (p.numa_node, p.nearest_nics) for gpu, p in placements.items()}
+    assert got == TOPO[name]
+
+
+def test_topo_m_inside_a_slurm_job_keeps_the_numa_column() -> None:
+    """A matrix printed inside a job whose cgroup hides the CPUs has empty CPU Affinity
+    cells; the NUMA node is still the cell under NUMA Affinity, not the GPU NUMA ID."""
+    text = (CORPUS / "nvidia-smi-topo-m" / "a100-8gpu-10nic-numa.txt").read_text()
+    in_job = re.sub(r"^(GPU\d+\t(?:[^\t]*\t){18})[^\t]+", r"\1", text, flags=re.M)
+    assert in_job != text and "\t\t0\t\tN/A" in in_job
+    grace = in_job.replace("\t\tN/A", "\t\t7")  # a numeric GPU NUMA ID, as on Grace
+    for variant in (in_job, grace):
+        placements = parse_topo_m(variant)
+        assert placements is not None
+        assert {g: p.numa_node for g, p in placements.items()} == {
+            g: (0 if g < 4 else 1) for g in range(8)
+        }
+
+
+def test_a_matrix_without_a_gpu_row_is_unreadable_not_empty() -> None:
+    header = (CORPUS / "nvidia-smi-topo-m" / "puget-wrx90-2gpu-spaces.txt").read_text()
+    assert parse_topo_m(header.splitlines()[0]) is None
+
+
+@pytest.mark.parametrize("name", sorted(IBSTAT))
+def test_ibstat(name: str) -> None:
+    count, active, layers = IBSTAT[name]
+    ports = parse_ibstat((CORPUS / "ibstat" / f"{name}.txt").read_text())
+    assert len(ports) == count
+    assert sum(p.state == "active" for p in ports) == active
+    assert {(p.link_layer, p.rate_gbits) for p in ports} == layers
+
+
+@pytest.mark.parametrize("name", sorted(IBV_DEVINFO))
+def test_ibv_devinfo(name: str) -> None:
+    ports = parse_ibv_devinfo((CORPUS / "ibv_devinfo" / f"{name}.txt").read_text())
+    assert [(p.device, p.port, p.state, p.rate_gbits, p.link_layer) for p in ports] == (
+        IBV_DEVINFO[name]
+    )
+
+
+@pytest.mark.parametrize("name", sorted(IBNETDISCOVER))
+def test_ibnetdiscover(name: str) -> None:
+    count, switches, sample = IBNETDISCOVER[name]
+    cables = parse_ibnetdiscover((CORPUS / "ibnetdiscover" / f"{name}.txt").read_text())
+    assert len(cables) == count
+    assert len({c.switch for c in cables}) == switches
+    if sample is not None:
+        assert sample in {(c.switch, c.port, c.peer, c.peer_device) for c in cables}
+    # No name is a vendor's word, a model, or a description with spaces.
+    names = {c.switch for c in cables} | {c.peer for c in cables}
+    assert not names & {"Mellanox", "SwitchIB", "Sun", "MT43132", "Technologies"}, names
+    assert not any(" " in n or ";" in n for n in names), names
+
+
+def test_ibnetdiscover_sees_the_superpod_cabled_leaf_to_spine() -> None:
+    cables = parse_ibnetdiscover(
+        (CORPUS / "ibnetdiscover" / "dgx-superpod-ndr-switches.txt").read_text()
+    )
+    switches = {c.switch for c in cables}
+    uplinks = [c for c in cables if c.peer in switches]
+    assert len(uplinks) == 1064
+    assert all(c.peer_device == "" for c in uplinks)
+    # The 40 SHARP aggregation nodes ("Mellanox Technologies Aggregation Node") and 69
+    # HCAs left at their default ("MT4129 ConnectX7 Mellanox Technologies") name no
+    # node: each is its own GUID, not one peer named "Mellanox".
+    unnamed = [c for c in cables if c.peer.startswith("H-")]
+    assert len(unnamed) == 109 and len({c.peer for c in unnamed}) == 109
+
+
+@pytest.mark.parametrize("name", sorted(LNET))
+def test_lnetctl(name: str) -> None:
+    report = parse_lnet((CORPUS / "lnetctl-net-show" / f"{name}.txt").read_text())
+    assert report is not None
+    assert (report.nis, report.error) == LNET[name]
+
+
+@pytest.mark.parametrize("name", sorted(SLURMD_C))
+def test_slurmd_c(name: str) -> None:
+    assert parse_slurmd_c((CORPUS / "slurmd-C" / f"{name}.txt").read_text()) == SLURMD_C[name]
+
+
+def _audit_with(section: str, text: str, rc: int = 0) -> list[tuple[str, str]]:
+    """The healthy GPU node of the 8-node example with one report replaced by `text`."""
+    facts = parse_facts(HEALTHY.read_text(), str(HEALTHY))
+    facts.sections[section] = replace(facts.sections[section], text=text, rc=rc)
+    result = audit_facts(_cluster(ML), read_tree(REPO), [facts])
+    return [(p.code.name, p.message) for p in result.findings]
+
+
+def test_ibstat_that_exits_255_after_its_ports_is_read_and_said_partial() -> None:
+    text = (CORPUS / "ibstat" / "azure-a100-8hca-ibpanic.txt").read_text()
+    findings = _audit_with("ibstat", text, rc=255)
+    # Its 8 HDR ports are the profile's mlx5_0..7, all Active at 200 Gb/s: read, they
+    # match; unread, every HCA check was hidden behind audit.report-unreadable.
+    assert findings == [
+        (
+            "audit.report-partial",
+            "`ibstat` exited 255 after printing 8 ports: they are checked, any port after "
+            "them is not",
+        )
+    ]
+    down = text.replace("State: Active", "State: Down", 1)
+    assert ("audit.hca-down", "mlx5_0 port 1 is down") in _audit_with("ibstat", down, rc=255)
+
+
+def test_gpus_of_a_model_the_catalog_lacks_are_one_finding() -> None:
+    text = (CORPUS / "nvidia-smi-q-x" / "l4-2gpu-555.xml").read_text()
+    findings = dict(_audit_with("nvidia-smi-q-x", text))
+    assert findings["audit.gpu-model"] == (
+        "GPUs 0, 1 are NVIDIA L4, 23034 MiB (a model clustergen's catalog does not know); "
+        "profile hgx-h100 has h100-sxm5-80gb"
+    )
+    assert findings["audit.gpu-missing"].startswith("2 GPUs, profile hgx-h100 has 8")
+
+
+def test_a_report_that_lists_fewer_gpus_than_it_counts_is_partial() -> None:
+    text = (CORPUS / "nvidia-smi-q-x" / "a100-sxm4-80gb-mig-535.xml").read_text()
+    findings = _audit_with("nvidia-smi-q-x", text)
+    assert (
+        "audit.report-partial",
+        "the report counts 4 attached GPUs but lists 1: the others are not checked",
+    ) in findings
