@@ -70,6 +70,10 @@ DERIVED_KEYS: dict[str, str] = {
 # both since before 22.05).
 PRIVATE_DATA: tuple[str, ...] = ("jobs", "usage", "users")
 
+# slurm.conf keys whose value is a password (slurm.conf is world-readable on every node;
+# slurm.conf(5) AccountingStoragePass, JobCompPass): lower case -> as written.
+SECRET_KEYS = {key.lower(): key for key in ("AccountingStoragePass", "JobCompPass")}
+
 # Accepted by some parsers but deprecated: refused with the replacement.
 DEPRECATED_KEYS: dict[str, str] = {
     "ControlMachine": "slurm.controllers (written as SlurmctldHost)",

@@ -14,6 +14,7 @@ from clustergen.catalog.slurm_keys import (
     DERIVED_KEYS,
     KEY_LIST_VERSIONS,
     PRIVATE_DATA,
+    SECRET_KEYS,
     accepted_keys,
     key_list_version,
     release_name,
@@ -39,10 +40,6 @@ _AUTH_TYPES: tuple[tuple[str, VersionTuple], ...] = (("auth/munge", (0,)), ("aut
 
 
 _CRED_TYPES: tuple[tuple[str, VersionTuple], ...] = (("cred/munge", (0,)), ("cred/slurm", (23, 11)))
-
-
-# slurm.conf keys whose value is a password (slurm.conf is world-readable on every node).
-_SECRET_KEYS = {key.lower(): key for key in ("AccountingStoragePass", "JobCompPass")}
 
 
 # A credential inside any value: a URL's user:password@ (RFC 3986 3.2.1 userinfo, e.g.
@@ -77,7 +74,7 @@ def _options(spec: Spec) -> list[Problem]:
     for key in spec.slurm.options:
         path = ("slurm", "options", key)
         lowered = key.lower()
-        if lowered in _SECRET_KEYS or _CREDENTIAL.search(str(spec.slurm.options[key])):
+        if lowered in SECRET_KEYS or _CREDENTIAL.search(str(spec.slurm.options[key])):
             problems.append(_credential(key))
         elif lowered in deprecated:
             name, where = deprecated[lowered]
@@ -139,13 +136,13 @@ def _options(spec: Spec) -> list[Problem]:
 
 
 def _credential(key: str) -> Problem:
-    """A key that holds a password (_SECRET_KEYS), or a value with a credential in it."""
+    """A key that holds a password (SECRET_KEYS), or a value with a credential in it."""
     lowered = key.lower()
-    if lowered in _SECRET_KEYS:
+    if lowered in SECRET_KEYS:
         return Problem(
             codes.SLURM_OPTION_SECRET,
             ("slurm", "options", key),
-            f"{_SECRET_KEYS[lowered]} holds a password, which would be written into "
+            f"{SECRET_KEYS[lowered]} holds a password, which would be written into "
             "slurm.conf for anyone who reads the rendered tree; clustergen renders no "
             "secret (slurmdbd's comes from the vault: "
             "slurm.accounting.database.password_variable)",

@@ -313,4 +313,13 @@ def _add_import(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
         help="where to write the spec (default: stdout)",
     )
     slurm.add_argument("--force", action="store_true", help="replace SPEC if it exists")
+    slurm.add_argument(
+        "--config-folder",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="where the cluster keeps its Slurm configuration, when not /etc/slurm, "
+        "/etc/slurm-llnl or /usr/local/etc/slurm: an absolute Include in PATH names the "
+        "same file of DIR (repeatable)",
+    )
     slurm.set_defaults(command=import_slurm_command.execute)

@@ -16,7 +16,7 @@ from clustergen.importer.profiles import (
     profile_spec,
     read_nodes,
 )
-from clustergen.importer.reader import ConfError, read_conf
+from clustergen.importer.reader import CONFIG_FOLDERS, ConfError, read_conf
 from clustergen.importer.records import (
     Imported,
     SlurmConf,
@@ -52,13 +52,17 @@ REVIEW = (
 )
 
 
-def import_slurm(directory: Path) -> Imported:
+def import_slurm(directory: Path, config_folders: tuple[str, ...] = ()) -> Imported:
+    """The spec of the cluster whose Slurm files DIR holds. An absolute Include in
+    `config_folders` (where the cluster keeps its configuration, beside the usual
+    reader.CONFIG_FOLDERS) names the same file of DIR."""
+    folders = CONFIG_FOLDERS + tuple(config_folders)
     if not directory.is_dir():
         raise UsageError(f"{directory}: not a directory")
     if not (directory / "slurm.conf").is_file():
         raise UsageError(f"{directory}: no slurm.conf there")
     try:
-        main = read_conf(directory, "slurm.conf")
+        main = read_conf(directory, "slurm.conf", folders)
     except ConfError as exc:
         raise UsageError(str(exc)) from exc
     result = Imported(spec={})
@@ -70,7 +74,7 @@ def import_slurm(directory: Path) -> Imported:
     if bad:
         raise UsageError("\n".join(bad))
     try:
-        _build(directory, conf, result, report)
+        _build(directory, conf, result, report, folders)
     except ConfError as exc:  # a side file's unreadable hostlist
         raise UsageError(str(exc)) from exc
     return result
@@ -93,8 +97,17 @@ def _cluster_name(conf: SlurmConf, directory: Path) -> str:
     return name or "imported"
 
 
+def _domain(name: str) -> str:
+    """A placeholder DNS domain from the cluster's name: no underscore (RFC 1123)."""
+    return name.replace("_", "-").strip("-") + ".invalid"
+
+
 def _build(
-    directory: Path, conf: SlurmConf, result: Imported, report: Callable[[Unrepresented], None]
+    directory: Path,
+    conf: SlurmConf,
+    result: Imported,
+    report: Callable[[Unrepresented], None],
+    folders: tuple[str, ...],
 ) -> None:
     nodes = read_nodes(conf.nodes, report)
     every = [n.name for n in nodes]
@@ -112,14 +125,15 @@ def _build(
     partitions = read_partitions(conf.partitions, nodesets, every, report)
     profiles = make_profiles(nodes)
     slurm, hosts = global_settings(conf, result, report)
-    side = read_side_files(directory, nodes, slurm, report)
+    side = read_side_files(directory, nodes, slurm, report, folders)
     slurm["partitions"] = partitions
+    _qos_of_partitions(slurm, partitions, result)
     slurm["keep_imported"] = True
     name = _cluster_name(conf, directory)
     hardware: dict[str, dict[str, object]] = {p.name: profile_spec(p) for p in profiles.values()}
     spec: dict[str, object] = {
         "version": 1,
-        "cluster": {"name": name, "domain": f"{name}.invalid"},
+        "cluster": {"name": name, "domain": _domain(name)},
         "software": dict(SOFTWARE),
         "hardware": hardware,
     }
@@ -140,6 +154,28 @@ def _build(
             interfaces["fabric"] = "ib0"
     spec["slurm"] = slurm
     result.spec = spec
+
+
+def _qos_of_partitions(
+    slurm: dict[str, object], partitions: list[dict[str, object]], result: Imported
+) -> None:
+    """The QOS the partitions name (QOS=, AllowQos=) that exist only in the cluster's
+    slurmdbd: slurm.qos entries, so the spec names each, for the admin to review against
+    `sacctmgr show qos` (slurmdbd's own `normal` is always there)."""
+    named: list[str] = []
+    for partition in partitions:
+        qos, allowed = partition.get("qos"), partition.get("allow_qos")
+        named += [qos] if isinstance(qos, str) else []
+        named += [str(name) for name in allowed] if isinstance(allowed, list) else []
+    unknown = [n for n in dict.fromkeys(named) if n != "normal" and n.upper() != "ALL"]
+    if not unknown:
+        return
+    slurm["qos"] = [{"name": name} for name in unknown]
+    result.changes.append(
+        f"slurm.qos: {', '.join(unknown)}, which the partitions name, are created with "
+        "Slurm's defaults where slurmdbd lacks them: review their limits against "
+        "`sacctmgr show qos` and write them into slurm.qos"
+    )
 
 
 def _network(switches: list[dict[str, str]] | None) -> dict[str, object]:

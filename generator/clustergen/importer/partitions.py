@@ -89,12 +89,17 @@ def read_partitions(
     report: Callable[[Unrepresented], None],
 ) -> list[dict[str, object]]:
     partitions = []
+    lines: list[str] = []  # each partition's line
     for record in records:
         nodes_value = record.get("Nodes")
         if not nodes_value:
             report(Unrepresented(record.line.where, f"PartitionName={record.name}", "no Nodes="))
             continue
         names = partition_nodes(nodes_value, nodesets, every)
+        if not names:
+            why = "names no node (the files have no NodeName line it takes)"
+            report(Unrepresented(record.line.where, f"Nodes={nodes_value}", why))
+            continue
         spec: dict[str, object] = {"name": record.name, "nodes": compress(names)}
         options: dict[str, str] = {}
         for key, (written, value) in record.keys.items():
@@ -105,4 +110,24 @@ def read_partitions(
         if options:
             spec["options"] = options
         partitions.append(spec)
+        lines.append(record.line.where)
+    _one_default(partitions, lines, report)
     return partitions
+
+
+def _one_default(
+    partitions: list[dict[str, object]], lines: list[str], report: Callable[[Unrepresented], None]
+) -> None:
+    """Of several Default=YES partitions the last is the default, as slurmctld reads them
+    (read_config.c: "_parse_part_spec: changing default partition from A to B")."""
+    defaults = [i for i, spec in enumerate(partitions) if spec.get("default") is True]
+    for index in defaults[:-1]:
+        partitions[index]["default"] = False
+        report(
+            Unrepresented(
+                lines[index],
+                "Default=YES",
+                f"slurmctld makes the last Default=YES partition the default "
+                f"({partitions[defaults[-1]]['name']}), as the spec does",
+            )
+        )

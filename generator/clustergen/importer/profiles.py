@@ -14,6 +14,7 @@ from clustergen.importer.records import (
     NodeHardware,
     Record,
     Unrepresented,
+    conf_number,
     expand_names,
     node_hardware,
 )
@@ -144,7 +145,7 @@ def read_nodes(
                     kind,
                     count,
                     tuple(f for f in features.split(",") if f),
-                    int(weight) if weight else None,
+                    conf_number(record.line.where, "Weight", weight) if weight else None,
                     record,
                 )
             )

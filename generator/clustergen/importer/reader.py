@@ -163,19 +163,20 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return lines
 
 
-def read_conf(root: Path, name: str) -> ConfFile:
+def read_conf(root: Path, name: str, folders: tuple[str, ...] = CONFIG_FOLDERS) -> ConfFile:
     """Read root/name with its Include files. A missing top file raises ConfError.
 
     Untrusted input (docs/security.md): an Include is read only inside root (a relative
-    path from the including file's folder, or an absolute one in a CONFIG_FOLDERS folder,
-    which names the same file of root), only a regular file, within the budget of
-    MAX_FILE_BYTES, MAX_TOTAL_BYTES and MAX_FILES; anything else is listed as not read,
-    and no line of a refused file is read or echoed."""
+    path from the including file's folder, or an absolute one in one of `folders`, the
+    places the cluster keeps its configuration, which names the same file of root), only
+    a regular file, within the budget of MAX_FILE_BYTES, MAX_TOTAL_BYTES and MAX_FILES;
+    anything else is listed as not read, and no line of a refused file is read or echoed."""
     conf = ConfFile()
     root = root.resolve()
-    if _inside(root, name) is None:
+    budget = _Budget(folders=tuple(folder.rstrip("/") for folder in folders))
+    if _inside(root, name, budget.folders) is None:
         raise ConfError(f"{root / name}: leads outside the directory imported: not read")
-    _read_into(conf, root, name, depth=0, seen=(), budget=_Budget())
+    _read_into(conf, root, name, depth=0, seen=(), budget=budget)
     return conf
 
 
@@ -186,12 +187,13 @@ class _Budget:
     lines: int = 0
     pairs: int = 0
     spent: bool = False  # said once; every Include after it is left unread
+    folders: tuple[str, ...] = CONFIG_FOLDERS  # an absolute Include in one of them is root's
 
 
-def _inside(root: Path, name: str) -> str | None:
+def _inside(root: Path, name: str, folders: tuple[str, ...]) -> str | None:
     """The path of an Include target relative to root, or None where it leads outside."""
     if name.startswith("/"):
-        folder = next((f for f in CONFIG_FOLDERS if name.startswith(f + "/")), None)
+        folder = next((f for f in folders if name.startswith(f + "/")), None)
         if folder is None:
             return None
         name = name[len(folder) + 1 :]
@@ -202,6 +204,22 @@ def _inside(root: Path, name: str) -> str | None:
     if resolved != root and root not in resolved.parents:
         return None  # through a link that leads out of the directory
     return relative
+
+
+def _folder_holding(root: Path, written: str) -> str | None:
+    """The folder of an absolute Include path below which root holds the same file
+    (/opt/slurm/etc for /opt/slurm/etc/pcluster/a.conf where root has pcluster/a.conf),
+    the deepest first; None for a relative path or one root does not hold."""
+    if not written.startswith("/"):
+        return None
+    parts = posixpath.normpath(written).split("/")[1:]
+    for cut in range(len(parts) - 1, 0, -1):
+        relative = "/".join(parts[cut:])
+        candidate = root / relative
+        inside = ".." not in parts[cut:] and root in candidate.resolve().parents
+        if inside and candidate.is_file():
+            return "/" + "/".join(parts[:cut])
+    return None
 
 
 def _read_bounded(path: Path, budget: _Budget) -> str:
@@ -247,10 +265,18 @@ def _read_into(
                 if written.startswith("/")
                 else posixpath.join(posixpath.dirname(name), written)
             )
-            target = _inside(root, joined)
+            target = _inside(root, joined, budget.folders)
             if target is None:
+                folder = _folder_holding(root, written)
+                hint = (
+                    f" (DIR holds it as {written.removeprefix(folder + '/')}: where "
+                    f"{folder} is the cluster's configuration folder, name it: "
+                    f"--config-folder {folder})"
+                    if folder
+                    else ""
+                )
                 conf.unreadable.append(
-                    (where, f"Include {written}: outside the directory imported: not read")
+                    (where, f"Include {written}: outside the directory imported: not read{hint}")
                 )
                 continue
             if budget.spent:

@@ -158,9 +158,20 @@ class NodeHardware:
     mem_spec_limit_mib: int
 
 
+def conf_number(where: str, key: str, value: str) -> int:
+    """A count, size or port as slurm.conf(5) writes it; a value slurmctld would refuse
+    to start with (empty, a word) refuses the import, at its line."""
+    if not value.strip().isdigit():
+        raise ConfError(
+            f"{where}: {key}={value} is not a whole number, which slurmctld refuses too "
+            "(slurm.conf(5)): correct the line and import again"
+        )
+    return int(value)
+
+
 def _int(record: Record, key: str, default: int) -> int:
     value = record.get(key)
-    return int(value) if value not in (None, "") else default
+    return conf_number(record.line.where, key, value) if value is not None else default
 
 
 def node_hardware(record: Record) -> NodeHardware:
@@ -168,17 +179,19 @@ def node_hardware(record: Record) -> NodeHardware:
     boards = _int(record, "Boards", 1)
     cores = _int(record, "CoresPerSocket", 1)
     threads = _int(record, "ThreadsPerCore", 1)
-    sockets_given = record.get("SocketsPerBoard") or record.get("Sockets")
-    cpus_given = record.get("CPUs") or record.get("Procs")
+    sockets_key = "SocketsPerBoard" if record.get("SocketsPerBoard") else "Sockets"
+    cpus_key = "CPUs" if record.get("CPUs") else "Procs"
+    sockets_given = _int(record, sockets_key, 0) or None
+    cpus_given = _int(record, cpus_key, 0) or None
     if sockets_given is not None:
-        sockets = int(sockets_given)
-        if record.get("Sockets") is not None and record.get("SocketsPerBoard") is None:
-            sockets = max(1, int(sockets_given) // boards)
+        sockets = sockets_given
+        if sockets_key == "Sockets":
+            sockets = max(1, sockets_given // boards)
     elif cpus_given is not None:
-        sockets = max(1, int(cpus_given) // (boards * cores * threads))
+        sockets = max(1, cpus_given // (boards * cores * threads))
     else:
         sockets = 1
-    cpus = int(cpus_given) if cpus_given is not None else boards * sockets * cores * threads
+    cpus = cpus_given if cpus_given is not None else boards * sockets * cores * threads
     return NodeHardware(
         cpus=cpus,
         boards=boards,

@@ -13,11 +13,18 @@ from clustergen.catalog.folders import PROC, RELATIVE, system_folder, user_writa
 from clustergen.catalog.slurm_keys import (
     DEPRECATED_KEYS,
     DERIVED_KEYS,
+    SECRET_KEYS,
     accepted_keys,
     key_list_version,
 )
 from clustergen.catalog.slurm_programs import slurm_option_paths
-from clustergen.importer.records import Imported, SlurmConf, Unrepresented, expand_names
+from clustergen.importer.records import (
+    Imported,
+    SlurmConf,
+    Unrepresented,
+    conf_number,
+    expand_names,
+)
 
 # The Slurm release an imported spec pins until the admin sets the cluster's own
 # (software.slurm); its key list decides what slurm.options may carry.
@@ -184,11 +191,23 @@ def global_settings(
         host = conf.value("AccountingStorageHost") or (hosts.controllers or ["localhost"])[0]
         hosts.add(host, "slurm_dbd")
         slurm["accounting"] = {"host": host}
-        if (port := conf.value("AccountingStoragePort")) is not None:
-            slurm["accounting"]["port"] = int(port)  # type: ignore[index]
+        for line, port in conf.lines_of("AccountingStoragePort")[-1:]:
+            number = conf_number(line.where, "AccountingStoragePort", port)
+            slurm["accounting"]["port"] = number  # type: ignore[index]
     state: dict[str, object] = {}
-    if (path := conf.value("StateSaveLocation")) is not None:
-        state["path"] = path
+    for line, path in conf.lines_of("StateSaveLocation")[-1:]:
+        if _in_system_folder(path, True):
+            report(
+                Unrepresented(
+                    line.where,
+                    f"StateSaveLocation={path}",
+                    f"the slurm role would chown {path}, a system folder (and /tmp is "
+                    "emptied at boot, losing every job): the render writes clustergen's "
+                    "(slurm.state_save.path; move the state there)",
+                )
+            )
+        else:
+            state["path"] = path
     if len(hosts.controllers) > 1:
         # A backup controller takes over only from state both controllers mount.
         state["shared"] = True
@@ -274,6 +293,17 @@ def _options(
                 )
             )
             report(Unrepresented(line.where, f"{key}={value}", why))
+            continue
+        if lower in SECRET_KEYS:
+            report(
+                Unrepresented(
+                    line.where,
+                    f"{key}=(a password: not shown)",
+                    "clustergen writes no password into slurm.conf, which every node can "
+                    "read: slurmdbd's database password is the vault variable "
+                    "vault_slurmdbd_storage_pass (docs/security.md)",
+                )
+            )
             continue
         untrusted = _untrusted(key, value, conf)
         if untrusted:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from clustergen.importer.profiles import ImportedNode
 from clustergen.importer.reader import ConfError, ConfFile, ConfLine, read_conf
-from clustergen.importer.records import Unrepresented, expand_names
+from clustergen.importer.records import Unrepresented, conf_number, expand_names
 
 # slurmdbd.conf keys that become slurm.accounting keys (slurmdbd.conf(5)).
 DBD_KEYS = {
@@ -41,11 +41,16 @@ class SideFiles:
     switches: list[dict[str, str]] | None = None
 
 
-def _read(directory: Path, name: str, report: Callable[[Unrepresented], None]) -> list[ConfLine]:
+def _read(
+    directory: Path,
+    name: str,
+    report: Callable[[Unrepresented], None],
+    folders: tuple[str, ...],
+) -> list[ConfLine]:
     if not (directory / name).is_file():
         return []
     try:
-        conf: ConfFile = read_conf(directory, name)
+        conf: ConfFile = read_conf(directory, name, folders)
     except ConfError as exc:
         report(Unrepresented(name, "file", str(exc)))
         return []
@@ -126,7 +131,7 @@ def _slurmdbd(
             if lower in DBD_KEYS and isinstance(accounting, dict):
                 section, name = DBD_KEYS[lower]
                 target = accounting.setdefault(section, {}) if section else accounting
-                target[name] = int(value) if name == "port" else value
+                target[name] = conf_number(line.where, key, value) if name == "port" else value
             elif lower == "storagepass":
                 report(
                     Unrepresented(
@@ -145,12 +150,13 @@ def read_side_files(
     nodes: list[ImportedNode],
     slurm: dict[str, object],
     report: Callable[[Unrepresented], None],
+    folders: tuple[str, ...],
 ) -> SideFiles:
     side = SideFiles()
-    side.switches = _switches(_read(directory, "topology.conf", report), report)
-    _gres(_read(directory, "gres.conf", report), nodes, report)
-    _slurmdbd(_read(directory, "slurmdbd.conf", report), slurm, report)
-    for line in _read(directory, "cgroup.conf", report):
+    side.switches = _switches(_read(directory, "topology.conf", report, folders), report)
+    _gres(_read(directory, "gres.conf", report, folders), nodes, report)
+    _slurmdbd(_read(directory, "slurmdbd.conf", report, folders), slurm, report)
+    for line in _read(directory, "cgroup.conf", report, folders):
         report(
             Unrepresented(
                 line.where, line.text, "clustergen writes its own cgroup.conf (review the render's)"
