@@ -394,3 +394,52 @@ def test_a_hostlist_slurmctld_would_refuse_is_named_where_it_is(tmp_path: Path, 
     assert f"{source / 'slurm.conf'}:2:1: hostlist 'b[1-2'" in result.err
     assert f"{source / 'slurm.conf'}:3:1: hostlist 'c[5'" in result.err
     assert "'a[1-2" not in result.err
+
+
+def _imported(tmp_path: Path, conf: str):  # type: ignore[no-untyped-def]
+    (tmp_path / "slurm.conf").write_text(conf)
+    return import_slurm(tmp_path)
+
+
+def test_a_second_gpu_type_of_a_node_is_named_not_dropped(tmp_path: Path) -> None:
+    imported = _imported(
+        tmp_path,
+        "ClusterName=x\nSlurmctldHost=head\nGresTypes=gpu\n"
+        "NodeName=n[1-2] Sockets=2 CoresPerSocket=16 Gres=gpu:a100:2,gpu:t4:1\n"
+        "NodeName=m1 Sockets=2 CoresPerSocket=16 Gres=gpu:h100:8\n"
+        "NodeName=m2 Sockets=2 CoresPerSocket=16 Gres=gpu:h100:8(S:0,1)\n"
+        "PartitionName=p Nodes=n[1-2],m[1-2] Default=YES\n",
+    )
+    assert [u.format() for u in imported.unrepresented if u.text.startswith("Gres=")] == [
+        "slurm.conf:4: Gres=gpu:t4:1: a hardware profile holds one GPU type: the node is "
+        "imported with gpu:a100:2 alone",
+        "slurm.conf:6: Gres=gpu:h100:8(S:0,1): the socket list is dropped: gres.conf Cores= "
+        "sets GPU affinity",
+    ]
+    hardware = imported.spec["hardware"]
+    assert isinstance(hardware, dict)
+    # The same GPUs with and without socket affinity are one profile.
+    assert sorted(hardware) == ["a100-2gpu", "controller", "h100-8gpu"]
+    assert hardware["a100-2gpu"]["gpu"]["count"] == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("NodeName=n1 CPUs=abc", "slurm.conf:3: CPUs=abc is not a whole number"),
+        (
+            "AccountingStorageType=accounting_storage/slurmdbd\nAccountingStoragePort=",
+            "slurm.conf:4: AccountingStoragePort= is not a whole number",
+        ),
+    ],
+)
+def test_a_number_slurmctld_refuses_stops_the_import_at_its_line(
+    tmp_path: Path, cli, line: str, said: str
+) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "slurm.conf").write_text(
+        f"ClusterName=x\nSlurmctldHost=head\n{line}\n"
+        "NodeName=n2 CPUs=4\nPartitionName=p Nodes=ALL\n"
+    )
+    result = cli("import", "slurm", str(tmp_path))
+    assert result.code == 2 and said in result.err, result.err
+    assert "internal error" not in result.err

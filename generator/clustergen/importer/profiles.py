@@ -69,12 +69,23 @@ class Profile:
 
 def _gpu(record: Record, report: Callable[[Unrepresented], None]) -> tuple[str | None, int]:
     gres = record.get("Gres") or ""
-    kind, count = None, 0
-    for item in filter(None, gres.split(",")):
+    kind, count, first = None, 0, ""
+    for item in filter(None, re.split(r",(?![^()]*\))", gres)):
         match = GPU_GRES.match(item)
         if match is None:
             report(Unrepresented(record.line.where, f"Gres={item}", "only gpu GRES is modelled"))
             continue
+        if first:
+            report(
+                Unrepresented(
+                    record.line.where,
+                    f"Gres={item}",
+                    f"a hardware profile holds one GPU type: the node is imported with "
+                    f"{first} alone",
+                )
+            )
+            continue
+        first = item
         kind, count = match[1], int(match[2])
         if kind is None:
             report(

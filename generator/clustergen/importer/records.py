@@ -7,6 +7,7 @@ ThreadsPerCore); CoresPerSocket and ThreadsPerCore default to 1, RealMemory to 1
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,6 +159,10 @@ class NodeHardware:
     mem_spec_limit_mib: int
 
 
+# A GRES's socket list (slurm.conf(5) Gres=gpu:h100:8(S:0-1)): affinity, not hardware.
+_SOCKETS = re.compile(r"\(S:[^)]*\)")
+
+
 def conf_number(where: str, key: str, value: str) -> int:
     """A count, size or port as slurm.conf(5) writes it; a value slurmctld would refuse
     to start with (empty, a word) refuses the import, at its line."""
@@ -199,7 +204,7 @@ def node_hardware(record: Record) -> NodeHardware:
         cores_per_socket=cores,
         threads_per_core=threads,
         real_memory_mib=_int(record, "RealMemory", 1),
-        gres=(record.get("Gres") or ""),
+        gres=_SOCKETS.sub("", record.get("Gres") or ""),
         core_spec_count=_int(record, "CoreSpecCount", 0),
         mem_spec_limit_mib=_int(record, "MemSpecLimit", 0),
     )
