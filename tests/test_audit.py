@@ -79,6 +79,7 @@ def test_healthy_node_reports_nothing_and_every_report_was_read(ml: ResolvedClus
     result = audit_facts(ml, read_tree(REPO), [facts])
     assert result.findings == [], [p.format() for p in result.findings]
     assert (result.reported, result.nodes) == (1, 14)
+    assert result.not_checked == ()
     # Not vacuous: the expectations name what the reports hold, and each was read.
     node = expectations(ml, read_tree(REPO))["gpu01"]
     assert (node.gpu_count, len(node.hcas), node.cpus, node.rate_gbits) == (8, 8, 256, 200)
@@ -268,3 +269,22 @@ def audit_examples() -> dict[str, str]:
     for problem in [*report.found, *_pull_findings(NEVER_PULLED.read_text())]:
         examples.setdefault(problem.code.name, problem.format())
     return examples
+
+
+def test_a_check_that_could_not_run_is_said(ml: ResolvedCluster, tmp_path: Path) -> None:
+    """A clean audit says what it proved: without an ibnetdiscover report, or a tree
+    without a cable sheet, the cables are "not checked", never "0 findings" alone."""
+    facts = parse_facts(HEALTHY.read_text(), str(HEALTHY))
+    del facts.sections["ibnetdiscover"]
+    result = audit_facts(ml, read_tree(REPO), [facts])
+    assert result.findings == [], [p.format() for p in result.findings]
+    assert result.not_checked == (
+        "cables: no node's fact file holds an ibnetdiscover report (collect.yml runs it on "
+        "one node of the fabric)",
+    )
+    (tmp_path / "versions.lock").write_bytes((REPO / "versions.lock").read_bytes())
+    unracked = audit_facts(ml, read_tree(tmp_path), [parse_facts(HEALTHY.read_text(), "f")])
+    assert unracked.not_checked == (
+        "cables: the rendered tree has no cable sheet (facility/cables.csv, rendered where "
+        "the spec places the nodes in racks)",
+    )

@@ -36,6 +36,8 @@ def execute(args: argparse.Namespace) -> int:
         shown = ", ".join(result.not_reported[:10])
         more = f" and {len(result.not_reported) - 10} more" if len(result.not_reported) > 10 else ""
         print(f"not reported (no fact file): {shown}{more}", file=sys.stderr)
+    for what in result.not_checked:
+        print(f"not checked: {what}", file=sys.stderr)
     print(
         f"{args.spec}: {len(findings)} finding(s) on {result.reported} of {result.nodes} "
         "node(s) reported",
