@@ -18,7 +18,7 @@ from test_audit import HEALTHY, ML, _cluster
 
 from clustergen.commands.audit.expect import read_tree
 from clustergen.commands.audit.facts import parse_facts
-from clustergen.commands.audit.hca_ports import parse_ibstat, parse_ibv_devinfo
+from clustergen.commands.audit.hca_ports import parse_ibstat, parse_ibstatus, parse_ibv_devinfo
 from clustergen.commands.audit.ibnet import parse_ibnetdiscover
 from clustergen.commands.audit.lnet import LocalNi, parse_lnet
 from clustergen.commands.audit.nvsmi import parse_smi_xml, parse_topo_m
@@ -101,6 +101,20 @@ IBV_DEVINFO = {
     "cx3-port2-down-v": [("mlx4_1", 2, "down", 10.0, "InfiniBand")],
 }
 
+# ibstatus: (device, port, state, rate, link layer) of every port.
+_HDR = [(f"mlx5_{n}", 1, "active", 200.0, "InfiniBand") for n in range(8)]
+IBSTATUS = {
+    "azure-a100-8ib-hdr": [*_HDR, ("mlx5_8", 1, "active", 40.0, "Ethernet")],
+    "azure-hbv2-an0-ib0": [
+        ("mlx5_an0", 1, "active", 40.0, "Ethernet"),
+        ("mlx5_ib0", 1, "active", 200.0, "InfiniBand"),
+    ],
+    "cx3-2port-fdr": [
+        ("mlx4_0", 1, "active", 56.0, "InfiniBand"),
+        ("mlx4_0", 2, "active", 56.0, "InfiniBand"),
+    ],
+}
+
 # ibnetdiscover: (cables, switches by name, one cable (switch, port, peer, peer device)).
 IBNETDISCOVER = {
     # Managed switches, `MF0;<name>:<model>/U1`: 40 of them, named as the site named them.
@@ -133,14 +147,12 @@ SLURMD_C = {
     "nebari-hpc02-test-vm": SlurmdHardware(4, 4, 1, 1, 7976),
 }
 
-# ibstatus has no reader (collect.yml runs ibstat and ibv_devinfo -v, from the same
-# packages); its real outputs are kept for one.
-UNREAD = {"ibstatus"}
 EXPECTED = {
     "nvidia-smi-q-x": SMI,
     "nvidia-smi-topo-m": TOPO,
     "ibstat": IBSTAT,
     "ibv_devinfo": IBV_DEVINFO,
+    "ibstatus": IBSTATUS,
     "ibnetdiscover": IBNETDISCOVER,
     "lnetctl-net-show": LNET,
     "slurmd-C": SLURMD_C,
@@ -153,7 +165,7 @@ def _outputs(tool: str) -> list[Path]:
 
 def test_every_output_has_its_source_and_an_expectation() -> None:
     tools = {p.name for p in CORPUS.iterdir() if p.is_dir()}
-    assert tools == set(EXPECTED) | UNREAD
+    assert tools == set(EXPECTED)
     outputs = [path for tool in sorted(tools) for path in _outputs(tool)]
     assert len(outputs) >= 30
     for path in outputs:
@@ -223,6 +235,33 @@ def test_ibv_devinfo(name: str) -> None:
     assert [(p.device, p.port, p.state, p.rate_gbits, p.link_layer) for p in ports] == (
         IBV_DEVINFO[name]
     )
+
+
+@pytest.mark.parametrize("name", sorted(IBSTATUS))
+def test_ibstatus(name: str) -> None:
+    ports = parse_ibstatus((CORPUS / "ibstatus" / f"{name}.txt").read_text())
+    assert [(p.device, p.port, p.state, p.rate_gbits, p.link_layer) for p in ports] == (
+        IBSTATUS[name]
+    )
+
+
+def test_ibstatus_reports_the_ports_where_ibstat_printed_none() -> None:
+    """ibstat failing with nothing read (exit 255 before any port), ibstatus (sysfs) still
+    gives the ports, and they are checked."""
+    text = (CORPUS / "ibstatus" / "azure-a100-8ib-hdr.txt").read_text()
+    facts = parse_facts(HEALTHY.read_text(), str(HEALTHY))
+    ibstat = facts.sections["ibstat"]
+    facts.sections["ibstat"] = replace(ibstat, text="ibpanic: [1] main: stat of IB device", rc=255)
+    facts.sections.pop("ibv_devinfo-v", None)  # the healthy node's second reader
+    facts.sections["ibstatus"] = replace(ibstat, name="ibstatus", text=text, rc=0)
+    result = audit_facts(_cluster(ML), read_tree(REPO), [facts])
+    assert result.findings == [], [p.format() for p in result.findings]
+    down = text.replace("4: ACTIVE", "1: DOWN", 1)
+    facts.sections["ibstatus"] = replace(ibstat, name="ibstatus", text=down, rc=0)
+    result = audit_facts(_cluster(ML), read_tree(REPO), [facts])
+    assert [(p.code.name, p.message) for p in result.findings] == [
+        ("audit.hca-down", "mlx5_0 port 1 is down")
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(IBNETDISCOVER))

@@ -25,6 +25,7 @@ STAND_INS = {
     "slurmd": "slurmd-C",
     "ibstat": "ibstat",
     "ibv_devinfo": "ibv_devinfo-v",
+    "ibstatus": "ibstatus",
     "ibnetdiscover": "ibnetdiscover",
     "lnetctl": "lnetctl-net-show",
     "dpkg-query": "dpkg-query",

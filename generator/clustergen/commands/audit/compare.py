@@ -18,7 +18,12 @@ from clustergen.base.errors import LocatedProblem, Position
 from clustergen.catalog.gpus import GPU_MODELS, GpuModel
 from clustergen.commands.audit.expect import NodeExpectation
 from clustergen.commands.audit.facts import SECTIONS, NodeFacts
-from clustergen.commands.audit.hca_ports import RdmaPort, parse_ibstat, parse_ibv_devinfo
+from clustergen.commands.audit.hca_ports import (
+    RdmaPort,
+    parse_ibstat,
+    parse_ibstatus,
+    parse_ibv_devinfo,
+)
 from clustergen.commands.audit.ipaddr import parse_ip_addr
 from clustergen.commands.audit.lnet import parse_lnet
 from clustergen.commands.audit.nvsmi import SmiGpu, parse_smi_xml, parse_topo_m
@@ -205,7 +210,12 @@ def check_topology(report: Report, node: NodeExpectation) -> None:
 def _ports(report: Report) -> tuple[str, list[RdmaPort]] | None:
     """The first report of the node's RDMA ports that gives any: a tool that failed after
     printing its ports (ibstat exits 255 on some virtual HCAs) is read, and said partial."""
-    for section, parse in (("ibstat", parse_ibstat), ("ibv_devinfo-v", parse_ibv_devinfo)):
+    readers = (
+        ("ibstat", parse_ibstat),
+        ("ibv_devinfo-v", parse_ibv_devinfo),
+        ("ibstatus", parse_ibstatus),
+    )
+    for section, parse in readers:
         got = report.facts.usable(section)
         if got is None:
             continue
@@ -218,7 +228,7 @@ def _ports(report: Report) -> tuple[str, list[RdmaPort]] | None:
             )
         if ports:
             return section, ports
-    for section in ("ibstat", "ibv_devinfo-v"):
+    for section, _ in readers:
         got = report.facts.sections.get(section)
         if got is not None and not got.absent:
             report.text(section, "HCAs")  # failed: say so

@@ -30,6 +30,7 @@ SECTIONS: dict[str, str] = {
     "nvidia-smi-topo-m": "nvidia-smi topo -m",
     "ibstat": "ibstat",
     "ibv_devinfo-v": "ibv_devinfo -v",
+    "ibstatus": "ibstatus",
     "ibnetdiscover": "ibnetdiscover",
     "lnetctl-net-show": "lnetctl net show",
     "dpkg-query": "dpkg-query -W -f='${db:Status-Abbrev}\\t${Package}\\t${Version}\\n'",

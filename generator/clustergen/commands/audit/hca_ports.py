@@ -8,6 +8,11 @@ ibv_devinfo -v (rdma-core, libibverbs/examples/devinfo.c) prints per device
 `hca_id:\tmlx5_0`, then per port `\t\tport:\t1` with `state:\t\t\tPORT_ACTIVE (4)`,
 `link_layer:\t\tInfiniBand`, `active_width:\t\t4X (2)` and `active_speed:\t\t50.0 Gbps (64)`:
 the rate is width x lane speed (4 x 50 = HDR 200).
+
+ibstatus (infiniband-diags' script, reading /sys/class/infiniband) prints per port
+`Infiniband device 'mlx5_0' port 1 status:` then `\tstate:\t\t 4: ACTIVE`,
+`\trate:\t\t 200 Gb/sec (4X HDR)` and `\tlink_layer:\t InfiniBand`; it reads sysfs
+alone, so it reports ports where ibstat fails (on some virtual HCAs ibstat exits 255).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from dataclasses import dataclass
 _WIDTH = re.compile(r"^(\d+)X")
 _SPEED = re.compile(r"^([0-9.]+)\s*Gbps")
 _PORT = re.compile(r"Port (\d+):")
+_IBSTATUS_PORT = re.compile(r"^Infiniband device '([^']+)' port (\d+) status:")
+_IBSTATUS_RATE = re.compile(r"^([0-9.]+) Gb/sec")
 
 
 @dataclass(frozen=True)
@@ -88,3 +95,34 @@ def _add_devinfo(ports: list[RdmaPort], device: str, port: int, fields: dict[str
     speed = _SPEED.match(fields.get("active_speed", ""))
     rate = int(width[1]) * float(speed[1]) if width and speed else None
     ports.append(RdmaPort(device, port, name, rate, fields.get("link_layer", "InfiniBand")))
+
+
+def parse_ibstatus(text: str) -> list[RdmaPort]:
+    ports: list[RdmaPort] = []
+    device, port = "", 0
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if match := _IBSTATUS_PORT.match(line):
+            _add_ibstatus(ports, device, port, fields)
+            device, port, fields = match[1], int(match[2]), {}
+        elif port and ":" in line:
+            key, _, value = line.strip().partition(":")
+            fields[key.strip()] = value.strip()
+    _add_ibstatus(ports, device, port, fields)
+    return ports
+
+
+def _add_ibstatus(ports: list[RdmaPort], device: str, port: int, fields: dict[str, str]) -> None:
+    if not device or not port:
+        return
+    state = fields.get("state", "").partition(":")[2].strip().lower()  # "4: ACTIVE"
+    rate = _IBSTATUS_RATE.match(fields.get("rate", ""))
+    ports.append(
+        RdmaPort(
+            device,
+            port,
+            state,
+            float(rate[1]) if rate else None,
+            fields.get("link_layer", "InfiniBand"),
+        )
+    )
