@@ -5,6 +5,7 @@ its own, the import writes Slurm's default into slurm.options, so the render kee
 
 from __future__ import annotations
 
+import ipaddress
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -189,6 +190,18 @@ def global_settings(
     accounting = (conf.value("AccountingStorageType") or "").endswith("/slurmdbd")
     if accounting:
         host = conf.value("AccountingStorageHost") or (hosts.controllers or ["localhost"])[0]
+        if _is_address(host):
+            for line, _ in conf.lines_of("AccountingStorageHost")[-1:]:
+                report(
+                    Unrepresented(
+                        line.where,
+                        f"AccountingStorageHost={host}",
+                        "an address, where the spec names hosts: slurmdbd's host is imported "
+                        "as the node 'slurmdbd' (give it the name and management_ip of the "
+                        f"host at {host})",
+                    )
+                )
+            host = "slurmdbd"
         hosts.add(host, "slurm_dbd")
         slurm["accounting"] = {"host": host}
         for line, port in conf.lines_of("AccountingStoragePort")[-1:]:
@@ -330,6 +343,14 @@ def _untrusted(key: str, value: str, conf: SlurmConf) -> str | None:
                 "root writes and name that path"
             )
     return None
+
+
+def _is_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _in_system_folder(path: str, is_folder: bool) -> bool:
