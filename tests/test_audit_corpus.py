@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from test_audit import HEALTHY, ML, _cluster
 
+from clustergen.catalog.gpus import GPU_MODELS
+from clustergen.commands.audit.compare import model_matches
 from clustergen.commands.audit.expect import read_tree
 from clustergen.commands.audit.facts import parse_facts
 from clustergen.commands.audit.hca_ports import parse_ibstat, parse_ibstatus, parse_ibv_devinfo
@@ -51,6 +53,20 @@ SMI = {
     "rtx4000-sff-ada-595-v13": ("595.84", 1, ["NVIDIA RTX 4000 SFF Ada Generation"], 20475),
     "t4-515": ("515.105.01", 1, ["Tesla T4"], 15360),
     "v100-pcie-32gb-460": ("460.39", 1, ["Tesla V100-PCIE-32GB"], 32510),
+}
+
+# nvidia-smi -q -x: the first GPU's PCI device ID (vendor 10de); None where the report's
+# copy zeroed it (a10g: 0x000000DE).
+DEVICE_IDS = {
+    "a100-sxm4-40gb-mig-510": 0x20B0,
+    "a100-sxm4-80gb-mig-535": 0x20B2,
+    "a10g-515": None,
+    "grid-p4-1q-vgpu-win": 0x1BB3,
+    "l4-2gpu-555": 0x27B8,
+    "p100-pcie-16gb-510": 0x15F8,
+    "rtx4000-sff-ada-595-v13": 0x27B0,
+    "t4-515": 0x1EB8,
+    "v100-pcie-32gb-460": 0x1DB6,
 }
 
 # nvidia-smi topo -m: GPU index -> (NUMA node, nearest NICs by RDMA device).
@@ -188,6 +204,7 @@ def test_nvidia_smi_xml(name: str) -> None:
     assert [g.product for g in report.gpus] == products
     assert [g.index for g in report.gpus] == list(range(len(products)))
     assert report.gpus[0].memory_mib == memory
+    assert report.gpus[0].device_id == DEVICE_IDS[name]
     bus = [g.bus_id for g in report.gpus]
     assert bus == sorted(bus), "nvidia-smi lists its GPUs by PCI bus ID"
 
@@ -333,8 +350,8 @@ def test_gpus_of_a_model_the_catalog_lacks_are_one_finding() -> None:
     text = (CORPUS / "nvidia-smi-q-x" / "l4-2gpu-555.xml").read_text()
     findings = dict(_audit_with("nvidia-smi-q-x", text))
     assert findings["audit.gpu-model"] == (
-        "GPUs 0, 1 are NVIDIA L4, 23034 MiB (a model clustergen's catalog does not know); "
-        "profile hgx-h100 has h100-sxm5-80gb"
+        "GPUs 0, 1 are NVIDIA L4, 23034 MiB (a model clustergen's catalog does not know, PCI "
+        "device 10de:27b8); profile hgx-h100 has h100-sxm5-80gb"
     )
     assert findings["audit.gpu-missing"].startswith("2 GPUs, profile hgx-h100 has 8")
 
@@ -346,3 +363,33 @@ def test_a_report_that_lists_fewer_gpus_than_it_counts_is_partial() -> None:
         "audit.report-partial",
         "the report counts 4 attached GPUs but lists 1: the others are not checked",
     ) in findings
+
+
+def test_a_gpu_is_known_by_its_pci_device_id_whatever_its_name() -> None:
+    """A board's PCI device ID decides its model where the catalog knows the ID: an
+    engineering name nvidia-smi prints matches, and a board of another model of the same
+    generation and memory is told apart (a real V100 PCIe 32GB, 10de:1db6)."""
+    a100 = (CORPUS / "nvidia-smi-q-x" / "a100-sxm4-80gb-mig-535.xml").read_text()
+    renamed = a100.replace("NVIDIA A100-SXM4-80GB", "NVIDIA Graphics Device").replace(
+        "20B210DE", "233010DE"
+    )
+    assert not [f for f in _audit_with("nvidia-smi-q-x", renamed) if f[0] == "audit.gpu-model"]
+    findings = dict(_audit_with("nvidia-smi-q-x", a100))
+    assert findings["audit.gpu-model"] == (
+        "GPU 0 (00000000:01:00.0) is NVIDIA A100-SXM4-80GB, 81920 MiB (a100-sxm4-80gb); "
+        "profile hgx-h100 has h100-sxm5-80gb"
+    )
+    v100 = parse_smi_xml((CORPUS / "nvidia-smi-q-x" / "v100-pcie-32gb-460.xml").read_text())
+    assert v100 is not None
+    gpu = v100.gpus[0]
+    matches = [
+        m
+        for m in GPU_MODELS.values()
+        if model_matches(m, gpu.product, gpu.memory_mib, gpu.device_id)
+    ]
+    assert [m.name for m in matches] == ["v100-pcie-32gb"]
+    # By its name alone, the V100 SXM2 32GB's memory and generation would not tell it apart
+    # from a board nvidia-smi names without its form factor.
+    sxm2 = GPU_MODELS["v100-sxm2-32gb"]
+    assert model_matches(sxm2, "Tesla V100 32GB", gpu.memory_mib)
+    assert not model_matches(sxm2, "Tesla V100 32GB", gpu.memory_mib, gpu.device_id)

@@ -91,7 +91,7 @@ PRODUCED_BY_CHANGE: dict[str, Callable[[Data], None]] = {
     "shape.null-value": _set("cluster.domain", None),
     "shape.wrong-length": _set("nodes", []),
     "syntax.conf-boolean": _set("slurm.options", {"SlurmdTimeout": True}),
-    "syntax.hostname": _set("slurm.accounting.host", "bad_host"),
+    "syntax.hostname": _set("slurm.accounting.host", "bad..host"),
     "syntax.identifier": _set("cluster.extra_roles", ["Bad Role"]),
     "syntax.size": _set("storage.lustre.layouts.0.stripe_size", "1MB"),
     "hardware.redundant-psus": _set("hardware.hgx-h100.power.redundant_psus", 6),

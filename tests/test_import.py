@@ -443,3 +443,80 @@ def test_a_number_slurmctld_refuses_stops_the_import_at_its_line(
     result = cli("import", "slurm", str(tmp_path))
     assert result.code == 2 and said in result.err, result.err
     assert "internal error" not in result.err
+
+
+def test_a_switch_naming_nodes_by_their_host_names_hangs_them_by_node_name(
+    tmp_path: Path,
+) -> None:
+    """topology.conf may name a node by its NodeHostname (slurmctld looks a name up as
+    either); a name that is neither is left out at its line, with the node it may mean."""
+    (tmp_path / "topology.conf").write_text(
+        "SwitchName=leaf1 Nodes=n[01-02]\nSwitchName=leaf2 Nodes=x-n03,n04\n"
+        "SwitchName=spine Switches=leaf[1-2]\n"
+    )
+    imported = _imported(
+        tmp_path,
+        "SlurmctldHost=head\n"
+        "NodeName=x-n[01-02] NodeHostname=n[01-02] Sockets=2 CoresPerSocket=16\n"
+        "NodeName=x-n[03-04] Sockets=2 CoresPerSocket=16\n"
+        "PartitionName=p Nodes=x-n[01-04] Default=YES\n",
+    )
+    switches = imported.spec["network"]["fabric"]["switches"]  # type: ignore[index]
+    assert switches[:2] == [
+        {"name": "leaf1", "nodes": "x-n[01-02]"},
+        {"name": "leaf2", "nodes": "x-n03"},
+    ]
+    assert [u.format() for u in imported.unrepresented if "topology" in u.where] == [
+        "topology.conf:2: Nodes=n04: no NodeName or NodeHostname of slurm.conf; slurmctld "
+        "finds no such node either (NodeName x-n04 ends with it: give the node that name)"
+    ]
+
+
+def test_a_quoted_value_with_spaces_is_imported_whole(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A quoted slurm.conf value keeps its spaces in slurm.options and is rendered quoted;
+    RebootProgram's arguments are plain words, or it is left out with validate's reason."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "slurm.conf").write_text(
+        "SlurmctldHost=head\n"
+        'InteractiveStepOptions="--interactive --preserve-env --pty $SHELL -l"\n'
+        'RebootProgram="/usr/sbin/reboot --force; rm -rf /"\n'
+        "NodeName=n[1-2] Sockets=2 CoresPerSocket=16\n"
+        "PartitionName=p Nodes=n[1-2] Default=YES\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    result = cli("import", "slurm", str(tmp_path / "etc"), "-o", str(spec))
+    assert result.code == 0, result.err
+    assert "not imported: slurm.conf:3: RebootProgram=" in result.err
+    assert "'--force;' is no plain word" in result.err
+    options = yaml.safe_load(spec.read_text())["slurm"]["options"]
+    assert options["InteractiveStepOptions"] == "--interactive --preserve-env --pty $SHELL -l"
+    assert "RebootProgram" not in options
+    assert cli("render", str(spec), "-o", str(tmp_path / "out")).code == 0
+    conf = (tmp_path / "out" / "slurm" / "slurm.conf").read_text()
+    assert 'InteractiveStepOptions="--interactive --preserve-env --pty $SHELL -l"\n' in conf
+
+
+def test_features_with_colons_and_gres_types_in_capitals_are_kept(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`Feature=CPU_GEN:ICX` and `Gres=gpu:A100SXM4:4` as sites write them: kept as written,
+    and the GPU model taken from the catalog type the site's type begins with."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "slurm.conf").write_text(
+        "SlurmctldHost=head\n"
+        "NodeName=n[1-2] Sockets=2 CoresPerSocket=16 Feature=CPU_GEN:ICX,GPU_SKU:A100 "
+        "Gres=gpu:A100SXM4:4\n"
+        "NodeName=m1 Sockets=2 CoresPerSocket=16 Gres=gpu:h100_nvl:2\n"
+        "PartitionName=p Nodes=n[1-2],m1 Default=YES\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    assert cli("import", "slurm", str(tmp_path / "etc"), "-o", str(spec)).code == 0
+    data = yaml.safe_load(spec.read_text())
+    gpus = {name: profile["gpu"] for name, profile in data["hardware"].items() if "gpu" in profile}
+    assert sorted((g["model"], g.get("gres_type")) for g in gpus.values()) == [
+        ("a100-sxm4-40gb", "A100SXM4"),
+        ("h100-nvl-94gb", "h100_nvl"),
+    ]
+    assert data["nodes"][0]["features"] == ["CPU_GEN:ICX", "GPU_SKU:A100"]
+    assert cli("validate", str(spec)).code == 0
+    assert cli("render", str(spec), "-o", str(tmp_path / "out")).code == 0
+    conf = (tmp_path / "out" / "slurm" / "slurm.conf").read_text()
+    assert "Gres=gpu:A100SXM4:4 Features=CPU_GEN:ICX,GPU_SKU:A100 " in conf

@@ -36,6 +36,8 @@ SITE_SETS = sorted(p for p in SITES.iterdir() if (p / "slurm.conf").is_file())
 ROUND_TRIP = [
     *sorted((REPO / "examples").glob("*.yaml")),
     *sorted((REPO / "tests" / "data").glob("*.yaml")),
+    # Nodes named as real sites name them: with '_', and by a fully qualified name.
+    REPO / "tests" / "warnings" / "hostname-underscore.yaml",
 ]
 # Partition fields slurmctld derives from global keys that clustergen writes on its own
 # (SelectTypeParameters, the TRES list of GresTypes and AccountingStorageTRES), not

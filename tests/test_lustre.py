@@ -150,7 +150,7 @@ def test_dry_run_checks_and_changes_nothing(stubs: Stubs, ost3: tuple[Path, str]
     result = stubs.run(path)
     assert result.returncode == 0, result.stderr
     assert stubs.calls() == [
-        ["hostname", "-s"],
+        ["hostname"],
         ["blkid", "-p", "-o", "export", "--", device],
         ["wipefs", "-n", "--", device],
     ]
@@ -162,7 +162,7 @@ def test_confirmed_format_runs_exactly_these_commands(stubs: Stubs, ost3: tuple[
     result = stubs.run(path, "--yes")
     assert result.returncode == 0, result.stderr
     assert stubs.calls() == [
-        ["hostname", "-s"],
+        ["hostname"],
         ["blkid", "-p", "-o", "export", "--", device],
         ["wipefs", "-n", "--", device],
         [*MKFS_OST3, device],
@@ -207,7 +207,21 @@ def test_another_host_is_refused_before_any_check(stubs: Stubs, ost3: tuple[Path
     result = stubs.run(ost3[0], "--yes")
     assert result.returncode == 1
     assert "oss03 is not a service node of training-OST0003 (oss02)" in result.stderr
-    assert stubs.calls() == [["hostname", "-s"]]
+    assert stubs.calls() == [["hostname"]]
+
+
+def test_a_node_named_by_its_full_host_name_is_its_short_name(
+    stubs: Stubs, ost3: tuple[Path, str]
+) -> None:
+    """The spec names oss02; the machine's host name is its fully qualified one."""
+    stubs.env["STUB_HOST"] = "oss02.hpc.example.org"
+    result = stubs.run(ost3[0])
+    assert result.returncode == 0, result.stderr
+    assert "dry run, would run: " in result.stdout
+    stubs.env["STUB_HOST"] = "oss03.hpc.example.org"
+    result = stubs.run(ost3[0])
+    assert result.returncode == 1
+    assert "oss03 is not a service node of training-OST0003 (oss02)" in result.stderr
 
 
 def test_missing_or_non_block_device_is_refused(stubs: Stubs, tmp_path: Path) -> None:
@@ -245,7 +259,7 @@ def test_zfs_creates_the_pool_then_the_target(stubs: Stubs, tmp_path: Path, bloc
         for call in (["blkid", "-p", "-o", "export", "--", disk], ["wipefs", "-n", "--", disk])
     ]
     assert stubs.calls() == [
-        ["hostname", "-s"],
+        ["hostname"],
         ["zpool", "list", "-H", "-o", "name", "ost0pool"],
         *checks,
         ["zpool", "create", "-o", "ashift=12", "-O", "canmount=off", "ost0pool", "raidz2", *disks],
@@ -409,7 +423,7 @@ def test_ansible_flags_skip_quietly_and_never_destroy(stubs: Stubs, ost3: tuple[
     stubs.env["STUB_HOST"] = "oss01"  # another OSS: skipped before any check
     result = stubs.run(path, *ansible)
     assert result.returncode == 0 and "skipped" in result.stdout
-    assert stubs.calls() == [["hostname", "-s"]]
+    assert stubs.calls() == [["hostname"]]
     stubs.env["STUB_HOST"] = "oss02"
     stubs.canned("blkid", "LABEL=training-OST0003\nTYPE=ext4\n", 0)
     result = stubs.run(path, *ansible)

@@ -85,7 +85,7 @@ def test_rail_8_of_the_last_node_of_a_128_node_group() -> None:
     assert [a.netdev for a in rails] == [f"ib{r}" for r in range(8)]
     storage = last.storage_addresses(cluster.spec.network.storage)
     assert [str(a) for a in storage] == ["10.30.1.128/17", "10.30.129.128/17"]
-    assert last.lnet_address == "10.30.1.128"
+    assert last.lnet_address("o2ib0") == "10.30.1.128"
 
 
 def test_rail_addresses_cross_octet_boundaries_and_stop_at_the_end_of_ipv4() -> None:
@@ -109,7 +109,7 @@ def test_without_the_new_keys_no_host_has_interface_addresses() -> None:
         assert host.rail_addresses(network.fabric) == ()
         assert host.storage_addresses(network.storage) == ()
         assert host.frontend_address(network.frontend) is None
-        assert host.lnet_address == host.fabric_ip
+        assert host.lnet_address("o2ib0") == host.lnet_address("tcp0") == host.fabric_ip
 
 
 # --- the checks ------------------------------------------------------------------------
@@ -332,3 +332,22 @@ def test_a_valid_spec_uses_no_interface_address_twice(group: int, key: str, addr
         assert address not in taken
         everything = _every_address(cluster)
         assert len(everything) == len(set(everything))
+
+
+def test_lnet_over_the_management_ethernet_without_a_fabric() -> None:
+    """A cluster without a fabric runs LNet over plain TCP on the management network: each
+    node's NID is its management_ip@tcp0 on its management interface (issue 41: real sites
+    that `import slurm` and audit meet). o2ib needs a fabric: no NID then, said."""
+    data = _data(EXAMPLES / "ml-training-8node.yaml")
+    del data["network"]["fabric"]
+    for profile in data["hardware"].values():
+        profile["interfaces"].pop("fabric", None)
+    for group in data["nodes"]:
+        group.pop("fabric_ip", None)
+    data["storage"]["lustre"]["lnet"] = "tcp0"
+    files = {path: a.text for path, a in render_all(_cluster(copy.deepcopy(data))).items()}
+    assert "What=10.0.1.5@tcp0:/training" in files["lustre/client/mnt-lustre.mount"]
+    lnet = yaml.safe_load(files["lustre/lnet/hgx-h100.conf"])
+    assert lnet["net"] == [{"net type": "tcp0", "local NI(s)": [{"interfaces": {0: "eno1"}}]}], lnet
+    data["storage"]["lustre"]["lnet"] = "o2ib0"
+    assert any("has no fabric_ip for its NID on o2ib0" in e for e in _errors(data))

@@ -51,6 +51,19 @@ def ml() -> dict[str, str]:
     return rendered(with_nhc(example_data()))
 
 
+@pytest.mark.parametrize(("rate", "gbits"), [("qdr", 40), ("fdr", 56)])
+def test_an_older_fabrics_ports_are_checked_at_its_rate(rate: str, gbits: int) -> None:
+    """QDR and FDR fabrics (sites adopting clustergen with ConnectX-3 and SwitchX) validate
+    and NHC checks each port at the rate sysfs shows for them (40, 56 Gb/sec)."""
+    data = with_nhc(example_data())
+    data["network"]["fabric"]["rate"] = rate
+    _, warnings = validated(data)
+    assert "network.fabric-rate" not in warnings
+    lines = checks(rendered(data)["nhc/nhc.conf"])
+    ib = [line.split(" || ")[1] for line in lines if " || check_hw_ib " in line]
+    assert ib and all(check.startswith(f"check_hw_ib {gbits} mlx5_") for check in ib), ib
+
+
 def test_gpu_compute_profile_is_checked_as_slurm_knows_it(ml: dict[str, str]) -> None:
     lines = checks(ml["nhc/nhc.conf"])
     gpu = [line.split(" || ")[1] for line in lines if line.startswith("{gpu[01-08]} || ")]

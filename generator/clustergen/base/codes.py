@@ -74,7 +74,11 @@ SHAPE_INVALID = Code("shape.invalid", "error", "a value the model rejects for an
 SYNTAX_INVALID = Code(
     "syntax.invalid", "error", "a string that does not follow the syntax of its key"
 )
-SYNTAX_HOSTNAME = Code("syntax.hostname", "error", "not a valid host name (RFC 1123)")
+SYNTAX_HOSTNAME = Code(
+    "syntax.hostname",
+    "error",
+    "not a valid host name (labels of letters, digits, - and _, joined by dots)",
+)
 SYNTAX_HOSTLIST = Code(
     "syntax.hostlist", "error", "not a Slurm hostlist expression Slurm reads the same way"
 )
@@ -145,6 +149,11 @@ IGNORE_NOT_A_WARNING = Code(
 
 # nodes
 NODES_DUPLICATE_NAME = Code("nodes.duplicate-name", "error", "two node groups define the same node")
+NODES_HOSTNAME_NOT_DNS = Code(
+    "nodes.hostname-not-dns",
+    "warning",
+    "a node name with '_': Slurm, Ansible and /etc/hosts take it, DNS and systemd do not",
+)
 NODES_UNKNOWN_ROLE = Code(
     "nodes.unknown-role", "error", "a role neither built in nor declared in cluster.extra_roles"
 )

@@ -29,6 +29,16 @@ Blackwell and Grace (issue 24):
   Neoverse V2 (aarch64; NVIDIA Grace CPU data sheet): a node with them is arm64, and
   NVIDIA serves it the `sbsa` build of its CUDA repository (CUDA Installation Guide
   for Linux, "Network Repository Installation": $arch is x86_64 or sbsa).
+
+PCI device IDs (vendor 10de): the PCI ID Repository's pci.ids (pciutils/pciids, commit
+c1c12547d626, August 2026): 1db1 and 1df5 "Tesla V100 SXM2 16GB", 1db5 "Tesla V100 SXM2
+32GB", 1db6 "Tesla V100 PCIe 32GB", 20b0 "A100 SXM4 40GB", 20b2 "A100 SXM4 80GB", 20b1
+and 20f1 "A100 PCIe 40GB", 20b5 "A100 PCIe 80GB", 26b9 "L40S", 2330 "H100 SXM5 80GB", 2331
+"H100 PCIe", 2321 "H100L 94GB" (the H100 NVL), 2335 "H200 SXM 141GB", 233b "H200 NVL", 2342
+"GH200 120GB / 480GB" (the 96 GB HBM3 module), 2348 "GH200 144G HBM3e", 2901 "B200", 2941
+"HGX GB200", 3182 "B300 SXM6 AC", 31c2 and 31c3 "GB300", 2bb5 "RTX PRO 6000 Blackwell Server
+Edition". A board the database names otherwise (V100S PCIe 1df6, H800, A800, H20) is no
+catalog model.
 """
 
 from __future__ import annotations
@@ -71,31 +81,137 @@ class GpuModel:
     gres_type: str
     board_watts: int
     host_cpu_arch: CpuArch | None = None  # set where the GPU only comes beside one CPU (Grace)
+    # The PCI device IDs (vendor 10de) of the model's boards: nvidia-smi -q -x reports one
+    # per GPU (<pci_device_id>), by which audit knows a GPU whatever its product name says.
+    pci_ids: tuple[int, ...] = ()
 
 
 GPU_MODELS: dict[str, GpuModel] = {
     model.name: model
     for model in (
-        GpuModel("v100-sxm2-16gb", VOLTA, memory_gib=16, gres_type="v100", board_watts=300),
-        GpuModel("v100-sxm2-32gb", VOLTA, memory_gib=32, gres_type="v100", board_watts=300),
-        GpuModel("v100-pcie-32gb", VOLTA, memory_gib=32, gres_type="v100", board_watts=250),
-        GpuModel("a100-sxm4-40gb", AMPERE, memory_gib=40, gres_type="a100", board_watts=400),
-        GpuModel("a100-sxm4-80gb", AMPERE, memory_gib=80, gres_type="a100", board_watts=400),
-        GpuModel("a100-pcie-40gb", AMPERE, memory_gib=40, gres_type="a100", board_watts=250),
-        GpuModel("a100-pcie-80gb", AMPERE, memory_gib=80, gres_type="a100", board_watts=300),
-        GpuModel("l40s", ADA, memory_gib=48, gres_type="l40s", board_watts=350),
-        GpuModel("h100-sxm5-80gb", HOPPER, memory_gib=80, gres_type="h100", board_watts=700),
-        GpuModel("h100-pcie-80gb", HOPPER, memory_gib=80, gres_type="h100", board_watts=350),
-        GpuModel("h100-nvl-94gb", HOPPER, memory_gib=94, gres_type="h100nvl", board_watts=400),
-        GpuModel("h200-sxm-141gb", HOPPER, memory_gib=141, gres_type="h200", board_watts=700),
-        GpuModel("h200-nvl-141gb", HOPPER, memory_gib=141, gres_type="h200", board_watts=600),
         GpuModel(
-            "gh200-96gb", HOPPER, 96, gres_type="gh200", board_watts=1000, host_cpu_arch="aarch64"
+            "v100-sxm2-16gb",
+            VOLTA,
+            memory_gib=16,
+            gres_type="v100",
+            board_watts=300,
+            pci_ids=(0x1DB1, 0x1DF5),
         ),
         GpuModel(
-            "gh200-144gb", HOPPER, 144, gres_type="gh200", board_watts=1000, host_cpu_arch="aarch64"
+            "v100-sxm2-32gb",
+            VOLTA,
+            memory_gib=32,
+            gres_type="v100",
+            board_watts=300,
+            pci_ids=(0x1DB5,),
         ),
-        GpuModel("b200-sxm-180gb", BLACKWELL, memory_gib=180, gres_type="b200", board_watts=1000),
+        GpuModel(
+            "v100-pcie-32gb",
+            VOLTA,
+            memory_gib=32,
+            gres_type="v100",
+            board_watts=250,
+            pci_ids=(0x1DB6,),
+        ),
+        GpuModel(
+            "a100-sxm4-40gb",
+            AMPERE,
+            memory_gib=40,
+            gres_type="a100",
+            board_watts=400,
+            pci_ids=(0x20B0,),
+        ),
+        GpuModel(
+            "a100-sxm4-80gb",
+            AMPERE,
+            memory_gib=80,
+            gres_type="a100",
+            board_watts=400,
+            pci_ids=(0x20B2,),
+        ),
+        GpuModel(
+            "a100-pcie-40gb",
+            AMPERE,
+            memory_gib=40,
+            gres_type="a100",
+            board_watts=250,
+            pci_ids=(0x20B1, 0x20F1),
+        ),
+        GpuModel(
+            "a100-pcie-80gb",
+            AMPERE,
+            memory_gib=80,
+            gres_type="a100",
+            board_watts=300,
+            pci_ids=(0x20B5,),
+        ),
+        GpuModel("l40s", ADA, memory_gib=48, gres_type="l40s", board_watts=350, pci_ids=(0x26B9,)),
+        GpuModel(
+            "h100-sxm5-80gb",
+            HOPPER,
+            memory_gib=80,
+            gres_type="h100",
+            board_watts=700,
+            pci_ids=(0x2330,),
+        ),
+        GpuModel(
+            "h100-pcie-80gb",
+            HOPPER,
+            memory_gib=80,
+            gres_type="h100",
+            board_watts=350,
+            pci_ids=(0x2331,),
+        ),
+        GpuModel(
+            "h100-nvl-94gb",
+            HOPPER,
+            memory_gib=94,
+            gres_type="h100nvl",
+            board_watts=400,
+            pci_ids=(0x2321,),
+        ),
+        GpuModel(
+            "h200-sxm-141gb",
+            HOPPER,
+            memory_gib=141,
+            gres_type="h200",
+            board_watts=700,
+            pci_ids=(0x2335,),
+        ),
+        GpuModel(
+            "h200-nvl-141gb",
+            HOPPER,
+            memory_gib=141,
+            gres_type="h200",
+            board_watts=600,
+            pci_ids=(0x233B,),
+        ),
+        GpuModel(
+            "gh200-96gb",
+            HOPPER,
+            96,
+            gres_type="gh200",
+            board_watts=1000,
+            host_cpu_arch="aarch64",
+            pci_ids=(0x2342,),
+        ),
+        GpuModel(
+            "gh200-144gb",
+            HOPPER,
+            144,
+            gres_type="gh200",
+            board_watts=1000,
+            host_cpu_arch="aarch64",
+            pci_ids=(0x2348,),
+        ),
+        GpuModel(
+            "b200-sxm-180gb",
+            BLACKWELL,
+            memory_gib=180,
+            gres_type="b200",
+            board_watts=1000,
+            pci_ids=(0x2901,),
+        ),
         GpuModel(
             "gb200-186gb",
             BLACKWELL,
@@ -103,8 +219,16 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="gb200",
             board_watts=1200,
             host_cpu_arch="aarch64",
+            pci_ids=(0x2941,),
         ),
-        GpuModel("b300-sxm-288gb", BLACKWELL_ULTRA, 288, gres_type="b300", board_watts=1100),
+        GpuModel(
+            "b300-sxm-288gb",
+            BLACKWELL_ULTRA,
+            288,
+            gres_type="b300",
+            board_watts=1100,
+            pci_ids=(0x3182,),
+        ),
         GpuModel(
             "gb300-288gb",
             BLACKWELL_ULTRA,
@@ -112,6 +236,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="gb300",
             board_watts=1400,
             host_cpu_arch="aarch64",
+            pci_ids=(0x31C2, 0x31C3),
         ),
         GpuModel(
             "rtx-pro-6000-blackwell-server-96gb",
@@ -119,6 +244,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             96,
             gres_type="rtxpro6000",
             board_watts=600,
+            pci_ids=(0x2BB5,),
         ),
     )
 }

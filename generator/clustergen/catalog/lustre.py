@@ -75,7 +75,8 @@ TUNING: dict[str, Param] = {
 def networks(spec: Spec, lustre: Lustre) -> list[LnetNet]:
     """The spec's networks, or the `lnet` network on every hardware profile's storage
     interfaces (interfaces.storage, on network.storage: every one a local NI, multi-rail),
-    else on its fabric interface. A profile with storage interfaces needs network.storage
+    else on its fabric interface, else, on a tcp network, on its management interface
+    (LNet over the management Ethernet). A profile with storage interfaces needs network.storage
     (the addresses check, nodes.interfaces-without-network), so a spec without a storage
     network has today's LNet."""
     if lustre.networks:
@@ -87,6 +88,8 @@ def networks(spec: Spec, lustre: Lustre) -> list[LnetNet]:
             interfaces[name] = list(storage)
         elif fabric is not None:
             interfaces[name] = [fabric]
+        elif lustre.lnet.startswith("tcp"):
+            interfaces[name] = [profile.interfaces.management]
     return [LnetNet(name=lustre.lnet, interfaces=interfaces)]
 
 

@@ -4,6 +4,7 @@ where users can write."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 
 # slurm.conf keys naming a program that root or SlurmUser runs, and who runs it
@@ -79,9 +80,9 @@ def slurm_option_paths(options: Mapping[str, object]) -> Iterator[tuple[str, str
     for key, value in options.items():
         lowered, text = key.lower(), str(value)
         if lowered in _PROGRAM_KEYS:
-            for path in (p.strip() for p in text.split(",")):
-                if path:
-                    yield key, path, _PROGRAM_KEYS[lowered]
+            for program in (p.strip() for p in text.split(",")):
+                if program:  # the program, before its arguments (program_arguments)
+                    yield key, program.split(" ", 1)[0], _PROGRAM_KEYS[lowered]
         elif lowered == "plugindir":
             for path in text.split(":"):
                 if path:
@@ -95,3 +96,20 @@ def slurm_option_paths(options: Mapping[str, object]) -> Iterator[tuple[str, str
                 yield key, path, f"the daemons trust what {name} names"
             elif equals and lowered in _PATH_WORDS and "/" in path:
                 yield key, path, f"{_PATH_WORDS[lowered]}: {name}="
+
+
+# An argument of RebootProgram that no shell reads as syntax: slurmd checks the value's
+# first word with access() and runs the whole value through system(), a shell
+# (src/slurmd/slurmd/req.c, _rpc_reboot). The other program keys name a program alone,
+# run without a shell: a space there is part of the file name, never an argument.
+_PLAIN_ARGUMENT = re.compile(r"[A-Za-z0-9_./=:,@+%-]+")
+
+
+def program_arguments(options: Mapping[str, object]) -> Iterator[tuple[str, str]]:
+    """(key, argument) for each argument RebootProgram in slurm.conf `options` gives its
+    program (`RebootProgram=/usr/bin/systemctl reboot`) that is not a plain word."""
+    for key, value in options.items():
+        if key.lower() == "rebootprogram":
+            for argument in str(value).split()[1:]:
+                if not _PLAIN_ARGUMENT.fullmatch(argument):
+                    yield key, argument

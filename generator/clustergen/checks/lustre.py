@@ -103,8 +103,9 @@ def servers(cluster: ResolvedCluster) -> list[Problem]:
                 )
             net = nets.get(lustre.lnet)
             # The NID is on the storage address with storage interfaces (a group without
-            # storage_ip is reported by the addresses check), else on fabric_ip.
-            address = host.lnet_address
+            # storage_ip is reported by the addresses check), else on fabric_ip, else on
+            # tcp on management_ip.
+            address = host.lnet_address(lustre.lnet)
             if address is None and not host.storage_netdevs:
                 problems.append(
                     Problem(

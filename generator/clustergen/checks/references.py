@@ -19,6 +19,7 @@ def node_groups(cluster: ResolvedCluster) -> list[Problem]:
     hosts = cluster.hosts
     return [
         *_unique_node_names(hosts),
+        *_dns_names(spec),
         *_hardware_exists(spec),
         *_roles_known(spec),
         *_unused_profiles(spec),
@@ -45,6 +46,24 @@ def meant_roles(spec: Spec, roles: Iterable[str]) -> set[str]:
 
 def unknown_node(name: str, known: Mapping[str, Host]) -> str:
     return f"unknown node '{name}'{did_you_mean(name, known)}"
+
+
+def _dns_names(spec: Spec) -> list[Problem]:
+    """One warning per node group whose names hold an underscore (AWS ParallelCluster's
+    queue names, containers' names): slurmctld, Ansible and the rendered /etc/hosts take
+    them, but no DNS name may hold one (RFC 1123 section 2.1, RFC 952), and systemd's
+    hostnamectl refuses it as the machine's static host name."""
+    return [
+        Problem(
+            codes.NODES_HOSTNAME_NOT_DNS,
+            ("nodes", index, "names"),
+            f"'{group.names}' holds '_', which no DNS name may (RFC 1123) and systemd "
+            "refuses in a static host name: the rendered /etc/hosts names these nodes, DNS "
+            "may not; use '-' where DNS must name them",
+        )
+        for index, group in enumerate(spec.nodes)
+        if "_" in group.names
+    ]
 
 
 def _unique_node_names(hosts: Sequence[Host]) -> list[Problem]:

@@ -19,8 +19,10 @@ from clustergen.catalog.slurm_keys import (
     key_list_version,
     release_name,
 )
+from clustergen.catalog.slurm_programs import program_arguments
 from clustergen.catalog.versions import VersionTuple, parse_version
 from clustergen.model import Spec
+from clustergen.model.syntax import WORDS_KEYS
 from clustergen.resolve import ResolvedCluster
 
 # Keys from blog posts that no parser since 22.05 accepts, with where the setting lives now.
@@ -60,7 +62,14 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
     """slurm.options against the keys of the pinned Slurm, what loosens authentication
     and containment, the metrics endpoint and SlurmUser."""
     spec = cluster.spec
-    return [*_options(spec), *_weakening(spec), *_open_metrics(spec), *_slurm_user(spec)]
+    return [
+        *_options(spec),
+        *_weakening(spec),
+        *_spaces(spec),
+        *_program_arguments(spec),
+        *_open_metrics(spec),
+        *_slurm_user(spec),
+    ]
 
 
 def _options(spec: Spec) -> list[Problem]:
@@ -297,6 +306,39 @@ def _weakening(spec: Spec) -> list[Problem]:
                 "slurm.isolation.ssh_adopt: false",
             )
     return problems
+
+
+_WORDS_KEYS = {key.lower() for key in WORDS_KEYS}
+
+
+def _spaces(spec: Spec) -> list[Problem]:
+    """A space in the value of a key that takes one word: Slurm reads the quoted value
+    whole, spaces and all, where its writer meant a list (`bf_continue bf_window=4320`)."""
+    return [
+        Problem(
+            codes.SYNTAX_CONF_VALUE,
+            ("slurm", "options", key),
+            f"'{value}': {key} takes one word (a list is comma-separated), and the space "
+            "would be part of the value slurmctld reads; only InteractiveStepOptions and "
+            "RebootProgram take words",
+        )
+        for key, value in spec.slurm.options.items()
+        if " " in str(value) and key.lower() not in _WORDS_KEYS
+    ]
+
+
+def _program_arguments(spec: Spec) -> list[Problem]:
+    """RebootProgram's arguments, each a plain word: slurmd runs its whole value through a
+    shell, as root (catalog/slurm_programs.program_arguments)."""
+    return [
+        Problem(
+            codes.SLURM_OPTION_WEAKENS_SECURITY,
+            ("slurm", "options", key),
+            f"'{argument}' is no plain word (letters, digits and _./=:,@+%-), and slurmd runs "
+            "RebootProgram's whole value through a shell, as root",
+        )
+        for key, argument in program_arguments(spec.slurm.options)
+    ]
 
 
 def _words(value: object) -> set[str]:

@@ -322,4 +322,10 @@ def _add_import(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
         "/etc/slurm-llnl or /usr/local/etc/slurm: an absolute Include in PATH names the "
         "same file of DIR (repeatable)",
     )
+    slurm.add_argument(
+        "--qos",
+        metavar="FILE",
+        help="the QOS slurmdbd holds, as `sacctmgr show qos --parsable2` prints them: each "
+        "becomes a slurm.qos entry, and what slurm.qos does not hold is listed",
+    )
     slurm.set_defaults(command=import_slurm_command.execute)

@@ -21,7 +21,8 @@ def execute(args: argparse.Namespace) -> int:
     folders = tuple(args.config_folder)
     if any(not folder.startswith("/") for folder in folders):
         raise UsageError("--config-folder takes an absolute path (as Include lines name it)")
-    imported = import_slurm(Path(args.directory), folders)
+    qos_file = Path(args.qos) if args.qos else None
+    imported = import_slurm(Path(args.directory), folders, qos_file)
     _drop_refused_options(imported, spec_text(imported, args.directory))
     text = spec_text(imported, args.directory)
     target = Path(args.output)

@@ -16,6 +16,7 @@ from clustergen.importer.profiles import (
     profile_spec,
     read_nodes,
 )
+from clustergen.importer.qos import qos_entries
 from clustergen.importer.reader import CONFIG_FOLDERS, ConfError, read_conf
 from clustergen.importer.records import (
     Imported,
@@ -52,10 +53,13 @@ REVIEW = (
 )
 
 
-def import_slurm(directory: Path, config_folders: tuple[str, ...] = ()) -> Imported:
+def import_slurm(
+    directory: Path, config_folders: tuple[str, ...] = (), qos_file: Path | None = None
+) -> Imported:
     """The spec of the cluster whose Slurm files DIR holds. An absolute Include in
     `config_folders` (where the cluster keeps its configuration, beside the usual
-    reader.CONFIG_FOLDERS) names the same file of DIR."""
+    reader.CONFIG_FOLDERS) names the same file of DIR; `qos_file` is slurmdbd's QOS as
+    `sacctmgr show qos --parsable2` prints them (importer/qos.py)."""
     folders = CONFIG_FOLDERS + tuple(config_folders)
     if not directory.is_dir():
         raise UsageError(f"{directory}: not a directory")
@@ -74,7 +78,7 @@ def import_slurm(directory: Path, config_folders: tuple[str, ...] = ()) -> Impor
     if bad:
         raise UsageError("\n".join(bad))
     try:
-        _build(directory, conf, result, report, folders)
+        _build(directory, conf, result, report, folders, qos_file)
     except ConfError as exc:  # a side file's unreadable hostlist
         raise UsageError(str(exc)) from exc
     return result
@@ -108,6 +112,7 @@ def _build(
     result: Imported,
     report: Callable[[Unrepresented], None],
     folders: tuple[str, ...],
+    qos_file: Path | None,
 ) -> None:
     nodes = read_nodes(conf.nodes, report)
     every = [n.name for n in nodes]
@@ -127,7 +132,7 @@ def _build(
     slurm, hosts = global_settings(conf, result, report)
     side = read_side_files(directory, nodes, slurm, report, folders)
     slurm["partitions"] = partitions
-    _qos_of_partitions(slurm, partitions, result)
+    qos_entries(slurm, partitions, result, qos_file)
     slurm["keep_imported"] = True
     name = _cluster_name(conf, directory)
     hardware: dict[str, dict[str, object]] = {p.name: profile_spec(p) for p in profiles.values()}
@@ -154,28 +159,6 @@ def _build(
             interfaces["fabric"] = "ib0"
     spec["slurm"] = slurm
     result.spec = spec
-
-
-def _qos_of_partitions(
-    slurm: dict[str, object], partitions: list[dict[str, object]], result: Imported
-) -> None:
-    """The QOS the partitions name (QOS=, AllowQos=) that exist only in the cluster's
-    slurmdbd: slurm.qos entries, so the spec names each, for the admin to review against
-    `sacctmgr show qos` (slurmdbd's own `normal` is always there)."""
-    named: list[str] = []
-    for partition in partitions:
-        qos, allowed = partition.get("qos"), partition.get("allow_qos")
-        named += [qos] if isinstance(qos, str) else []
-        named += [str(name) for name in allowed] if isinstance(allowed, list) else []
-    unknown = [n for n in dict.fromkeys(named) if n != "normal" and n.upper() != "ALL"]
-    if not unknown:
-        return
-    slurm["qos"] = [{"name": name} for name in unknown]
-    result.changes.append(
-        f"slurm.qos: {', '.join(unknown)}, which the partitions name, are created with "
-        "Slurm's defaults where slurmdbd lacks them: review their limits against "
-        "`sacctmgr show qos` and write them into slurm.qos"
-    )
 
 
 def _network(switches: list[dict[str, str]] | None) -> dict[str, object]:

@@ -194,12 +194,20 @@ def make_profiles(nodes: list[ImportedNode]) -> dict[tuple[object, ...], Profile
 
 
 def gpu_model_for(gres_type: str | None) -> str:
-    """A catalog model whose GRES type is this one (the first listed), else h100-sxm5-80gb,
-    which the admin must review; the GRES type itself is kept as gpu.gres_type."""
+    """A catalog model whose GRES type is this one (the first listed); else one whose GRES
+    type begins a site's own type (`A100SXM4`, `a100_80gb`), the one whose form factor and
+    memory words the type holds most of; else h100-sxm5-80gb. The admin reviews it (the
+    spec's REVIEW lines); the GRES type itself is kept as gpu.gres_type."""
     for model in GPU_MODELS.values():
         if model.gres_type == gres_type:
             return model.name
-    return "h100-sxm5-80gb"
+    word = re.sub(r"[^a-z0-9]", "", (gres_type or "").lower())
+    scored = [
+        (sum(part in word for part in model.name.split("-")[1:]), -index, model.name)
+        for index, model in enumerate(GPU_MODELS.values())
+        if word.startswith(model.gres_type)
+    ]
+    return max(scored)[2] if scored else "h100-sxm5-80gb"
 
 
 def profile_spec(profile: Profile) -> dict[str, object]:

@@ -10,7 +10,14 @@ from pathlib import Path
 
 from clustergen.importer.profiles import ImportedNode
 from clustergen.importer.reader import ConfError, ConfFile, ConfLine, read_conf
-from clustergen.importer.records import Unrepresented, conf_number, expand_names
+from clustergen.importer.records import (
+    MAX_IMPORTED_NAMES,
+    Unrepresented,
+    conf_number,
+    expand_names,
+)
+from clustergen.model.common import hostlist_size
+from clustergen.spec.hosts import compress
 
 # slurmdbd.conf keys that become slurm.accounting keys (slurmdbd.conf(5)).
 DBD_KEYS = {
@@ -59,9 +66,64 @@ def _read(
     return conf.lines
 
 
+def _node_names(nodes: list[ImportedNode]) -> dict[str, str]:
+    """Each name a topology.conf line may give a node by, to its NodeName: the NodeName
+    itself, and its NodeHostname, as slurmctld takes either (find_node_record looks a
+    name up as NodeName, then as the NodeHostname of one, src/common/node_conf.c)."""
+    names = {node.name: node.name for node in nodes}
+    records: dict[int, list[ImportedNode]] = {}
+    for node in nodes:
+        records.setdefault(id(node.record), []).append(node)
+    for group in records.values():
+        given = group[0].record.get("NodeHostname")
+        if not given:
+            continue
+        try:
+            hostnames = expand_names(given)
+        except ConfError:
+            continue
+        # The n-th name is the n-th host; a list of another length is slurmctld's to refuse.
+        for node, hostname in zip(group, hostnames, strict=False):
+            names.setdefault(hostname, node.name)
+    return names
+
+
+def _switch_nodes(
+    line: ConfLine, nodes: str, names: dict[str, str], report: Callable[[Unrepresented], None]
+) -> str | None:
+    """A switch's Nodes= as NodeNames: a NodeHostname becomes its node's NodeName; a name
+    that is neither is left out, said with the NodeName it may stand for."""
+    if hostlist_size(nodes) > MAX_IMPORTED_NAMES:
+        why = f"more than the {MAX_IMPORTED_NAMES:,} names one import expands"
+        report(Unrepresented(line.where, f"Nodes={nodes}", why))
+        return None
+    try:
+        given = expand_names(nodes)
+    except ConfError as exc:
+        report(Unrepresented(line.where, f"Nodes={nodes}", str(exc)))
+        return None
+    kept = []
+    for name in given:
+        if name in names:
+            kept.append(names[name])
+            continue
+        near = sorted(n for n in set(names.values()) if n.endswith(("-" + name, "." + name)))
+        hint = f" (NodeName {near[0]} ends with it: give the node that name)" if near else ""
+        report(
+            Unrepresented(
+                line.where,
+                f"Nodes={name}",
+                f"no NodeName or NodeHostname of slurm.conf; slurmctld finds no such node "
+                f"either{hint}",
+            )
+        )
+    return compress(list(dict.fromkeys(kept))) if kept else None
+
+
 def _switches(
-    lines: list[ConfLine], report: Callable[[Unrepresented], None]
+    lines: list[ConfLine], imported: list[ImportedNode], report: Callable[[Unrepresented], None]
 ) -> list[dict[str, str]] | None:
+    names = _node_names(imported)
     switches = []
     for line in lines:
         if line.key != "switchname":
@@ -77,7 +139,10 @@ def _switches(
             )
         switch = {"name": line.value}
         if nodes:
-            switch["nodes"] = nodes
+            members = _switch_nodes(line, nodes, names, report)
+            if members is None:
+                continue
+            switch["nodes"] = members
         elif below:
             switch["switches"] = below
         else:
@@ -153,7 +218,8 @@ def read_side_files(
     folders: tuple[str, ...],
 ) -> SideFiles:
     side = SideFiles()
-    side.switches = _switches(_read(directory, "topology.conf", report, folders), report)
+    topology = _read(directory, "topology.conf", report, folders)
+    side.switches = _switches(topology, nodes, report)
     _gres(_read(directory, "gres.conf", report, folders), nodes, report)
     _slurmdbd(_read(directory, "slurmdbd.conf", report, folders), slurm, report)
     for line in _read(directory, "cgroup.conf", report, folders):

@@ -15,12 +15,13 @@ from clustergen.base.codes import invalid
 from clustergen.model.syntax import (
     CIDR_PATTERN,
     CONF_VALUE_PATTERN,
+    HOST_NAME,
     HOSTLIST_PATTERN,
     HOSTNAME_PATTERN,
     IDENTIFIER_PATTERN,
     IPV4_PATTERN,
-    LABEL,
     SIZE_PATTERN,
+    SLURM_CONF_VALUE_PATTERN,
     SLURM_TIME_PATTERN,
     VERSION_PATTERN,
     SchemaPattern,
@@ -28,7 +29,12 @@ from clustergen.model.syntax import (
 )
 
 _SIZE_FACTORS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_LABEL = re.compile(LABEL)
+_HOST_NAME = re.compile(HOST_NAME)
+# What a host name may be, in check_hostname's errors and the schema's description.
+HOST_NAME_RULE = (
+    "letters, digits and inner '-' and '_', 1-63 characters a label, labels joined by dots, "
+    "253 characters in all"
+)
 
 
 def keys_set(*keys: str, unset: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -52,11 +58,9 @@ class StrictModel(BaseModel):
 
 
 def check_hostname(value: str) -> str:
-    if not _LABEL.fullmatch(value):
+    if len(value) > 253 or not _HOST_NAME.fullmatch(value):
         raise invalid(
-            codes.SYNTAX_HOSTNAME,
-            f"'{value}' is not a valid host name (RFC 1123: letters, digits and inner "
-            "hyphens, 1-63 characters)",
+            codes.SYNTAX_HOSTNAME, f"'{_shown(value)}' is not a valid host name ({HOST_NAME_RULE})"
         )
     return value
 
@@ -175,11 +179,11 @@ def _expand_hostlist(expression: str) -> tuple[str, ...]:
             codes.SYNTAX_HOSTLIST, f"'{expression}' is not a valid hostlist expression: {exc}"
         ) from None
     for name in names:
-        if name != expression and not _LABEL.fullmatch(name):
+        if name != expression and (len(name) > 253 or not _HOST_NAME.fullmatch(name)):
             raise invalid(
                 codes.SYNTAX_HOSTLIST,
-                f"hostlist '{expression}' gives '{name}', which is not a valid host name "
-                "(RFC 1123: letters, digits and inner hyphens, 1-63 characters)",
+                f"hostlist '{_shown(expression)}' gives '{_shown(name)}', which is not a valid "
+                f"host name ({HOST_NAME_RULE})",
             )
         check_hostname(name)
     seen: set[str] = set()
@@ -295,7 +299,12 @@ def parse_size(value: str) -> int:
     return int(match.group(1)) * _SIZE_FACTORS[match.group(2)[0]]
 
 
-def _check_no_conf_breakers(value: Any) -> Any:
+def _check_conf_words(value: Any) -> Any:
+    """A slurm.conf value of words with single spaces between them (rendered quoted)."""
+    return _check_no_conf_breakers(value, spaces=True)
+
+
+def _check_no_conf_breakers(value: Any, *, spaces: bool = False) -> Any:
     text = str(value)
     if "\n" in text or "\r" in text:
         raise invalid(codes.SYNTAX_CONF_VALUE, "a value may not contain a line break")
@@ -314,7 +323,19 @@ def _check_no_conf_breakers(value: Any) -> Any:
             "a backslash as an escape and drops double quotes, so the daemons would read "
             "another value than the one checked)",
         )
-    if any(c.isspace() or not c.isprintable() for c in text):
+    if spaces:
+        if any((c.isspace() and c != " ") or not c.isprintable() for c in text):
+            raise invalid(
+                codes.SYNTAX_CONF_VALUE,
+                f"'{text}': a value may not contain tabs or control characters",
+            )
+        if text != text.strip(" ") or "  " in text:
+            raise invalid(
+                codes.SYNTAX_CONF_VALUE,
+                f"'{text}': words with one space between them, none before or after (the "
+                "daemons read a quoted value as written)",
+            )
+    elif any(c.isspace() or not c.isprintable() for c in text):
         raise invalid(
             codes.SYNTAX_CONF_VALUE,
             f"'{text}': a value may not contain spaces or control characters (a space ends "
@@ -342,7 +363,7 @@ def whole_number(value: Any) -> Any:
 
 HOSTNAME = Syntax(
     HOSTNAME_PATTERN,
-    "a host name (RFC 1123: letters, digits and inner hyphens, 1-63 characters)",
+    f"a host name ({HOST_NAME_RULE})",
     check_hostname,
 )
 HOSTLIST = Syntax(
@@ -389,4 +410,10 @@ ConfValue = Annotated[
     Annotated[str, SchemaPattern(CONF_VALUE_PATTERN)] | int,
     BeforeValidator(_reject_bool),
     AfterValidator(_check_no_conf_breakers),
+]
+# A slurm.conf value: words with single spaces between them, quoted where rendered.
+SlurmConfValue = Annotated[
+    Annotated[str, SchemaPattern(SLURM_CONF_VALUE_PATTERN)] | int,
+    BeforeValidator(_reject_bool),
+    AfterValidator(_check_conf_words),
 ]

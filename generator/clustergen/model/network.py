@@ -32,11 +32,17 @@ from clustergen.model.syntax import DeviceModel, PortGuid, SlurmName
 # Rails (planes) of a rail-optimised fabric: more than any node has HCAs.
 MAX_RAILS = 64
 
-INFINIBAND_RATES = ("edr", "hdr", "ndr", "xdr")  # 100, 200, 400, 800 Gb/s
+# 40, 56, 100, 200, 400, 800 Gb/s: QDR and FDR for the fabrics older sites still run
+# (ConnectX-3, SwitchX), which `import slurm` and audit meet.
+INFINIBAND_RATES = ("qdr", "fdr", "edr", "hdr", "ndr", "xdr")
 ROCE_RATES = ("100g", "200g", "400g", "800g")
-# Link rate in Gb/s per fabric rate name: what an HCA port at full speed shows in
-# /sys/class/infiniband/<hca>/ports/<port>/rate ("200 Gb/sec (4X HDR)").
+# Link rate in Gb/s per fabric rate name: what a 4X HCA port at full speed shows in
+# /sys/class/infiniband/<hca>/ports/<port>/rate ("200 Gb/sec (4X HDR)"): the kernel's
+# rate_show (drivers/infiniband/core/sysfs.c) takes 10 Gb/s a lane for QDR, 14 for FDR,
+# 25 for EDR, 50 for HDR, 100 for NDR, 200 for XDR, times the width.
 LINK_GBITS = {
+    "qdr": 40,
+    "fdr": 56,
     "edr": 100,
     "hdr": 200,
     "ndr": 400,
@@ -122,8 +128,8 @@ class Switch(StrictModel):
         description="Ports of the switch, checked against the HCAs and uplinks cabled to it. "
         "Default: the ports at the fabric's rate of the catalog model named in 'model' "
         "(docs/fabric.md); else on InfiniBand the usual switch of the rate (edr 36, hdr 40, "
-        "ndr 64, xdr 144 ports), and then an overflow is a warning; on RoCE ports are not "
-        "checked unless given.",
+        "ndr 64, xdr 144 ports), and then an overflow is a warning; on RoCE, and on QDR and "
+        "FDR, whose switches the catalog lacks, ports are not checked unless given.",
     )
     model: DeviceModel | None = Field(
         default=None,
@@ -284,7 +290,8 @@ class Fabric(StrictModel):
     type: Literal["infiniband", "roce"] = Field(description="Fabric technology.")
     rate: str = Field(
         json_schema_extra={"enum": [*INFINIBAND_RATES, *ROCE_RATES]},
-        description="Link rate: infiniband edr | hdr | ndr | xdr; roce 100g | 200g | 400g | 800g.",
+        description="Link rate: infiniband qdr | fdr | edr | hdr | ndr | xdr (40, 56, 100, 200, "
+        "400, 800 Gb/s); roce 100g | 200g | 400g | 800g.",
     )
     cidr: CIDR = Field(description="Network of the fabric addresses (IPoIB or RoCE).")
     rail_prefix: Int | None = Field(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from clustergen.model.common import Hostlist, Int, IPv4, StrictModel
-from clustergen.model.syntax import SlurmName
+from clustergen.model.syntax import NodeFeature
 
 # Roles clustergen gives a meaning to. A spec may add its own in cluster.extra_roles.
 KNOWN_ROLES = (
@@ -48,7 +48,7 @@ class NodeGroup(StrictModel):
         default=None,
         description="Front-end network address of the first node; the others follow in order.",
     )
-    features: list[SlurmName] = Field(
+    features: list[NodeFeature] = Field(
         default_factory=list,
         description="Extra Slurm node features. The hardware profile name and the GPU's GRES "
         "type are always features of compute nodes.",

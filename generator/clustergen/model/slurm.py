@@ -14,6 +14,7 @@ from clustergen.model.common import (
     Hostlist,
     Hostname,
     Int,
+    SlurmConfValue,
     SlurmTime,
     StrictModel,
     keys_set,
@@ -21,9 +22,11 @@ from clustergen.model.common import (
 )
 from clustergen.model.nccl import NcclSettings
 from clustergen.model.syntax import (
+    CONF_VALUE_PATTERN,
+    SLURM_CONF_VALUE_PATTERN,
+    WORDS_KEYS_PATTERN,
     AbsolutePath,
     DatabaseWord,
-    DnsDomain,
     SlurmConfKey,
     SlurmName,
     UnixName,
@@ -37,7 +40,7 @@ SlurmWord = SlurmName
 class AccountingDatabase(StrictModel):
     """The MariaDB/MySQL database behind slurmdbd."""
 
-    host: DnsDomain = Field(
+    host: Hostname = Field(
         default="localhost",
         description="MariaDB/MySQL host seen from slurmdbd: a host name, domain name or IPv4 "
         "address. localhost (or the slurmdbd node): the playbook installs MariaDB there; any "
@@ -522,12 +525,29 @@ class Slurm(StrictModel):
         "warns (slurm.keeps-imported-values) that it does. Remove it once the cluster may "
         "take clustergen's derived defaults.",
     )
-    options: dict[str, ConfValue] = Field(
+    options: dict[str, SlurmConfValue] = Field(
         default_factory=dict,
+        # The schema says what validation says (checks/slurm_options._spaces): words only
+        # for the keys that take them, in any case; one word for every other key.
+        json_schema_extra={
+            "patternProperties": {
+                WORDS_KEYS_PATTERN: {
+                    "anyOf": [
+                        {"type": "string", "pattern": SLURM_CONF_VALUE_PATTERN},
+                        {"type": "integer"},
+                    ]
+                }
+            },
+            "additionalProperties": {
+                "anyOf": [{"type": "string", "pattern": CONF_VALUE_PATTERN}, {"type": "integer"}]
+            },
+        },
         description="Further slurm.conf keys, written as given after clustergen's own. Checked "
         "against the pinned Slurm version's parser; keys clustergen derives from the spec are "
-        "refused with the spec key to use instead. A value is one word: no spaces, '#' or line "
-        "breaks.",
+        "refused with the spec key to use instead. A value is one word (no '#', quote, "
+        "backslash or line break), but for the keys that take words, InteractiveStepOptions "
+        "and RebootProgram (its program's arguments): words with one space between them, "
+        "written quoted.",
     )
 
     def option(self, key: str) -> str | None:

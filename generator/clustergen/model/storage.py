@@ -237,7 +237,9 @@ class Lustre(StrictModel):
     lnet: LnetNetwork = Field(
         default="tcp0",
         description="LNet network of the servers' NIDs, e.g. o2ib0: storage_ip@lnet on nodes "
-        "with storage interfaces (network.storage), else fabric_ip@lnet.",
+        "with storage interfaces (network.storage), else fabric_ip@lnet; on a tcp network, "
+        "management_ip@lnet on nodes without a fabric interface (LNet over the management "
+        "Ethernet).",
     )
     backend: Literal["ldiskfs", "zfs"] = Field(
         default="ldiskfs",
@@ -250,7 +252,8 @@ class Lustre(StrictModel):
     networks: list[LnetNet] = Field(
         default_factory=list,
         description="LNet networks; default: the lnet network on each profile's storage "
-        "interfaces (multi-rail over several), else on its fabric interface.",
+        "interfaces (multi-rail over several), else on its fabric interface, else (tcp only) "
+        "on its management interface.",
     )
     routes: list[LnetRoute] = Field(default_factory=list, description="LNet routes.")
     lnd_tunables: LndTunables | None = Field(

@@ -91,10 +91,20 @@ def any_case(word: str) -> str:
 
 
 LABEL: Final = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+# A host name as Slurm, Ansible and /etc/hosts take it, as real sites name their nodes:
+# labels joined by dots (a fully qualified name, `login01.hpc.example.org`), each of
+# letters, digits, inner '-' and inner '_' (AWS ParallelCluster's queue names, container
+# names); at most 253 characters in all (RFC 1035's limit of a name). An underscore is no
+# DNS name (RFC 1123): validate warns (nodes.hostname-not-dns).
+HOST_LABEL: Final = r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
+HOST_NAME: Final = rf"(?:{HOST_LABEL}\.)*{HOST_LABEL}"
 _RANGES = r"\[[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*\]"
 # A hostlist part is a plain host name, or a name whose bracketed ranges end it
 # (Slurm reads "gpu[1-2]-ib" differently from what its writer meant).
-_HOSTLIST_PART = rf"(?:(?:[A-Za-z0-9][A-Za-z0-9-]*)?{_RANGES}(?:[A-Za-z0-9-]*{_RANGES})*|{LABEL})"
+_HOSTLIST_PART = (
+    rf"(?:(?:(?:{HOST_LABEL}\.)*[A-Za-z0-9][A-Za-z0-9_-]*)?{_RANGES}"
+    rf"(?:[A-Za-z0-9_-]*{_RANGES})*|{HOST_NAME})"
+)
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
 _CLOCK = r"[0-5]?[0-9]"
@@ -103,7 +113,7 @@ _NONSPACE = r"[^\x00-\x20\x7f]"
 # (no space, quote, '$', '`', ';', '#', '%', '*', '&' or backslash).
 _PATH_CHAR = r"[A-Za-z0-9_.+@,:=~/-]"
 
-HOSTNAME_PATTERN: Final = rf"^{LABEL}$"
+HOSTNAME_PATTERN: Final = rf"^(?=.{{1,253}}$){HOST_NAME}$"
 HOSTLIST_PATTERN: Final = rf"^{_HOSTLIST_PART}(?:,{_HOSTLIST_PART})*$"
 IPV4_PATTERN: Final = rf"^{_IPV4}$"
 CIDR_PATTERN: Final = rf"^{_IPV4}/(?:30|[12]?[0-9])$"
@@ -116,12 +126,26 @@ SLURM_TIME_PATTERN: Final = (
     rf"|[0-9]+-(?:[01]?[0-9]|2[0-3])(?::{_CLOCK}){{0,2}})$"  # d-h, d-h:m, d-h:m:s
 )
 CONF_VALUE_PATTERN: Final = r'^[^#"\\\x00-\x20\x7f]*$'
+# The slurm.conf keys whose value is words (slurm.conf(5)): InteractiveStepOptions, srun's
+# options for salloc's interactive step; RebootProgram, a command line slurmd runs
+# through a shell. Every other key takes one word, or a comma-separated list.
+WORDS_KEYS: Final = ("InteractiveStepOptions", "RebootProgram")
+WORDS_KEYS_PATTERN: Final = "^(?:" + "|".join(any_case(key) for key in WORDS_KEYS) + ")$"
+# A slurm.conf value of words with single spaces between them, which the rendered file
+# quotes (`InteractiveStepOptions="--interactive --preserve-env --pty $SHELL"`).
+SLURM_CONF_VALUE_PATTERN: Final = r'^(?:[^#"\\\x00-\x20\x7f]+(?: [^#"\\\x00-\x20\x7f]+)*)?$'
 
 # The constrained strings without a finer check.
 # At most 64 characters: a name becomes part of file names (255 bytes at most).
 SLURM_NAME = Syntax(
     r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
     "up to 64 letters, digits, '.', '_' and '-', starting with a letter or digit",
+)
+# A node feature as Slurm takes it (slurm.conf(5) Features): sites write `CPU_GEN:ICX`
+# and `GPU_SKU:A100`; no character of a --constraint expression (&|,*[]()!) or space.
+NODE_FEATURE = Syntax(
+    r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$",
+    "up to 64 letters, digits, '.', '_', ':' and '-', starting with a letter or digit",
 )
 CLUSTER_NAME = Syntax(
     r"^[a-z][a-z0-9_-]{0,39}$",
@@ -192,7 +216,8 @@ PORT_GUID = Syntax(
     r"^0x[0-9a-fA-F]{16}$",
     "an InfiniBand port GUID as ibstat prints it: 0x and 16 hex digits",
 )
-GRES_TYPE = Syntax(r"^[a-z0-9][a-z0-9_]*$", "lowercase letters, digits and '_'")
+# Slurm takes a GRES type's case as written (gres.conf(5) Type=): sites write `A100SXM4`.
+GRES_TYPE = Syntax(r"^[A-Za-z0-9][A-Za-z0-9_]*$", "letters, digits and '_'")
 INTERFACE = Syntax(
     r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name: 1-15 characters, no spaces or '/'"
 )
@@ -264,6 +289,7 @@ SHA256 = Syntax(
 )
 
 SlurmName = Annotated[str, SLURM_NAME]
+NodeFeature = Annotated[str, NODE_FEATURE]
 SlurmConfKey = Annotated[str, SLURM_KEY]
 ClusterName = Annotated[str, CLUSTER_NAME]
 DnsDomain = Annotated[str, DNS_DOMAIN]

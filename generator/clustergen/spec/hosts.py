@@ -63,12 +63,18 @@ class Host:
     def is_slurm_compute(self) -> bool:
         return "compute" in self.roles
 
-    @property
-    def lnet_address(self) -> str | None:
-        """The address of the node's LNet NID: its storage_ip (the first storage
-        interface) when its profile has storage interfaces, else its fabric_ip
-        (docs/lustre.md). LNet's discovery finds a multi-rail peer's other NIDs from it."""
-        return self.storage_ip if self.storage_netdevs else self.fabric_ip
+    def lnet_address(self, net: str) -> str | None:
+        """The address of the node's NID on LNet network `net`: its storage_ip (the first
+        storage interface) when its profile has storage interfaces, else its fabric_ip;
+        on a tcp network, a node whose profile has no fabric interface takes its
+        management_ip (LNet over the management Ethernet; docs/lustre.md). LNet's discovery
+        finds a multi-rail peer's other NIDs from it."""
+        if self.storage_netdevs:
+            return self.storage_ip
+        fabric = self.hardware.interfaces.fabric if self.profiled else None
+        if fabric is None and self.fabric_ip is None and net.startswith("tcp"):
+            return self.management_ip
+        return self.fabric_ip
 
     @property
     def storage_netdevs(self) -> list[str]:

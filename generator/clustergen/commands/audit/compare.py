@@ -145,19 +145,23 @@ def _check_gpu_models(report: Report, node: NodeExpectation, gpus: tuple[SmiGpu,
     model = node.gpu_model
     if model is None:
         return
-    others: dict[tuple[str, int | None], list[SmiGpu]] = {}
+    others: dict[tuple[str, int | None, int | None], list[SmiGpu]] = {}
     for gpu in gpus:
-        if not model_matches(model, gpu.product, gpu.memory_mib):
-            others.setdefault((gpu.product, gpu.memory_mib), []).append(gpu)
-    for (product, memory_mib), group in others.items():
+        if not model_matches(model, gpu.product, gpu.memory_mib, gpu.device_id):
+            others.setdefault((gpu.product, gpu.memory_mib, gpu.device_id), []).append(gpu)
+    for (product, memory_mib, device_id), group in others.items():
         memory = f", {memory_mib} MiB" if memory_mib else ""
         which = (
             f"GPU {group[0].index} ({group[0].bus_id})"
             if len(group) == 1
             else f"GPUs {', '.join(str(g.index) for g in group)}"
         )
-        known = any(model_matches(m, product, memory_mib) for m in GPU_MODELS.values())
-        unknown = "" if known else " (a model clustergen's catalog does not know)"
+        known = [m for m in GPU_MODELS.values() if model_matches(m, product, memory_mib, device_id)]
+        if known:
+            unknown = f" ({known[0].name})" if device_id in known[0].pci_ids else ""
+        else:
+            pci = f", PCI device 10de:{device_id:04x}" if device_id is not None else ""
+            unknown = f" (a model clustergen's catalog does not know{pci})"
         report.add(
             codes.AUDIT_GPU_MODEL,
             "nvidia-smi-q-x",
@@ -166,10 +170,16 @@ def _check_gpu_models(report: Report, node: NodeExpectation, gpus: tuple[SmiGpu,
         )
 
 
-def model_matches(model: GpuModel, product: str, memory_mib: int | None) -> bool:
-    """Whether nvidia-smi's product name and memory are of the catalog model: its
-    generation (h100, a100, gh200) as a word of the name, its form factor (PCIe and NVL
-    say so in the name; SXM names say neither), and its memory within 10%."""
+def model_matches(
+    model: GpuModel, product: str, memory_mib: int | None, device_id: int | None = None
+) -> bool:
+    """Whether a GPU nvidia-smi reports is of the catalog model: by its PCI device ID
+    where the catalog knows that ID (the board, whatever its product name says); else by
+    the product name and memory: the model's generation (h100, a100, gh200) as a word of
+    the name, its form factor (PCIe and NVL say so in the name; SXM names say neither),
+    and its memory within 10%."""
+    if device_id is not None and any(device_id in m.pci_ids for m in GPU_MODELS.values()):
+        return device_id in model.pci_ids
     words = model.name.split("-")
     product = product.lower()
     if not re.search(rf"(?<![a-z0-9]){re.escape(words[0])}(?![a-z0-9])", product):

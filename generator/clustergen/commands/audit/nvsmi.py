@@ -4,7 +4,8 @@ nvsmi_device_v12.dtd, and `nvidia-smi topo -h`).
 `nvidia-smi -q -x`: `<nvidia_smi_log>` holds `<driver_version>`, `<attached_gpus>` and
 one `<gpu id="00000000:18:00.0">` per GPU, in nvidia-smi's index order (NVML's: by PCI bus
 ID), with `<product_name>`, `<minor_number>` (/dev/nvidiaN, which need not follow the
-index) and `<fb_memory_usage><total>81559 MiB</total>`.
+index), `<fb_memory_usage><total>81559 MiB</total>` and
+`<pci><pci_device_id>0x233010DE</pci_device_id>` (the board's PCI device and vendor ID).
 
 `nvidia-smi topo -m`: a matrix, tab-separated as printed (copies into documents often
 turn the tabs into spaces): a header row of the devices then the labels `CPU Affinity`,
@@ -38,6 +39,7 @@ class SmiGpu:
     product: str
     memory_mib: int | None
     bus_id: str
+    device_id: int | None = None  # the PCI device ID of an NVIDIA board (vendor 10de)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ def parse_smi_xml(text: str) -> SmiReport | None:
                 product=(gpu.findtext("product_name") or "").strip(),
                 memory_mib=int(total[0]) if total and total[0].isdigit() else None,
                 bus_id=gpu.get("id", ""),
+                device_id=_device_id(gpu.findtext("pci/pci_device_id") or ""),
             )
         )
     attached = (root.findtext("attached_gpus") or "").strip()
@@ -78,6 +81,17 @@ def parse_smi_xml(text: str) -> SmiReport | None:
         tuple(gpus),
         int(attached) if attached.isdigit() else None,
     )
+
+
+def _device_id(text: str) -> int | None:
+    """<pci_device_id>0x233010DE</pci_device_id>: the device ID in the high 16 bits, the
+    vendor (10de, NVIDIA) in the low; None where it is not NVIDIA's or is zeroed."""
+    try:
+        value = int(text.strip(), 16)
+    except ValueError:
+        return None
+    device, vendor = value >> 16, value & 0xFFFF
+    return device if vendor == 0x10DE and 0 < device <= 0xFFFF else None
 
 
 def parse_topo_m(text: str) -> dict[int, GpuPlacement] | None:

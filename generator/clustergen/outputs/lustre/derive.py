@@ -146,8 +146,8 @@ class LustreContext:
 
 def nid(host: Host, net: str) -> str:
     """The node's NID on `net`: its storage address when it has storage interfaces, else
-    its fabric address (Host.lnet_address)."""
-    return f"{host.lnet_address}@{net}"
+    its fabric address, else on tcp its management address (Host.lnet_address)."""
+    return f"{host.lnet_address(net)}@{net}"
 
 
 def derive_lustre(cluster: ResolvedCluster) -> LustreContext | None:

@@ -135,8 +135,10 @@ def srv_records(cluster: ResolvedCluster) -> Artifact:
         "; without --conf-server find slurmctld by them (SchedMD's configless_slurm page).",
         "; Rendered by clustergen; not installed on any node.",
     ]
+    # A controller the spec names by its fully qualified name (a dot in it) is that name.
     lines += [
-        f"{SRV_NAME}.{domain}. {SRV_TTL_S} IN SRV {10 * index} 0 {first} {name}.{domain}."
+        f"{SRV_NAME}.{domain}. {SRV_TTL_S} IN SRV {10 * index} 0 {first} "
+        f"{name if '.' in name else f'{name}.{domain}'}."
         for index, name in enumerate(cluster.controllers)
     ]
     return Artifact(SRV_FILE, "\n".join(lines) + "\n", install=None)

@@ -361,7 +361,7 @@ def _slurm_sections(
         options, configless = configless_parameters(options)
         sections += configless
     if options:
-        sections.append(ConfSection("Site options (slurm.options)", options))
+        sections.append(ConfSection("Site options (slurm.options)", list(map(conf_value, options))))
     return sections
 
 
@@ -388,6 +388,13 @@ def reboot_section(spec: Spec, overridden: set[str]) -> list[ConfSection]:
 # without files) only with this (slurm.conf(5) SlurmctldParameters; SchedMD's
 # configless_slurm page, Slurm 20.02 on).
 ENABLE_CONFIGLESS = "enable_configless"
+
+
+def conf_value(setting: Setting) -> Setting:
+    """A slurm.options setting as slurm.conf takes it: its value in double quotes where it
+    has a space (Slurm's parser reads a quoted value whole, without its quotes)."""
+    key, value = setting
+    return (key, f'"{value}"' if " " in str(value) else value)
 
 
 def configless_parameters(options: list[Setting]) -> tuple[list[Setting], list[ConfSection]]:

@@ -91,11 +91,14 @@ check_blank() {
     fi
 }
 
-host=$(hostname -s)
+full=$(hostname)
+host=${full%%.*}
 serves=false
 for node in "${SERVICE_NODES[@]}"; do
-    if [[ $node == "$host" ]]; then
+    # The spec may name a node by its full host name or by its short one.
+    if [[ $node == "$host" || $node == "$full" ]]; then
         serves=true
+        host=$node
     fi
 done
 if "$primary_only" && [[ $host != "${SERVICE_NODES[0]}" ]]; then
