@@ -1,22 +1,28 @@
 """`clustergen import slurm` on 32 real sites' Slurm configurations (tests/corpus/slurm/,
-each with a SOURCE naming the public repository, commit and licence; docs/adopt.md).
+each with a SOURCE naming the public repository, commit and licence; docs/adopt.md), and
+`--qos` on real `sacctmgr show qos` outputs (tests/corpus/qos/).
 
 For each site: the import exits as expected (2 where slurmctld would refuse the file too,
 at its line), every line it leaves out is named with its file and line, no password is
 echoed, and the spec it writes validates, or fails with exactly the codes of the classes
 import does not handle yet (named below, each with its sites): a class fixed moves its
-sites to the first list, and a site that regresses fails here.
+sites to the first list, and a site that regresses fails here. The render of a spec that
+validates means what the original means, but for what is named as not imported.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
+from clustergen.importer.reader import CONFIG_FOLDERS as CONFIG_FOLDERS_OF_SLURM
+
 from support.paths import REPO
+from support.slurm_meaning import meaning, unexplained
 
 CORPUS = REPO / "tests" / "corpus" / "slurm"
 
@@ -117,10 +123,18 @@ def test_a_real_site_imports(site: str, tmp_path: Path, cli) -> None:  # type: i
         for line in checked.err.splitlines()
         if (match := _CODE.search(line)) and ": warning:" not in line
     }
-    if site in VALIDATES:
-        assert checked.code == 0, checked.err
-    else:
+    if site not in VALIDATES:
         assert checked.code == 1 and errors == NOT_YET[site], checked.err
+        return
+    assert checked.code == 0, checked.err
+    # The render means the original's nodes (CPUs, sockets, cores, threads, memory, GPUs
+    # by type, features) and partitions (nodes, keys, the default), both read by
+    # clustergen's own reader with Slurm's defaults (tests/support/slurm_meaning.py):
+    # every difference is a "not imported" line at the original's line, naming the key.
+    assert cli("render", str(out), "-o", str(tmp_path / "render")).code == 0
+    said = [line.removeprefix("not imported: ") for line in left_out]
+    original = meaning(CORPUS / site, (*CONFIG_FOLDERS_OF_SLURM, *folder[1:]))
+    assert unexplained(original, meaning(tmp_path / "render" / "slurm"), said) == []
 
 
 QOS_CORPUS = REPO / "tests" / "corpus" / "qos"
@@ -242,3 +256,25 @@ def test_a_qos_file_without_its_header_is_refused(tmp_path: Path, cli) -> None: 
     )
     assert result.code == 2 and not out.exists()
     assert "no header line naming a Name column" in result.err and "Traceback" not in result.err
+
+
+def test_a_difference_no_line_names_is_found() -> None:
+    """The comparison can fail: a feature changed, a node's memory changed and a partition's
+    MaxTime changed are each found, and a "not imported" line naming the key explains it."""
+    original = meaning(CORPUS / "shine-lab")
+    node, partition = sorted(original.nodes)[0], sorted(original.partitions)[0]
+    nodes = {name: dict(values) for name, values in original.nodes.items()}
+    nodes[node]["features"] = ("other",)
+    nodes[node]["memory"] = 123_456
+    partitions = {name: dict(values) for name, values in original.partitions.items()}
+    partitions[partition]["maxtime"] = "1"
+    changed = replace(original, nodes=nodes, partitions=partitions)
+    found = unexplained(original, changed, [])
+    assert [line.split(":")[0] for line in found] == [
+        f"node {node}",
+        f"node {node}",
+        f"partition {partition}",
+    ], found
+    where = original.where[node]
+    explained = [f"{where}: RealMemory=64: why", f"{where}: Feature=x: why"]
+    assert len(unexplained(original, changed, explained)) == 1
