@@ -25,7 +25,7 @@ from clustergen.commands.twin.process import DaemonError
 from clustergen.commands.twin.session import Twin
 from clustergen.model.common import parse_slurm_time
 
-from support.paths import EXAMPLES
+from support.paths import EXAMPLES, REPO
 from support.pull_request import PULL_REQUEST, edited
 from support.realslurm.parse import parse_oneliner
 from support.twin import (
@@ -234,6 +234,27 @@ def test_run_exits_with_the_script_status_and_leaves_nothing(tmp_path: Path) -> 
     assert "gpu* 2 idle" in out, out
     assert sorted(out.splitlines()[1:]) == ["lab1 0,1,2,3", "lab2 0,1,2,3"], out
     assert "running on the local Slurm" in err
+    assert left == []
+
+
+def test_nodes_named_as_real_sites_name_them_run_jobs(tmp_path: Path) -> None:
+    """Node names with '_' (hostname(1) refuses them; the twin writes the namespace's host
+    name where the kernel keeps it), a controller by its fully qualified name, a GRES type
+    in capitals and a feature with ':' (tests/warnings/hostname-underscore.yaml)."""
+    result, left = run_to_end(
+        tmp_path,
+        REPO / "tests" / "warnings" / "hostname-underscore.yaml",
+        "set -e\n"
+        "sinfo -N -h -o '%N %t %G %f'\n"
+        "srun -N2 -p gpu --gres=gpu:H100SXM5:8 -C GPU_SKU:H100 hostname\n",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [
+        f"q_gpu-st-{n} idle gpu:H100SXM5:8 hgx,H100SXM5,GPU_SKU:H100" for n in (1, 2)
+    ], result.stdout
+    assert sorted(lines[2:]) == ["q_gpu-st-1", "q_gpu-st-2"], result.stdout
+    assert "controller: head1.mini.example.org" in result.stderr
     assert left == []
 
 

@@ -26,7 +26,6 @@ SYSTEM_COMMANDS = {
     "unshare": "util-linux",
     "mount": "mount",
     "mknod": "coreutils",
-    "hostname": "hostname",
 }
 
 

@@ -79,12 +79,16 @@ CLIENTS = (
     "sstat",
 )
 
+# The UTS namespace's host name, written where the kernel keeps it: hostname(1) refuses
+# a name with '_' (AWS ParallelCluster's queue nodes), which Slurm and the kernel take;
+# the kernel keeps at most 64 bytes of it (__NEW_UTS_LEN).
+SET_HOSTNAME = "printf '%.64s' \"$1\" > /proc/sys/kernel/hostname"
 # Run by `unshare --uts --mount` inside a node's namespace: the node's hostname and a
 # private /dev holding what jobs touch plus the fake GPUs (char major 195 is the
 # NVIDIA driver's), then the daemon itself (exec: the pid stays the daemon's).
-NODE_SCRIPT = """\
+NODE_SCRIPT = f"""\
 set -eu
-hostname "$1"
+{SET_HOSTNAME}
 gpus=$2
 shift 2
 mount -t tmpfs -o mode=0755 clustergen-twin-dev /dev
@@ -103,7 +107,7 @@ done
 if [ "$gpus" -gt 0 ]; then mknod -m 0666 /dev/nvidiactl c 195 255; fi
 exec "$@"
 """
-HOSTNAME_SCRIPT = 'hostname "$1" && shift && exec "$@"'
+HOSTNAME_SCRIPT = f'{SET_HOSTNAME} && shift && exec "$@"'
 
 
 class Twin(DaemonOwner):
