@@ -17,7 +17,13 @@ import pytest
 from test_audit import HEALTHY, ML, _cluster
 
 from clustergen.catalog.gpus import GPU_MODELS
-from clustergen.commands.audit.compare import Report, check_gpus, check_hcas, model_matches
+from clustergen.commands.audit.compare import (
+    Report,
+    check_gpus,
+    check_hcas,
+    check_topology,
+    model_matches,
+)
 from clustergen.commands.audit.expect import expectations, read_tree
 from clustergen.commands.audit.facts import parse_facts
 from clustergen.commands.audit.hca_ports import parse_ibstat, parse_ibstatus, parse_ibv_devinfo
@@ -72,6 +78,12 @@ DEVICE_IDS = {
 }
 
 # nvidia-smi topo -m: GPU index -> (NUMA node, nearest NICs by RDMA device).
+_DGX_A100_NICS = (
+    ("mlx5_0", "mlx5_1"),
+    ("mlx5_2", "mlx5_3"),
+    ("mlx5_6", "mlx5_7"),
+    ("mlx5_8", "mlx5_9"),
+)
 _A100_NICS = (
     ("mlx5_2", "mlx5_3"),
     ("mlx5_0", "mlx5_1"),
@@ -86,6 +98,14 @@ TOPO = {
         1: (0, ("mlx5_0", "mlx5_1")),
         2: (1, ("mlx5_2", "mlx5_3")),
         3: (1, ("mlx5_2", "mlx5_3")),
+    },
+    # DGX A100s, two EPYC 7742 in NPS4 (8 NUMA nodes): NUMA 3, 1, 7, 5 by GPU pair.
+    "dgx-a100-nps4-12nic": {
+        gpu: ((3, 1, 7, 5)[gpu // 2], _DGX_A100_NICS[gpu // 2]) for gpu in range(8)
+    },
+    "dgx-a100-epyc7742-nps4-nic-legend": {
+        gpu: ((3, 1, 7, 5)[gpu // 2], (f"mlx5_{gpu // 2 * 2}", f"mlx5_{gpu // 2 * 2 + 1}"))
+        for gpu in range(8)
     },
     # Before NIC Legend and NUMA Affinity: NIC columns named mlx5_N, no NUMA column.
     "dgx1-v100-mlx5-cols": {gpu: (None, (f"mlx5_{gpu // 2}",)) for gpu in range(8)},
@@ -479,3 +499,47 @@ def test_a_spec_written_as_the_machines_fabric_audits_clean_and_differences_are_
     assert _hca_findings(name, extra_hca="mlx5_99") == sorted([*clean, "audit.hca-missing"])
     other = "xdr" if "ndr" not in name else "hdr"
     assert _hca_findings(name, rate=other) == sorted([*clean, "audit.hca-rate"])
+
+
+def _topology_findings(gpus: list[dict[str, object]]) -> list[str]:
+    """check_topology's findings for the DGX A100 (NPS4, columns named mlx5_N) against the
+    8-node example with its GPU profile written as that machine: 2 x 64 cores in 8 NUMA
+    nodes of 16 cores, 8 A100s, each GPU's NUMA node, cores and nearest compute HCA."""
+    data = example_data()
+    profile = data["hardware"]["hgx-h100"]
+    profile["gpu"] = {"model": "a100-sxm4-40gb", "count": 8, "nvswitch": True}
+    profile["cpu"] = {"sockets": 2, "cores_per_socket": 64, "threads_per_core": 2}
+    profile["cpu"]["numa_per_socket"] = 4
+    hcas = [name for pair in _DGX_A100_NICS for name in pair]
+    profile["fabric_hcas"] = hcas
+    numa = {name: (3, 1, 7, 5)[index // 2] for index, name in enumerate(hcas)}
+    profile["topology"] = {
+        "hcas": [{"name": n, "numa_node": numa[n], "role": "compute"} for n in hcas],
+        "gpus": gpus,
+    }
+    cluster, _ = validated(data)
+    node = expectations(cluster, read_tree(REPO))["gpu01"]
+    facts = parse_facts(HEALTHY.read_text(), str(HEALTHY))
+    text = (CORPUS / "nvidia-smi-topo-m" / "dgx-a100-nps4-12nic.txt").read_text()
+    facts.sections["nvidia-smi-topo-m"] = replace(facts.sections["nvidia-smi-topo-m"], text=text)
+    report = Report(facts)
+    check_topology(report, node)
+    return [p.code.name for p in report.found]
+
+
+def test_a_dgx_a100_in_nps4_written_as_it_is_audits_clean_and_a_moved_gpu_is_found() -> None:
+    """issue 41: a DGX A100 (NPS4: 8 NUMA nodes on 2 sockets) can be written as it is, and
+    audit judges placement on its NUMA nodes."""
+    numa_of = (3, 3, 1, 1, 7, 7, 5, 5)
+    hca_of = [name for pair in _DGX_A100_NICS for name in pair]
+    gpus = [
+        {"index": i, "numa_node": n, "cores": f"{16 * n}-{16 * n + 15}", "hca": hca_of[i]}
+        for i, n in enumerate(numa_of)
+    ]
+    assert _topology_findings(gpus) == []
+    moved = [dict(g) for g in gpus]
+    moved[0].update(numa_node=1, cores="16-31")  # written on GPU 2's NUMA node
+    assert _topology_findings(moved) == ["audit.gpu-numa"]
+    swapped = [dict(g) for g in gpus]
+    swapped[0]["hca"] = "mlx5_2"  # an HCA of another NUMA node
+    assert _topology_findings(swapped) == ["audit.gpu-hca"]
