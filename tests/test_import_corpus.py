@@ -220,17 +220,20 @@ def test_every_qos_output_has_its_source_and_an_expectation() -> None:
 
 
 @pytest.mark.parametrize("site", sorted(QOS_EXPECTED))
-@pytest.mark.parametrize("form", ["parsable2", "parsable"])
+@pytest.mark.parametrize("form", ["parsable2", "parsable", "windows-copy"])
 def test_a_real_sites_qos_become_slurm_qos(site: str, form: str, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """`import slurm --qos FILE`: each QOS with what slurm.qos models, each other setting
-    named at its line, and the spec validates. `--parsable` ends every line with '|'."""
+    named at its line, and the spec validates. `--parsable` ends every line with '|'; a copy
+    saved on Windows starts with a BOM and ends its lines with CRLF."""
     partition_qos, entries, left_out = QOS_EXPECTED[site]
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "slurm.conf").write_text(QOS_SITE.format(qos=partition_qos))
     text = (QOS_CORPUS / site / "qos.txt").read_text()
     if form == "parsable":
         text = "".join(f"{line}|\n" for line in text.splitlines())
-    (tmp_path / "qos.txt").write_text(text)
+    if form == "windows-copy":  # saved by a Windows editor: a BOM and CRLF line ends
+        text = "\ufeff" + text.replace("\n", "\r\n")
+    (tmp_path / "qos.txt").write_bytes(text.encode("utf-8"))
     out = tmp_path / "spec.yaml"
     result = cli(
         "import", "slurm", str(tmp_path / "etc"), "--qos", str(tmp_path / "qos.txt"), "-o", str(out)

@@ -39,7 +39,7 @@ def read_qos_file(path: Path) -> list[tuple[int, dict[str, str]]]:
     try:
         if path.stat().st_size > MAX_QOS_FILE_BYTES:
             raise UsageError(f"{path}: larger than {MAX_QOS_FILE_BYTES >> 20} MiB")
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8-sig")  # a copy saved with a BOM reads too
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not readable: {exc}") from exc
     lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
