@@ -249,6 +249,9 @@ GPU_MODELS: dict[str, GpuModel] = {
     )
 }
 
+# Every PCI device ID of a catalog model: a board with another is judged by its name.
+GPU_PCI_IDS = frozenset(pci_id for model in GPU_MODELS.values() for pci_id in model.pci_ids)
+
 # The names people write for a model (NVIDIA's product names, as in `nvidia-smi -L`),
 # each naming exactly one catalog model. A name that fits several (h100, gh200) is not
 # here: gpu_model_candidates lists the models it could mean.

@@ -319,8 +319,8 @@ def _spaces(spec: Spec) -> list[Problem]:
             codes.SYNTAX_CONF_VALUE,
             ("slurm", "options", key),
             f"'{value}': {key} takes one word (a list is comma-separated), and the space "
-            "would be part of the value slurmctld reads; only InteractiveStepOptions and "
-            "RebootProgram take words",
+            f"would be part of the value slurmctld reads; only {' and '.join(WORDS_KEYS)} "
+            "take words",
         )
         for key, value in spec.slurm.options.items()
         if " " in str(value) and key.lower() not in _WORDS_KEYS

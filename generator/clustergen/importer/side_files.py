@@ -88,8 +88,23 @@ def _node_names(nodes: list[ImportedNode]) -> dict[str, str]:
     return names
 
 
+def _endings(names: dict[str, str]) -> dict[str, str]:
+    """Each ending of a NodeName after a '-' or '.' (`n019` of `site-n019`), to the first
+    NodeName (in order) that ends so: the node a topology.conf name may stand for."""
+    endings: dict[str, str] = {}
+    for name in sorted(set(names.values())):
+        for index, char in enumerate(name):
+            if char in "-.":
+                endings.setdefault(name[index + 1 :], name)
+    return endings
+
+
 def _switch_nodes(
-    line: ConfLine, nodes: str, names: dict[str, str], report: Callable[[Unrepresented], None]
+    line: ConfLine,
+    nodes: str,
+    names: dict[str, str],
+    endings: dict[str, str],
+    report: Callable[[Unrepresented], None],
 ) -> str | None:
     """A switch's Nodes= as NodeNames: a NodeHostname becomes its node's NodeName; a name
     that is neither is left out, said with the NodeName it may stand for."""
@@ -107,8 +122,8 @@ def _switch_nodes(
         if name in names:
             kept.append(names[name])
             continue
-        near = sorted(n for n in set(names.values()) if n.endswith(("-" + name, "." + name)))
-        hint = f" (NodeName {near[0]} ends with it: give the node that name)" if near else ""
+        near = endings.get(name)
+        hint = f" (NodeName {near} ends with it: give the node that name)" if near else ""
         report(
             Unrepresented(
                 line.where,
@@ -123,7 +138,10 @@ def _switch_nodes(
 def _switches(
     lines: list[ConfLine], imported: list[ImportedNode], report: Callable[[Unrepresented], None]
 ) -> list[dict[str, str]] | None:
+    if not lines:
+        return None
     names = _node_names(imported)
+    endings = _endings(names)
     switches = []
     for line in lines:
         if line.key != "switchname":
@@ -139,7 +157,7 @@ def _switches(
             )
         switch = {"name": line.value}
         if nodes:
-            members = _switch_nodes(line, nodes, names, report)
+            members = _switch_nodes(line, nodes, names, endings, report)
             if members is None:
                 continue
             switch["nodes"] = members

@@ -15,7 +15,6 @@ from clustergen.base.codes import invalid
 from clustergen.model.syntax import (
     CIDR_PATTERN,
     CONF_VALUE_PATTERN,
-    HOST_NAME,
     HOSTLIST_PATTERN,
     HOSTNAME_PATTERN,
     IDENTIFIER_PATTERN,
@@ -29,7 +28,7 @@ from clustergen.model.syntax import (
 )
 
 _SIZE_FACTORS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_HOST_NAME = re.compile(HOST_NAME)
+_HOST_NAME = re.compile(HOSTNAME_PATTERN)  # labels joined by dots, 253 characters at most
 # What a host name may be, in check_hostname's errors and the schema's description.
 HOST_NAME_RULE = (
     "letters, digits and inner '-' and '_', 1-63 characters a label, labels joined by dots, "
@@ -58,7 +57,7 @@ class StrictModel(BaseModel):
 
 
 def check_hostname(value: str) -> str:
-    if len(value) > 253 or not _HOST_NAME.fullmatch(value):
+    if not _HOST_NAME.fullmatch(value):
         raise invalid(
             codes.SYNTAX_HOSTNAME, f"'{_shown(value)}' is not a valid host name ({HOST_NAME_RULE})"
         )
@@ -179,7 +178,7 @@ def _expand_hostlist(expression: str) -> tuple[str, ...]:
             codes.SYNTAX_HOSTLIST, f"'{expression}' is not a valid hostlist expression: {exc}"
         ) from None
     for name in names:
-        if name != expression and (len(name) > 253 or not _HOST_NAME.fullmatch(name)):
+        if name != expression and not _HOST_NAME.fullmatch(name):
             raise invalid(
                 codes.SYNTAX_HOSTLIST,
                 f"hostlist '{_shown(expression)}' gives '{_shown(name)}', which is not a valid "

@@ -15,7 +15,7 @@ from typing import TypeVar
 from clustergen.base import codes
 from clustergen.base.codes import Code
 from clustergen.base.errors import LocatedProblem, Position
-from clustergen.catalog.gpus import GPU_MODELS, GpuModel
+from clustergen.catalog.gpus import GPU_MODELS, GPU_PCI_IDS, GpuModel
 from clustergen.commands.audit.expect import NodeExpectation
 from clustergen.commands.audit.facts import SECTIONS, NodeFacts
 from clustergen.commands.audit.hca_ports import (
@@ -178,7 +178,7 @@ def model_matches(
     the product name and memory: the model's generation (h100, a100, gh200) as a word of
     the name, its form factor (PCIe and NVL say so in the name; SXM names say neither),
     and its memory within 10%."""
-    if device_id is not None and any(device_id in m.pci_ids for m in GPU_MODELS.values()):
+    if device_id is not None and device_id in GPU_PCI_IDS:
         return device_id in model.pci_ids
     words = model.name.split("-")
     product = product.lower()
