@@ -46,15 +46,15 @@ def read_qos_file(path: Path) -> list[tuple[int, dict[str, str]]]:
     header = [column.strip() for column in lines[0][1].split("|")] if lines else []
     if "name" not in (column.lower() for column in header):
         raise UsageError(
-            f"{path}: no header line naming a Name column: give the output of "
-            "`sacctmgr show qos --parsable2` (its first line names the columns)"
+            f"{path}:{lines[0][0] if lines else 1}:1: no header line naming a Name column: give "
+            "the output of `sacctmgr show qos --parsable2` (its first line names the columns)"
         )
     rows = []
     for number, line in lines[1:]:
         values = line.split("|")
         if len(values) != len(header):
             raise UsageError(
-                f"{path}:{number}: {len(values)} fields where the header names {len(header)}"
+                f"{path}:{number}:1: {len(values)} fields where the header names {len(header)}"
             )
         rows.append((number, dict(zip(header, (v.strip() for v in values), strict=True))))
     return rows
