@@ -284,8 +284,8 @@ def test_odd_syntax_imports_nodes_partitions_and_down_nodes(cli) -> None:  # typ
 def test_nodesets_and_profiles_named_from_gpus_and_features() -> None:
     imported = import_slurm(SITES / "nodeset-include-23")
     spec = imported.spec
-    assert list(spec["hardware"]) == ["h100-8gpu", "genoa", "controller"]  # type: ignore[arg-type]
-    partitions = {p["name"]: p for p in spec["slurm"]["partitions"]}  # type: ignore[index]
+    assert list(spec["hardware"]) == ["h100-8gpu", "genoa", "controller"]
+    partitions = {p["name"]: p for p in spec["slurm"]["partitions"]}
     assert partitions["gpu"]["nodes"] == "gpu[001-008]"
     assert partitions["all"]["nodes"] == "cpu[0001-0016],gpu[001-008]"
     assert partitions["all"]["options"] == {"Hidden": "YES"}
@@ -354,7 +354,7 @@ def test_gres_forms_and_gres_conf_lines_are_read_or_reported(tmp_path: Path) -> 
         "count": 4,
         "gres_type": "h100",
     }
-    assert imported.spec["slurm"]["partitions"][0]["nodes"] == "a[1-2],b1,c1"  # type: ignore[index]
+    assert imported.spec["slurm"]["partitions"][0]["nodes"] == "a[1-2],b1,c1"
     assert hardware["profile3"]["cpu"] == {
         "sockets": 1,
         "cores_per_socket": 64,
@@ -461,7 +461,7 @@ def test_a_switch_naming_nodes_by_their_host_names_hangs_them_by_node_name(
         "NodeName=x-n[03-04] Sockets=2 CoresPerSocket=16\n"
         "PartitionName=p Nodes=x-n[01-04] Default=YES\n",
     )
-    switches = imported.spec["network"]["fabric"]["switches"]  # type: ignore[index]
+    switches = imported.spec["network"]["fabric"]["switches"]
     assert switches[:2] == [
         {"name": "leaf1", "nodes": "x-n[01-02]"},
         {"name": "leaf2", "nodes": "x-n03"},

@@ -51,10 +51,7 @@ def _drop_refused_options(imported: Imported, text: str) -> None:
     from clustergen.validate import validate
 
     _, problems = validate(parse_spec(text, "imported.yaml", "imported.yaml"))
-    slurm = imported.spec.get("slurm")
-    options = slurm.get("options") if isinstance(slurm, dict) else None
-    if not isinstance(options, dict):
-        return
+    options = imported.spec["slurm"].get("options", {})
     for problem in problems:
         path = problem.path
         option = len(path) == 3 and path[:2] == ("slurm", "options")

@@ -10,7 +10,9 @@ from pathlib import Path
 from clustergen.base.errors import UsageError
 from clustergen.importer.partitions import read_partitions
 from clustergen.importer.profiles import (
+    GroupRun,
     ImportedNode,
+    controller_profile,
     imported_groups,
     make_profiles,
     profile_spec,
@@ -20,6 +22,7 @@ from clustergen.importer.qos import qos_entries
 from clustergen.importer.reader import CONFIG_FOLDERS, ConfError, read_conf
 from clustergen.importer.records import (
     Imported,
+    ImportNotes,
     SlurmConf,
     Unrepresented,
     bad_hostlists,
@@ -27,6 +30,7 @@ from clustergen.importer.records import (
     sort_lines,
 )
 from clustergen.importer.settings import PINNED_SLURM, ControllerHosts, global_settings
+from clustergen.importer.shapes import NetworkShape, NodeGroupShape, SpecShape, SwitchShape
 from clustergen.importer.side_files import read_side_files
 
 # The values an admin must review: the Slurm files do not hold them. Addresses come from
@@ -69,8 +73,8 @@ def import_slurm(
         main = read_conf(directory, "slurm.conf", folders)
     except ConfError as exc:
         raise UsageError(str(exc)) from exc
-    result = Imported(spec={})
-    report = result.unrepresented.append
+    notes = ImportNotes()
+    report = notes.unrepresented.append
     for where, why in main.unreadable:
         report(Unrepresented(where, "line", why))
     conf = sort_lines(main.lines)
@@ -78,10 +82,15 @@ def import_slurm(
     if bad:
         raise UsageError("\n".join(bad))
     try:
-        _build(directory, conf, result, report, folders, qos_file)
+        spec = _build(directory, conf, notes, report, folders, qos_file)
     except ConfError as exc:  # a side file's unreadable hostlist
         raise UsageError(str(exc)) from exc
-    return result
+    return Imported(
+        spec=spec,
+        unrepresented=notes.unrepresented,
+        changes=notes.changes,
+        option_sources=notes.option_sources,
+    )
 
 
 def _nodesets(conf: SlurmConf, nodes: list[ImportedNode]) -> dict[str, list[str]]:
@@ -109,11 +118,11 @@ def _domain(name: str) -> str:
 def _build(
     directory: Path,
     conf: SlurmConf,
-    result: Imported,
+    notes: ImportNotes,
     report: Callable[[Unrepresented], None],
     folders: tuple[str, ...],
     qos_file: Path | None,
-) -> None:
+) -> SpecShape:
     nodes = read_nodes(conf.nodes, report)
     every = [n.name for n in nodes]
     for record in conf.downnodes:
@@ -129,40 +138,30 @@ def _build(
     nodesets = _nodesets(conf, nodes)
     partitions = read_partitions(conf.partitions, nodesets, every, report)
     profiles = make_profiles(nodes)
-    slurm, hosts = global_settings(conf, result, report)
-    side = read_side_files(directory, nodes, slurm, report, folders)
+    slurm, hosts = global_settings(conf, notes, report)
+    side = read_side_files(directory, nodes, slurm.get("accounting"), report, folders)
+    fabric = side.switches is not None
     slurm["partitions"] = partitions
-    qos_entries(slurm, partitions, result, qos_file)
+    if qos := qos_entries("accounting" in slurm, partitions, notes, qos_file):
+        slurm["qos"] = qos
     slurm["keep_imported"] = True
+    hardware = {p.name: profile_spec(p, fabric) for p in profiles.values()}
+    if hosts.needs_controller_profile:
+        hardware["controller"] = controller_profile(fabric)
     name = _cluster_name(conf, directory)
-    hardware: dict[str, dict[str, object]] = {p.name: profile_spec(p) for p in profiles.values()}
-    spec: dict[str, object] = {
+    return {
         "version": 1,
         "cluster": {"name": name, "domain": _domain(name)},
         "software": dict(SOFTWARE),
         "hardware": hardware,
+        "network": _network(side.switches),
+        "nodes": _node_groups(imported_groups(nodes, profiles), hosts, fabric),
+        "slurm": slurm,
     }
-    groups = imported_groups(nodes, profiles)
-    spec["network"] = _network(side.switches)
-    spec["nodes"] = _node_groups(groups, hosts, side.switches is not None)
-    if hosts.needs_controller_profile:
-        hardware["controller"] = {
-            "rack_units": 1,
-            "cpu": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
-            "memory_gib": 16,
-            "interfaces": {"management": "eth0"},
-        }
-    if side.switches is not None:
-        for profile in hardware.values():
-            interfaces = profile["interfaces"]
-            assert isinstance(interfaces, dict)
-            interfaces["fabric"] = "ib0"
-    spec["slurm"] = slurm
-    result.spec = spec
 
 
-def _network(switches: list[dict[str, str]] | None) -> dict[str, object]:
-    network: dict[str, object] = {"management": {"cidr": MANAGEMENT_CIDR}}
+def _network(switches: list[SwitchShape] | None) -> NetworkShape:
+    network: NetworkShape = {"management": {"cidr": MANAGEMENT_CIDR}}
     if switches is not None:
         network["fabric"] = {
             "type": "infiniband",
@@ -178,20 +177,24 @@ def _address(index: int, base: int) -> str:
 
 
 def _node_groups(
-    groups: list[tuple[str, str, tuple[str, ...], int | None]],
-    hosts: ControllerHosts,
-    fabric: bool,
-) -> list[dict[str, object]]:
-    specs: list[dict[str, object]] = []
+    runs: list[GroupRun], hosts: ControllerHosts, fabric: bool
+) -> list[NodeGroupShape]:
+    """The compute node groups, then one group per controller or slurmdbd host that is no
+    compute node; addresses in file order, one per node."""
+    entries = [
+        (run.names, run.profile, _compute_roles(run, hosts), run.features, run.weight)
+        for run in runs
+    ]
+    entries += [
+        (name, "controller", roles, (), None) for name, roles in hosts.service_hosts.items()
+    ]
+    groups: list[NodeGroupShape] = []
     index = 1
-    for names, profile, features, weight in groups:
-        roles = ["compute"] + [
-            r for name, r in hosts.roles_on_compute if name in expand_names(names)
-        ]
-        group: dict[str, object] = {
+    for names, profile, roles, features, weight in entries:
+        group: NodeGroupShape = {
             "names": names,
             "hardware": profile,
-            "roles": list(dict.fromkeys(roles)),
+            "roles": roles,
             "management_ip": _address(index, 18),
         }
         if fabric:
@@ -200,17 +203,13 @@ def _node_groups(
             group["features"] = list(features)
         if weight is not None:
             group["weight"] = weight
-        specs.append(group)
+        groups.append(group)
         index += len(expand_names(names))
-    for name, roles in hosts.service_hosts.items():
-        group = {
-            "names": name,
-            "hardware": "controller",
-            "roles": roles,
-            "management_ip": _address(index, 18),
-        }
-        if fabric:
-            group["fabric_ip"] = _address(index, 19)
-        specs.append(group)
-        index += 1
-    return specs
+    return groups
+
+
+def _compute_roles(run: GroupRun, hosts: ControllerHosts) -> list[str]:
+    """compute, and the controller or slurmdbd roles slurm.conf gives one of the run's nodes."""
+    members = set(expand_names(run.names))
+    roles = ["compute"] + [role for name, role in hosts.roles_on_compute if name in members]
+    return list(dict.fromkeys(roles))

@@ -33,7 +33,7 @@ def header(imported: Imported, source: str) -> list[str]:
     return out
 
 
-def _options_lines(imported: Imported, options: dict[str, object]) -> list[str]:
+def _options_lines(imported: Imported, options: dict[str, str]) -> list[str]:
     lines = ["  options:"]
     for key, value in options.items():
         text = yaml.safe_dump({key: value}, default_flow_style=False, width=1000).strip()
@@ -43,9 +43,9 @@ def _options_lines(imported: Imported, options: dict[str, object]) -> list[str]:
 
 
 def spec_text(imported: Imported, source: str) -> str:
-    spec = dict(imported.spec)
-    slurm = dict(spec.pop("slurm"))  # type: ignore[call-overload]
-    options = slurm.pop("options", {})
+    spec = {key: value for key, value in imported.spec.items() if key != "slurm"}
+    slurm = {key: value for key, value in imported.spec["slurm"].items() if key != "options"}
+    options = imported.spec["slurm"].get("options", {})
     body = yaml.safe_dump(spec, sort_keys=False, default_flow_style=False, width=100)
     slurm_text = yaml.safe_dump(
         {"slurm": slurm}, sort_keys=False, default_flow_style=False, width=100

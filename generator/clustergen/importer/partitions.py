@@ -6,22 +6,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Literal
 
 from clustergen.importer.records import Record, Unrepresented, expand_names
+from clustergen.importer.shapes import PartitionShape
 from clustergen.model.common import hostlist_parts
 from clustergen.spec.hosts import compress
 
-LIST_KEYS = {
+LIST_KEYS: dict[str, Literal["allow_accounts", "allow_groups", "allow_qos"]] = {
     "allowaccounts": "allow_accounts",
     "allowgroups": "allow_groups",
     "allowqos": "allow_qos",
 }
-PLAIN_KEYS = {
+PLAIN_KEYS: dict[str, Literal["max_time", "default_time", "qos"]] = {
     "maxtime": "max_time",
     "defaulttime": "default_time",
     "qos": "qos",
 }
-INT_KEYS = {
+INT_KEYS: dict[str, Literal["priority_tier", "def_cpu_per_gpu", "def_mem_per_gpu_mib"]] = {
     "prioritytier": "priority_tier",
     "defcpupergpu": "def_cpu_per_gpu",
     "defmempergpu": "def_mem_per_gpu_mib",
@@ -56,7 +58,7 @@ def _weights(value: str) -> dict[str, float] | None:
     return weights
 
 
-def _modelled(key: str, value: str, spec: dict[str, object]) -> bool:
+def _modelled(key: str, value: str, spec: PartitionShape) -> bool:
     """Put a modelled key into the partition's spec; False when its value is not one the
     spec language takes (it then goes to options)."""
     upper = value.upper()
@@ -87,8 +89,8 @@ def read_partitions(
     nodesets: dict[str, list[str]],
     every: list[str],
     report: Callable[[Unrepresented], None],
-) -> list[dict[str, object]]:
-    partitions = []
+) -> list[PartitionShape]:
+    partitions: list[PartitionShape] = []
     lines: list[str] = []  # each partition's line
     for record in records:
         nodes_value = record.get("Nodes")
@@ -100,7 +102,7 @@ def read_partitions(
             why = "names no node (the files have no NodeName line it takes)"
             report(Unrepresented(record.line.where, f"Nodes={nodes_value}", why))
             continue
-        spec: dict[str, object] = {"name": record.name, "nodes": compress(names)}
+        spec: PartitionShape = {"name": record.name, "nodes": compress(names)}
         options: dict[str, str] = {}
         for key, (written, value) in record.keys.items():
             if key == "nodes":
@@ -116,7 +118,7 @@ def read_partitions(
 
 
 def _one_default(
-    partitions: list[dict[str, object]], lines: list[str], report: Callable[[Unrepresented], None]
+    partitions: list[PartitionShape], lines: list[str], report: Callable[[Unrepresented], None]
 ) -> None:
     """Of several Default=YES partitions the last is the default, as slurmctld reads them
     (read_config.c: "_parse_part_spec: changing default partition from A to B")."""

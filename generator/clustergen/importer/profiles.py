@@ -18,6 +18,7 @@ from clustergen.importer.records import (
     expand_names,
     node_hardware,
 )
+from clustergen.importer.shapes import GpuShape, InterfacesShape, ProfileShape
 from clustergen.model.hardware import MAX_SOCKETS
 from clustergen.spec.hosts import compress
 
@@ -210,12 +211,14 @@ def gpu_model_for(gres_type: str | None) -> str:
     return max(scored)[2] if scored else "h100-sxm5-80gb"
 
 
-def profile_spec(profile: Profile) -> dict[str, object]:
+def profile_spec(profile: Profile, fabric: bool) -> ProfileShape:
+    """The hardware profile of the profile's nodes; `fabric` when topology.conf gives the
+    cluster a fabric (each node's port: ib0, for the admin to review)."""
     node, hw = profile.node, profile.node.hardware
     sockets, cores = hw.boards * hw.sockets_per_board, hw.cores_per_socket
     if sockets > MAX_SOCKETS:  # CPUs= alone: one socket of all the cores (reported)
         sockets, cores = 1, sockets * cores
-    spec: dict[str, object] = {
+    spec: ProfileShape = {
         "rack_units": 1,
         "cpu": {
             "sockets": sockets,
@@ -231,32 +234,50 @@ def profile_spec(profile: Profile) -> dict[str, object]:
             "memory_gib": -(-hw.mem_spec_limit_mib // 1024),
         }
     if node.gpu_count:
-        gpu: dict[str, object] = {"model": gpu_model_for(node.gpu_type), "count": node.gpu_count}
+        gpu: GpuShape = {"model": gpu_model_for(node.gpu_type), "count": node.gpu_count}
         if node.gpu_type:
             gpu["gres_type"] = node.gpu_type
         spec["gpu"] = gpu
-    spec["interfaces"] = {"management": "eth0"}
+    spec["interfaces"] = _interfaces(fabric)
     return spec
+
+
+def controller_profile(fabric: bool) -> ProfileShape:
+    """The placeholder profile of the controller and slurmdbd hosts, which slurm.conf does
+    not describe (a REVIEW line says so)."""
+    return {
+        "rack_units": 1,
+        "cpu": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1},
+        "memory_gib": 16,
+        "interfaces": _interfaces(fabric),
+    }
+
+
+def _interfaces(fabric: bool) -> InterfacesShape:
+    return {"management": "eth0", "fabric": "ib0"} if fabric else {"management": "eth0"}
+
+
+@dataclass(frozen=True)
+class GroupRun:
+    """A run of like nodes, in file order: one node group of the spec."""
+
+    names: str  # a hostlist
+    profile: str
+    features: tuple[str, ...]
+    weight: int | None
 
 
 def imported_groups(
     nodes: list[ImportedNode], profiles: dict[tuple[object, ...], Profile]
-) -> list[tuple[str, str, tuple[str, ...], int | None]]:
-    """(hostlist, profile, features, weight) per run of like nodes, in file order."""
-    runs: list[tuple[tuple[object, ...], list[str]]] = []
+) -> list[GroupRun]:
+    runs: list[tuple[tuple[str, tuple[str, ...], int | None], list[str]]] = []
     for node in nodes:
         key = (profiles[_hardware_key(node)].name, node.features, node.weight)
         if runs and runs[-1][0] == key:
             runs[-1][1].append(node.name)
         else:
             runs.append((key, [node.name]))
-    groups = []
-    for (profile, features, weight), names in runs:
-        assert isinstance(profile, str) and isinstance(features, tuple)
-        groups.append(
-            (compress(names), profile, features, weight if isinstance(weight, int) else None)
-        )
-    return groups
+    return [GroupRun(compress(names), *key) for key, names in runs]
 
 
 def profile_of(node: ImportedNode, profiles: dict[tuple[object, ...], Profile]) -> Profile:

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clustergen.base.errors import UsageError
-from clustergen.importer.records import Imported, Unrepresented
+from clustergen.importer.records import ImportNotes, Unrepresented
+from clustergen.importer.shapes import PartitionShape, QosShape
 
 # A file larger than this is no `sacctmgr show qos` output of a real site (some 300 bytes
 # a QOS): refused before it is read.
@@ -70,14 +71,14 @@ def _grace_seconds(value: str) -> int | None:
 
 def _entry(
     where: str, row: dict[str, str], report: Callable[[Unrepresented], None]
-) -> dict[str, object] | None:
+) -> QosShape | None:
     """The slurm.qos entry of one QOS; what it holds beyond the modelled settings is said."""
     values = {column.lower(): value for column, value in row.items()}
     name = values["name"]
     if not _SLURM_NAME.fullmatch(name):
         report(Unrepresented(where, f"Name={name}", "not a QOS name slurm.qos takes"))
         return None
-    entry: dict[str, object] = {"name": name}
+    entry: QosShape = {"name": name}
     priority = values.get("priority", "")
     if priority.isdigit() and int(priority):
         entry["priority"] = int(priority)
@@ -122,26 +123,26 @@ def _entry(
 
 
 def qos_entries(
-    slurm: dict[str, object],
-    partitions: list[dict[str, object]],
-    result: Imported,
+    accounting: bool,
+    partitions: list[PartitionShape],
+    result: ImportNotes,
     qos_file: Path | None,
-) -> None:
+) -> list[QosShape]:
     """slurm.qos: each QOS of `qos_file` (slurmdbd's own `normal` only where it holds a
     modelled setting), and each QOS the partitions name (QOS=, AllowQos=) that the file
-    lacks, with Slurm's defaults and a line for the admin to review."""
+    lacks, with Slurm's defaults and a line for the admin to review. `accounting`: the
+    cluster has slurmdbd, which alone keeps QOS."""
     report = result.unrepresented.append
     named: list[str] = []
     for partition in partitions:
-        qos, allowed = partition.get("qos"), partition.get("allow_qos")
-        named += [qos] if isinstance(qos, str) else []
-        named += [str(name) for name in allowed] if isinstance(allowed, list) else []
-    entries: dict[str, dict[str, object]] = {}
+        named += [partition["qos"]] if "qos" in partition else []
+        named += partition.get("allow_qos", [])
+    entries: dict[str, QosShape] = {}
     if qos_file is not None:
         rows = read_qos_file(qos_file)
         for number, values in rows:
             where = f"{qos_file.name}:{number}"
-            if "accounting" not in slurm:
+            if not accounting:
                 name = next(v for c, v in values.items() if c.lower() == "name")
                 report(
                     Unrepresented(
@@ -154,19 +155,16 @@ def qos_entries(
                 continue
             entry = _entry(where, values, report)
             if entry is not None and (entry["name"] != "normal" or len(entry) > 1):
-                entries[str(entry["name"])] = entry
+                entries[entry["name"]] = entry
     # A Preempt list may name a QOS the file leaves out (an output filtered to some QOS):
     # slurmdbd holds it, so slurm.qos names it too.
     for entry in entries.values():
-        preempt = entry.get("preempt")
-        named += [str(name) for name in preempt] if isinstance(preempt, list) else []
+        named += entry.get("preempt", [])
     unknown = [
         n for n in dict.fromkeys(named) if n != "normal" and n.upper() != "ALL" and n not in entries
     ]
     for name in unknown:
         entries[name] = {"name": name}
-    if entries:
-        slurm["qos"] = list(entries.values())
     if unknown:
         source = f"not in {qos_file.name}" if qos_file else "known only to slurmdbd"
         result.changes.append(
@@ -174,3 +172,4 @@ def qos_entries(
             "created with Slurm's defaults where slurmdbd lacks them: review their limits "
             "against `sacctmgr show qos` (or import with --qos and its --parsable2 output)"
         )
+    return list(entries.values())

@@ -15,6 +15,7 @@ import hostlist
 
 from clustergen.base.errors import printable
 from clustergen.importer.reader import ConfError, ConfLine
+from clustergen.importer.shapes import SpecShape
 from clustergen.model.common import hostlist_parts
 
 
@@ -31,11 +32,17 @@ class Unrepresented:
 
 
 @dataclass
-class Imported:
-    spec: dict[str, object]
+class ImportNotes:
+    """What an import says beside the spec, gathered as the files are read."""
+
     unrepresented: list[Unrepresented] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)  # what render writes otherwise
     option_sources: dict[str, str] = field(default_factory=dict)  # slurm.options key -> file:line
+
+
+@dataclass(kw_only=True)
+class Imported(ImportNotes):
+    spec: SpecShape
 
 
 @dataclass

@@ -9,6 +9,7 @@ import ipaddress
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from clustergen.catalog.folders import PROC, RELATIVE, system_folder, user_writable
 from clustergen.catalog.slurm_keys import (
@@ -20,11 +21,18 @@ from clustergen.catalog.slurm_keys import (
 )
 from clustergen.catalog.slurm_programs import slurm_option_paths
 from clustergen.importer.records import (
-    Imported,
+    ImportNotes,
     SlurmConf,
     Unrepresented,
     conf_number,
     expand_names,
+)
+from clustergen.importer.shapes import (
+    IsolationShape,
+    PreemptionShape,
+    PriorityShape,
+    SlurmShape,
+    StateSaveShape,
 )
 
 # The Slurm release an imported spec pins until the admin sets the cluster's own
@@ -80,6 +88,11 @@ PRIORITY_WEIGHTS = {
     "priorityweightjobsize": "job_size",
     "priorityweightpartition": "partition",
     "priorityweightqos": "qos",
+}
+PRIORITY_TIMES: dict[str, Literal["decay_half_life", "usage_reset_period", "max_age"]] = {
+    "PriorityDecayHalfLife": "decay_half_life",
+    "PriorityUsageResetPeriod": "usage_reset_period",
+    "PriorityMaxAge": "max_age",
 }
 PRIORITY_FLAGS = {
     "ACCRUE_ALWAYS", "CALCULATE_RUNNING", "DEPTH_OBLIVIOUS", "NO_FAIR_TREE", "INCR_ONLY",
@@ -139,7 +152,7 @@ def _controllers(conf: SlurmConf, report: Callable[[Unrepresented], None]) -> li
 
 def _priority(
     conf: SlurmConf, accounting: bool, report: Callable[[Unrepresented], None]
-) -> dict[str, object] | None:
+) -> PriorityShape | None:
     kind = (conf.value("PriorityType") or "priority/basic").split("/")[-1]
     flags = [f for f in (conf.value("PriorityFlags") or "").upper().split(",") if f]
     unknown = [f for f in flags if f not in PRIORITY_FLAGS]
@@ -153,16 +166,12 @@ def _priority(
     flags = [f for f in flags if f in PRIORITY_FLAGS]
     if kind != "multifactor":
         return {"type": "basic", "flags": flags} if accounting or flags else None
-    priority: dict[str, object] = {"type": "multifactor"}
+    priority: PriorityShape = {"type": "multifactor"}
     given = {name: conf.value(key) for key, name in PRIORITY_WEIGHTS.items()}
     weights = {name: int(v) for name, v in given.items() if v is not None and v.isdigit()}
     if weights:
         priority["weights"] = weights
-    for key, name in (
-        ("PriorityDecayHalfLife", "decay_half_life"),
-        ("PriorityUsageResetPeriod", "usage_reset_period"),
-        ("PriorityMaxAge", "max_age"),
-    ):
+    for key, name in PRIORITY_TIMES.items():
         found = conf.value(key)
         if found is not None:
             priority[name] = found.upper() if name == "usage_reset_period" else found
@@ -170,7 +179,7 @@ def _priority(
     return priority
 
 
-def _preemption(conf: SlurmConf) -> dict[str, object] | None:
+def _preemption(conf: SlurmConf) -> PreemptionShape | None:
     kind = (conf.value("PreemptType") or "preempt/none").split("/")[-1]
     mode = (conf.value("PreemptMode") or "OFF").upper().split(",")[0]
     if kind == "none":
@@ -179,15 +188,14 @@ def _preemption(conf: SlurmConf) -> dict[str, object] | None:
 
 
 def global_settings(
-    conf: SlurmConf, result: Imported, report: Callable[[Unrepresented], None]
-) -> tuple[dict[str, object], ControllerHosts]:
+    conf: SlurmConf, result: ImportNotes, report: Callable[[Unrepresented], None]
+) -> tuple[SlurmShape, ControllerHosts]:
     hosts = ControllerHosts(compute={name for r in conf.nodes for name in _names(r.name)})
-    slurm: dict[str, object] = {}
     hosts.controllers = _controllers(conf, report)
     for name in hosts.controllers:
         hosts.add(name, "slurm_controller")
-    slurm["controllers"] = hosts.controllers
-    accounting = (conf.value("AccountingStorageType") or "").endswith("/slurmdbd")
+    slurm: SlurmShape = {"controllers": hosts.controllers}
+    accounting = has_slurmdbd(conf)
     if accounting:
         host = conf.value("AccountingStorageHost") or (hosts.controllers or ["localhost"])[0]
         if _is_address(host):
@@ -205,9 +213,8 @@ def global_settings(
         hosts.add(host, "slurm_dbd")
         slurm["accounting"] = {"host": host}
         for line, port in conf.lines_of("AccountingStoragePort")[-1:]:
-            number = conf_number(line.where, "AccountingStoragePort", port)
-            slurm["accounting"]["port"] = number  # type: ignore[index]
-    state: dict[str, object] = {}
+            slurm["accounting"]["port"] = conf_number(line.where, "AccountingStoragePort", port)
+    state: StateSaveShape = {}
     for line, path in conf.lines_of("StateSaveLocation")[-1:]:
         if _in_system_folder(path, True):
             report(
@@ -248,7 +255,12 @@ def _names(expression: str) -> list[str]:
     return expand_names(expression)
 
 
-def _isolation(conf: SlurmConf) -> dict[str, object]:
+def has_slurmdbd(conf: SlurmConf) -> bool:
+    """slurm.conf sends accounting to slurmdbd (which alone keeps QOS)."""
+    return (conf.value("AccountingStorageType") or "").endswith("/slurmdbd")
+
+
+def _isolation(conf: SlurmConf) -> IsolationShape:
     private = {w.lower() for w in (conf.value("PrivateData") or "").split(",") if w}
     return {
         "private_data": {"jobs", "usage", "users"} <= private,
@@ -258,7 +270,7 @@ def _isolation(conf: SlurmConf) -> dict[str, object]:
 
 
 def _options(
-    conf: SlurmConf, result: Imported, report: Callable[[Unrepresented], None], mpi: str
+    conf: SlurmConf, result: ImportNotes, report: Callable[[Unrepresented], None], mpi: str
 ) -> dict[str, str]:
     release = key_list_version(PINNED_SLURM)
     assert release is not None
@@ -359,7 +371,7 @@ def _in_system_folder(path: str, is_folder: bool) -> bool:
     return system_folder(path if is_folder else posixpath.dirname(path)) is not None
 
 
-def _builtin_defaults(options: dict[str, str], result: Imported) -> None:
+def _builtin_defaults(options: dict[str, str], result: ImportNotes) -> None:
     given = {k.lower() for k in options}
     for key, value in SLURM_BUILTIN_DEFAULTS.items():
         if key.lower() not in given:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from clustergen.importer.profiles import ImportedNode
 from clustergen.importer.reader import ConfError, ConfFile, ConfLine, read_conf
@@ -16,16 +17,16 @@ from clustergen.importer.records import (
     conf_number,
     expand_names,
 )
+from clustergen.importer.shapes import AccountingShape, SwitchShape
 from clustergen.model.common import hostlist_size
 from clustergen.spec.hosts import compress
 
-# slurmdbd.conf keys that become slurm.accounting keys (slurmdbd.conf(5)).
-DBD_KEYS = {
-    "storagehost": ("database", "host"),
-    "storageport": ("database", "port"),
-    "storageloc": ("database", "name"),
-    "storageuser": ("database", "user"),
-    "dbdport": (None, "port"),
+# slurmdbd.conf keys that become slurm.accounting.database keys (slurmdbd.conf(5));
+# DbdPort becomes slurm.accounting.port.
+DATABASE_KEYS: dict[str, Literal["host", "name", "user"]] = {
+    "storagehost": "host",
+    "storageloc": "name",
+    "storageuser": "user",
 }
 # slurmdbd.conf keys clustergen writes itself (templates/slurm/slurmdbd.conf.j2): reported
 # only where the original's value would change.
@@ -45,7 +46,7 @@ DBD_WRITTEN = frozenset(
 
 @dataclass
 class SideFiles:
-    switches: list[dict[str, str]] | None = None
+    switches: list[SwitchShape] | None = None
 
 
 def _read(
@@ -137,12 +138,12 @@ def _switch_nodes(
 
 def _switches(
     lines: list[ConfLine], imported: list[ImportedNode], report: Callable[[Unrepresented], None]
-) -> list[dict[str, str]] | None:
+) -> list[SwitchShape] | None:
     if not lines:
         return None
     names = _node_names(imported)
     endings = _endings(names)
-    switches = []
+    switches: list[SwitchShape] = []
     for line in lines:
         if line.key != "switchname":
             report(Unrepresented(line.where, line.text, "only SwitchName lines are modelled"))
@@ -155,7 +156,7 @@ def _switches(
                     line.where, line.text, "a switch lists either Nodes= or Switches=, nothing else"
                 )
             )
-        switch = {"name": line.value}
+        switch: SwitchShape = {"name": line.value}
         if nodes:
             members = _switch_nodes(line, nodes, names, endings, report)
             if members is None:
@@ -205,16 +206,20 @@ def _gres(
 
 
 def _slurmdbd(
-    lines: list[ConfLine], slurm: dict[str, object], report: Callable[[Unrepresented], None]
+    lines: list[ConfLine],
+    accounting: AccountingShape | None,
+    report: Callable[[Unrepresented], None],
 ) -> None:
-    accounting = slurm.get("accounting")
+    """slurm.accounting completed from slurmdbd.conf, where slurm.conf has slurmdbd."""
     for line in lines:
         for key, value in line.pairs:
             lower = key.lower()
-            if lower in DBD_KEYS and isinstance(accounting, dict):
-                section, name = DBD_KEYS[lower]
-                target = accounting.setdefault(section, {}) if section else accounting
-                target[name] = conf_number(line.where, key, value) if name == "port" else value
+            if accounting is not None and lower == "dbdport":
+                accounting["port"] = conf_number(line.where, key, value)
+            elif accounting is not None and lower == "storageport":
+                accounting.setdefault("database", {})["port"] = conf_number(line.where, key, value)
+            elif accounting is not None and lower in DATABASE_KEYS:
+                accounting.setdefault("database", {})[DATABASE_KEYS[lower]] = value
             elif lower == "storagepass":
                 report(
                     Unrepresented(
@@ -231,15 +236,18 @@ def _slurmdbd(
 def read_side_files(
     directory: Path,
     nodes: list[ImportedNode],
-    slurm: dict[str, object],
+    accounting: AccountingShape | None,
     report: Callable[[Unrepresented], None],
     folders: tuple[str, ...],
 ) -> SideFiles:
+    """topology.conf's switches; gres.conf checked against the nodes; slurmdbd.conf's
+    database and port into `accounting` (slurm.conf's, None without slurmdbd); every line
+    none of them holds reported."""
     side = SideFiles()
     topology = _read(directory, "topology.conf", report, folders)
     side.switches = _switches(topology, nodes, report)
     _gres(_read(directory, "gres.conf", report, folders), nodes, report)
-    _slurmdbd(_read(directory, "slurmdbd.conf", report, folders), slurm, report)
+    _slurmdbd(_read(directory, "slurmdbd.conf", report, folders), accounting, report)
     for line in _read(directory, "cgroup.conf", report, folders):
         report(
             Unrepresented(
