@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clustergen.model.root import Spec
-from clustergen.model.storage import LnetNet, Lustre
+from clustergen.model.storage import LnetNet, Lustre, lnet_over_ethernet
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -88,7 +88,7 @@ def networks(spec: Spec, lustre: Lustre) -> list[LnetNet]:
             interfaces[name] = list(storage)
         elif fabric is not None:
             interfaces[name] = [fabric]
-        elif lustre.lnet.startswith("tcp"):
+        elif lnet_over_ethernet(lustre.lnet):
             interfaces[name] = [profile.interfaces.management]
     return [LnetNet(name=lustre.lnet, interfaces=interfaces)]
 

@@ -114,6 +114,13 @@ def protective_options(setuid: str | None) -> list[str]:
     return ["nodev"] if setuid else ["nosuid", "nodev"]
 
 
+def lnet_over_ethernet(net: str) -> bool:
+    """An LNet network of socklnd (tcp, tcp0, tcp1, ...: LNet over IP sockets, lnet(8)
+    "networks"), which any Ethernet interface carries: a node without a fabric interface
+    joins it on its management interface (docs/lustre.md)."""
+    return net.startswith("tcp")
+
+
 class LustreTarget(ServerTarget):
     """A Lustre MDT or OST."""
 

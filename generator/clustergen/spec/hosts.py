@@ -22,6 +22,7 @@ from clustergen.model import Spec
 from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import EthernetNetwork, Fabric
+from clustergen.model.storage import lnet_over_ethernet
 
 ADDRESS_KINDS = ("management_ip", "bmc_ip", "fabric_ip", "storage_ip", "frontend_ip")
 
@@ -72,7 +73,7 @@ class Host:
         if self.storage_netdevs:
             return self.storage_ip
         fabric = self.hardware.interfaces.fabric if self.profiled else None
-        if fabric is None and self.fabric_ip is None and net.startswith("tcp"):
+        if fabric is None and self.fabric_ip is None and lnet_over_ethernet(net):
             return self.management_ip
         return self.fabric_ip
 
