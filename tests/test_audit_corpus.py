@@ -9,6 +9,7 @@ so the corpus cannot grow past what is checked.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -434,9 +435,15 @@ def _gpu_findings(name: str, model: str, count: int, driver: str | None = None) 
     machine's, or `driver`)."""
     data = example_data()
     data["hardware"]["hgx-h100"]["gpu"] = {"model": model, "count": count}
+    text = (CORPUS / "nvidia-smi-q-x" / f"{name}.xml").read_text()
+    return [code for code, _ in _smi_findings(data, text, driver)]
+
+
+def _smi_findings(data: dict, text: str, driver: str | None = None) -> list[tuple[str, str]]:  # type: ignore[type-arg]
+    """The GPU checks' findings for an nvidia-smi report against gpu01 of spec `data`,
+    whose driver pin is taken as the report's (or `driver`)."""
     del data["software"]["fabric_manager"]  # these machines have no NVSwitch
     cluster, _ = validated(data)
-    text = (CORPUS / "nvidia-smi-q-x" / f"{name}.xml").read_text()
     smi = parse_smi_xml(text)
     assert smi is not None
     node = replace(expectations(cluster, read_tree(REPO))["gpu01"], driver=driver or smi.driver)
@@ -444,7 +451,54 @@ def _gpu_findings(name: str, model: str, count: int, driver: str | None = None) 
     facts.sections["nvidia-smi-q-x"] = replace(facts.sections["nvidia-smi-q-x"], text=text)
     report = Report(facts)
     check_gpus(report, node)
-    return [p.code.name for p in report.found]
+    return [(p.code.name, p.message) for p in report.found]
+
+
+def _two_gpu_report(a100_minor: int, v100_minor: int) -> str:
+    """One report of two real GPUs: the <gpu> of the A100 SXM4 40GB machine, then the V100
+    PCIe 32GB machine's (bus 00:04.0 before 21:01.0, so nvidia-smi's index order), each with
+    the minor number (/dev/nvidiaN) given."""
+
+    def element(name: str, minor: int) -> str:
+        text = (CORPUS / "nvidia-smi-q-x" / f"{name}.xml").read_text()
+        gpu = text[text.index("<gpu id=") : text.index("</gpu>") + len("</gpu>")]
+        assert gpu.count("<minor_number>0</minor_number>") == 1
+        return gpu.replace(
+            "<minor_number>0</minor_number>", f"<minor_number>{minor}</minor_number>"
+        )
+
+    head = (CORPUS / "nvidia-smi-q-x" / "a100-sxm4-40gb-mig-510.xml").read_text()
+    head = head[: head.index("<gpu id=")].replace("<attached_gpus>1<", "<attached_gpus>2<")
+    gpus = element("a100-sxm4-40gb-mig-510", a100_minor), element("v100-pcie-32gb-460", v100_minor)
+    return head + "\n".join(gpus) + "\n</nvidia_smi_log>\n"
+
+
+def test_a_node_of_two_gpu_models_is_judged_gpu_by_gpu_by_device_number() -> None:
+    """gpu's device files come first, then other_gpus' (gres.conf File=): each GPU is
+    judged against the model the profile puts at its minor number, which the driver need
+    not give in nvidia-smi's index order (the corpus's L4 pair reads minor 1 at index 0)."""
+    data = example_data()
+    data["hardware"]["hgx-h100"]["gpu"] = {"model": "a100-sxm4-40gb", "count": 1}
+    data["hardware"]["hgx-h100"]["other_gpus"] = [{"model": "v100-pcie-32gb", "count": 1}]
+    assert _smi_findings(copy.deepcopy(data), _two_gpu_report(0, 1)) == []
+    # The same two boards, the driver numbering the V100 first: each is where the spec
+    # puts the other model.
+    assert _smi_findings(copy.deepcopy(data), _two_gpu_report(1, 0)) == [
+        (
+            "audit.gpu-model",
+            "GPU 0 (00000000:00:04.0) is NVIDIA A100-SXM4-40GB, 40960 MiB (a100-sxm4-40gb); "
+            "profile hgx-h100 has v100-pcie-32gb there (gpu, then other_gpus, by device number)",
+        ),
+        (
+            "audit.gpu-model",
+            "GPU 1 (00000000:21:01.0) is Tesla V100-PCIE-32GB, 32510 MiB (v100-pcie-32gb); "
+            "profile hgx-h100 has a100-sxm4-40gb there (gpu, then other_gpus, by device number)",
+        ),
+    ]
+    # One model written where the node has two: the V100 is found, as one finding.
+    data["hardware"]["hgx-h100"]["gpu"]["count"] = 2
+    del data["hardware"]["hgx-h100"]["other_gpus"]
+    assert [code for code, _ in _smi_findings(data, _two_gpu_report(0, 1))] == ["audit.gpu-model"]
 
 
 @pytest.mark.parametrize("name", sorted(MACHINES))

@@ -181,6 +181,7 @@ def _every_string_spec() -> dict[str, Any]:
     profile = document["hardware"]["hgx-h100"]
     profile["gpu"]["gres_type"] = "h100"
     profile["gpu"]["nvlink_domain"] = {"trays": 4, "switch_trays": 2}
+    profile["other_gpus"] = [{"model": "l40s", "count": 1, "gres_type": "l40s"}]
     document["network"]["nvlink_domains"] = [
         {"name": "nvl1", "nodes": "gpu[01-04]"},
         {"name": "nvl2", "nodes": "gpu[05-08]"},

@@ -94,6 +94,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "netdev for both: a schema compares no values across sections",
     "storage-fabric-switches": "network.storage has network.fabric's shape (one model); only "
     "the storage fabric's switches are refused, by a check",
+    "gpu-type-repeated": "GRES types compared across gpu and other_gpus, where a type left "
+    "out is the catalog's for the model: a schema looks up no default",
     "nvlink-domain-named-twice": "names unique across list items: " + _CROSS_REFERENCE,
     "nvlink-domain-unknown-tray": _CROSS_REFERENCE,
     "nvlink-tray-in-two-domains": "a name in two domains' hostlists: hostlists are strings to "

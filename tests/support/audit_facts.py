@@ -20,15 +20,16 @@ def product_name(model_name: str, memory_gib: int) -> str:
 
 
 def smi_xml(node: NodeExpectation) -> str:
-    model = node.gpu_model
-    assert model is not None
+    """Each GPU the model the profile puts at its device number (gpu's, then other_gpus')."""
+    models = [model for model in node.gpu_models if model is not None]
+    assert len(models) == node.gpu_count
     gpus = "".join(
         f'  <gpu id="00000000:{0x18 + 0x10 * i:02X}:00.0">\n'
         f"    <product_name>{product_name(model.name, model.memory_gib)}</product_name>\n"
         f"    <minor_number>{i}</minor_number>\n"
         f"    <fb_memory_usage>\n      <total>{model.memory_gib * 1019} MiB</total>\n"
         "      <used>1 MiB</used>\n    </fb_memory_usage>\n  </gpu>\n"
-        for i in range(node.gpu_count)
+        for i, model in enumerate(models)
     )
     return (
         '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'

@@ -117,6 +117,14 @@ HARDWARE_UNUSED_PROFILE = Code(
 HARDWARE_UNKNOWN_GPU_MODEL = Code(
     "hardware.unknown-gpu-model", "error", "a GPU model not in clustergen's GPU catalog"
 )
+HARDWARE_OTHER_GPUS_WITHOUT_GPU = Code(
+    "hardware.other-gpus-without-gpu", "error", "other_gpus in a profile without gpu"
+)
+HARDWARE_GPU_TYPE_REPEATED = Code(
+    "hardware.gpu-type-repeated",
+    "error",
+    "two GPU models of one profile (gpu, other_gpus) with the same GRES type",
+)
 HARDWARE_CPU_ARCH_MISMATCH = Code(
     "hardware.cpu-arch-mismatch",
     "error",

@@ -308,6 +308,44 @@ def profile_gres_type(profile: HardwareProfile) -> str | None:
     return model.gres_type
 
 
+@dataclass(frozen=True)
+class GpuSet:
+    """The GPUs of one GRES type in a profile, as slurmd sees them: /dev/nvidia<first> up
+    to /dev/nvidia<first + count - 1>."""
+
+    gres_type: str
+    count: int
+    model: GpuModel | None  # None for a model the catalog lacks (validation refuses it)
+    first: int
+
+    @property
+    def indexes(self) -> range:
+        return range(self.first, self.first + self.count)
+
+
+def profile_gpu_sets(profile: HardwareProfile) -> tuple[GpuSet, ...]:
+    """Each GPU type of a profile in device order: gpu, then other_gpus as listed (none
+    without GPUs). A model the catalog lacks (which validation refuses) keeps the name
+    written as its type, so the checks that run beside that refusal still read it."""
+    if profile.gpu is None:
+        return ()
+    sets: list[GpuSet] = []
+    first = 0
+    entries = [(profile.gpu.model, profile.gpu.count, profile.gpu.gres_type)]
+    entries += [(other.model, other.count, other.gres_type) for other in profile.other_gpus]
+    for written, count, given_type in entries:
+        model = gpu_model(written)
+        kind = given_type or (model.gres_type if model is not None else written)
+        sets.append(GpuSet(kind, count, model, first))
+        first += count
+    return tuple(sets)
+
+
+def profile_gpu_count(profile: HardwareProfile) -> int:
+    """Every GPU of a profile, of every type (what nvidia-smi lists on the node)."""
+    return sum(s.count for s in profile_gpu_sets(profile))
+
+
 def superchip_cores(profile: HardwareProfile) -> tuple[str, ...] | None:
     """Per GPU index, the Slurm core IDs of the Grace CPU that GPU shares a superchip with,
     for a Grace GPU model (GB200, GB300, GH200) whose count splits evenly over the sockets;

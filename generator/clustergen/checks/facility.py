@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from clustergen.base import codes
 from clustergen.base.errors import Problem, SpecPath
-from clustergen.catalog.gpus import profile_gpu
+from clustergen.catalog.gpus import profile_gpu_sets
 from clustergen.model.common import expand_hostlist
 from clustergen.model.hardware import Power
 from clustergen.resolve import ResolvedCluster
@@ -43,19 +43,20 @@ def psus(cluster: ResolvedCluster) -> list[Problem]:
                     f"max_watts {power.max_watts} W",
                 )
             )
-        gpu = profile.gpu
-        model = profile_gpu(profile)
-        if gpu is not None and model is not None:
-            gpu_watts = gpu.count * model.board_watts
-            if power.max_watts < gpu_watts:
-                problems.append(
-                    Problem(
-                        codes.HARDWARE_MAX_WATTS_BELOW_GPUS,
-                        (*path, "max_watts"),
-                        f"max_watts {power.max_watts} W is below the GPUs' board power alone: "
-                        f"{gpu.count} x {model.name} at {model.board_watts} W = {gpu_watts} W",
-                    )
+        known = [(s.count, s.model) for s in profile_gpu_sets(profile) if s.model is not None]
+        gpu_watts = sum(count * model.board_watts for count, model in known)
+        if known and power.max_watts < gpu_watts:
+            terms = " + ".join(
+                f"{count} x {model.name} at {model.board_watts} W" for count, model in known
+            )
+            problems.append(
+                Problem(
+                    codes.HARDWARE_MAX_WATTS_BELOW_GPUS,
+                    (*path, "max_watts"),
+                    f"max_watts {power.max_watts} W is below the GPUs' board power alone: "
+                    f"{terms} = {gpu_watts} W",
                 )
+            )
     return problems
 
 

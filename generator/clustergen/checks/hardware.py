@@ -11,6 +11,7 @@ from clustergen.catalog.gpus import (
     gpu_model,
     gpu_model_candidates,
     profile_gpu,
+    profile_gpu_sets,
 )
 from clustergen.model.hardware import HardwareProfile
 from clustergen.resolve import ResolvedCluster
@@ -22,7 +23,7 @@ def check(cluster: ResolvedCluster) -> list[Problem]:
     hosts = cluster.hosts
     problems = []
     for name, profile in spec.hardware.items():
-        problems += _gpu_model(name, profile) + _cpu_arch(name, profile) + _numa(name, profile)
+        problems += _gpu_models(name, profile) + _cpu_arch(name, profile) + _numa(name, profile)
     compute_nodes: dict[str, list[str]] = {}
     for host in hosts:
         if host.is_slurm_compute:
@@ -61,24 +62,60 @@ def _numa(name: str, profile: HardwareProfile) -> list[Problem]:
     ]
 
 
-def _gpu_model(name: str, profile: HardwareProfile) -> list[Problem]:
-    """A GPU model the catalog does not know: the models a family name could mean, or the
-    nearest catalog or common name."""
-    if profile.gpu is None or gpu_model(profile.gpu.model) is not None:
-        return []
-    written = profile.gpu.model
+def _gpu_models(name: str, profile: HardwareProfile) -> list[Problem]:
+    """Each GPU model the catalog does not know (gpu's and other_gpus'); other_gpus without
+    gpu; a GRES type two of them share."""
+    entries: list[tuple[tuple[str | int, ...], str]] = []
+    if profile.gpu is not None:
+        entries.append((("gpu",), profile.gpu.model))
+    entries += [(("other_gpus", i), other.model) for i, other in enumerate(profile.other_gpus)]
+    problems = [
+        Problem(codes.HARDWARE_UNKNOWN_GPU_MODEL, ("hardware", name, *where, "model"), message)
+        for where, written in entries
+        if (message := _unknown_model(written)) is not None
+    ]
+    if profile.other_gpus and profile.gpu is None:
+        problems.append(
+            Problem(
+                codes.HARDWARE_OTHER_GPUS_WITHOUT_GPU,
+                ("hardware", name, "other_gpus"),
+                "other_gpus are GPUs beside the profile's gpu, which is missing: write the "
+                "nodes' main GPUs (those NCCL and the acceptance jobs use) as gpu",
+                at="key",
+            )
+        )
+    seen: dict[str, str] = {}
+    for index, gpus in enumerate(profile_gpu_sets(profile)):
+        label = "gpu" if index == 0 else f"other_gpus[{index - 1}]"
+        if gpus.gres_type in seen:
+            problems.append(
+                Problem(
+                    codes.HARDWARE_GPU_TYPE_REPEATED,
+                    ("hardware", name, "other_gpus", index - 1),
+                    f"GRES type '{gpus.gres_type}' is already {seen[gpus.gres_type]}'s: Slurm "
+                    "tells GPU models apart only by type, so a job asking for one could get "
+                    "the other; give each model its own gres_type",
+                )
+            )
+        seen.setdefault(gpus.gres_type, label)
+    return problems
+
+
+def _unknown_model(written: str) -> str | None:
+    """Why a GPU model is not the catalog's: the models a family name could mean, or the
+    nearest catalog or common name; None for a model it knows."""
+    if gpu_model(written) is not None:
+        return None
     candidates = gpu_model_candidates(written)
     if candidates:
-        message = (
+        return (
             f"GPU model '{written}' could be any of {', '.join(candidates)}: write the one "
             "the nodes have"
         )
-    else:
-        message = (
-            f"unknown GPU model '{written}'{did_you_mean(written, [*GPU_MODELS, *GPU_ALIASES])}"
-            "; known models: " + ", ".join(GPU_MODELS)
-        )
-    return [Problem(codes.HARDWARE_UNKNOWN_GPU_MODEL, ("hardware", name, "gpu", "model"), message)]
+    return (
+        f"unknown GPU model '{written}'{did_you_mean(written, [*GPU_MODELS, *GPU_ALIASES])}"
+        "; known models: " + ", ".join(GPU_MODELS)
+    )
 
 
 def _cpu_arch(name: str, profile: HardwareProfile) -> list[Problem]:

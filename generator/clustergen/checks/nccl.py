@@ -10,7 +10,7 @@ from clustergen.base.errors import Problem, SpecPath
 from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.fabric_packages import openmpi_version
-from clustergen.catalog.gpus import superchip_cores
+from clustergen.catalog.gpus import profile_gpu_count, superchip_cores
 from clustergen.catalog.nccl_vars import (
     NCCL_VARIABLES,
     ROCE_ONLY,
@@ -179,7 +179,7 @@ def topology(cluster: ResolvedCluster) -> list[Problem]:
                     f"table's compute HCAs ({', '.join(compute) or 'none'})",
                 )
             )
-        count = profile.gpu.count if profile.gpu is not None else 0
+        count = profile_gpu_count(profile)  # other_gpus' too: gres.conf takes each from here
         seen = Counter(gpu.index for gpu in table.gpus)
         wrong = sorted(i for i in seen if i >= count or seen[i] > 1)
         missing = sorted(set(range(count)) - set(seen))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from clustergen.base import codes
 from clustergen.base.errors import Problem, SpecPath
 from clustergen.base.suggest import did_you_mean
+from clustergen.catalog.gpus import profile_gpu_count
 from clustergen.checks.references import meant_roles, unknown_node
 from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
@@ -141,8 +142,7 @@ def _gpu_defaults_fit(cluster: ResolvedCluster, index: int) -> list[Problem]:
         if value is None:
             continue
         for name, profile in profiles.items():
-            assert profile.gpu is not None
-            count = profile.gpu.count
+            count = profile_gpu_count(profile)
             has = profile.job_cpus() if key == "def_cpu_per_gpu" else profile.job_memory_mib()
             if value * count > has:
                 problems.append(

@@ -9,7 +9,7 @@ from clustergen.base.errors import Problem, SpecPath
 from clustergen.base.suggest import did_you_mean
 from clustergen.catalog.architectures import is_nvidia_cuda_repository
 from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
-from clustergen.catalog.gpus import GpuModel, profile_cpu_arch, profile_gpu
+from clustergen.catalog.gpus import GpuModel, profile_cpu_arch, profile_gpu, profile_gpu_sets
 from clustergen.catalog.pins import OS_PACKAGE_FAMILY
 from clustergen.catalog.slurm_keys import KEY_LIST_VERSIONS, key_list_version, release_name
 from clustergen.catalog.slurm_packages import DISTRIBUTION_SLURM, SCHEDMD_APT_FIRST, slurm_packaging
@@ -150,10 +150,13 @@ def _cuda_and_driver(spec: Spec) -> list[Problem]:
 def _gpu_architectures(spec: Spec) -> list[Problem]:
     cuda = parse_version(spec.software.cuda)[:2]
     problems = []
-    for name, profile in spec.hardware.items():
-        model = profile_gpu(profile)
-        if model is None:
-            continue
+    models = [
+        (name, gpus.model)
+        for name, profile in spec.hardware.items()
+        for gpus in profile_gpu_sets(profile)
+        if gpus.model is not None
+    ]
+    for name, model in models:
         arch = model.architecture
         if cuda < arch.first_cuda:
             problems.append(

@@ -49,8 +49,8 @@ SOFTWARE = {
 REVIEW = (
     "cluster.domain (a placeholder under .invalid)",
     "software (a placeholder stack: pin what the cluster runs)",
-    "hardware.*: rack_units, interfaces, power, and gpu.model where the GRES type names "
-    "several models",
+    "hardware.*: rack_units, interfaces, power, and each GPU model (gpu, other_gpus) where "
+    "its GRES type names several models or none the catalog knows",
     f"network.management ({MANAGEMENT_CIDR}, a placeholder) and each node group's management_ip",
     "nodes: the controller and slurmdbd hosts' hardware profile 'controller' (a placeholder)",
     "racks (none imported: validate warns where power and rack positions are missing)",

@@ -57,6 +57,7 @@ class ImportedNode:
     hardware: NodeHardware
     gpu_type: str | None
     gpu_count: int
+    other_gpus: tuple[tuple[str, int], ...]  # (type, count) of each further GPU type
     features: tuple[str, ...]
     weight: int | None
     record: Record
@@ -68,44 +69,36 @@ class Profile:
     node: ImportedNode  # the first node with this hardware
 
 
-def _gpu(record: Record, report: Callable[[Unrepresented], None]) -> tuple[str | None, int]:
-    gres = record.get("Gres") or ""
-    kind, count, first = None, 0, ""
-    for item in filter(None, re.split(r",(?![^()]*\))", gres)):
+def _gpus(
+    record: Record, report: Callable[[Unrepresented], None]
+) -> tuple[str | None, int, tuple[tuple[str, int], ...]]:
+    """The node's first GPU type and count (its profile's gpu), and each further typed one
+    (other_gpus), in the order of Gres=, as slurmd numbers their device files."""
+    where = record.line.where
+    kind, count = None, 0
+    others: list[tuple[str, int]] = []
+    for item in filter(None, re.split(r",(?![^()]*\))", record.get("Gres") or "")):
         match = GPU_GRES.match(item)
         if match is None:
-            report(Unrepresented(record.line.where, f"Gres={item}", "only gpu GRES is modelled"))
+            report(Unrepresented(where, f"Gres={item}", "only gpu GRES is modelled"))
             continue
-        if first:
-            report(
-                Unrepresented(
-                    record.line.where,
-                    f"Gres={item}",
-                    f"a hardware profile holds one GPU type: the node is imported with "
-                    f"{first} alone",
-                )
-            )
-            continue
-        first = item
-        kind, count = match[1], int(match[2])
-        if kind is None:
-            report(
-                Unrepresented(
-                    record.line.where,
-                    f"Gres={item}",
-                    "a GPU without a type is rendered with the catalog type of its model "
-                    "(gpu:<type>:<count>)",
-                )
-            )
         if match[3]:
-            report(
-                Unrepresented(
-                    record.line.where,
-                    f"Gres={item}",
-                    "the socket list is dropped: gres.conf Cores= sets GPU affinity",
+            why = "the socket list is dropped: gres.conf Cores= sets GPU affinity"
+            report(Unrepresented(where, f"Gres={item}", why))
+        if not count:
+            kind, count = match[1], int(match[2])
+            if kind is None:
+                why = (
+                    "a GPU without a type is rendered with the catalog type of its model "
+                    "(gpu:<type>:<count>)"
                 )
-            )
-    return kind, count
+                report(Unrepresented(where, f"Gres={item}", why))
+        elif match[1] not in (None, kind, *(t for t, _ in others)) and int(match[2]):
+            others.append((match[1], int(match[2])))
+        else:
+            why = "a further GPU entry needs a type of its own (other_gpus): imported without it"
+            report(Unrepresented(where, f"Gres={item}", why))
+    return kind, count, tuple(others)
 
 
 def read_nodes(
@@ -125,7 +118,7 @@ def read_nodes(
                     "rendered as State=UNKNOWN; set it with scontrol",
                 )
             )
-        kind, count = _gpu(record, report)
+        kind, count, others = _gpus(record, report)
         features = record.get("Features") or record.get("Feature") or ""
         weight = record.get("Weight")
         hardware = node_hardware(record)
@@ -156,6 +149,7 @@ def read_nodes(
                     hardware,
                     kind,
                     count,
+                    others,
                     tuple(f for f in features.split(",") if f),
                     conf_number(record.line.where, "Weight", weight) if weight else None,
                     record,
@@ -165,7 +159,7 @@ def read_nodes(
 
 
 def _hardware_key(node: ImportedNode) -> tuple[object, ...]:
-    return (node.hardware, node.gpu_type, node.gpu_count)
+    return (node.hardware, node.gpu_type, node.gpu_count, node.other_gpus)
 
 
 def _base_name(node: ImportedNode, members: list[ImportedNode], index: int) -> str:
@@ -238,6 +232,11 @@ def profile_spec(profile: Profile, fabric: bool) -> ProfileShape:
         if node.gpu_type:
             gpu["gres_type"] = node.gpu_type
         spec["gpu"] = gpu
+    if node.other_gpus:
+        spec["other_gpus"] = [
+            {"model": gpu_model_for(kind), "count": count, "gres_type": kind}
+            for kind, count in node.other_gpus
+        ]
     spec["interfaces"] = _interfaces(fabric)
     return spec
 

@@ -31,6 +31,12 @@ class GpuShape(_GpuKeys, total=False):
     gres_type: str
 
 
+class OtherGpusShape(TypedDict):
+    model: str
+    count: int
+    gres_type: str
+
+
 class _InterfacesKeys(TypedDict):
     management: str
 
@@ -49,6 +55,7 @@ class ProfileShape(_ProfileKeys, total=False):
     real_memory_mib: int
     system_reserved: ReservedShape
     gpu: GpuShape
+    other_gpus: list[OtherGpusShape]
     interfaces: InterfacesShape  # always written, and last, as the examples place it
 
 

@@ -188,7 +188,12 @@ def _gres(
         targets = (
             expand_names(line.get("NodeName") or "") if line.get("NodeName") else list(by_name)
         )
-        kinds = {by_name[t].gpu_type for t in targets if t in by_name and by_name[t].gpu_count}
+        kinds = {
+            kind
+            for node in (by_name[t] for t in targets if t in by_name)
+            if node.gpu_count
+            for kind in (node.gpu_type, *(t for t, _ in node.other_gpus))
+        }
         kind = line.get("Type")
         if kind is not None and kinds and kind not in kinds:
             report(

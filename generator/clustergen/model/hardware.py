@@ -103,6 +103,22 @@ class Gpu(StrictModel):
     )
 
 
+class OtherGpus(StrictModel):
+    """GPUs of a second type in the same node, beside the profile's gpu (a T4 for
+    inference or display beside A100s): Gres=gpu:<type>:<count> for each type on the
+    NodeName line, and gres.conf File= lines for their device files, which follow gpu's in
+    the order listed (the driver numbers /dev/nvidiaN in PCI bus order: `clustergen audit`
+    checks each against nvidia-smi's minor numbers)."""
+
+    model: str = Field(description="GPU model from the catalog, as gpu.model.")
+    count: Int = Field(ge=1, le=64, description="GPUs of this model per node.")
+    gres_type: GresType | None = Field(
+        default=None,
+        description="Slurm GRES type; defaults to the catalog's type for the model. It must "
+        "differ from gpu's and every other entry's: Slurm tells the types apart by it.",
+    )
+
+
 class Interfaces(StrictModel):
     """Network interface names on the node."""
 
@@ -275,6 +291,10 @@ MAX_MEMORY_GIB = 1_048_576
 class HardwareProfile(StrictModel):
     """A reusable hardware profile: what one node of this kind is."""
 
+    # other_gpus are beside gpu (checks/hardware.py says so with its own code; this is
+    # for editors).
+    model_config = ConfigDict(json_schema_extra={"dependentRequired": {"other_gpus": ["gpu"]}})
+
     description: str | None = Field(default=None, description="Free text for people.")
     rack_units: Int = Field(ge=1, le=60, description="Height in rack units.")
     cpu: Cpu
@@ -302,6 +322,13 @@ class HardwareProfile(StrictModel):
         "derived from what is left.",
     )
     gpu: Gpu | None = Field(default=None, description="GPUs; omit for a node without GPUs.")
+    other_gpus: list[OtherGpus] = Field(
+        default_factory=list,
+        max_length=8,
+        description="GPUs of other models in the same node, beside gpu (which NCCL, NVLink, the "
+        "fabric manager and the acceptance jobs are for): each its own GRES type, with device "
+        "files after gpu's in the order listed. Needs gpu.",
+    )
     fabric_hcas: list[InterfaceName] = Field(
         default_factory=list,
         description="RDMA devices used by NCCL (NCCL_IB_HCA), e.g. [mlx5_0, mlx5_1]: 1-15 "

@@ -5,7 +5,7 @@ topology/tree. Shared by the Slurm 22.05 tests (host daemons) and the newer rele
 
 from __future__ import annotations
 
-from clustergen.catalog.gpus import profile_gres_type
+from clustergen.catalog.gpus import profile_gpu_sets
 from clustergen.model.common import expand_hostlist, parse_slurm_time
 from clustergen.outputs.slurm.derive import SlurmContext
 from clustergen.resolve import ResolvedCluster
@@ -27,11 +27,9 @@ def assert_report_matches(
         assert node.cores_per_socket == profile.cpu.cores_per_socket
         assert node.threads_per_core == profile.cpu.threads_per_core
         assert node.real_memory_mib == profile.slurm_real_memory_mib()
-        expected_gres = (
-            f"gpu:{profile_gres_type(profile)}:{profile.gpu.count}" if profile.gpu else ""
-        )
-        assert node.gres == expected_gres
-        assert {host.hardware_name, profile_gres_type(profile)} <= set(node.features)
+        sets = profile_gpu_sets(profile)
+        assert node.gres == ",".join(f"gpu:{s.gres_type}:{s.count}" for s in sets), host.name
+        assert {host.hardware_name, *(s.gres_type for s in sets)} <= set(node.features)
         assert report.sinfo[host.name].cpus == profile.cpu.cpus
 
     assert set(report.partitions) == {p.name for p in spec.slurm.partitions}

@@ -140,16 +140,23 @@ def check_gpus(report: Report, node: NodeExpectation) -> None:
 
 
 def _check_gpu_models(report: Report, node: NodeExpectation, gpus: tuple[SmiGpu, ...]) -> None:
-    """One finding per product that is not the profile's model, naming its GPUs; a
-    product of no catalog model is said to be unknown (a GPU newer than the catalog)."""
-    model = node.gpu_model
-    if model is None:
-        return
-    others: dict[tuple[str, int | None, int | None], list[SmiGpu]] = {}
+    """One finding per product that is not the model the profile puts at its device number
+    (gpu's, then other_gpus', by minor number: /dev/nvidiaN), naming its GPUs; a product
+    of no catalog model is said to be unknown (a GPU newer than the catalog)."""
+    expected = node.gpu_models
+    several = len(set(expected)) > 1
+    others: dict[tuple[str, int | None, int | None, GpuModel], list[SmiGpu]] = {}
     for gpu in gpus:
-        if not model_matches(model, gpu.product, gpu.memory_mib, gpu.device_id):
-            others.setdefault((gpu.product, gpu.memory_mib, gpu.device_id), []).append(gpu)
-    for (product, memory_mib, device_id), group in others.items():
+        # A GPU past the profile's count is judged against its one model, if it has one.
+        model = expected[min(gpu.device, len(expected) - 1)]
+        if gpu.device >= len(expected) and several:
+            model = None
+        if model is not None and not model_matches(
+            model, gpu.product, gpu.memory_mib, gpu.device_id
+        ):
+            key = (gpu.product, gpu.memory_mib, gpu.device_id, model)
+            others.setdefault(key, []).append(gpu)
+    for (product, memory_mib, device_id, model), group in others.items():
         memory = f", {memory_mib} MiB" if memory_mib else ""
         which = (
             f"GPU {group[0].index} ({group[0].bus_id})"
@@ -166,7 +173,8 @@ def _check_gpu_models(report: Report, node: NodeExpectation, gpus: tuple[SmiGpu,
             codes.AUDIT_GPU_MODEL,
             "nvidia-smi-q-x",
             f"{which} {'is' if len(group) == 1 else 'are'} {product}{memory}{unknown}; "
-            f"profile {node.host.hardware_name} has {model.name}",
+            f"profile {node.host.hardware_name} has {model.name}"
+            + (" there (gpu, then other_gpus, by device number)" if several else ""),
         )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from clustergen.base.errors import UsageError
-from clustergen.catalog.gpus import GpuModel, profile_gpu
+from clustergen.catalog.gpus import GpuModel, profile_gpu_sets
 from clustergen.catalog.groups import ANSIBLE_PULL_GROUP
 from clustergen.model.common import expand_hostlist
 from clustergen.model.gpu_topology import Topology
@@ -37,7 +37,8 @@ class PlannedCable:
 class NodeExpectation:
     host: Host
     gpu_count: int = 0
-    gpu_model: GpuModel | None = None
+    # Each GPU's catalog model by device number (/dev/nvidiaN): gpu's, then other_gpus'.
+    gpu_models: tuple[GpuModel | None, ...] = ()
     driver: str | None = None
     hcas: tuple[str, ...] = ()  # every RDMA device the profile names
     fabric_hcas: frozenset[str] = frozenset()  # those on the compute fabric (rate, layer)
@@ -129,7 +130,9 @@ def expectations(cluster: ResolvedCluster, tree: AppliedTree) -> dict[str, NodeE
             pull=host.name in pulling,
         )
         if profile.gpu is not None:
-            node.gpu_count, node.gpu_model = profile.gpu.count, profile_gpu(profile)
+            sets = profile_gpu_sets(profile)
+            node.gpu_models = tuple(s.model for s in sets for _ in s.indexes)
+            node.gpu_count = len(node.gpu_models)
             node.driver = spec.software.nvidia_driver
         if fabric is not None and node.fabric_hcas:
             node.rate_gbits = LINK_GBITS.get(fabric.rate)

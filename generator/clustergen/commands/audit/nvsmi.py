@@ -40,6 +40,15 @@ class SmiGpu:
     memory_mib: int | None
     bus_id: str
     device_id: int | None = None  # the PCI device ID of an NVIDIA board (vendor 10de)
+    # <minor_number>: N of /dev/nvidiaN, which gres.conf's File= names. The driver numbers
+    # the devices in PCI bus order, as nvidia-smi does, but not always the same way (an
+    # L4 pair of tests/corpus reads minor 1 at index 0); None where the report says N/A.
+    minor: int | None = None
+
+    @property
+    def device(self) -> int:
+        """The GPU's device number where the report gives one, else its index."""
+        return self.index if self.minor is None else self.minor
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,7 @@ def parse_smi_xml(text: str) -> SmiReport | None:
                 memory_mib=int(total[0]) if total and total[0].isdigit() else None,
                 bus_id=gpu.get("id", ""),
                 device_id=_device_id(gpu.findtext("pci/pci_device_id") or ""),
+                minor=_number(gpu.findtext("minor_number") or ""),
             )
         )
     attached = (root.findtext("attached_gpus") or "").strip()
@@ -81,6 +91,11 @@ def parse_smi_xml(text: str) -> SmiReport | None:
         tuple(gpus),
         int(attached) if attached.isdigit() else None,
     )
+
+
+def _number(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isdigit() else None
 
 
 def _device_id(text: str) -> int | None:

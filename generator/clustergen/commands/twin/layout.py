@@ -10,6 +10,7 @@ from pathlib import Path
 
 import hostlist
 
+from clustergen.catalog.gpus import profile_gpu_count
 from clustergen.commands.twin.conf import (
     SITE_ONLY_ACCOUNTING_SLURM_CONF,
     SITE_ONLY_SLURM_CONF,
@@ -130,7 +131,7 @@ def choose_nodes(cluster: ResolvedCluster, nodes_per_group: int | None) -> NodeC
         if in_partition and not chosen.intersection(in_partition):
             chosen.add(in_partition[0])
     started = tuple(
-        TwinNode(host.name, host.hardware_name, host.hardware.gpu.count if host.hardware.gpu else 0)
+        TwinNode(host.name, host.hardware_name, profile_gpu_count(host.hardware))
         for host in compute
         if host.name in chosen
     )

@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from clustergen.catalog.gpus import profile_gpu_count
 from clustergen.outputs.facility.elevation import CHAR_PX, Box, Text, fit
 from clustergen.outputs.facility.ports import count_switches, switch_rails
 from clustergen.resolve import ResolvedCluster
@@ -174,7 +175,9 @@ def _rows(
     step = _chunks(len(groups))
     leaves_row: list[_Item] = []
     node_row: list[_Item] = []
-    gpus = {host.name: host.hardware.gpu.count for host in cluster.compute if host.hardware.gpu}
+    gpus = {
+        host.name: profile_gpu_count(host.hardware) for host in cluster.compute if host.hardware.gpu
+    }
     for number, start in enumerate(range(0, len(groups), step)):
         chunk = groups[start : start + step]
         names = [name for leaves, _ in chunk for name in leaves]

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from clustergen.catalog.gpus import profile_gpu_count
 from clustergen.outputs.facility.ports import count_switches, fabric_planes
 from clustergen.resolve import ResolvedCluster
 from clustergen.resolve.fabric import tiers
@@ -115,8 +116,7 @@ class _Fabric:
                     leaves.setdefault(node, []).append(row.name)
         # One look-up a profile, not a node: 16k nodes share a handful of profiles.
         counts = {
-            name: profile.gpu.count if profile.gpu is not None else 0
-            for name, profile in cluster.spec.hardware.items()
+            name: profile_gpu_count(profile) for name, profile in cluster.spec.hardware.items()
         }
         self.gpus = {name: counts.get(host.hardware_name, 0) for name, host in compute.items()}
         # Nodes that hang from the same leaves (a scalable unit) share one entry.

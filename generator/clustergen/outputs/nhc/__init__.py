@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import jinja2
 
 from clustergen.base.artifacts import NO_CHANGE, Artifact, Install, NodeChange
-from clustergen.catalog.gpus import profile_cpu_arch, profile_gpu
+from clustergen.catalog.gpus import profile_cpu_arch, profile_gpu, profile_gpu_count
 from clustergen.catalog.xids import DRAIN_XIDS
 from clustergen.model.hardware import HardwareProfile
 from clustergen.model.network import LINK_GBITS
@@ -141,7 +141,8 @@ def _profile_lines(cluster: ResolvedCluster, hosts: list[Host]) -> list[CheckLin
         ]
     if profile.gpu is not None:
         nvlink = " nvlink" if profile.gpu.nvlink_domain is not None else ""
-        lines.append(CheckLine(where, f"check_clustergen_gpu {profile.gpu.count}{nvlink}"))
+        count = profile_gpu_count(profile)
+        lines.append(CheckLine(where, f"check_clustergen_gpu {count}{nvlink}"))
         if cluster.spec.software.dcgm is not None:
             lines.append(CheckLine(where, "check_clustergen_dcgm"))
     return lines

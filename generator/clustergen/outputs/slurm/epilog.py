@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from clustergen.catalog.gpus import profile_gpu_count
 from clustergen.resolve import ResolvedCluster
 from clustergen.resolve.imex_mode import IMEX_ETC, IMEX_SERVICE, NODES_CONFIG, imex_start
 from clustergen.spec.hosts import Host, NameRange, name_ranges
@@ -109,6 +110,11 @@ def epilog_profiles(cluster: ResolvedCluster) -> list[EpilogProfile]:
         nvlink = gpu.nvlink_domain is not None
         imex = nvlink and start is not None and start.always_on
         profiles[host.hardware_name] = EpilogProfile(
-            host.hardware_name, gpu.count, fabric_manager, rails, nvlink, imex
+            host.hardware_name,
+            profile_gpu_count(host.hardware),
+            fabric_manager,
+            rails,
+            nvlink,
+            imex,
         )
     return list(profiles.values())

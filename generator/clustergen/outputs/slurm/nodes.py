@@ -9,7 +9,7 @@ import ipaddress
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from clustergen.catalog.gpus import profile_gres_type, superchip_cores
+from clustergen.catalog.gpus import profile_gpu_count, profile_gpu_sets, superchip_cores
 from clustergen.model import Spec
 from clustergen.model.common import parse_slurm_time
 from clustergen.model.gpu_topology import core_ids
@@ -57,7 +57,8 @@ def _node_features(spec: Spec, host: Host) -> list[str]:
     group = spec.nodes[host.group_index]
     if spec.slurm.keep_imported:  # an imported cluster keeps the features it has
         return list(dict.fromkeys(group.features))
-    features = [host.hardware_name, profile_gres_type(host.hardware), *group.features]
+    types = [s.gres_type for s in profile_gpu_sets(host.hardware)]
+    features = [host.hardware_name, *types, *group.features]
     return list(dict.fromkeys(f for f in features if f))
 
 
@@ -125,7 +126,8 @@ def node_lines(spec: Spec, compute: Sequence[Host]) -> list[NodeLine]:
         if reserve is not None and reserve.memory_gib:
             settings.append(("MemSpecLimit", str(reserve.memory_gib * 1024)))
         if profile.gpu is not None:
-            settings.append(("Gres", f"gpu:{profile_gres_type(profile)}:{profile.gpu.count}"))
+            gres = ",".join(f"gpu:{s.gres_type}:{s.count}" for s in profile_gpu_sets(profile))
+            settings.append(("Gres", gres))
         if _node_features(spec, first):
             settings.append(("Features", ",".join(_node_features(spec, first))))
         weight = spec.nodes[first.group_index].weight
@@ -182,7 +184,7 @@ def gpu_share(profile: HardwareProfile) -> GpuShare | None:
         return None
     threads = profile.cpu.threads_per_core
     node_cpus, memory = profile.job_cpus(), profile.job_memory_mib()
-    count = profile.gpu.count
+    count = profile_gpu_count(profile)  # a job may take every GPU of every type
     cores_each = node_cpus // threads // count
     return GpuShare(
         cpus=cores_each * threads if cores_each else node_cpus // count,
@@ -279,24 +281,30 @@ def gres_lines(spec: Spec, compute: Sequence[Host]) -> list[GresLine]:
     lines = []
     for members in _groups_in_order(gpu_hosts, lambda h: h.hardware_name):
         profile = members[0].hardware
-        assert profile.gpu is not None
-        count = profile.gpu.count
-        names, kind = compress([h.name for h in members]), str(profile_gres_type(profile))
+        names, sets = compress([h.name for h in members]), profile_gpu_sets(profile)
+        kinds = {index: s.gres_type for s in sets for index in s.indexes}
         if profile.topology is not None and profile.topology.gpus:
             lines += [
-                GresLine(names, kind, f"/dev/nvidia{gpu.index}", _socket_cores(profile, gpu.cores))
+                GresLine(
+                    names,
+                    kinds.get(gpu.index, sets[0].gres_type),
+                    f"/dev/nvidia{gpu.index}",
+                    _socket_cores(profile, gpu.cores),
+                )
                 for gpu in sorted(profile.topology.gpus, key=lambda g: g.index)
             ]
             continue
         cores = superchip_cores(profile)
         if cores is not None:  # a Grace superchip's GPUs: each by its own CPU's cores
             lines += [
-                GresLine(names, kind, f"/dev/nvidia{index}", core)
+                GresLine(names, kinds[index], f"/dev/nvidia{index}", core)
                 for index, core in enumerate(cores)
             ]
             continue
-        files = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
-        lines.append(GresLine(names, kind, files))
+        for gpus in sets:
+            last = gpus.first + gpus.count - 1
+            files = f"/dev/nvidia{last}" if gpus.count == 1 else f"/dev/nvidia[{gpus.first}-{last}]"
+            lines.append(GresLine(names, gpus.gres_type, files))
     return lines
 
 
