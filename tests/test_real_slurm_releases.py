@@ -139,6 +139,46 @@ def test_release_slurmd_reads_the_rendered_gres_conf(
         assert report.gpu_count(profile_gres_type(host.hardware)) == gpus[host.name], report.output
 
 
+@pytest.mark.parametrize("series", sorted(RELEASES))
+def test_release_takes_several_gpu_types_and_a_quoted_value(
+    series: str, tmp_path: Path, chroot_for: ChrootFor, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """What a real site's files hold that the reference specs do not (issue 41), on each
+    release: a node of three GPU models (Gres= lists each type, gres.conf gives each its
+    device files) and InteractiveStepOptions with spaces, written quoted."""
+    spec = pinned_spec(
+        REFERENCE_SPECS[0].parent / "ml-training-8node.yaml", RELEASES[series], tmp_path
+    )
+    text = spec.read_text(encoding="utf-8")
+    gpu = "    gpu: {model: h100-sxm5-80gb, count: 8, nvswitch: true}\n"
+    others = "    other_gpus: [{model: l40s, count: 2}, {model: a100-pcie-80gb, count: 1}]\n"
+    assert gpu in text
+    option = "    InteractiveStepOptions: --interactive --preserve-env --pty $SHELL\n"
+    given = "    SlurmdTimeout: 300\n"
+    assert given in text
+    text = text.replace(gpu, gpu + others, 1).replace(given, given + option, 1)
+    spec.write_text(text, encoding="utf-8")
+    result = cli("render", str(spec), "-o", str(tmp_path / "out"))
+    assert result.code == 0, result.err
+    conf = (tmp_path / "out" / "slurm" / "slurm.conf").read_text(encoding="utf-8")
+    assert 'InteractiveStepOptions="--interactive --preserve-env --pty $SHELL"\n' in conf
+    cluster, _ = validate_cluster(load_spec(str(spec)))
+    assert cluster is not None
+    tree = chroot_for(series)
+    report = run_controller(tree, tmp_path / "out" / "slurm", tmp_path / "check")
+    print(report.summary())
+    assert report.config_problems() == []
+    assert_report_matches(report, cluster, derive_slurm(cluster))
+    config = report.raw["scontrol show config"]
+    assert re.search(
+        r"(?m)^InteractiveStepOptions += --interactive --preserve-env --pty \$SHELL$", config
+    ), config
+    gres = run_slurmd_gres(tree, tmp_path / "out" / "slurm", tmp_path, {"gpu01": 11})["gpu01"]
+    assert gres.ok, gres.output
+    counts = {kind: gres.gpu_count(kind) for kind in ("h100", "l40s", "a100")}
+    assert counts == {"h100": 8, "l40s": 2, "a100": 1}, gres.output
+
+
 # --- the topology syntax clustergen writes next, proven on the daemons -----------------
 
 

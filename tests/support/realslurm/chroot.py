@@ -205,6 +205,7 @@ say "scontrol show node -o"; scontrol show node -o
 say "scontrol show partition -o"; scontrol show partition -o
 say "sinfo"; sinfo -h -N -o "SINFO"
 say "scontrol show topology"; scontrol show topology
+say "scontrol show config"; scontrol show config
 echo "$extra" | while read -r args; do
   [ -n "$args" ] && { say "scontrol show topology $args"; scontrol show topology $args; }
 done
