@@ -82,3 +82,33 @@ def test_the_pull_benchmark_spec_renders_pull_mode() -> None:
     cluster, problems = validate_cluster(parse_spec(text, "pull.yaml", "pull.yaml"))
     assert cluster is not None, [problem.format() for problem in problems[:5]]
     assert "pull/clustergen-pull.timer" in render_all(cluster)
+
+
+@pytest.mark.slow
+def test_the_floor_benchmark_runs_each_target_at_a_small_size(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """benchmarks/bench_floor.py (issue 42's targets at 1k, 16k and 65,536 nodes) at 512
+    nodes, both forms: every command it times runs under the open-files limit, the
+    one-node change plans as changes to apply, and the table has each ratio."""
+    import importlib.util
+
+    from support.paths import REPO
+
+    benchmarks = str(REPO / "benchmarks")
+    sys.path.insert(0, benchmarks)
+    try:
+        found = importlib.util.spec_from_file_location(
+            "bench_floor", REPO / "benchmarks/bench_floor.py"
+        )
+        assert found is not None and found.loader is not None
+        bench = importlib.util.module_from_spec(found)
+        sys.modules["bench_floor"] = bench  # its dataclasses look their module up
+        found.loader.exec_module(bench)
+    finally:
+        sys.path.remove(benchmarks)
+    results = {(512, form): bench.measure(tmp_path, 512, form) for form in ("compact", "rails")}
+    for figures in results.values():
+        assert figures["files"] > 512 * 4 and figures["floor"] > 0
+        assert figures["render"] > 0 and figures["plan"] > 0 and figures["check"] > 0
+    rows = bench.table(results)
+    assert rows[2].startswith("| 512 | compact |") and rows[3].startswith("| 512 | rails |")
+    assert "- 512 nodes: rail form / tree form render time" in "\n".join(rows)

@@ -78,7 +78,9 @@ class Tree:
         """Close the folders used longest ago beyond KEPT_FOLDERS (never the tree's own):
         called as each call starts, so no descriptor is closed while a call uses it."""
         surplus = len(self._folders) - KEPT_FOLDERS
-        for known in [k for k in self._folders if k][: max(0, surplus)]:
+        if surplus <= 0:  # the common case: no list of the folders made for nothing
+            return
+        for known in [k for k in self._folders if k][:surplus]:
             os.close(self._folders.pop(known))
 
     def open_folders(self) -> int:

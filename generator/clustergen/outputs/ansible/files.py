@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
@@ -110,10 +111,19 @@ def _entries_text(entries: Sequence[Mapping[str, FileField]]) -> str:
     return "".join(parts)
 
 
+# A string JSON writes as it is, between double quotes: nothing to escape (no quote,
+# backslash, control or non-ASCII character) and none of the characters tojson escapes.
+_PLAIN = re.compile(r"[A-Za-z0-9 _./:@+=,%#$()*!?;~^|{}\[\]-]*")
+
+
 def json_quoted(value: str | bool | list[str] | dict[str, str] | None) -> str:
     """A scalar (or a list or mapping of strings) as the templates' tojson filter writes
     it (JSON, with <, >, & and ' escaped): a double-quoted YAML scalar (or flow sequence
-    or mapping of them) whatever the value holds."""
+    or mapping of them) whatever the value holds. A plain string (the paths, owners and
+    modes of every file list, 400,000 of them at 16k nodes) is quoted without a JSON
+    encoder: the same text."""
+    if isinstance(value, str) and _PLAIN.fullmatch(value):
+        return f'"{value}"'
     return (
         json.dumps(value)
         .replace("<", "\\u003c")
