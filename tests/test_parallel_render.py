@@ -314,3 +314,66 @@ def test_no_second_process_renders_in_one(
     assert refused == [failing]
     assert tree_state(out) == tree_state(serial)
     assert sorted(p.name for p in out.parent.iterdir()) == ["site"]
+
+
+@pytest.mark.usefixtures("two_processes")
+@pytest.mark.parametrize("spec", [ML, "large"])
+def test_the_commands_that_write_nothing_render_the_serial_files(
+    spec: Path | str, large: Path
+) -> None:
+    """render --check and --diff, and plan, render in two processes too: the files are
+    render_all's, byte for byte, with the same install metadata."""
+    from clustergen.render import render_all
+    from clustergen.spec.load import load_spec
+    from clustergen.validate import validate_cluster
+
+    cluster, _ = validate_cluster(load_spec(str(large if spec == "large" else spec)))
+    assert cluster is not None
+    assert parallel.render_all_in_two(cluster) == render_all(cluster)
+
+
+@pytest.mark.usefixtures("two_processes")
+@pytest.mark.parametrize("argv", [["--check"], ["--diff"]], ids=["check", "diff"])
+def test_check_diff_and_plan_say_what_the_serial_ones_say(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, large: Path, argv: list[str]
+) -> None:  # type: ignore[no-untyped-def]
+    text = large.read_text(encoding="utf-8")
+    assert 'max_time: "01:00:00"' in text
+    changed = tmp_path / "changed.yaml"  # the debug partition's limit: slurm.conf changes
+    changed.write_text(text.replace('max_time: "01:00:00"', 'max_time: "02:00:00"'), "utf-8")
+    said = {}
+    for mode in ("serial", "two"):
+        out = tmp_path / mode  # --diff writes: a tree of its own for each
+        assert cli("render", str(large), "-o", str(out)).code == 0
+        if mode == "serial":
+            monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
+        else:
+            monkeypatch.delenv("CLUSTERGEN_SERIAL")
+        plan = cli("plan", str(changed), "-o", str(out))
+        check = cli("render", str(changed), "-o", str(out), *argv)
+        said[mode] = tuple(
+            part.replace(str(out), "OUT") if isinstance(part, str) else part
+            for part in (check.code, check.out, check.err, plan.code, plan.out, plan.err)
+        )
+    assert said["two"] == said["serial"]
+    assert said["two"][0] == (1 if argv == ["--check"] else 0), said["two"][2]
+    assert said["two"][3] == 4 and "slurm.conf" in said["two"][4]
+
+
+@pytest.mark.usefixtures("two_processes")
+def test_a_bug_in_the_child_of_a_check_is_an_internal_error(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "site"
+    assert cli("render", str(ML), "-o", str(out)).code == 0
+
+    def broken(cluster, env):  # type: ignore[no-untyped-def]
+        raise TypeError("a facility bug")
+
+    monkeypatch.setitem(FAMILIES, "facility", broken)
+    for argv in (["render", str(ML), "-o", str(out), "--check"], ["plan", str(ML), "-o", str(out)]):
+        result = cli(*argv)
+        assert result.code == 3, result.err
+        assert "in the process rendering the uninstalled families: TypeError: a facility bug" in (
+            result.err
+        )

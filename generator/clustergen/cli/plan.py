@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from clustergen.commands.parallel import render_all_in_two
     from clustergen.commands.plan import make_plan
     from clustergen.commands.plan_text import json_text, markdown
-    from clustergen.render import render_all
     from clustergen.write.changes import unrendered_ansible_files, unrendered_message
     from clustergen.write.journal import pending
     from clustergen.write.manifest import with_manifest
@@ -36,7 +36,7 @@ def execute(args: argparse.Namespace) -> int:
     if cluster is None:
         raise SpecInvalid(problems)
     print_problems(problems, "text")
-    files = with_manifest(render_all(cluster), cluster.spec.cluster.name)
+    files = with_manifest(render_all_in_two(cluster), cluster.spec.cluster.name)
     plan = make_plan(cluster, files, out_dir, args.driver_batch_size, args.driver_domains_per_batch)
     for path in unrendered_ansible_files(out_dir, files):
         print(unrendered_message(out_dir, path), file=sys.stderr)

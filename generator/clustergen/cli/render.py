@@ -63,9 +63,8 @@ def execute(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
     # Only render needs jinja2 and the writer; validate starts faster without them.
-    from clustergen.commands.parallel import render_into
+    from clustergen.commands.parallel import render_all_in_two, render_into
     from clustergen.outputs import FAMILIES
-    from clustergen.render import render_all
     from clustergen.write.changes import (
         file_changes,
         kept_message,
@@ -112,7 +111,7 @@ def execute(args: argparse.Namespace) -> int:
             print(unrendered_message(out_dir, path), file=sys.stderr)
         _summary(out_dir, changes, say)
         return int(ExitCode.OK)
-    rendered = render_all(cluster)
+    rendered = render_all_in_two(cluster)
     files: dict[str, Artifact] = with_manifest(rendered, cluster.spec.cluster.name)
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
     changes = file_changes(out_dir, files, adopt=args.adopt or args.check, families=FAMILIES)

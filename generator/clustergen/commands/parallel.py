@@ -32,6 +32,7 @@ from pathlib import Path
 
 import jinja2
 
+from clustergen.base.artifacts import Artifact
 from clustergen.base.errors import UsageError
 from clustergen.outputs import FAMILIES, UNINSTALLED
 from clustergen.render import by_path, render_all, render_families, render_rest
@@ -58,6 +59,30 @@ def render_into(
     return write(out_dir, render_all(cluster), name, adopt=adopt, families=FAMILIES)
 
 
+def render_all_in_two(cluster: ResolvedCluster) -> dict[str, Artifact]:
+    """render_all's files, on two cores where the spec is large (as render_into): for
+    the commands that read the tree and write nothing (render --check and --diff,
+    plan). The child renders the uninstalled families and sends their files back; the
+    Ansible family never sees them (it installs only what declares an install), so the
+    files are byte for byte render_all's."""
+    if not _two_processes(cluster):
+        return render_all(cluster)
+    env = environment()
+    try:
+        child = _Child.start(_Job(None, cluster, env, sorted(UNINSTALLED)))
+    except OSError:
+        return render_all(cluster)
+    try:
+        installed = [name for name in FAMILIES if name not in UNINSTALLED]
+        rest = render_rest(cluster, env, render_families(cluster, env, installed))
+    except BaseException:
+        child.finish(failed=True)
+        raise
+    files = child.finish().files
+    assert files is not None
+    return by_path([*rest.values(), *files.values()])
+
+
 def _two_processes(cluster: ResolvedCluster) -> bool:
     if os.environ.get("CLUSTERGEN_SERIAL") == "1" or not hasattr(os, "fork"):
         return False
@@ -71,9 +96,10 @@ def _two_processes(cluster: ResolvedCluster) -> bool:
 @dataclass(frozen=True)
 class _Job:
     """The child's part, inherited through the fork: the families it renders, the
-    resolved cluster and template environment, and the write it stages into."""
+    resolved cluster and template environment, and the write it stages into (None: it
+    sends its files back instead, for a command that writes nothing)."""
 
-    writer: TreeWrite
+    writer: TreeWrite | None
     cluster: ResolvedCluster
     env: jinja2.Environment
     names: list[str]
@@ -81,9 +107,11 @@ class _Job:
 
 @dataclass(frozen=True)
 class _Done:
-    """The child's report: the part it staged (write.Part)."""
+    """The child's report: the part it staged (write.Part), or the files it rendered
+    where it stages nothing."""
 
     part: Part
+    files: dict[str, Artifact] | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +151,7 @@ class _Child:
     """The forked child's side of the pipe: its report is read whole (however often
     the reading is interrupted) and the child reaped exactly once."""
 
-    def __init__(self, pid: int, reader: int, writer: TreeWrite) -> None:
+    def __init__(self, pid: int, reader: int, writer: TreeWrite | None) -> None:
         self.pid = pid
         self.reader = reader
         self.writer = writer
@@ -182,7 +210,8 @@ class _Child:
         # Killed before it reported: its temporaries are found by name, and the folders
         # it made (told before it staged anything) are removed once empty. (A new tree's
         # staging folder goes whole.)
-        self.writer.sweep([f for m in messages if isinstance(m, _Made) for f in m.folders])
+        if self.writer is not None:
+            self.writer.sweep([f for m in messages if isinstance(m, _Made) for f in m.folders])
         code = os.waitstatus_to_exitcode(status)
         how = f"signal {-code}" if code < 0 else f"exit status {code}"
         return _Failed(internal=f"it ended with {how} before it reported")
@@ -225,7 +254,7 @@ def _child_main(writer: int, job: _Job) -> None:
     try:
         _send(writer, report)
     except BaseException:  # the parent is gone: nobody will commit what was staged
-        if isinstance(report, _Done):
+        if isinstance(report, _Done) and job.writer is not None:
             job.writer.take_back(report.part)
         status = 1
     finally:
@@ -235,5 +264,7 @@ def _child_main(writer: int, job: _Job) -> None:
 def _child_part(writer: int, job: _Job) -> _Done:
     rendered = render_families(job.cluster, job.env, job.names).values()
     files = by_path(artifact for artifacts in rendered for artifact in artifacts)
+    if job.writer is None:
+        return _Done(Part(), files)
     made = lambda folders: _send(writer, _Made(list(folders)))  # noqa: E731
     return _Done(job.writer.stage(files, folders_made=made))
