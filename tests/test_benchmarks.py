@@ -60,24 +60,10 @@ def test_the_rail_optimised_form_is_valid_non_blocking_and_cables_every_hca(form
 def test_the_pull_benchmark_spec_renders_pull_mode() -> None:
     """benchmarks/bench_pull.py measures a tree with pull mode in it: its spec (the
     compact spec on Debian 13 with ansible.pull) is valid and renders the pull family."""
-    import importlib.util
-
     from clustergen.render import render_all
     from clustergen.validate import validate_cluster
 
-    from support.paths import REPO
-
-    benchmarks = str(REPO / "benchmarks")
-    sys.path.insert(0, benchmarks)
-    try:
-        found = importlib.util.spec_from_file_location(
-            "bench_pull", REPO / "benchmarks/bench_pull.py"
-        )
-        assert found is not None and found.loader is not None
-        bench = importlib.util.module_from_spec(found)
-        found.loader.exec_module(bench)
-    finally:
-        sys.path.remove(benchmarks)
+    bench = _bench_module("bench_pull")
     text = bench.pull_spec(64)
     cluster, problems = validate_cluster(parse_spec(text, "pull.yaml", "pull.yaml"))
     assert cluster is not None, [problem.format() for problem in problems[:5]]
@@ -89,22 +75,7 @@ def test_the_floor_benchmark_runs_each_target_at_a_small_size(tmp_path) -> None:
     """benchmarks/bench_floor.py (issue 42's targets at 1k, 16k and 65,536 nodes) at 512
     nodes, both forms: every command it times runs under the open-files limit, the
     one-node change plans as changes to apply, and the table has each ratio."""
-    import importlib.util
-
-    from support.paths import REPO
-
-    benchmarks = str(REPO / "benchmarks")
-    sys.path.insert(0, benchmarks)
-    try:
-        found = importlib.util.spec_from_file_location(
-            "bench_floor", REPO / "benchmarks/bench_floor.py"
-        )
-        assert found is not None and found.loader is not None
-        bench = importlib.util.module_from_spec(found)
-        sys.modules["bench_floor"] = bench  # its dataclasses look their module up
-        found.loader.exec_module(bench)
-    finally:
-        sys.path.remove(benchmarks)
+    bench = _bench_module("bench_floor")
     results = {(512, form): bench.measure(tmp_path, 512, form) for form in ("compact", "rails")}
     for figures in results.values():
         assert figures["files"] > 512 * 4 and figures["floor"] > 0
@@ -112,3 +83,22 @@ def test_the_floor_benchmark_runs_each_target_at_a_small_size(tmp_path) -> None:
     rows = bench.table(results)
     assert rows[2].startswith("| 512 | compact |") and rows[3].startswith("| 512 | rails |")
     assert "- 512 nodes: rail form / tree form render time" in "\n".join(rows)
+
+
+def _bench_module(name: str):  # type: ignore[no-untyped-def]
+    """benchmarks/NAME.py as a module (the scripts import their neighbours by name)."""
+    import importlib.util
+
+    from support.paths import REPO
+
+    benchmarks = str(REPO / "benchmarks")
+    sys.path.insert(0, benchmarks)
+    try:
+        found = importlib.util.spec_from_file_location(name, REPO / f"benchmarks/{name}.py")
+        assert found is not None and found.loader is not None
+        bench = importlib.util.module_from_spec(found)
+        sys.modules[name] = bench  # a dataclass of the module looks its module up
+        found.loader.exec_module(bench)
+    finally:
+        sys.path.remove(benchmarks)
+    return bench
