@@ -5,6 +5,7 @@ cluster. Nothing here is installed on nodes. A spec without racks renders none o
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import jinja2
@@ -77,8 +78,14 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
             sheets[name] = csv_text(header, rows)
     tier = tiers(cluster)  # once: the port map, the failures and the drawing read it
     ports = port_map(cluster, facility.cable_rows, tier)
+    # The cables are in cables.csv and the port map now, and no page reads their rows:
+    # at 16k nodes on a rail fabric they are 400,000 tuples the pages below need not hold.
+    facility = dataclasses.replace(facility, cable_rows=())
+    ports_page = None
     if ports.rows:
         sheets["ports.csv"] = csv_text(PORT_HEADER, ports.rows)
+        ports_page = _ports_page(cluster, ports)
+    del ports  # its rows are in ports.csv and its page: 650,000 tuples at 16k on rails
     artifacts += [Artifact(f"facility/{name}", text) for name, text in sheets.items()]
     drawing = fabric_drawing(cluster, tier)
     if drawing is not None:
@@ -91,8 +98,8 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         "pdus.md": _pdu_sheet(facility),
         "failure-domains.md": {"failure_rows": failure_rows(failure_report(cluster, tier))},
     }
-    if ports.rows:
-        pages["ports.md"] = {"ports_page": _ports_page(cluster, ports)}
+    if ports_page is not None:
+        pages["ports.md"] = {"ports_page": ports_page}
     for name, values in pages.items():
         text = render_template(env, f"facility/{name}.j2", cluster, facility=facility, **values)
         artifacts.append(Artifact(f"facility/{name}", text))

@@ -149,6 +149,9 @@ def number(value: float) -> str:
     return f"{value:.0f}"
 
 
+_BLOCK_ROWS = 8192
+
+
 def csv_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """The CSV file of a table, as csv.writer writes it (minimal quoting, "\\n" lines).
 
@@ -159,8 +162,14 @@ def csv_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     commas and line breaks are counted, so one inside a cell shows), and for a row of
     fewer than two cells (one empty cell is written "").
     """
-    lines = [",".join(header), *map(",".join, rows), ""]
-    text = "\n".join(lines)
+    # Joined a block of rows at a time: the lines of a whole sheet at once (650,000 of
+    # them in a 16k-node rail fabric's port sheet) held 70 MB beside its text.
+    blocks = [",".join(header) + "\n"]
+    for start in range(0, len(rows), _BLOCK_ROWS):
+        block = rows[start : start + _BLOCK_ROWS]
+        blocks.append("".join(",".join(row) + "\n" for row in block))
+    text = "".join(blocks)
+    del blocks
     commas = len(header) - 1 + sum(map(len, rows)) - len(rows)
     if (
         len(header) > 1
@@ -168,7 +177,7 @@ def csv_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         and '"' not in text
         and "\r" not in text
         and text.count(",") == commas
-        and text.count("\n") == len(lines) - 1
+        and text.count("\n") == len(rows) + 1
     ):
         return text
     out = io.StringIO()
