@@ -297,15 +297,10 @@ def profile_gpu(profile: HardwareProfile) -> GpuModel | None:
 
 
 def profile_gres_type(profile: HardwareProfile) -> str | None:
-    """The GRES type of a profile's GPUs (gpu:<type>:<count>): gpu.gres_type where the
+    """The GRES type of a profile's gpu (gpu:<type>:<count>): gpu.gres_type where the
     spec says it, else the catalog's for the model; None without GPUs."""
-    if profile.gpu is None:
-        return None
-    if profile.gpu.gres_type:
-        return profile.gpu.gres_type
-    model = profile_gpu(profile)
-    assert model is not None, "validation refuses an unknown GPU model"
-    return model.gres_type
+    sets = profile_gpu_sets(profile)
+    return sets[0].gres_type if sets else None
 
 
 @dataclass(frozen=True)

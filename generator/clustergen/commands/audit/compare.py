@@ -147,10 +147,10 @@ def _check_gpu_models(report: Report, node: NodeExpectation, gpus: tuple[SmiGpu,
     several = len(set(expected)) > 1
     others: dict[tuple[str, int | None, int | None, GpuModel], list[SmiGpu]] = {}
     for gpu in gpus:
-        # A GPU past the profile's count is judged against its one model, if it has one.
-        model = expected[min(gpu.device, len(expected) - 1)]
-        if gpu.device >= len(expected) and several:
-            model = None
+        if gpu.device < len(expected):
+            model = expected[gpu.device]
+        else:  # past the profile's count: judged against its one model, if it has one
+            model = None if several else expected[0]
         if model is not None and not model_matches(
             model, gpu.product, gpu.memory_mib, gpu.device_id
         ):

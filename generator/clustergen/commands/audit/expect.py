@@ -109,6 +109,11 @@ def expectations(cluster: ResolvedCluster, tree: AppliedTree) -> dict[str, NodeE
     fabric = network.fabric if network else None
     lnet = _lnet_by_profile(cluster)
     pulling = cluster.members.get(ANSIBLE_PULL_GROUP, frozenset())
+    # Each GPU's model by device number, once a profile (gpu's, then other_gpus').
+    models = {
+        name: tuple(s.model for s in profile_gpu_sets(profile) for _ in s.indexes)
+        for name, profile in spec.hardware.items()
+    }
     expected = {}
     for host in cluster.hosts:
         if not host.profiled:
@@ -130,8 +135,7 @@ def expectations(cluster: ResolvedCluster, tree: AppliedTree) -> dict[str, NodeE
             pull=host.name in pulling,
         )
         if profile.gpu is not None:
-            sets = profile_gpu_sets(profile)
-            node.gpu_models = tuple(s.model for s in sets for _ in s.indexes)
+            node.gpu_models = models[host.hardware_name]
             node.gpu_count = len(node.gpu_models)
             node.driver = spec.software.nvidia_driver
         if fabric is not None and node.fabric_hcas:

@@ -175,8 +175,10 @@ def _rows(
     step = _chunks(len(groups))
     leaves_row: list[_Item] = []
     node_row: list[_Item] = []
+    # One count a profile, not a node: 65,536 nodes share a handful of profiles.
+    per_profile = {name: profile_gpu_count(p) for name, p in cluster.spec.hardware.items()}
     gpus = {
-        host.name: profile_gpu_count(host.hardware) for host in cluster.compute if host.hardware.gpu
+        host.name: per_profile[host.hardware_name] for host in cluster.compute if host.hardware.gpu
     }
     for number, start in enumerate(range(0, len(groups), step)):
         chunk = groups[start : start + step]
