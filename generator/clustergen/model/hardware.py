@@ -104,8 +104,8 @@ class Gpu(StrictModel):
 
 
 class OtherGpus(StrictModel):
-    """GPUs of a second type in the same node, beside the profile's gpu (a T4 for
-    inference or display beside A100s): Gres=gpu:<type>:<count> for each type on the
+    """GPUs of a second type in the same node, beside the profile's gpu (an L40S for
+    inference or display beside H100s): Gres=gpu:<type>:<count> for each type on the
     NodeName line, and gres.conf File= lines for their device files, which follow gpu's in
     the order listed (the driver numbers /dev/nvidiaN in PCI bus order: `clustergen audit`
     checks each against nvidia-smi's minor numbers)."""
