@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
-from clustergen.catalog.distributions import DISTRIBUTIONS, nvidia_repository
+from clustergen.catalog.distributions import (
+    DISTRIBUTIONS,
+    REFUSED_DISTRIBUTIONS,
+    nvidia_repository,
+)
 from clustergen.model.software import OperatingSystem
 from clustergen.render import render_all
 from clustergen.spec.load import LoadedSpec
@@ -45,6 +49,23 @@ def _validate(data: dict[str, Any]) -> tuple[Any, list[tuple[str, str, str]]]:
 
 def test_the_spec_language_and_the_catalog_list_the_same_systems() -> None:
     assert set(typing.get_args(OperatingSystem)) == set(DISTRIBUTIONS)
+
+
+@pytest.mark.parametrize("os", sorted(REFUSED_DISTRIBUTIONS))
+def test_el8_is_refused_with_its_reason_not_only_not_allowed(os: str) -> None:
+    """RHEL 8 and Rocky 8 are known: validate says why they are refused and what to move
+    to, where any other unknown name gets 'not allowed' and the nearest name."""
+    assert os not in DISTRIBUTIONS
+    data = _spec("rocky-9")
+    data["software"]["os"] = os
+    cluster, problems = _validate(data)
+    assert cluster is None
+    ((code, severity, message),) = problems
+    assert (code, severity) == ("software.os-refused", "error")
+    assert "Python 3.6" in message and "rocky-9" in message and "ansible/ansible#83357" in message
+    data["software"]["os"] = "rocky-7"
+    _, problems = _validate(data)
+    assert [p[0] for p in problems] == ["shape.not-allowed"]
 
 
 @pytest.mark.parametrize("os", sorted(DISTRIBUTIONS))

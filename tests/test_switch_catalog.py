@@ -25,7 +25,17 @@ FABRIC_DOC = REPO / "docs" / "fabric.md"
 
 
 def test_the_models_the_issue_names_are_there() -> None:
-    for key in ("sb7800", "qm8700", "qm8790", "qm9700", "qm9790", "q3400", "sn5600", "sn4700"):
+    for key in (
+        "sx6036",
+        "sb7800",
+        "qm8700",
+        "qm8790",
+        "qm9700",
+        "qm9790",
+        "q3400",
+        "sn5600",
+        "sn4700",
+    ):
         assert key in SWITCH_MODELS, key
 
 
@@ -100,7 +110,7 @@ def test_aliases_name_one_model_each() -> None:
 
 def test_the_usual_infiniband_switch_keeps_its_ports() -> None:
     """resolve.py's default radix per rate: what it was before the catalog."""
-    assert INFINIBAND_SWITCH_PORTS == {"edr": 36, "hdr": 40, "ndr": 64, "xdr": 144}
+    assert INFINIBAND_SWITCH_PORTS == {"fdr": 36, "edr": 36, "hdr": 40, "ndr": 64, "xdr": 144}
     for rate, key in USUAL_INFINIBAND_SWITCH.items():
         assert SWITCH_MODELS[key].rate == rate
 

@@ -28,6 +28,7 @@ from clustergen.base.errors import (
     masked,
 )
 from clustergen.base.suggest import did_you_mean, nearest
+from clustergen.catalog.distributions import REFUSED_DISTRIBUTIONS
 from clustergen.checks import run_checks
 from clustergen.model import Spec
 from clustergen.model.common import HostlistBudget, StrictModel
@@ -333,6 +334,10 @@ def _not_allowed(path: SpecPath, value: Any, ctx: dict[str, Any]) -> Problem:
             path,
             f"{_show(value)} is a string here; write {value} without quotes",
         )
+    os_name = isinstance(value, str) and path == ("software", "os")
+    refused = REFUSED_DISTRIBUTIONS.get(value) if os_name else None
+    if refused is not None:
+        return Problem(codes.SOFTWARE_OS_REFUSED, path, f"{_show(value)} is refused: {refused}")
     hint = did_you_mean(str(value), choices) if isinstance(value, str) else ""
     subject = _show(value) if isinstance(value, str) else _got(value)
     return Problem(

@@ -709,6 +709,11 @@ SOFTWARE_NVLSM_WITHOUT_NVSWITCH = Code(
     "error",
     "nvlsm set but no hardware has fourth-generation NVSwitch",
 )
+SOFTWARE_OS_REFUSED = Code(
+    "software.os-refused",
+    "error",
+    "an operating system clustergen knows and does not render for (RHEL 8, Rocky Linux 8)",
+)
 SOFTWARE_SLURM_TOO_OLD = Code(
     "software.slurm-too-old", "error", "a Slurm release older than clustergen supports"
 )

@@ -68,6 +68,15 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
   gpgv` on Debian 12: 2.2.40-1.1+deb12u2; trixie's main/binary-amd64 Packages index:
   gpgv 2.4.7-21+deb13u1+b5, apt 3.0.4 `Depends: ... sqv (>= 1.3.0)`; noble's main
   index 2.4.4-2ubuntu17, noble-updates 2.4.4-2ubuntu17.6].
+- Refused: RHEL 8 and Rocky Linux 8 (`REFUSED_DISTRIBUTIONS`). EL 8's dnf Python bindings
+  (python3-dnf) exist only for its platform Python 3.6, and ansible-core 2.17 dropped
+  Python 3.6 targets, so the ansible-core the site repository runs (2.17 and later,
+  tests/requirements.txt) cannot install a package there; ansible-core 2.16, the last
+  that could, reached end of life in May 2025 [src: ansible/ansible#83357, "Interpreter
+  discovery broken for rhel 8 based distros on 2.17": "The version of ansible-core
+  chosen for RHEL 8 is ansible-core 2.16"; ansible/ansible#83597; nodejs/build#4124, the
+  python3-dnf import failure under /usr/bin/python3.12 on RHEL 8; docs.ansible.com
+  "ansible-core support matrix": 2.16 end of life May 2025].
 - The RPM dist tag of packages built per EL release (`.el9`, `.el10`) [src: the
   `%{?dist}` of NVIDIA's, Whamcloud's and SchedMD's spec files, which the EL release's
   redhat-rpm-config defines as `.el<major>`].
@@ -75,7 +84,9 @@ One record per `software.os`. Sources (docs/platforms.md has the table and what 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 PackageFamily = Literal["apt", "dnf"]
@@ -203,6 +214,20 @@ DISTRIBUTIONS: dict[str, Distribution] = {
         Distribution("rhel-10", "Red Hat Enterprise Linux 10", "dnf", "rhel10", el_dist=".el10"),
     )
 }
+
+
+# Operating systems clustergen knows and will not render for: a spec naming one is told
+# why, and what to move to, instead of only "not allowed" (validate.py).
+_EL8_REFUSED = (
+    "EL 8's dnf Python bindings exist only for its platform Python 3.6, which the "
+    "ansible-core that runs site.yml (2.17 and later) no longer manages, so no package "
+    "could be installed on these nodes (ansible-core 2.16, the last that could, reached "
+    "end of life in May 2025; ansible/ansible#83357): move the nodes to EL 9 or 10 "
+    "(rocky-9, rhel-9, rocky-10, rhel-10; docs/platforms.md)"
+)
+REFUSED_DISTRIBUTIONS: Mapping[str, str] = MappingProxyType(
+    {"rhel-8": _EL8_REFUSED, "rocky-8": _EL8_REFUSED}
+)
 
 
 def nvidia_repository(os: str, arch: str = "x86_64") -> str:

@@ -145,6 +145,30 @@ def _infiniband_models() -> tuple[CatalogSwitch, ...]:
         ),
         aliases=("msb7800",),
     )
+    # FDR (56 Gb/s), the SwitchX-2 fabrics of ConnectX-3 sites. Mellanox's data sheet was
+    # not found: the port count and rate are Mellanox's own MIB's words, the height a
+    # device library's [2nd].
+    sx6036 = CatalogSwitch(
+        key="sx6036",
+        name="Mellanox SwitchX-2 SX6036",
+        technology="infiniband",
+        modes=(PortMode("fdr", 36, "native: one FDR 56G port per QSFP cage"),),
+        cages="36 QSFP cages",
+        # SHARP came with Switch-IB 2; SwitchX-2 is in no SHARP release's device table.
+        sharp=None,
+        nccl_sharp=False,
+        rack_units=1,
+        max_watts=None,
+        source=(
+            "https://raw.githubusercontent.com/netdisco/netdisco-mibs/"
+            "e817a0abd518ad314651ea7bf4490926b1e4cf69/mellanox/MELLANOX-PRODUCTS-MIB.mib "
+            "(MELLANOX-PRODUCTS-MIB, sx6036: 'Mellanox SX6036, 36-Port FDR/FDR10 Switch "
+            "System'); height [2nd]: https://github.com/netbox-community/devicetype-library/"
+            "blob/4b84a3ae921f0b2b0db430845a553509ceddfcc3/device-types/Mellanox/SX6036.yml "
+            "(u_height 1, 36 x 56G QSFP+)"
+        ),
+        aliases=("msx6036", "msx6036f"),
+    )
     q3400 = CatalogSwitch(
         key="q3400",
         name="NVIDIA Quantum-X800 Q3400-RA",
@@ -159,6 +183,7 @@ def _infiniband_models() -> tuple[CatalogSwitch, ...]:
         aliases=("q3400-ra", "quantum-x800"),
     )
     return (
+        sx6036,
         sb7800,
         _quantum("qm8700", unmanaged=False),
         _quantum("qm8790", unmanaged=True),
@@ -277,10 +302,11 @@ _BY_SPELLING: Mapping[str, CatalogSwitch] = MappingProxyType(
 )
 
 # The usual switch of each InfiniBand rate, assumed when a switch names no model and
-# gives no `ports`: Switch-IB 2 (EDR), Quantum (HDR), Quantum-2 (NDR), Quantum-X800 (XDR).
+# gives no `ports`: SwitchX-2 (FDR), Switch-IB 2 (EDR), Quantum (HDR), Quantum-2 (NDR),
+# Quantum-X800 (XDR). QDR has none (no source read gives a QDR switch's height), and
 # Ethernet switches of one speed differ too much for a default.
 USUAL_INFINIBAND_SWITCH: Mapping[str, str] = MappingProxyType(
-    {"edr": "sb7800", "hdr": "qm8700", "ndr": "qm9700", "xdr": "q3400"}
+    {"fdr": "sx6036", "edr": "sb7800", "hdr": "qm8700", "ndr": "qm9700", "xdr": "q3400"}
 )
 INFINIBAND_SWITCH_PORTS: dict[str, int] = {
     rate: SWITCH_MODELS[key].ports for rate, key in USUAL_INFINIBAND_SWITCH.items()
