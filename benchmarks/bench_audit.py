@@ -1,7 +1,8 @@
 """`clustergen audit` at 1,024, 4,096 and 16,384 nodes, against the render of the same spec,
 measured in the same run.
 
-Run: python benchmarks/bench_audit.py  (prints Markdown; writes nothing)
+Run: python benchmarks/bench_audit.py [--sizes 1024,4096,16384]  (prints Markdown; writes
+nothing)
 
 The spec is clustergen.dev.large_spec.compact_spec (bench_render's "compact"): 8-GPU HGX
 nodes with 8 HCAs each on an HDR tree, Lustre on every node. Every node gets a fact file
@@ -69,21 +70,24 @@ def measure(nodes: int) -> tuple[int, float, float, int]:
 
 
 def main() -> None:
+    sizes = SIZES
+    if "--sizes" in sys.argv:
+        sizes = tuple(int(n) for n in sys.argv[sys.argv.index("--sizes") + 1].split(","))
     print(
         "| GPU nodes | hosts | fact files (MB) | render (s) | audit (s) | audit / render "
         "| audit per host (ms) |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     per_host = {}
-    for nodes in SIZES:
+    for nodes in sizes:
         hosts, render, audit, size = measure(nodes)
         per_host[nodes] = audit / hosts
         print(
             f"| {nodes} | {hosts} | {size / 1e6:.0f} | {render:.2f} | {audit:.2f} | "
             f"{audit / render:.2f} | {1000 * audit / hosts:.3f} |"
         )
-    growth = per_host[SIZES[-1]] / per_host[SIZES[0]]
-    print(f"\nper-host audit time, {SIZES[-1]} / {SIZES[0]} nodes: {growth:.2f} (1.00 is linear)")
+    growth = per_host[sizes[-1]] / per_host[sizes[0]]
+    print(f"\nper-host audit time, {sizes[-1]} / {sizes[0]} nodes: {growth:.2f} (1.00 is linear)")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from clustergen.outputs.facility import ports as ports_module
-from clustergen.outputs.facility.ports import port_map, port_pages
+from clustergen.outputs.facility.ports import PortMap, port_map, port_pages
 from clustergen.outputs.facility.sheets import cable_sheet
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
@@ -35,10 +35,17 @@ def _cluster(data: dict[str, Any] | None = None, path: str | None = None) -> Res
     return cluster
 
 
+def _rows(ports: PortMap) -> list[tuple[str, ...]]:
+    """ports.csv's rows, read back as a spreadsheet reads them."""
+    table = [tuple(row) for row in csv.reader(io.StringIO(ports.text))]
+    assert table[0] == ports_module.PORT_HEADER and len(table) == ports.count + 1
+    return table[1:]
+
+
 def test_every_cable_is_listed_at_both_ends_with_its_tier_and_class() -> None:
     cluster = _cluster(path=str(EXAMPLE))
-    cables = cable_sheet(cluster)
-    rows = port_map(cluster, cables).rows
+    cables = tuple(cable_sheet(cluster))
+    rows = _rows(port_map(cluster, cables))
     at = {(row[1], row[2]): row for row in rows}
     assert len(at) == len(rows), "a switch port listed twice"
     for switch, port, kind, peer, peer_port, _ in cables:
@@ -94,7 +101,7 @@ def test_a_port_past_the_switchs_last_is_noted() -> None:
     # (a warning: network.switch-ports-assumed-exceeded); ports 41 to 44 are past it, at
     # the leaf's end, and the spine's end of its uplink (port 2 of 40) is not.
     cluster = _cluster(path=str(EXAMPLES / "ml-training-8node.yaml"))
-    rows = port_map(cluster, cable_sheet(cluster)).rows
+    rows = _rows(port_map(cluster, cable_sheet(cluster)))
     noted = [(row[1], row[2]) for row in rows if "beyond the switch's ports" in row[8]]
     assert noted == [("ib-leaf02", str(port)) for port in range(41, 45)]
     assert ("ib-spine01", "2", "ib-leaf02", "44") in [row[1:3] + row[4:6] for row in rows]
@@ -129,7 +136,7 @@ def test_past_the_printed_limit_the_page_keeps_budgets_and_switch_links(
 def test_a_node_cabled_to_a_leaf_in_another_rack_gets_the_class_for_any_length() -> None:
     # ib-leaf01 sits in r01 (U42) with gpu01 and gpu02; gpu03 and gpu04 are in r02.
     cluster = _cluster(path=str(EXAMPLES / "ml-training-8node.yaml"))
-    rows = port_map(cluster, cable_sheet(cluster)).rows
+    rows = _rows(port_map(cluster, cable_sheet(cluster)))
     by_port = {(row[1], row[4], row[5]): row for row in rows}
     inside = by_port[("ib-leaf01", "gpu01", "mlx5_0")]
     across = by_port[("ib-leaf01", "gpu03", "mlx5_0")]
@@ -138,5 +145,5 @@ def test_a_node_cabled_to_a_leaf_in_another_rack_gets_the_class_for_any_length()
     # A node in no rack (the docs example has none) keeps the in-rack class.
     example = _cluster(path=str(EXAMPLE))
     assert {
-        row[6] for row in port_map(example, cable_sheet(example)).rows if row[3] == "node-leaf"
+        row[6] for row in _rows(port_map(example, cable_sheet(example))) if row[3] == "node-leaf"
     } == {"DAC"}

@@ -8,16 +8,19 @@ import csv
 import dataclasses
 import io
 from pathlib import Path
+from random import Random
 from typing import Any
 
 import pytest
 import yaml
 
 import clustergen.outputs.facility as facility_outputs
+import clustergen.outputs.facility.sheets as sheets_module
 from clustergen.outputs.facility import RACK_SVG, rack_svgs
 from clustergen.outputs.facility.derive import FacilitySheets, derive_facility
 from clustergen.outputs.facility.elevation import PLACEHOLDER, Shape, elevation
 from clustergen.outputs.facility.sheets import (
+    CsvSheet,
     csv_text,
     device_cells,
     device_sheet,
@@ -184,3 +187,26 @@ def test_csv_text_is_what_csv_writer_writes() -> None:
         writer.writerow(header)
         writer.writerows(rows)
         assert csv_text(header, rows) == out.getvalue(), rows
+
+
+def test_a_sheet_made_a_block_at_a_time_is_what_csv_writer_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Blocks of 3 rows, plain and quoted ones side by side, a row passing to a reader on
+    its way (the cable sheet feeding the port map), and one-column headers."""
+    monkeypatch.setattr(sheets_module, "_BLOCK_ROWS", 3)
+    cells = ["n1", "", "x,y", 'a "q"', "l\nb", "c\rr", "42", "mlx5_0"]
+    random = Random(42)
+    for header in (("a", "b", "c"), ("only",), ("x,y", "b")):
+        for size in (0, 1, 2, 3, 4, 7, 30):
+            rows = [
+                tuple(random.choice(cells) for _ in range(random.choice((1, 2, 3))))
+                for _ in range(size)
+            ]
+            out = io.StringIO()
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow(header)
+            writer.writerows(rows)
+            sheet = CsvSheet(header)
+            assert list(sheet.passing(iter(rows))) == rows
+            assert sheet.text() == out.getvalue() == csv_text(header, iter(rows)), rows

@@ -67,7 +67,7 @@ def test_the_hca_list_is_in_rail_order_as_the_cables_are() -> None:
     listed = [item.split(":")[0] for item in line.removeprefix("NCCL_IB_HCA==").split(",")]
     assert listed == HCAS
     # Rail k's leaf takes the k-th HCA of the list, on every node.
-    rows = cables(cluster.spec, cluster.by_name, cluster.switch_ports)
+    rows = list(cables(cluster.spec, cluster.by_name, cluster.switch_ports))
     for rail in range(1, 9):
         leaf = (c for c in rows if c.switch.endswith(f"-leaf{rail}") and c.kind == "node")
         taken = {c.peer_port for c in leaf}

@@ -98,7 +98,7 @@ def test_a_rail_optimised_fabric_with_two_spines_validates_without_a_network_pro
 
 def test_each_rail_leaf_takes_its_rails_hca_of_every_node_once() -> None:
     cluster, _ = validated(_with_service_under_spines(_rail_spec()))
-    rows = cables(cluster.spec, cluster.by_name, cluster.switch_ports)
+    rows = list(cables(cluster.spec, cluster.by_name, cluster.switch_ports))
     to_nodes = [(c.switch, c.peer, c.peer_port) for c in rows if c.kind == "node"]
     assert ("su1-leaf3", "gpu02", "mlx5_2") in to_nodes
     gpu02 = sorted(hca for switch, node, hca in to_nodes if node == "gpu02")

@@ -5,7 +5,7 @@ cluster. Nothing here is installed on nodes. A spec without racks renders none o
 
 from __future__ import annotations
 
-import dataclasses
+import collections
 import re
 
 import jinja2
@@ -16,7 +16,6 @@ from clustergen.outputs.facility.elevation import PLACEHOLDER, PLACEHOLDERS, Ele
 from clustergen.outputs.facility.fabric_drawing import fabric_drawing
 from clustergen.outputs.facility.failures import failure_report, failure_rows
 from clustergen.outputs.facility.ports import (
-    PORT_HEADER,
     PortMap,
     locations,
     port_map,
@@ -34,6 +33,8 @@ from clustergen.outputs.facility.sheets import (
     RACK_HEADER,
     RACK_HEADER_W,
     SHELF_HEADER,
+    CsvSheet,
+    cable_sheet,
     csv_text,
 )
 from clustergen.resolve import ResolvedCluster
@@ -67,8 +68,15 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
         "pdu-phases.csv": csv_text(PHASE_HEADER, facility.phase_rows),
         "pdu-banks.csv": csv_text(BANK_HEADER, facility.bank_rows),
         "pdu-outlets.csv": csv_text(OUTLET_HEADER, facility.outlet_rows),
-        "cables.csv": csv_text(CABLE_HEADER, facility.cable_rows),
     }
+    tier = tiers(cluster)  # once: the port map, the failures and the drawing read it
+    # The cables are read once, into cables.csv and the port map as each is made: at 65,536
+    # nodes on a rail fabric they are 1.6 million rows, which are never all kept.
+    cables_csv = CsvSheet(CABLE_HEADER)
+    cable_rows = cables_csv.passing(cable_sheet(cluster))
+    ports = port_map(cluster, cable_rows, tier)
+    collections.deque(cable_rows, maxlen=0)  # any the port map had no use for
+    sheets["cables.csv"] = cables_csv.text()
     for name, header, rows in (
         ("power-shelves.csv", SHELF_HEADER, facility.shelf_rows),
         ("cooling.csv", HEAT_HEADER, facility.heat_rows),
@@ -76,16 +84,11 @@ def render(cluster: ResolvedCluster, env: jinja2.Environment) -> list[Artifact]:
     ):
         if rows:  # only where the spec uses them: a spec without renders as before
             sheets[name] = csv_text(header, rows)
-    tier = tiers(cluster)  # once: the port map, the failures and the drawing read it
-    ports = port_map(cluster, facility.cable_rows, tier)
-    # The cables are in cables.csv and the port map now, and no page reads their rows:
-    # at 16k nodes on a rail fabric they are 400,000 tuples the pages below need not hold.
-    facility = dataclasses.replace(facility, cable_rows=())
     ports_page = None
-    if ports.rows:
-        sheets["ports.csv"] = csv_text(PORT_HEADER, ports.rows)
+    if ports.count:
+        sheets["ports.csv"] = ports.text
         ports_page = _ports_page(cluster, ports)
-    del ports  # its rows are in ports.csv and its page: 650,000 tuples at 16k on rails
+    del ports  # its text is in the sheets, and what the page prints in the page
     artifacts += [Artifact(f"facility/{name}", text) for name, text in sheets.items()]
     drawing = fabric_drawing(cluster, tier)
     if drawing is not None:
@@ -205,7 +208,7 @@ def _ports_page(cluster: ResolvedCluster, ports: PortMap) -> dict[str, object]:
         "planes": planes,
         "omitted": omitted,
         "link_count": ports.links,
-        "port_count": len(ports.rows),
+        "port_count": ports.count,
         "over": ports.over,
         "rate": fabric.rate.upper(),
         "classes": ", ".join(

@@ -17,7 +17,6 @@ from clustergen.outputs.facility.elevation import Elevation, Shape, percent, sha
 from clustergen.outputs.facility.sheets import (
     FeedRow,
     bank_sheet,
-    cable_sheet,
     cdu_sheet,
     device_sheet,
     feed_row,
@@ -52,7 +51,6 @@ class FacilitySheets:
     phase_rows: tuple[tuple[str, ...], ...]
     bank_rows: tuple[tuple[str, ...], ...]
     outlet_rows: tuple[tuple[str, ...], ...]
-    cable_rows: tuple[tuple[str, ...], ...]
     site: tuple[str, ...]  # summary lines
     warnings: tuple[SpecWarning, ...]
     shelf_rows: tuple[tuple[str, ...], ...] = ()  # racks on power shelves
@@ -84,7 +82,6 @@ def derive_facility(cluster: ResolvedCluster) -> FacilitySheets | None:
         phase_rows=phase_sheet(plans),
         bank_rows=bank_sheet(plans),
         outlet_rows=outlet_sheet(plans),
-        cable_rows=cable_sheet(cluster),
         site=site_summary(cluster, plans),
         warnings=spec_warnings(cluster),
         shelf_rows=shelf_sheet(plans),

@@ -12,10 +12,11 @@ layers a cable joins (node-leaf, leaf-spine, spine-core) and the cable class
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from clustergen.catalog.cables import TIERS, Tier, cable_class
+from clustergen.outputs.facility.sheets import csv_block
 from clustergen.resolve import ResolvedCluster
 from clustergen.resolve.fabric import tiers
 from clustergen.spec.cable_plan import SwitchPorts
@@ -123,11 +124,20 @@ def fabric_planes(rows: Sequence[SwitchPorts], tier: dict[str, int]) -> tuple[Pl
 @dataclass(frozen=True)
 class PortMap:
     planes: tuple[Plane, ...]
-    rows: tuple[tuple[str, ...], ...]  # PORT_HEADER's cells; plane, then spec order, then port
+    # ports.csv: PORT_HEADER, then a row per port; plane, then spec order, then port.
+    # Made as the rows are, which are never all kept: at 65,536 nodes on rails they are
+    # 2.6 million.
+    text: str
+    count: int  # the rows of ports.csv
     budgets: tuple[tuple[str, ...], ...]  # BUDGET_HEADER's cells; plane, then spec order
     over: tuple[str, ...]  # switches with more cables than ports
     classes: tuple[tuple[str, str], ...] = ()  # ('node-leaf', 'DAC'), in the rows' order
     links: int = 0  # the rows of switch-to-switch cables (each cable at both ends)
+    # What ports.md prints of the rows: '' every row, 'node' (past PRINTED_PORTS ports in
+    # all) the switch-to-switch rows, 'all' (past PRINTED_PORTS of those too) none; and
+    # those rows.
+    omitted: str = ""
+    printed: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,15 +155,16 @@ class _Cabling:
 
 def port_map(
     cluster: ResolvedCluster,
-    cable_rows: Sequence[Sequence[str]],
+    cable_rows: Iterable[Sequence[str]],
     tier: dict[str, int] | None = None,
 ) -> PortMap:
     """Every switch port with its cable, at both ends, and each switch's budget, from the
-    rows of cables.csv (sheets.cable_sheet: switch, port, kind, peer, peer port, note)."""
+    rows of cables.csv (sheets.cable_sheet: switch, port, kind, peer, peer port, note),
+    read once."""
     ports = cluster.switch_ports
     fabric = cluster.spec.network.fabric
     if fabric is None or not ports:
-        return PortMap((), (), (), ())
+        return PortMap((), "", 0, (), ())
     tier = tiers(cluster) if tier is None else tier
     planes = fabric_planes(ports, tier)
     placed = locations(cluster)
@@ -170,35 +181,109 @@ def port_map(
         link_of={level: link_tier(level) for level in set(tier.values()) | {0}},
         classes=classes,
     )
-    own, landed, used = _port_rows(ports, cable_rows, look, tier)
-    rows: list[tuple[str, ...]] = []
-    for plane in planes:
-        for name in plane.switches:
-            if name in landed:
-                mixed = [(int(row[2]), row) for row in own[name]] + landed[name]
-                rows += [row for _, row in sorted(mixed, key=lambda item: item[0])]
-            else:
-                rows += own[name]
+    switches = _Switches({row.name: row for row in ports})
+    used = _port_rows(cable_rows, look, tier, switches)
+    switches.close()
+    order = [name for plane in planes for name in plane.switches]
     budgets, over = _budgets(ports, planes, look.plane_of, tier)
     shown = tuple((name, classes[name]) for name in ("node-leaf", "across racks", *TIERS[1:]))
-    links = 2 * sum(len(found) for found in landed.values())
     return PortMap(
-        planes, tuple(rows), budgets, over, tuple(c for c in shown if c[0] in used), links
+        planes,
+        "".join([csv_block([PORT_HEADER]), *(switches.text.get(name, "") for name in order)])
+        if switches.count
+        else "",
+        switches.count,
+        budgets,
+        over,
+        tuple(c for c in shown if c[0] in used),
+        switches.links,
+        switches.omitted,
+        tuple(row for name in order for row in switches.printed.get(name, ())),
     )
 
 
+class _Switches:
+    """Each switch's rows of ports.csv in port order, made text once they are all in.
+
+    The cables come by switch (spec.cable_plan.cables), each switch's own (to its nodes,
+    and up) in port order; the rows of the ports its children's uplinks land on come with
+    the children's cables, before or after its own. A switch is written once its own
+    cables are past and every uplink its budget counts has landed: at 65,536 nodes on a
+    rail fabric the 2.6 million rows are never all kept, only their text.
+    """
+
+    def __init__(self, ports: dict[str, SwitchPorts]) -> None:
+        # Rows still to land on each switch, and those with no cable of their own.
+        self.landing = {name: sum(n for _, n in row.down) for name, row in ports.items()}
+        self.past = {name for name, row in ports.items() if not row.hcas and not row.up}
+        self.own: dict[str, list[tuple[str, ...]]] = {}
+        self.landed: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+        self.text: dict[str, str] = {}
+        self.printed: dict[str, list[tuple[str, ...]]] = {}
+        self.count = 0  # rows in all
+        self.links = 0  # the rows of switch-to-switch cables (each cable at both ends)
+        self.omitted = ""  # port_pages: '', 'node' or 'all', as the counts stand
+        self._current: str | None = None
+
+    def add(self, switch: str, row: tuple[str, ...]) -> None:
+        """A row of `switch`'s own cables."""
+        if switch != self._current:
+            if self._current is not None:
+                self.past.add(self._current)
+                self._write(self._current)
+            # The contract of cables.csv's order; a second run of one switch's rows
+            # would come after its text was made.
+            assert switch not in self.past, f"cables.csv lists {switch}'s cables apart"
+            self._current = switch
+        self.own.setdefault(switch, []).append(row)
+        self._counted(row[3] != "node-leaf")
+
+    def land(self, switch: str, port: int, row: tuple[str, ...]) -> None:
+        """A row of a port of `switch` that a child's uplink lands on."""
+        self.landed.setdefault(switch, []).append((port, row))
+        self.landing[switch] -= 1
+        self._counted(True)
+        self._write(switch)
+
+    def close(self) -> None:
+        for name in [*self.own, *self.landed]:
+            if name not in self.text:
+                self.past.add(name)
+                self.landing[name] = 0
+                self._write(name)
+
+    def _counted(self, link: bool) -> None:
+        self.count += 1
+        self.links += link
+        if self.omitted == "" and self.count > PRINTED_PORTS:
+            self.omitted = "node"
+            for rows in self.printed.values():
+                rows[:] = [row for row in rows if row[3] != "node-leaf"]
+        if self.omitted == "node" and self.links > PRINTED_PORTS:
+            self.omitted = "all"
+            self.printed.clear()
+
+    def _write(self, name: str) -> None:
+        if name not in self.past or self.landing[name] > 0 or name in self.text:
+            return
+        rows = self.own.pop(name, [])
+        if name in self.landed:
+            mixed = [(int(row[2]), row) for row in rows] + self.landed.pop(name)
+            rows = [row for _, row in sorted(mixed, key=lambda item: item[0])]
+        self.text[name] = csv_block(rows) if rows else ""
+        if self.omitted == "":
+            self.printed[name] = rows
+        elif self.omitted == "node":
+            self.printed[name] = [row for row in rows if row[3] != "node-leaf"]
+
+
 def _port_rows(
-    ports: Sequence[SwitchPorts],
-    cable_rows: Sequence[Sequence[str]],
+    cable_rows: Iterable[Sequence[str]],
     look: _Cabling,
     tier: dict[str, int],
-) -> tuple[
-    dict[str, list[tuple[str, ...]]], dict[str, list[tuple[int, tuple[str, ...]]]], set[str]
-]:
-    """Each switch's own rows in port order (cables.csv's), the rows of the ports its
-    children's uplinks land on (to sort in), and the cable tiers used."""
-    own: dict[str, list[tuple[str, ...]]] = {row.name: [] for row in ports}
-    landed: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+    switches: _Switches,
+) -> set[str]:
+    """Each cable at both ends into `switches`; the cable tiers used."""
     used: set[str] = set()
     plane_of, rail_of, at, rack_of = look.plane_of, look.rail_of, look.at, look.rack_of
     node_class = look.classes["node-leaf"]
@@ -212,20 +297,32 @@ def _port_rows(
             else:
                 used.add("node-leaf")
             plane, rail, peer_at = plane_of[switch], rail_of[switch], at.get(peer, "")
-            own[switch].append(
-                (plane, switch, port, "node-leaf", peer, peer_port, kind_class, rail, note, peer_at)
+            switches.add(
+                switch,
+                (
+                    plane,
+                    switch,
+                    port,
+                    "node-leaf",
+                    peer,
+                    peer_port,
+                    kind_class,
+                    rail,
+                    note,
+                    peer_at,
+                ),
             )
             continue
         link = look.link_of[tier.get(switch, 0)]
         used.add(link)
         rail, kind_class = rail_of[switch], look.classes[link]
         mine = (plane_of[switch], switch, port, link, peer, peer_port, kind_class, rail, note)
-        own[switch].append((*mine, at.get(peer, "")))
+        switches.add(switch, (*mine, at.get(peer, "")))
         landing, last = int(peer_port), look.radix[peer]
         past = BEYOND if last is not None and landing > last else ""
         theirs = (plane_of[peer], peer, peer_port, link, switch, port, kind_class, rail, past)
-        landed.setdefault(peer, []).append((landing, (*theirs, at.get(switch, ""))))
-    return own, landed, used
+        switches.land(peer, landing, (*theirs, at.get(switch, "")))
+    return used
 
 
 def _budgets(
@@ -295,16 +392,10 @@ def port_pages(
     """ports.md's sections, one per plane, and what it leaves to ports.csv: '' (nothing),
     'node' (past PRINTED_PORTS ports in all: the ports cabled to nodes) or 'all' (past
     PRINTED_PORTS switch-to-switch ports as well: every port; the budgets stay)."""
-    links = sum(1 for row in ports.rows if row[3] != "node-leaf")
-    if len(ports.rows) <= PRINTED_PORTS:
-        omitted = ""
-    else:
-        omitted = "node" if links <= PRINTED_PORTS else "all"
     by_switch: dict[str, list[tuple[str, ...]]] = {}
-    for row in ports.rows:
-        if not omitted or (omitted == "node" and row[3] != "node-leaf"):
-            cells = (row[2], row[3], row[4], row[5], row[9], row[6], row[7], row[8])
-            by_switch.setdefault(row[1], []).append(cells)
+    for row in ports.printed:
+        cells = (row[2], row[3], row[4], row[5], row[9], row[6], row[7], row[8])
+        by_switch.setdefault(row[1], []).append(cells)
     budget_of = {row[1]: row for row in ports.budgets}
     sections = []
     for plane in ports.planes:
@@ -323,4 +414,4 @@ def port_pages(
                 plane.label, switches, tuple(budget_of[name][1:] for name in plane.switches)
             )
         )
-    return tuple(sections), omitted
+    return tuple(sections), ports.omitted

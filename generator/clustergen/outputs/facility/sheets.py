@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from clustergen.model.common import expand_hostlist
@@ -152,39 +152,68 @@ def number(value: float) -> str:
 _BLOCK_ROWS = 8192
 
 
-def csv_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """The CSV file of a table, as csv.writer writes it (minimal quoting, "\\n" lines).
+class CsvSheet:
+    """A CSV file of a table, as csv.writer writes it (minimal quoting, "\\n" lines),
+    made a block of rows at a time so that no sheet's rows need to exist at once: a
+    65,536-node rail fabric's cable and port sheets are 1.6 and 2.6 million rows.
 
-    Sheet cells are names and numbers, which need no quoting, so the rows are joined as
-    they stand (a 16k-node site's cable and outlet sheets hold a quarter million rows,
-    and csv.writer takes four times as long); csv.writer writes the table instead when
-    any cell would need quoting: one holding a comma, a quote or a line break (the
-    commas and line breaks are counted, so one inside a cell shows), and for a row of
-    fewer than two cells (one empty cell is written "").
+    Sheet cells are names and numbers, which need no quoting, so a block's rows are joined
+    as they stand (a 16k-node site's cable and outlet sheets hold a quarter million rows,
+    and csv.writer takes four times as long); csv.writer writes the block instead when
+    any cell would need quoting: one holding a comma, a quote or a line break (the commas
+    and line breaks are counted, so one inside a cell shows), and for a row of fewer than
+    two cells (one empty cell is written ""). csv.writer quotes each row on its own, so
+    a block written either way is the same text.
     """
-    # Joined a block of rows at a time: the lines of a whole sheet at once (650,000 of
-    # them in a 16k-node rail fabric's port sheet) held 70 MB beside its text.
-    blocks = [",".join(header) + "\n"]
-    for start in range(0, len(rows), _BLOCK_ROWS):
-        block = rows[start : start + _BLOCK_ROWS]
-        blocks.append("".join(",".join(row) + "\n" for row in block))
-    text = "".join(blocks)
-    del blocks
-    commas = len(header) - 1 + sum(map(len, rows)) - len(rows)
+
+    def __init__(self, header: Sequence[str]) -> None:
+        self._blocks = [csv_block([header])]
+        self._rows: list[Sequence[str]] = []
+
+    def add(self, row: Sequence[str]) -> None:
+        self._rows.append(row)
+        if len(self._rows) == _BLOCK_ROWS:
+            self._blocks.append(csv_block(self._rows))
+            self._rows = []
+
+    def passing(self, rows: Iterable[Sequence[str]]) -> Iterator[Sequence[str]]:
+        """Each row, added to the sheet as it goes by to the reader that needs it next."""
+        for row in rows:
+            self.add(row)
+            yield row
+
+    def text(self) -> str:
+        if self._rows:
+            self._blocks.append(csv_block(self._rows))
+            self._rows = []
+        text = "".join(self._blocks)
+        self._blocks = [text]
+        return text
+
+
+def csv_block(rows: Sequence[Sequence[str]]) -> str:
+    """Rows as csv.writer writes them (CsvSheet)."""
+    text = "".join(",".join(row) + "\n" for row in rows)
+    commas = sum(map(len, rows)) - len(rows)
     if (
-        len(header) > 1
-        and min(map(len, rows), default=2) > 1
+        min(map(len, rows)) > 1
         and '"' not in text
         and "\r" not in text
         and text.count(",") == commas
-        and text.count("\n") == len(rows) + 1
+        and text.count("\n") == len(rows)
     ):
         return text
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
+    csv.writer(out, lineterminator="\n").writerows(rows)
     return out.getvalue()
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """The CSV file of a table (CsvSheet)."""
+    sheet = CsvSheet(header)
+    for row in rows:
+        sheet.add(row)
+    return sheet.text()
 
 
 def circuit(load: FeedLoad) -> str:
@@ -484,9 +513,10 @@ def port_text(port: int) -> str:
     return str(port)
 
 
-def cable_sheet(cluster: ResolvedCluster) -> tuple[tuple[str, ...], ...]:
-    """The rows of cables.csv: each switch port's cable and its peer."""
-    return tuple(
+def cable_sheet(cluster: ResolvedCluster) -> Iterator[tuple[str, ...]]:
+    """The rows of cables.csv, each made as it is read: each switch port's cable and its
+    peer."""
+    return (
         (
             cable.switch,
             port_text(cable.port),
