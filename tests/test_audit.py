@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from clustergen.base.codes import CODES
-from clustergen.base.errors import LocatedProblem
+from clustergen.base.errors import LocatedProblem, UsageError
 from clustergen.cli import main
 from clustergen.commands.audit.compare import Report, check_pull, check_topology
 from clustergen.commands.audit.expect import AppliedTree, NodeExpectation, expectations, read_tree
@@ -288,3 +288,46 @@ def test_a_check_that_could_not_run_is_said(ml: ResolvedCluster, tmp_path: Path)
         "cables: the rendered tree has no cable sheet (facility/cables.csv, rendered where "
         "the spec places the nodes in racks)",
     )
+
+
+def test_in_two_processes_audit_finds_and_refuses_what_one_does(
+    ml: ResolvedCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past MIN_FILES files on two cores, the later half is read and checked in a second
+    process: the same findings in the same order, the cables judged by the first
+    ibnetdiscover report in file order (the later half's when only it has one), and an
+    unreadable file in either half is the same refusal, the earlier half's first."""
+    from clustergen.commands.audit import run
+    from clustergen.commands.parallel import in_two
+
+    expected = expectations(ml, read_tree(REPO))
+    facts = tmp_path / "facts"
+    facts.mkdir()
+    for name, node in expected.items():
+        (facts / f"{name}.txt").write_text(healthy_facts(name, node))
+    down = (RECORDED / "faults" / "hca-down.txt").read_text()
+    gpu01 = healthy_facts("gpu01", expected["gpu01"])  # no ibnetdiscover of its own
+    (facts / "gpu01.txt").write_text(gpu01 + down[down.index("#### clustergen-section") :])
+    # The cabling report only the last file (the second process's half) gives.
+    scan = (RECORDED / "faults" / "cable-elsewhere.txt").read_text()
+    last = sorted(facts.iterdir())[-1]
+    last.write_text(last.read_text() + scan[scan.index("#### clustergen-section ibnetdiscover") :])
+    monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
+    serial = run.audit(ml, REPO, [str(facts)])
+    monkeypatch.delenv("CLUSTERGEN_SERIAL")
+    monkeypatch.setattr(run, "MIN_FILES", 2)
+    monkeypatch.setattr(run, "two_cores", lambda: True)
+    forked = []
+    monkeypatch.setattr(run, "in_two", lambda *a: forked.append(1) or in_two(*a))
+    both = run.audit(ml, REPO, [str(facts)])
+    assert forked and both == serial
+    assert {p.code.name for p in both.findings} >= {"audit.hca-down", "audit.cable-elsewhere"}
+    assert all(p.code is CODES[p.code.name] for p in both.findings)
+    # Unreadable files: the earlier half's refusal wins, as one process reads in order.
+    names = sorted(facts.iterdir())
+    names[-1].write_text("hello\n")
+    with pytest.raises(UsageError, match=names[-1].name):
+        run.audit(ml, REPO, [str(facts)])
+    names[0].write_text("hello\n")
+    with pytest.raises(UsageError, match=names[0].name):
+        run.audit(ml, REPO, [str(facts)])

@@ -8,7 +8,7 @@ Code, never a string, and only the Codes defined here exist (see CODES).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
@@ -31,6 +31,11 @@ class Code:
 
     def __str__(self) -> str:
         return self.name
+
+    def __reduce__(self) -> tuple[Callable[[str], Code], tuple[str]]:
+        """Pickled by name, so a problem sent from a second process (commands/parallel)
+        carries the registered Code itself, and `is` still tells codes apart."""
+        return (registered, (self.name,))
 
 
 def invalid(code: Code, message: str) -> PydanticCustomError:
@@ -1434,6 +1439,10 @@ AUDIT_PULL_MISSING = Code(
 CODES: Mapping[str, Code] = MappingProxyType(
     {value.name: value for value in list(globals().values()) if isinstance(value, Code)}
 )
+
+
+def registered(name: str) -> Code:
+    return CODES[name]
 
 
 def is_registered(code: Code) -> bool:

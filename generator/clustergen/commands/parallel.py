@@ -27,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +42,9 @@ from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment
 from clustergen.write.changes import FileChange
 from clustergen.write.transaction import Part, TreeWrite, write
+
+T = typing.TypeVar("T")
+U = typing.TypeVar("U")
 
 # Below this many hosts the uninstalled families take a few hundredths of a second,
 # less than a fork and the report cost.
@@ -84,13 +89,29 @@ def render_all_in_two(cluster: ResolvedCluster) -> dict[str, Artifact]:
 
 
 def _two_processes(cluster: ResolvedCluster) -> bool:
+    return two_cores() and len(cluster.hosts) >= MIN_HOSTS
+
+
+def two_cores() -> bool:
+    """Whether a second process may run beside this one: two cores or more are this
+    process's to use, it can fork, and CLUSTERGEN_SERIAL=1 does not forbid it."""
     if os.environ.get("CLUSTERGEN_SERIAL") == "1" or not hasattr(os, "fork"):
         return False
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return cores >= 2 and len(cluster.hosts) >= MIN_HOSTS
+    return cores >= 2
+
+
+@dataclass(frozen=True)
+class _Done:
+    """The child's report: the part it staged (write.Part), or the files it rendered
+    where it stages nothing, or what other work it was given returned."""
+
+    part: Part
+    files: dict[str, Artifact] | None = None
+    result: object = None
 
 
 @dataclass(frozen=True)
@@ -103,15 +124,44 @@ class _Job:
     cluster: ResolvedCluster
     env: jinja2.Environment
     names: list[str]
+    what: str = "rendering the uninstalled families"
+
+    def part(self, pipe: int) -> _Done:
+        rendered = render_families(self.cluster, self.env, self.names).values()
+        files = by_path(artifact for artifacts in rendered for artifact in artifacts)
+        if self.writer is None:
+            return _Done(Part(), files)
+        made = lambda folders: _send(pipe, _Made(list(folders)))  # noqa: E731
+        return _Done(self.writer.stage(files, folders_made=made))
 
 
 @dataclass(frozen=True)
-class _Done:
-    """The child's report: the part it staged (write.Part), or the files it rendered
-    where it stages nothing."""
+class _Work:
+    """Other work for the child (in_two): what it returns goes back whole."""
 
-    part: Part
-    files: dict[str, Artifact] | None = None
+    work: Callable[[], object]
+    what: str
+    writer: None = None
+
+    def part(self, pipe: int) -> _Done:
+        return _Done(Part(), result=self.work())
+
+
+def in_two(first: Callable[[], T], second: Callable[[], U], what: str) -> tuple[T, U] | None:
+    """`second` in a forked child while this process runs `first`, and both results;
+    None when no second process can be started (run both here then). `what` names the
+    child's work in an internal error. What either raises is raised here, `first`'s
+    before the child's: the child's work is the later share of a whole in order."""
+    try:
+        child = _Child.start(_Work(second, what))
+    except OSError:
+        return None
+    try:
+        mine = first()
+    except BaseException:
+        child.finish(failed=True)
+        raise
+    return mine, typing.cast(U, child.finish().result)
 
 
 @dataclass(frozen=True)
@@ -151,15 +201,16 @@ class _Child:
     """The forked child's side of the pipe: its report is read whole (however often
     the reading is interrupted) and the child reaped exactly once."""
 
-    def __init__(self, pid: int, reader: int, writer: TreeWrite | None) -> None:
+    def __init__(self, pid: int, reader: int, job: _Job | _Work) -> None:
         self.pid = pid
+        self.what = job.what
         self.reader = reader
-        self.writer = writer
+        self.writer = job.writer
         self.received = bytearray()
         self.report: _Done | _Failed | None = None
 
     @classmethod
-    def start(cls, job: _Job) -> _Child:
+    def start(cls, job: _Job | _Work) -> _Child:
         sys.stdout.flush()
         sys.stderr.flush()
         reader, writer = os.pipe()
@@ -173,7 +224,7 @@ class _Child:
             os.close(reader)
             _child_main(writer, job)
         os.close(writer)
-        return cls(pid, reader, job.writer)
+        return cls(pid, reader, job)
 
     def finish(self, *, failed: bool = False) -> _Done:
         """Wait for the child's report. Raises what it reports, unless the parent has
@@ -189,7 +240,7 @@ class _Child:
             raise KeyboardInterrupt
         if report.usage is not None:
             raise UsageError(report.usage)
-        raise RuntimeError(f"in the process rendering the uninstalled families: {report.internal}")
+        raise RuntimeError(f"in the process {self.what}: {report.internal}")
 
     def _read(self) -> _Done | _Failed:
         import io
@@ -233,13 +284,13 @@ def _send(writer: int, message: _Made | _Done | _Failed) -> None:
         data = data[os.write(writer, data) :]
 
 
-def _child_main(writer: int, job: _Job) -> None:
+def _child_main(writer: int, job: _Job | _Work) -> None:
     """Render and stage the named families, report to the parent, and exit; never
     returns, and never runs the parent's exit handlers or flushes its buffers."""
     status = 0
     report: _Done | _Failed
     try:
-        report = _child_part(writer, job)
+        report = job.part(writer)
     except UsageError as exc:
         report = _Failed(usage=str(exc))
     except KeyboardInterrupt:
@@ -259,12 +310,3 @@ def _child_main(writer: int, job: _Job) -> None:
         status = 1
     finally:
         os._exit(status)
-
-
-def _child_part(writer: int, job: _Job) -> _Done:
-    rendered = render_families(job.cluster, job.env, job.names).values()
-    files = by_path(artifact for artifacts in rendered for artifact in artifacts)
-    if job.writer is None:
-        return _Done(Part(), files)
-    made = lambda folders: _send(writer, _Made(list(folders)))  # noqa: E731
-    return _Done(job.writer.stage(files, folders_made=made))

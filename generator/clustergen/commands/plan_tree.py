@@ -12,6 +12,7 @@ import yaml
 
 from clustergen.base.artifacts import NodeChange
 from clustergen.base.errors import UsageError
+from clustergen.base.yaml_loader import SAFE_LOADER
 from clustergen.write.manifest import Installed, manifest_entries
 from clustergen.write.tree import Tree
 
@@ -65,18 +66,15 @@ def _committed_yaml(out_dir: Path, path: str) -> Any:
         )
     try:
         text = data.decode("utf-8")
-        for event in yaml.parse(text, Loader=_LOADER):
+        for event in yaml.parse(text, Loader=SAFE_LOADER):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise UsageError(
                     f"{out_dir / path}: a YAML alias or anchor, which clustergen never "
                     "writes (a committed file could make it expand past any memory): not read"
                 )
-        return yaml.load(text, Loader=_LOADER)
+        return yaml.load(text, Loader=SAFE_LOADER)
     except (UnicodeDecodeError, yaml.YAMLError):
         return None
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def applied_lock(out_dir: Path) -> Any:

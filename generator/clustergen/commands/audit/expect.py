@@ -10,10 +10,12 @@ import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
 from clustergen.base.errors import UsageError
+from clustergen.base.yaml_loader import SAFE_LOADER
 from clustergen.catalog.gpus import GpuModel, profile_gpu_sets
 from clustergen.catalog.groups import ANSIBLE_PULL_GROUP
 from clustergen.model.common import expand_hostlist
@@ -27,8 +29,10 @@ LOCK = "versions.lock"
 CABLES = "facility/cables.csv"
 
 
-@dataclass(frozen=True)
-class PlannedCable:
+class PlannedCable(NamedTuple):
+    """A switch port an HCA's cable lands on (a tuple: a 65,536-node tree plans half a
+    million)."""
+
     switch: str
     port: int
 
@@ -81,7 +85,7 @@ def read_tree(out_dir: Path) -> AppliedTree:
 
 def applied_tree(lock_text: str, cables_text: str, origin: str = LOCK) -> AppliedTree:
     try:
-        lock = yaml.safe_load(lock_text)
+        lock = yaml.load(lock_text, Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise UsageError(f"{origin}: not readable YAML ({exc})") from None
     if not isinstance(lock, dict) or not isinstance(lock.get("groups"), dict):
@@ -96,10 +100,21 @@ def applied_tree(lock_text: str, cables_text: str, origin: str = LOCK) -> Applie
 
 
 def _cables(text: str) -> dict[tuple[str, str], PlannedCable]:
+    """Each node's HCA's planned switch port, from cables.csv's rows, its columns found by
+    the header's names (the last of a name written twice), as csv.DictReader finds them;
+    a row short of a column has none there. (Rows as lists: 131,072 of them at 16k
+    nodes, where a dict a row was most of audit's reading of the tree.)"""
+    rows = csv.reader(io.StringIO(text))
+    at = {name: k for k, name in enumerate(next(rows, []))}
+    columns = [at.get(name, -1) for name in ("kind", "port", "peer", "peer_port", "switch")]
+    if min(columns) < 0:
+        return {}
+    kind, port, peer, peer_port, switch = columns
+    last = max(columns)
     cables = {}
-    for row in csv.DictReader(io.StringIO(text)):
-        if row.get("kind") == "node" and (row.get("port") or "").isdigit():
-            cables[(row["peer"], row["peer_port"])] = PlannedCable(row["switch"], int(row["port"]))
+    for row in rows:
+        if len(row) > last and row[kind] == "node" and row[port].isdigit():
+            cables[(row[peer], row[peer_port])] = PlannedCable(row[switch], int(row[port]))
     return cables
 
 

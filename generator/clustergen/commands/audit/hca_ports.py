@@ -41,16 +41,20 @@ def parse_ibstat(text: str) -> list[RdmaPort]:
     device, port = "", 0
     fields: dict[str, str] = {}
     for line in text.splitlines():
-        stripped = line.strip()
         if line.startswith("CA '"):
             _add_ibstat(ports, device, port, fields)
             device, port, fields = line[4:].rstrip().rstrip("'"), 0, {}
-        elif stripped.startswith("Port ") and (match := _PORT.fullmatch(stripped)):
+            continue
+        # What is before the first ':' of the line; a "Port N:" line is one too.
+        key, colon, value = line.partition(":")
+        if not colon:
+            continue
+        key = key.strip()
+        if key.startswith("Port ") and (match := _PORT.fullmatch(line.strip())):
             _add_ibstat(ports, device, port, fields)
             port, fields = int(match[1]), {}
-        elif port and ":" in stripped:
-            key, _, value = stripped.partition(":")
-            fields[key.strip()] = value.strip()
+        elif port:
+            fields[key] = value.strip()
     _add_ibstat(ports, device, port, fields)
     return ports
 

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 import yaml
 
-# libyaml's loader where PyYAML was built with it: a node's report, thousands of times.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from clustergen.base.yaml_loader import SAFE_LOADER
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ def parse_lnet(text: str) -> LnetReport | None:
     """Every local NI with its interfaces, or lnetctl's error; None when the text is not
     lnetctl's YAML."""
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = yaml.load(text, Loader=SAFE_LOADER)
     except yaml.YAMLError:
         return None
     if not isinstance(data, dict):

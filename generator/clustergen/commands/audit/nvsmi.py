@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 # Nearest first: the connections a GPU can have to a NIC (`nvidia-smi topo -h`).
 PCIE_DISTANCE = ("PIX", "PXB", "PHB", "NODE", "SYS")
+_DISTANCE = {link: k for k, link in enumerate(PCIE_DISTANCE)}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
 _GPU = re.compile(r"GPU\d+")
@@ -119,15 +120,19 @@ def parse_topo_m(text: str) -> dict[int, GpuPlacement] | None:
         return None
     devices, labels = _columns(lines[header])
     nics = {m[1]: m[2] for line in lines if (m := _NIC_LEGEND.match(line))}
+    # The columns a GPU may be nearest to (NICs, by RDMA device name), by position; a name
+    # written twice is its last column.
+    position = {name: k for k, name in enumerate(devices)}
+    others = [(k, nics.get(name, name)) for name, k in position.items() if not _GPU.fullmatch(name)]
     placements: dict[int, GpuPlacement] = {}
     for line in lines[header + 1 :]:
         cells = _cells(line, len(devices), len(labels))
         if cells is None or not _GPU.fullmatch(cells[0]):
             continue
-        links = dict(zip(devices, cells[1 : 1 + len(devices)], strict=True))
         numa = _labelled(cells[1 + len(devices) :], labels, "NUMA Affinity")
         placements[int(cells[0][3:])] = GpuPlacement(
-            int(numa) if numa is not None and numa.isdigit() else None, _nearest(links, nics)
+            int(numa) if numa is not None and numa.isdigit() else None,
+            _nearest(others, cells[1 : 1 + len(devices)]),
         )
     return placements or None
 
@@ -163,12 +168,14 @@ def _labelled(rest: list[str], labels: list[str], label: str) -> str | None:
     return rest[position] if position < len(rest) else None
 
 
-def _nearest(links: dict[str, str], nics: dict[str, str]) -> tuple[str, ...]:
-    distances = {
-        nics.get(name, name): PCIE_DISTANCE.index(link)
-        for name, link in links.items()
-        if not _GPU.fullmatch(name) and link in PCIE_DISTANCE
-    }
+def _nearest(others: list[tuple[int, str]], links: list[str]) -> tuple[str, ...]:
+    """The devices of the row's shortest PCIe path: `others` are the non-GPU columns
+    (their position in the row and their name)."""
+    distances: dict[str, int] = {}
+    for k, name in others:
+        link = links[k]
+        if link in _DISTANCE:
+            distances[name] = _DISTANCE[link]
     if not distances:
         return ()
     best = min(distances.values())
