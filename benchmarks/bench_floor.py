@@ -1,6 +1,6 @@
 """Issue 42's targets, each a ratio measured in one run: what render, validate, `render
---check` and `plan` cost against the floor of the work they do, at 1k, 16k and 65,536
-nodes, for the compact spec and its rail-optimised form.
+--check`, `plan` and `audit` cost against the floor of the work they do, at 1k, 16k and
+65,536 nodes, for the compact spec and its rail-optimised form.
 
 Run: python benchmarks/bench_floor.py [--sizes 1024,16384,65536] [--forms compact,rails]
          [--dir DIR]   (prints Markdown; writes only under a temporary folder in DIR)
@@ -13,12 +13,16 @@ For each size and form, one after the other on an otherwise idle machine:
   DIR --check` of the unchanged tree, and `plan SPEC2 -o DIR` of a one-node change (the
   last GPU node in a node group of its own with a feature, so one NodeName line
   changes): each a fresh process under an open-files limit of 1,024 (the usual soft
-  limit of a login session), its wall time and peak RSS.
+  limit of a login session), its wall time and peak RSS;
+- `clustergen audit SPEC -o DIR FACTS` of every node's fact file, synthesized healthy
+  from the rendered tree in the tools' formats (tests/support/audit_facts.py; the first
+  node carries ibnetdiscover of every HCA cable), which must find nothing, so every
+  report is read and every check runs: the same kind of process.
 
 The targets (issue 42): render at most 1.3x the floor, the rail form at most 1.1x the
 tree form, render's peak RSS under 1.5 GB at 65,536 nodes, growth from 16k to 65k at
-most 4.4x; validate at most 0.5x the render; `--check` and plan at most 1.0x. Figures go
-in RESULTS.md, never in tests.
+most 4.4x; validate at most 0.5x the render; `--check`, plan and audit at most 1.0x.
+Figures go in RESULTS.md, never in tests.
 """
 
 from __future__ import annotations
@@ -40,7 +44,13 @@ from pathlib import Path
 
 import yaml
 
+from clustergen.commands.audit.expect import expectations, read_tree
 from clustergen.dev.large_spec import compact_rail_spec, compact_spec
+from clustergen.spec.load import parse_spec
+from clustergen.validate import validate_cluster
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from support.audit_facts import healthy_facts, ibnetdiscover
 
 BIN = Path(sys.executable).parent
 FORMS: dict[str, Callable[[int], str]] = {"compact": compact_spec, "rails": compact_rail_spec}
@@ -145,6 +155,8 @@ def measure(work: Path, nodes: int, form: str) -> dict[str, float]:
     validate = run("validate", spec)
     check = run("render", spec, "-o", out, "--check")
     plan = run("plan", changed, "-o", out, ok=(4,))  # 4: changes to apply
+    facts = write_facts(text, out, folder / "facts")
+    audit = run("audit", spec, "-o", out, facts)
     floor = parse + write
     shutil.rmtree(folder)  # a 65k tree is over a GiB: one at a time
     return {
@@ -160,7 +172,23 @@ def measure(work: Path, nodes: int, form: str) -> dict[str, float]:
         "check_rss": check.rss_mib,
         "plan": plan.seconds,
         "plan_rss": plan.rss_mib,
+        "audit": audit.seconds,
+        "audit_rss": audit.rss_mib,
     }
+
+
+def write_facts(text: str, tree: Path, folder: Path) -> Path:
+    """Every node's fact file, healthy, in `folder` (one file a node, as collect.yml)."""
+    cluster, problems = validate_cluster(parse_spec(text, "spec.yaml", "spec.yaml"))
+    assert cluster is not None, problems[:3]
+    expected = expectations(cluster, read_tree(tree))
+    scan = ibnetdiscover(expected)
+    first = next(iter(expected))
+    folder.mkdir()
+    for name, node in expected.items():
+        body = healthy_facts(name, node, scan if name == first else None)
+        (folder / f"{name}.txt").write_text(body, encoding="utf-8")
+    return folder
 
 
 def _timed(action: Callable[[], object]) -> float:
@@ -173,8 +201,8 @@ def table(results: dict[tuple[int, str], dict[str, float]]) -> list[str]:
     rows = [
         "| nodes | form | files | MiB | parse (s) | write (s) | `render` (s) | render / floor | "
         "render RSS (MiB) | `validate` / render | `--check` / render | `plan` / render | "
-        "check RSS (MiB) | plan RSS (MiB) |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "`audit` / render | check RSS (MiB) | plan RSS (MiB) | audit RSS (MiB) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (nodes, form), r in results.items():
         rows.append(
@@ -182,7 +210,8 @@ def table(results: dict[tuple[int, str], dict[str, float]]) -> list[str]:
             f"{r['write']:.2f} | {r['render']:.2f} | {r['render'] / r['floor']:.2f} | "
             f"{r['render_rss']:.0f} | {r['validate'] / r['render']:.2f} | "
             f"{r['check'] / r['render']:.2f} | {r['plan'] / r['render']:.2f} | "
-            f"{r['check_rss']:.0f} | {r['plan_rss']:.0f} |"
+            f"{r['audit'] / r['render']:.2f} | {r['check_rss']:.0f} | {r['plan_rss']:.0f} | "
+            f"{r['audit_rss']:.0f} |"
         )
     rows.append("")
     sizes = sorted({nodes for nodes, _ in results})

@@ -74,12 +74,14 @@ def test_the_pull_benchmark_spec_renders_pull_mode() -> None:
 def test_the_floor_benchmark_runs_each_target_at_a_small_size(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """benchmarks/bench_floor.py (issue 42's targets at 1k, 16k and 65,536 nodes) at 512
     nodes, both forms: every command it times runs under the open-files limit, the
-    one-node change plans as changes to apply, and the table has each ratio."""
+    one-node change plans as changes to apply, audit finds nothing on every node's healthy
+    facts, and the table has each ratio."""
     bench = _bench_module("bench_floor")
     results = {(512, form): bench.measure(tmp_path, 512, form) for form in ("compact", "rails")}
     for figures in results.values():
         assert figures["files"] > 512 * 4 and figures["floor"] > 0
         assert figures["render"] > 0 and figures["plan"] > 0 and figures["check"] > 0
+        assert figures["audit"] > 0 and figures["audit_rss"] > 0
     rows = bench.table(results)
     assert rows[2].startswith("| 512 | compact |") and rows[3].startswith("| 512 | rails |")
     assert "- 512 nodes: rail form / tree form render time" in "\n".join(rows)

@@ -541,3 +541,21 @@ def test_a_manifest_line_outside_the_tree_is_refused(cli, tmp_path: Path, line: 
         assert result.code == 2, (argv, result.out, result.err)
         assert f"{MANIFEST}:" in result.err and "not a plain relative path" in result.err
     assert (out / MANIFEST).read_bytes() == before
+
+
+def test_a_path_stays_inside_the_tree_exactly_when_no_component_leaves_it() -> None:
+    """tree.inside against its definition (no component empty, '.' or '..', no NUL), on
+    every path of up to five pieces of slashes, dots, NULs and names."""
+    import itertools
+
+    from clustergen.write.tree import inside
+
+    def by_components(path: str) -> bool:
+        parts = path.split("/")
+        return "\0" not in path and all(part not in ("", ".", "..") for part in parts)
+
+    pieces = ["a", "/", ".", "..", "\0", "b.", ".c", "..."]
+    for length in range(6):
+        for combination in itertools.product(pieces, repeat=length):
+            path = "".join(combination)
+            assert inside(path) == by_components(path), repr(path)

@@ -33,7 +33,7 @@ from clustergen.commands.plan_tree import (
 from clustergen.outputs import FAMILIES
 from clustergen.resolve import ResolvedCluster
 from clustergen.write.changes import file_changes
-from clustergen.write.manifest import MANIFEST, Installed
+from clustergen.write.manifest import MANIFEST, Installed, listed
 from clustergen.write.tree import Tree
 
 
@@ -216,9 +216,11 @@ class _Steps:
 def _file_steps(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> list[str]:
     """Adds the steps the tree's changed, new and removed files need; returns the lines of
     the files that need nothing on the nodes."""
-    applied = AppliedManifest.read(out_dir)
+    entries = listed(out_dir)  # the applied manifest, read once for both uses
+    applied = AppliedManifest.of({path: entry.installed for path, entry in entries.items()})
+    previous = {path: entry.digest for path, entry in entries.items()}
     tree_only = []
-    for change in file_changes(out_dir, files, adopt=True, families=FAMILIES):
+    for change in file_changes(out_dir, files, adopt=True, families=FAMILIES, previous=previous):
         if change.action == "unchanged" or change.path == MANIFEST:
             continue
         if change.action == "keep":

@@ -13,7 +13,7 @@ import yaml
 from clustergen.base.artifacts import NodeChange
 from clustergen.base.errors import UsageError
 from clustergen.base.yaml_loader import SAFE_LOADER
-from clustergen.write.manifest import Installed, manifest_entries
+from clustergen.write.manifest import Installed
 from clustergen.write.tree import Tree
 
 LOCK = "versions.lock"
@@ -32,8 +32,8 @@ class AppliedManifest:
     dests: frozenset[str]  # where the applied tree's files are installed
 
     @classmethod
-    def read(cls, out_dir: Path) -> AppliedManifest:
-        manifest = manifest_entries(out_dir)
+    def of(cls, manifest: dict[str, Installed | None]) -> AppliedManifest:
+        """From the manifest's entries, as manifest.listed reads them."""
         installed = [(path, i) for path, i in manifest.items() if i is not None]
         return cls(
             manifest,

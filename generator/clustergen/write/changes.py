@@ -43,11 +43,13 @@ def file_changes(
     *,
     adopt: bool = False,
     families: Collection[str] = (),
+    previous: Mapping[str, str | None] | None = None,
 ) -> list[FileChange]:
     """What writing files into out_dir would do. Files clustergen did not write (absent
     from the manifest) are never overwritten unless adopt is set; `families` as in
-    `removals`."""
-    previous = previous_outputs(out_dir)
+    `removals`; `previous`: the manifest's paths and digests where the caller has read
+    them already (manifest.previous_outputs)."""
+    previous = previous_outputs(out_dir) if previous is None else previous
     changes, foreign = compare(out_dir, files, previous)
     if not adopt:
         refuse_foreign(out_dir, foreign)
@@ -74,13 +76,23 @@ def compare(
                 changes.append(FileChange(path, "create", None, rendered.text, None, new_digest))
                 continue
             old, mode = found
-            changed = old != data or _executable(mode) != _executable(rendered.mode)
+            if old == data:
+                # The same bytes: the old text is the rendered one, and so is its digest
+                # (neither is made again: at 65,536 nodes, 300,000 files).
+                action: FileAction = "unchanged"
+                if _executable(mode) != _executable(rendered.mode):
+                    action = "change"
+                    if path not in previous and path != MANIFEST:
+                        foreign.append(path)
+                changes.append(
+                    FileChange(path, action, rendered.text, rendered.text, new_digest, new_digest)
+                )
+                continue
             # A file clustergen did not write is in the way only if rendering would change it.
-            if changed and path not in previous and path != MANIFEST:
+            if path not in previous and path != MANIFEST:
                 foreign.append(path)
-            action: FileAction = "change" if changed else "unchanged"
             text = _decoded(tree, path, old)
-            changes.append(FileChange(path, action, text, rendered.text, digest(old), new_digest))
+            changes.append(FileChange(path, "change", text, rendered.text, digest(old), new_digest))
     return changes, foreign
 
 

@@ -106,12 +106,6 @@ def listed_in(tree: Tree) -> dict[str, Listed]:
     return entries
 
 
-def manifest_entries(out_dir: Path) -> dict[str, Installed | None]:
-    """The paths the last render wrote into out_dir, with their install metadata (None
-    for files not installed on nodes, and for manifests written before it was kept)."""
-    return {path: entry.installed for path, entry in listed(out_dir).items()}
-
-
 def manifest_cluster(out_dir: Path) -> str | None:
     """The cluster whose render out_dir holds, as its manifest names it; None without a
     manifest, or for one written before the cluster was recorded."""

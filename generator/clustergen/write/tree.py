@@ -32,13 +32,12 @@ def digest(data: bytes) -> str:
 
 
 def inside(path: str) -> bool:
-    """A relative path, written as clustergen writes them, that stays in the tree."""
-    parts = path.split("/")
+    """A relative path, written as clustergen writes them, that stays in the tree: not
+    empty, no NUL, and no component empty (a leading, trailing or doubled '/'), '.' or
+    '..' (each shows as '//', '/./' or '/../' once the path is put between slashes)."""
+    between = f"/{path}/"
     return (
-        bool(path)
-        and not path.startswith("/")
-        and "\0" not in path
-        and all(part not in ("", ".", "..") for part in parts)
+        "//" not in between and "/./" not in between and "/../" not in between and "\0" not in path
     )
 
 
@@ -186,12 +185,18 @@ class Tree:
         """The bytes and mode of the regular file at relative; None where nothing is. A
         link, a folder or a device there is refused."""
         self._trim()
-        info = self._entry(relative)
-        if info is None:
+        folder, name = self._parent(relative)
+        if folder is None:
             return None
+        try:
+            # lstat first: a device planted in the tree is refused, never opened.
+            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise UsageError(f"cannot read {self.path(relative)}: {exc.strerror or exc}") from None
         if not stat.S_ISREG(info.st_mode):
             self._refuse(relative, "a regular file")
-        folder, name = self._parent(relative)
         try:
             descriptor = os.open(name, _FILE, dir_fd=folder)
         except FileNotFoundError:
@@ -204,9 +209,12 @@ class Tree:
             opened = os.fstat(descriptor)
             if not stat.S_ISREG(opened.st_mode):  # swapped since the lstat
                 self._refuse(relative, "a regular file")
-            chunks = []
-            while chunk := os.read(descriptor, 1 << 20):
-                chunks.append(chunk)
+            # Its size and one more byte: a regular file reads whole up to its end, so
+            # one read of a file that stays as it was; more only for one that grew.
+            chunks = [os.read(descriptor, opened.st_size + 1)]
+            if len(chunks[0]) > opened.st_size:
+                while chunk := os.read(descriptor, 1 << 20):
+                    chunks.append(chunk)
         except OSError as exc:
             raise UsageError(f"cannot read {self.path(relative)}: {exc.strerror or exc}") from None
         finally:
