@@ -219,49 +219,58 @@ class _Switches:
         self.own: dict[str, list[tuple[str, ...]]] = {}
         self.landed: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
         self.text: dict[str, str] = {}
+        # The rows ports.md may print, as the rows written so far allow (omitted).
         self.printed: dict[str, list[tuple[str, ...]]] = {}
-        self.count = 0  # rows in all
-        self.links = 0  # the rows of switch-to-switch cables (each cable at both ends)
-        self.omitted = ""  # port_pages: '', 'node' or 'all', as the counts stand
+        self.count = 0  # rows written
+        self.links = 0  # of them, the rows of switch-to-switch cables (a cable at both ends)
         self._current: str | None = None
+        self._rows: list[tuple[str, ...]] = []  # the current switch's own rows
+
+    @property
+    def omitted(self) -> str:
+        """What ports.md leaves to ports.csv (port_pages), as the rows written stand."""
+        if self.count <= PRINTED_PORTS:
+            return ""
+        return "node" if self.links <= PRINTED_PORTS else "all"
 
     def add(self, switch: str, row: tuple[str, ...]) -> None:
         """A row of `switch`'s own cables."""
         if switch != self._current:
-            if self._current is not None:
-                self.past.add(self._current)
-                self._write(self._current)
-            # The contract of cables.csv's order; a second run of one switch's rows
-            # would come after its text was made.
-            assert switch not in self.past, f"cables.csv lists {switch}'s cables apart"
-            self._current = switch
-        self.own.setdefault(switch, []).append(row)
-        self._counted(row[3] != "node-leaf")
+            self._begin(switch)
+        self._rows.append(row)
+
+    def _begin(self, switch: str) -> None:
+        if self._current is not None:
+            self.own[self._current] = self._rows
+            self.past.add(self._current)
+            self._write(self._current)
+        # The contract of cables.csv's order; a second run of one switch's rows would
+        # come after its text was made.
+        assert switch not in self.past, f"cables.csv lists {switch}'s cables apart"
+        self._current, self._rows = switch, []
 
     def land(self, switch: str, port: int, row: tuple[str, ...]) -> None:
         """A row of a port of `switch` that a child's uplink lands on."""
         self.landed.setdefault(switch, []).append((port, row))
         self.landing[switch] -= 1
-        self._counted(True)
-        self._write(switch)
+        if self.landing[switch] <= 0 and switch in self.past:
+            self._write(switch)
 
     def close(self) -> None:
+        if self._current is not None:
+            self.own[self._current] = self._rows
+            self._current, self._rows = None, []
         for name in [*self.own, *self.landed]:
             if name not in self.text:
                 self.past.add(name)
                 self.landing[name] = 0
                 self._write(name)
-
-    def _counted(self, link: bool) -> None:
-        self.count += 1
-        self.links += link
-        if self.omitted == "" and self.count > PRINTED_PORTS:
-            self.omitted = "node"
-            for rows in self.printed.values():
-                rows[:] = [row for row in rows if row[3] != "node-leaf"]
-        if self.omitted == "node" and self.links > PRINTED_PORTS:
-            self.omitted = "all"
-            self.printed.clear()
+        omitted = self.omitted
+        for name, rows in list(self.printed.items()):
+            if omitted == "all":
+                del self.printed[name]
+            elif omitted == "node":
+                self.printed[name] = [row for row in rows if row[3] != "node-leaf"]
 
     def _write(self, name: str) -> None:
         if name not in self.past or self.landing[name] > 0 or name in self.text:
@@ -271,9 +280,12 @@ class _Switches:
             mixed = [(int(row[2]), row) for row in rows] + self.landed.pop(name)
             rows = [row for _, row in sorted(mixed, key=lambda item: item[0])]
         self.text[name] = csv_block(rows) if rows else ""
-        if self.omitted == "":
+        self.count += len(rows)
+        self.links += sum(1 for row in rows if row[3] != "node-leaf")
+        omitted = self.omitted
+        if omitted == "":
             self.printed[name] = rows
-        elif self.omitted == "node":
+        elif omitted == "node":
             self.printed[name] = [row for row in rows if row[3] != "node-leaf"]
 
 
@@ -287,6 +299,7 @@ def _port_rows(
     used: set[str] = set()
     plane_of, rail_of, at, rack_of = look.plane_of, look.rail_of, look.at, look.rack_of
     node_class = look.classes["node-leaf"]
+    add, land = switches.add, switches.land
     for switch, port, kind, peer, peer_port, note in cable_rows:
         if kind == "node":
             kind_class, here, there = node_class, rack_of.get(switch), rack_of.get(peer)
@@ -297,7 +310,7 @@ def _port_rows(
             else:
                 used.add("node-leaf")
             plane, rail, peer_at = plane_of[switch], rail_of[switch], at.get(peer, "")
-            switches.add(
+            add(
                 switch,
                 (
                     plane,
@@ -317,11 +330,11 @@ def _port_rows(
         used.add(link)
         rail, kind_class = rail_of[switch], look.classes[link]
         mine = (plane_of[switch], switch, port, link, peer, peer_port, kind_class, rail, note)
-        switches.add(switch, (*mine, at.get(peer, "")))
+        add(switch, (*mine, at.get(peer, "")))
         landing, last = int(peer_port), look.radix[peer]
         past = BEYOND if last is not None and landing > last else ""
         theirs = (plane_of[peer], peer, peer_port, link, switch, port, kind_class, rail, past)
-        switches.land(peer, landing, (*theirs, at.get(switch, "")))
+        land(peer, landing, (*theirs, at.get(switch, "")))
     return used
 
 
