@@ -32,17 +32,15 @@ import ipaddress
 import itertools
 import os
 import re
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from child import Child, measure_child
 
 from clustergen.commands.audit.expect import expectations, read_tree
 from clustergen.dev.large_spec import compact_rail_spec, compact_spec
@@ -58,34 +56,9 @@ OPEN_FILES = 1024
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-@dataclass(frozen=True)
-class Run:
-    seconds: float
-    rss_mib: float
-
-
-def _limit_open_files() -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
-
-
-def run(*argv: str | Path, ok: tuple[int, ...] = (0,)) -> Run:
+def run(*argv: str | Path, ok: tuple[int, ...] = (0,)) -> Child:
     """One clustergen process under the open-files limit, timed and weighed."""
-    start = time.perf_counter()
-    child = subprocess.Popen(
-        [str(BIN / "clustergen"), *map(str, argv)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        preexec_fn=_limit_open_files,
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in ok:
-        assert child.stderr is not None
-        raise SystemExit(
-            f"clustergen {' '.join(map(str, argv))}: exit {code}: {child.stderr.read().decode()}"
-        )
-    return Run(seconds, usage.ru_maxrss / 1024)
+    return measure_child(BIN / "clustergen", *argv, open_files=OPEN_FILES, ok=ok)
 
 
 def tree_bytes(root: Path) -> dict[Path, bytes]:

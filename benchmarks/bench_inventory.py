@@ -16,8 +16,8 @@ process:
 - the growth from 1k to 16k of each (linear: 16x the nodes, at most 16x).
 
 Times are the median of N runs (default 1: a 16k `--list` takes minutes); peak RSS is
-the child's own (wait4's ru_maxrss). Targets live here and in RESULTS.md, never in
-tests: the machines are shared and noisy.
+the command's own (wait4's ru_maxrss, started by child.py's launcher). Targets live
+here and in RESULTS.md, never in tests: the machines are shared and noisy.
 """
 
 from __future__ import annotations
