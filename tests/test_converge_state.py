@@ -98,7 +98,7 @@ def test_all_yml_names_the_family_of_each_concern_of_the_cluster(tmp_path: Path)
     cluster, problems = validate_cluster(load_spec(str(path)))
     assert cluster is not None, [p.format() for p in problems]
     all_vars = yaml.safe_load(render_all(cluster)["inventory/group_vars/all.yml"].text)
-    pins = {entry["concern"]: entry for entry in all_vars["clustergen_pins"]}
+    pins = {entry["concern"]: entry for entry in json.loads(all_vars["clustergen_pins"])}
     assert "imex" not in pins
     assert pins["nvidia_driver"] == {
         "concern": "nvidia_driver",

@@ -3,6 +3,7 @@ stack's and Slurm's settings, the architectures), all.yml's, and versions.lock's
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,8 +70,8 @@ class Variable:
         | Sequence[str]
         | Sequence[Mapping[str, str | bool | list[str]]]
     )
-    # A Jinja expression of the roles' (never spec data): written as a folded block,
-    # one line of the expression a line, not as one quoted string.
+    # A Jinja expression of the roles', or JSON text of the catalog's names (never spec
+    # data): written as a folded block, one line of it a line, not as one quoted string.
     folded: bool = False
     # The concern whose pins it carries (its packages, the version its role checks, the
     # driver's sibling records): outside the release's base, so that a release that
@@ -211,11 +212,17 @@ def _pins_by_concern(variables: Mapping[str, Sequence[Variable]]) -> Variable:
         for concern in CONCERNS
         if concern.name in names
     ]
+    # JSON text, not a YAML list: Ansible makes every host's variables its own copy of
+    # a structured group variable, and this one doubled `ansible-inventory --list` of
+    # 16,384 nodes (1.2 GB against 0.7; benchmarks/RESULTS.md, issue 42). A concern a
+    # line, folded: YAML joins the lines with spaces, which JSON allows.
     return Variable(
         "clustergen_pins",
         "the pinned concerns, the family whose plays install each alone (empty: the node "
-        "converges in full) and the variables of its pins (roles/clustergen_state)",
-        concerns,
+        "converges in full) and the variables of its pins (roles/clustergen_state), as "
+        "JSON text",
+        "[" + ",\n".join(json.dumps(concern) for concern in concerns) + "]",
+        folded=True,
     )
 
 
