@@ -266,11 +266,7 @@ class _Switches:
                 self.landing[name] = 0
                 self._write(name)
         omitted = self.omitted
-        for name, rows in list(self.printed.items()):
-            if omitted == "all":
-                del self.printed[name]
-            elif omitted == "node":
-                self.printed[name] = [row for row in rows if row[3] != "node-leaf"]
+        self.printed = {name: _printed(rows, omitted) for name, rows in self.printed.items()}
 
     def _write(self, name: str) -> None:
         if name not in self.past or self.landing[name] > 0 or name in self.text:
@@ -282,11 +278,14 @@ class _Switches:
         self.text[name] = csv_block(rows) if rows else ""
         self.count += len(rows)
         self.links += sum(1 for row in rows if row[3] != "node-leaf")
-        omitted = self.omitted
-        if omitted == "":
-            self.printed[name] = rows
-        elif omitted == "node":
-            self.printed[name] = [row for row in rows if row[3] != "node-leaf"]
+        self.printed[name] = _printed(rows, self.omitted)
+
+
+def _printed(rows: list[tuple[str, ...]], omitted: str) -> list[tuple[str, ...]]:
+    """The rows ports.md prints: all, the switch-to-switch ones ('node'), or none."""
+    if omitted == "":
+        return rows
+    return [row for row in rows if row[3] != "node-leaf"] if omitted == "node" else []
 
 
 def _port_rows(

@@ -178,12 +178,8 @@ class CsvSheet:
 
     def passing(self, rows: Iterable[Sequence[str]]) -> Iterator[Sequence[str]]:
         """Each row, added to the sheet as it goes by to the reader that needs it next."""
-        block = self._rows
         for row in rows:
-            block.append(row)
-            if len(block) == _BLOCK_ROWS:
-                self._blocks.append(csv_block(block))
-                block = self._rows = []
+            self.add(row)
             yield row
 
     def text(self) -> str:
