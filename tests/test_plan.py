@@ -62,6 +62,31 @@ def test_nothing_to_do_exits_0(cli, tmp_path: Path) -> None:  # type: ignore[no-
     assert "Nothing to do on the nodes." in result.out
 
 
+@pytest.mark.parametrize("example", ["edge-roce-2node.yaml", "vera-rubin-nvl72-spectrumx.yaml"])
+def test_an_unchanged_spec_without_accounting_has_nothing_to_say(
+    cli, tmp_path: Path, example: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A concern whose group has no node (slurmdbd without accounting) is in no lock: the
+    plan of the unchanged spec names nothing, not "slurm-smd-slurmdbd (newly pinned)"."""
+    spec, tree = applied(cli, (EXAMPLES / example).read_text(encoding="utf-8"), tmp_path, example)
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert result.code == ExitCode.OK, result.err
+    assert result.out.rstrip().endswith("Nothing to do on the nodes."), result.out
+
+
+def test_a_new_doca_release_reboots_the_rdma_nodes(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """DOCA-OFED's DKMS modules replace the running ones: its new release is a reboot of
+    the nodes with fabric HCAs, not a package that needs nothing, and not the driver's
+    roll-out, which site.yml runs for the driver alone."""
+    example = "vera-rubin-nvl72-spectrumx.yaml"
+    spec, tree = applied(cli, (EXAMPLES / example).read_text(encoding="utf-8"), tmp_path, example)
+    edit(spec, ("version: 3.2.1, repository: doca", "version: 3.2.3, repository: doca"))
+    result = cli("plan", str(spec), "-o", str(tree))
+    assert "### Reboot\n\n- **reboot** on vr[001-036]\n" in result.out, result.out
+    assert "Rolling upgrade" not in result.out  # site.yml rolls out the driver alone
+    assert "doca-ofed 3.2.1-* -> 3.2.3-*" in result.out
+
+
 def test_render_and_plan_say_where_slurm_comes_from_is_unknown(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The reference spec pins SchedMD's Slurm by default and names no repository that
     serves it: a warning that render and plan both print; naming one silences it."""

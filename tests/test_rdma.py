@@ -75,10 +75,13 @@ def test_nodes_with_hcas_get_the_distributions_stack_and_no_other_node_does(
     assert not any("rdma_devices" in a.text for p, a in bare_tree.items() if "group_vars" in p)
 
 
-def test_doca_ofed_installs_nothing_and_says_so(tmp_path: Path) -> None:
-    """stack doca-ofed: no RDMA pin, the role told so (nvidia-peermem then loads), and a
-    warning naming what the site must install; a repository not in the spec is an error;
-    an OS whose rdma-core the catalog does not know warns instead of pinning a guess."""
+def test_doca_ofed_installs_doca_at_its_release_and_no_distribution_package(
+    tmp_path: Path,
+) -> None:
+    """stack doca-ofed: DOCA-OFED's meta package at the release (any build), no package of
+    the distribution's stack, the role told so (nvidia-peermem then loads), and no warning;
+    a repository not in the spec is an error; an OS whose rdma-core the catalog does not
+    know warns instead of pinning a guess."""
     repositories = (
         "  repositories:\n"
         "    - {name: doca, url: https://linux.mellanox.com/public/repo/doca/2.9.1/ubuntu24.04/"
@@ -88,10 +91,21 @@ def test_doca_ofed_installs_nothing_and_says_so(tmp_path: Path) -> None:
     cluster, problems = _validated(tmp_path, doca)
     assert cluster is not None, problems
     assert cluster.pins.by_concern["rdma"] == {}
-    [warning] = [p for p in problems if p.startswith("software.rdma-unpinned")]
-    assert "DOCA-OFED 2.9.1 from repository 'doca'" in warning and "l40s-4gpu" in warning
-    rdma_vars = yaml.safe_load(render_all(cluster)["inventory/group_vars/rdma.yml"].text)
-    assert rdma_vars == {"rdma_packages": {}, "rdma_stack": "doca-ofed"}
+    assert cluster.pins.by_concern["doca"] == {"doca-ofed": "2.9.1-*"}
+    assert not [p for p in problems if p.startswith("software.rdma-unpinned")], problems
+    tree = render_all(cluster)
+    rdma_vars = yaml.safe_load(tree["inventory/group_vars/rdma.yml"].text)
+    assert rdma_vars == {
+        "rdma_packages": {},
+        "doca_packages": {"doca-ofed": "2.9.1-*"},
+        "rdma_stack": "doca-ofed",
+    }
+    lock = yaml.safe_load(tree["versions.lock"].text)
+    assert lock["groups"]["rdma"]["packages"] == {"doca-ofed": "2.9.1-*"}
+    # The distribution's stack installs no DOCA.
+    cluster, _ = _validated(tmp_path, EDGE.read_text(encoding="utf-8"))
+    assert cluster is not None and cluster.pins.by_concern["doca"] == {}
+    assert cluster.pins.by_concern["rdma"]
 
     unknown = doca.replace("repository: doca}", "repository: mofed}")
     cluster, problems = _validated(tmp_path, unknown)

@@ -100,6 +100,8 @@ def _spec(case: str, path: Path) -> None:
 _PROFILES = {
     "superpod-rail-128node": ("gpu001", "pack:2 core:56 pu:2", 8, {"0-55", "56-111"}),
     "gb200-nvl72-4rack": ("gb001", "pack:2 core:72 pu:1", 4, {"0-71", "72-143"}),
+    # Vera: 88 cores a socket, two threads a core (Spatial Multithreading).
+    "vera-rubin-nvl72-spectrumx": ("vr001", "pack:2 core:88 pu:2", 4, {"0-87", "88-175"}),
     "dgx-a100-nps4": (
         "gpu05",
         "pack:2 numa:4 core:16 pu:2",

@@ -148,6 +148,7 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "gpu-model-names-several": "a family name the GPU catalog holds several models of; " + _CATALOG,
     "cpu-arch-beside-grace": "the CPU a GPU model comes with; " + _CATALOG,
     "cuda-too-old-for-b200": _CATALOG,
+    "rubin-nccl-too-old": _CATALOG,
     "v100-with-cuda-13": _CATALOG,
     "driver-below-cuda-minimum": _CATALOG,
     "driver-too-old-for-os": "catalog knowledge: which driver branches NVIDIA publishes per OS",

@@ -8,9 +8,11 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 REFERENCE_SPECS = sorted(EXAMPLES.glob("*.yaml"))
 # The rack-scale example (GB200 NVL72: NVLink domains, IMEX, power shelves, liquid
-# cooling), and the examples without any of that, for tests of what those leave out.
+# cooling), the examples with NVLink domains (it and Vera Rubin NVL72, which has no
+# power figures), and the examples without any of that, for tests of what those leave out.
 RACK_SCALE_EXAMPLE = EXAMPLES / "gb200-nvl72-4rack.yaml"
-CLASSIC_SPECS = [path for path in REFERENCE_SPECS if path != RACK_SCALE_EXAMPLE]
+NVLINK_DOMAIN_EXAMPLES = [RACK_SCALE_EXAMPLE, EXAMPLES / "vera-rubin-nvl72-spectrumx.yaml"]
+CLASSIC_SPECS = [path for path in REFERENCE_SPECS if path not in NVLINK_DOMAIN_EXAMPLES]
 README = REPO / "README.md"
 SCHEMA = REPO / "schemas" / "clustergen.schema.json"
 TESTS = REPO / "tests"

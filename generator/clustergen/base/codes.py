@@ -306,6 +306,16 @@ NETWORK_LINK_LAYER = Code(
     "a fabric or storage interface named for one link layer (en*, eth*: Ethernet; ib*: "
     "InfiniBand) on a network of the other",
 )
+NETWORK_SPECTRUM_X_PRIORITY = Code(
+    "network.spectrum-x-priority",
+    "warning",
+    "a Spectrum-X fabric's RDMA traffic class is not on priority 3, its lossless priority",
+)
+NETWORK_SPECTRUM_X_SWITCH = Code(
+    "network.spectrum-x-switch",
+    "warning",
+    "a Spectrum-X fabric's switch is a catalog model that is not NVIDIA Spectrum-4 or later",
+)
 NETWORK_ROCE_HCA_WITHOUT_ADDRESS = Code(
     "network.roce-hca-without-address",
     "warning",
@@ -619,8 +629,8 @@ SOFTWARE_NVIDIA_REPOSITORY_MISSING = Code(
 SOFTWARE_RDMA_UNPINNED = Code(
     "software.rdma-unpinned",
     "warning",
-    "nodes with fabric HCAs whose RDMA packages clustergen does not install: DOCA-OFED, which "
-    "the site installs, or an OS whose rdma-core version the catalog does not know",
+    "nodes with fabric HCAs whose RDMA packages clustergen does not install: an OS whose "
+    "rdma-core version the catalog does not know, and no software.rdma.version",
 )
 SOFTWARE_RDMA_REPOSITORY_UNKNOWN = Code(
     "software.rdma-repository-unknown",
@@ -687,6 +697,16 @@ SOFTWARE_DRIVER_TOO_OLD_FOR_GPU = Code(
     "software.driver-too-old-for-gpu",
     "error",
     "an NVIDIA driver older than the first driver for a hardware profile's GPU architecture",
+)
+SOFTWARE_CUDA_PREVIEW_FOR_GPU = Code(
+    "software.cuda-preview-for-gpu",
+    "warning",
+    "the pinned CUDA supports a GPU the hardware has only as a preview (Rubin on CUDA 13.4)",
+)
+SOFTWARE_NCCL_TOO_OLD_FOR_GPU = Code(
+    "software.nccl-too-old-for-gpu",
+    "error",
+    "the pinned NCCL predates the first release that supports a GPU the hardware has",
 )
 SOFTWARE_CUDA_TOO_NEW_FOR_GPU = Code(
     "software.cuda-too-new-for-gpu",

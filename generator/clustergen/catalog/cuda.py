@@ -3,6 +3,18 @@
 Source: NVIDIA CUDA Toolkit release notes, table "CUDA Toolkit and Corresponding
 Driver Versions" (Linux x86_64), as recorded in shared/reference/domain-facts.md.
 There is no CUDA 12.7.
+
+From CUDA 13.4 a row is a driver branch, not a full version (a one-part tuple: any driver
+of the branch or later meets it). CUDA 13.4 GA needs R615: "Executing Rubin kernels
+(SM107) requires the R615 driver which will be released with CUDA Toolkit 13.4 GA. R610
+from CUDA Toolkit 13.4 Developer Preview is not sufficient" (NVIDIA CUTLASS 4.8.0dev
+release notes, github.com/NVIDIA/cutlass/releases/tag/v4.8.0dev), and 13.4's forward
+compatibility package is cuda-compat-13-4 at 615.71.09. CUDA 13.5 ships with R620: the
+R620 driver's redistributable manifest names CUDA 13.5 as its CUDA
+(developer.download.nvidia.com/compute/nvidia-driver/redist/redistrib_620.70.06.json,
+"cuda_variant": ["13.5"]); R620 is a Long Term Support Branch (NVIDIA, "Supported Drivers
+and CUDA Toolkit Versions", docs.nvidia.com/datacenter/tesla/drivers/620/). The rows of
+CUDA 13.1 to 13.3 were not read from NVIDIA here and are not recorded.
 """
 
 from __future__ import annotations
@@ -21,6 +33,8 @@ MIN_DRIVER: dict[VersionTuple, VersionTuple] = {
     (12, 8): (570, 26),
     (12, 9): (575, 51, 3),
     (13, 0): (580, 65, 6),
+    (13, 4): (615,),
+    (13, 5): (620,),
 }
 
 # Update releases whose minimum differs from the GA's: (major, minor, update) -> driver.

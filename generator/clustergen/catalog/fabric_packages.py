@@ -41,6 +41,24 @@ def rdma_pins(family: PackageFamily, s: Software) -> Pins:
     return pins
 
 
+# DOCA-OFED (software.rdma stack doca-ofed): NVIDIA's RDMA stack for ConnectX and BlueField
+# (drivers through DKMS, its own rdma-core, perftest and mlnx-tools with mlnx_qos), installed
+# as the `doca-ofed` profile's meta package from the DOCA repository the spec names
+# [doc: NVIDIA DOCA-Host Installation and Upgrade (docs.nvidia.com/doca/sdk/doca-host+
+# installation+and+upgrade): "apt-get install doca-ofed" / "dnf install doca-ofed" after
+# the repository of the DOCA release; NVIDIA's hpc-container-maker doca_ofed building block:
+# linux.mellanox.com/public/repo/doca/<version>/<distro>/<arch>/]. The meta package's
+# version is the DOCA release and a build number (3.2.1-044413...), so the pin holds the
+# release, whatever its build: `<version>-*`, as for a distribution's package.
+DOCA_OFED_PACKAGE = "doca-ofed"
+
+
+def doca_pins(family: PackageFamily, s: Software) -> Pins:
+    if s.rdma is None or s.rdma.stack != "doca-ofed" or s.rdma.version is None:
+        return {}
+    return {DOCA_OFED_PACKAGE: distribution_version_pin(s.rdma.version)}
+
+
 def opensm_pins(family: PackageFamily, s: Software) -> Pins:
     """The distribution's OpenSM at the catalog's version for the OS (its own source
     package, not rdma-core's); none where the catalog knows no version."""

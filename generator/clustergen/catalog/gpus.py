@@ -39,12 +39,42 @@ and 20f1 "A100 PCIe 40GB", 20b5 "A100 PCIe 80GB", 26b9 "L40S", 2330 "H100 SXM5 8
 "HGX GB200", 3182 "B300 SXM6 AC", 31c2 and 31c3 "GB300", 2bb5 "RTX PRO 6000 Blackwell Server
 Edition". A board the database names otherwise (V100S PCIe 1df6, H800, A800, H20) is no
 catalog model.
+
+Rubin (issue 43), from NVIDIA's own publications; what NVIDIA has not published is left
+out, not guessed (docs/platforms.md, "Rubin: what is unpublished"):
+- Compute capability 10.7 (sm_107): the CUDA 13.4 release notes, "adds support for the
+  NVIDIA Rubin Architecture (compute capability 10.7)"; NVIDIA's cuBLASDx 0.8.0 release
+  notes (docs.nvidia.com/cuda/cublasdx/0.8.0/release_notes.html), "functional support for
+  the Rubin architecture, including SM107".
+- First CUDA: 13.4, "NVIDIA Rubin preview - Adds preview support for the NVIDIA Rubin
+  architecture" (docs.nvidia.com/cuda/archive/13.4.3/index.html); production support from
+  CUDA 13.5 ("NVIDIA CUDA 13.5 Brings NVIDIA Vera Rubin GA Support", NVIDIA Technical
+  Blog): a Rubin profile on 13.4 is warned (software.cuda-preview-for-gpu).
+- First driver: branch R615. NVIDIA's CUTLASS 4.8.0dev release notes: "Executing Rubin
+  kernels (SM107) requires the R615 driver which will be released with CUDA Toolkit 13.4
+  GA. R610 from CUDA Toolkit 13.4 Developer Preview is not sufficient." catalog/cuda.py
+  holds it as CUDA 13.4's row, a branch and not a full version.
+- First NCCL: 2.32.3 ("Adds initial Rubin platform support including support for sm107,
+  CX9 rail and plane detection", NCCL v2.32.3-1 release notes, github.com/NVIDIA/nccl);
+  2.32.6 adds Vera Rubin tuning (docs.nvidia.com/deeplearning/nccl/release-notes/
+  rel_2-32-6.html).
+- Memory: 288 GB HBM4 per GPU ("Inside the NVIDIA Rubin Platform: Six New Chips, One AI
+  Supercomputer", NVIDIA Technical Blog, 2026-01-05; HGX Rubin NVL8: 2.3 TB over 8 GPUs,
+  nvidia.com/en-us/data-center/hgx/).
+- The Vera Rubin superchip's GPUs sit beside Vera CPUs: 88 Olympus Arm cores a socket,
+  two threads a core ("Spatial Multithreading": NVIDIA Vera Performance Tuning Guide,
+  "Operating System Settings", docs.nvidia.com/dccpu/vera-perf-tuning-guide/), so a tray
+  of them is aarch64 (sbsa). HGX Rubin NVL8's host CPU is the system vendor's: the spec
+  says it (cpu.arch), x86_64 by default.
+- Unpublished by NVIDIA (None here, named in docs/platforms.md): Rubin's board power and
+  its PCI device IDs. Without a board power, hardware.max-watts-below-gpus cannot weigh
+  the profile's GPUs; without a device ID, audit knows a Rubin board by its name alone.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clustergen.catalog.versions import VersionTuple
 from clustergen.model.hardware import CpuArch, HardwareProfile
@@ -58,6 +88,10 @@ class Architecture:
     compute_capability: str
     first_cuda: VersionTuple  # oldest CUDA that can target it
     last_cuda_exclusive: VersionTuple | None = None  # first CUDA that no longer does
+    # The first CUDA with production (GA) support where first_cuda's was a preview.
+    production_cuda: VersionTuple | None = None
+    # The first NCCL release that supports it, where that is later than the CUDA's NCCL.
+    first_nccl: VersionTuple | None = None
 
     @property
     def sm(self) -> str:
@@ -71,6 +105,13 @@ HOPPER = Architecture("hopper", "9.0", first_cuda=(11, 8))
 BLACKWELL = Architecture("blackwell", "10.0", first_cuda=(12, 8))
 BLACKWELL_ULTRA = Architecture("blackwell-ultra", "10.3", first_cuda=(12, 9))
 BLACKWELL_RTX = Architecture("blackwell-rtx", "12.0", first_cuda=(12, 8))
+RUBIN = Architecture(
+    "rubin",
+    "10.7",
+    first_cuda=(13, 4),
+    production_cuda=(13, 5),
+    first_nccl=(2, 32, 3),
+)
 
 
 @dataclass(frozen=True)
@@ -79,12 +120,33 @@ class GpuModel:
     architecture: Architecture
     memory_gib: int
     gres_type: str
-    board_watts: int
+    board_watts: int | None  # None: NVIDIA has not published it (Rubin)
     host_cpu_arch: CpuArch | None = None  # set where the GPU only comes beside one CPU (Grace)
     # The PCI device IDs (vendor 10de) of the model's boards: nvidia-smi -q -x reports one
     # per GPU (<pci_device_id>), by which audit knows a GPU whatever its product name says.
     pci_ids: tuple[int, ...] = ()
+    # The document its memory, board power and host CPU come from (the module docstring
+    # says which facts each gives); never empty (tests/test_rubin.py).
+    source: str = field(kw_only=True)
 
+
+_V100_SHEET = "NVIDIA Tesla V100 GPU Accelerator data sheet"
+_A100_SHEET = "NVIDIA A100 Tensor Core GPU data sheet"
+_L40S_SHEET = "NVIDIA L40S GPU data sheet"
+_H100_SHEET = "NVIDIA H100 Tensor Core GPU data sheet"
+_H200_SHEET = "NVIDIA H200 Tensor Core GPU data sheet"
+_GH200_SHEET = "NVIDIA GH200 Grace Hopper Superchip data sheet"
+_BLACKWELL_SHEET = "NVIDIA Blackwell data sheet (HGX B200)"
+_GB200_SHEET = "NVIDIA GB200 NVL72 data sheet"
+_BLACKWELL_ULTRA_SHEET = "NVIDIA Blackwell Ultra data sheet (HGX B300, GB300 NVL72)"
+_RTX_PRO_SHEET = "NVIDIA RTX PRO 6000 Blackwell Server Edition data sheet"
+_RUBIN_BLOG = (
+    "NVIDIA Technical Blog, 'Inside the NVIDIA Rubin Platform: Six New Chips, One AI "
+    "Supercomputer', 2026-01-05 (https://developer.nvidia.com/blog/inside-the-nvidia-rubin-"
+    "platform-six-new-chips-one-ai-supercomputer/): 288 GB HBM4 a GPU; HGX Rubin NVL8, "
+    "2.3 TB over 8 GPUs (https://www.nvidia.com/en-us/data-center/hgx/); board power and "
+    "PCI IDs unpublished"
+)
 
 GPU_MODELS: dict[str, GpuModel] = {
     model.name: model
@@ -96,6 +158,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="v100",
             board_watts=300,
             pci_ids=(0x1DB1, 0x1DF5),
+            source=_V100_SHEET,
         ),
         GpuModel(
             "v100-sxm2-32gb",
@@ -104,6 +167,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="v100",
             board_watts=300,
             pci_ids=(0x1DB5,),
+            source=_V100_SHEET,
         ),
         GpuModel(
             "v100-pcie-32gb",
@@ -112,6 +176,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="v100",
             board_watts=250,
             pci_ids=(0x1DB6,),
+            source=_V100_SHEET,
         ),
         GpuModel(
             "a100-sxm4-40gb",
@@ -120,6 +185,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="a100",
             board_watts=400,
             pci_ids=(0x20B0,),
+            source=_A100_SHEET,
         ),
         GpuModel(
             "a100-sxm4-80gb",
@@ -128,6 +194,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="a100",
             board_watts=400,
             pci_ids=(0x20B2,),
+            source=_A100_SHEET,
         ),
         GpuModel(
             "a100-pcie-40gb",
@@ -136,6 +203,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="a100",
             board_watts=250,
             pci_ids=(0x20B1, 0x20F1),
+            source=_A100_SHEET,
         ),
         GpuModel(
             "a100-pcie-80gb",
@@ -144,8 +212,17 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="a100",
             board_watts=300,
             pci_ids=(0x20B5,),
+            source=_A100_SHEET,
         ),
-        GpuModel("l40s", ADA, memory_gib=48, gres_type="l40s", board_watts=350, pci_ids=(0x26B9,)),
+        GpuModel(
+            "l40s",
+            ADA,
+            memory_gib=48,
+            gres_type="l40s",
+            board_watts=350,
+            pci_ids=(0x26B9,),
+            source=_L40S_SHEET,
+        ),
         GpuModel(
             "h100-sxm5-80gb",
             HOPPER,
@@ -153,6 +230,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="h100",
             board_watts=700,
             pci_ids=(0x2330,),
+            source=_H100_SHEET,
         ),
         GpuModel(
             "h100-pcie-80gb",
@@ -161,6 +239,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="h100",
             board_watts=350,
             pci_ids=(0x2331,),
+            source=_H100_SHEET,
         ),
         GpuModel(
             "h100-nvl-94gb",
@@ -169,6 +248,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="h100nvl",
             board_watts=400,
             pci_ids=(0x2321,),
+            source=_H100_SHEET,
         ),
         GpuModel(
             "h200-sxm-141gb",
@@ -177,6 +257,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="h200",
             board_watts=700,
             pci_ids=(0x2335,),
+            source=_H200_SHEET,
         ),
         GpuModel(
             "h200-nvl-141gb",
@@ -185,6 +266,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="h200",
             board_watts=600,
             pci_ids=(0x233B,),
+            source=_H200_SHEET,
         ),
         GpuModel(
             "gh200-96gb",
@@ -194,6 +276,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             board_watts=1000,
             host_cpu_arch="aarch64",
             pci_ids=(0x2342,),
+            source=_GH200_SHEET,
         ),
         GpuModel(
             "gh200-144gb",
@@ -203,6 +286,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             board_watts=1000,
             host_cpu_arch="aarch64",
             pci_ids=(0x2348,),
+            source=_GH200_SHEET,
         ),
         GpuModel(
             "b200-sxm-180gb",
@@ -211,6 +295,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="b200",
             board_watts=1000,
             pci_ids=(0x2901,),
+            source=_BLACKWELL_SHEET,
         ),
         GpuModel(
             "gb200-186gb",
@@ -220,6 +305,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             board_watts=1200,
             host_cpu_arch="aarch64",
             pci_ids=(0x2941,),
+            source=_GB200_SHEET,
         ),
         GpuModel(
             "b300-sxm-288gb",
@@ -228,6 +314,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="b300",
             board_watts=1100,
             pci_ids=(0x3182,),
+            source=_BLACKWELL_ULTRA_SHEET,
         ),
         GpuModel(
             "gb300-288gb",
@@ -237,6 +324,22 @@ GPU_MODELS: dict[str, GpuModel] = {
             board_watts=1400,
             host_cpu_arch="aarch64",
             pci_ids=(0x31C2, 0x31C3),
+            source=_BLACKWELL_ULTRA_SHEET,
+        ),
+        # The Rubin GPU of a Vera Rubin superchip (Vera Rubin NVL72 compute trays), beside
+        # Vera CPUs; NCCL's release notes call the system VR200.
+        GpuModel(
+            "vr200-288gb",
+            RUBIN,
+            288,
+            gres_type="vr200",
+            board_watts=None,
+            host_cpu_arch="aarch64",
+            source=_RUBIN_BLOG,
+        ),
+        # The Rubin GPUs of an HGX Rubin NVL8 baseboard (NVSwitch), beside the vendor's host CPU.
+        GpuModel(
+            "rubin-hgx-288gb", RUBIN, 288, gres_type="rubin", board_watts=None, source=_RUBIN_BLOG
         ),
         GpuModel(
             "rtx-pro-6000-blackwell-server-96gb",
@@ -245,6 +348,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             gres_type="rtxpro6000",
             board_watts=600,
             pci_ids=(0x2BB5,),
+            source=_RTX_PRO_SHEET,
         ),
     )
 }
@@ -260,6 +364,10 @@ GPU_ALIASES: dict[str, str] = {
     "gb200": "gb200-186gb",
     "b300": "b300-sxm-288gb",
     "gb300": "gb300-288gb",
+    "vr200": "vr200-288gb",
+    "vera-rubin": "vr200-288gb",
+    "rubin": "rubin-hgx-288gb",
+    "hgx-rubin": "rubin-hgx-288gb",
     "l40s": "l40s",
     "rtx-pro-6000": "rtx-pro-6000-blackwell-server-96gb",
     "rtx-pro-6000-blackwell": "rtx-pro-6000-blackwell-server-96gb",

@@ -23,7 +23,12 @@ from clustergen.catalog.agent_packages import (
     slurm_exporter_pins,
 )
 from clustergen.catalog.distributions import PackageFamily
-from clustergen.catalog.fabric_packages import nccl_tests_pins, opensm_pins, rdma_pins
+from clustergen.catalog.fabric_packages import (
+    doca_pins,
+    nccl_tests_pins,
+    opensm_pins,
+    rdma_pins,
+)
 from clustergen.catalog.groups import (
     ANSIBLE_PULL_GROUP,
     DCGM_EXPORTER_GROUP,
@@ -110,6 +115,10 @@ class Concern:
     # Installed in each batch of the driver roll-out too (site.yml's roll-out play runs
     # its role), before the batch reboots: its nodes in the batches need nothing more.
     with_driver: bool = False
+    # Rolled out by site.yml's driver roll-out (drain, install, reboot, resume in batches):
+    # the NVIDIA driver alone. Another concern whose change is a reboot is installed by its
+    # play on every node, and the node loads it at the reboot the site schedules.
+    rolled_out: bool = False
     # Derived only where the spec has its group (IMEX: only clusters with NVLink trays).
     only_with_nodes: bool = False
     # Derived only where the spec asks for the feature (derived_pins' `features`).
@@ -153,6 +162,7 @@ CONCERNS: tuple[Concern, ...] = (
         "nvidia_driver",
         nvidia_driver_pins,
         reports="nvidia_driver",
+        rolled_out=True,
         change=NodeChange("reboot"),  # rolled out node by node: drain, install, reboot, resume
     ),
     Concern(
@@ -284,8 +294,22 @@ CONCERNS: tuple[Concern, ...] = (
         RDMA_GROUP,
         "rdma",
         rdma_pins,
-        without_packages="none: software.rdma says doca-ofed (the site installs it), or the "
-        "catalog knows no rdma-core version for the OS and software.rdma.version is not set",
+        without_packages="none: software.rdma says doca-ofed (concern doca installs it), or "
+        "the catalog knows no rdma-core version for the OS and software.rdma.version is not set",
+        only_with_nodes=True,
+    ),
+    Concern(
+        "doca",
+        "DOCA-OFED, NVIDIA's RDMA stack (drivers, rdma-core, perftest, mlnx-tools)",
+        RDMA_GROUP,
+        "rdma",
+        doca_pins,
+        # Its DKMS modules (mlx5_core, mlx5_ib, ib_core) replace the running ones: a new
+        # release is loaded by a reboot (docs/rdma.md).
+        change=NodeChange("reboot"),
+        takes_effect="its kernel modules once the node reboots; its tools for programs "
+        "started after the install",
+        without_packages="none: software.rdma says the distribution's stack (concern rdma)",
         only_with_nodes=True,
     ),
     Concern(

@@ -41,7 +41,7 @@ class CatalogSwitch:
     cages: str  # the physical connectors, and how ports are counted on them
     sharp: str | None  # in-network reduction (SHARP generation); None: none
     nccl_sharp: bool  # NCCL's SHARP plugin (CollNet) can use it: Quantum (HDR) and later
-    rack_units: int
+    rack_units: int | None  # None: no source read gives the height (SN6810)
     max_watts: int | None  # system maximum from the data sheet; None: not given there
     source: str  # data sheet or hardware manual: URL (title)
     aliases: tuple[str, ...] = ()  # other spellings: ordering part numbers, family names
@@ -249,7 +249,35 @@ def _spectrum_models() -> tuple[CatalogSwitch, ...]:
         ),
         aliases=("msn4700",),
     )
-    return (sn5600, sn5400, sn4700)
+    return (sn5600, sn5400, sn4700, _spectrum6_sn6810())
+
+
+def _spectrum6_sn6810() -> CatalogSwitch:
+    # Spectrum-6 (Spectrum-X Ethernet for Rubin): its ports from NVIDIA's own platform
+    # definition in SONiC; no NVIDIA hardware manual for it was found, so its height and
+    # maximum power are not given (docs/fabric.md).
+    return CatalogSwitch(
+        key="sn6810",
+        name="NVIDIA Spectrum-6 SN6810",
+        technology="ethernet",
+        modes=(
+            PortMode("800g", 128, "native: 128 x 800GbE (4 lanes of 200G each, 512 in all)"),
+            PortMode("400g", 256, "1:2 split, 2 x 400GbE per port"),
+            PortMode("200g", 512, "1:4 split, 4 x 200GbE per port"),
+        ),
+        cages="32 co-packaged optical ports of 4 x 800GbE (102.4 Tb/s), liquid-cooled, busbar-fed",
+        sharp=None,
+        nccl_sharp=False,
+        rack_units=None,
+        max_watts=None,
+        source=(
+            "https://github.com/sonic-net/sonic-buildimage/blob/6d2cc718/device/mellanox/"
+            "x86_64-nvidia_sn6810_ld-r0/platform.json (NVIDIA's SONiC platform definition "
+            "of the SN6810-LD: 128 interfaces of 4 lanes on 32 ports, breakouts 1x800G, "
+            "2x400G, 4x200G; no fans or PSUs, a power distribution board and leak sensors)"
+        ),
+        aliases=("sn6810-ld", "msn6810"),
+    )
 
 
 def _other_ethernet_models() -> tuple[CatalogSwitch, ...]:

@@ -104,6 +104,7 @@ CHECKS: tuple[Check, ...] = (
     _check(packages.groups, "cluster", "hardware"),
     _check(rdma.stack, "software", "hardware", "network"),
     _check(rdma.roce_host_qos, "software", "network"),
+    _check(rdma.spectrum_x, "network"),
     _check(rdma.subnet_manager, "software", "hardware", "network", "nodes"),
     _check(nccl.settings, "nccl", "hardware", "network", "nodes", "slurm"),
     _check(nccl.topology, "nccl", "hardware", "nodes"),

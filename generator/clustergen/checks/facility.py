@@ -43,11 +43,16 @@ def psus(cluster: ResolvedCluster) -> list[Problem]:
                     f"max_watts {power.max_watts} W",
                 )
             )
-        known = [(s.count, s.model) for s in profile_gpu_sets(profile) if s.model is not None]
-        gpu_watts = sum(count * model.board_watts for count, model in known)
+        # A model whose board power is unpublished (Rubin) weighs nothing here.
+        known = [
+            (s.count, s.model, s.model.board_watts)
+            for s in profile_gpu_sets(profile)
+            if s.model is not None and s.model.board_watts is not None
+        ]
+        gpu_watts = sum(count * watts for count, _model, watts in known)
         if known and power.max_watts < gpu_watts:
             terms = " + ".join(
-                f"{count} x {model.name} at {model.board_watts} W" for count, model in known
+                f"{count} x {model.name} at {watts} W" for count, model, watts in known
             )
             problems.append(
                 Problem(

@@ -128,7 +128,7 @@ def _cpu_arch(name: str, profile: HardwareProfile) -> list[Problem]:
         Problem(
             codes.HARDWARE_CPU_ARCH_MISMATCH,
             ("hardware", name, "cpu", "arch"),
-            f"cpu.arch is {arch}, but {model.name} GPUs sit beside NVIDIA Grace CPUs, which "
-            f"are {model.host_cpu_arch}: write {model.host_cpu_arch} or leave cpu.arch out",
+            f"cpu.arch is {arch}, but {model.name} GPUs sit beside NVIDIA Grace or Vera CPUs, "
+            f"which are {model.host_cpu_arch}: write {model.host_cpu_arch} or leave cpu.arch out",
         )
     ]

@@ -89,7 +89,7 @@ def shared_links(cluster: ResolvedCluster) -> list[Problem]:
 # a site's udev names) say nothing and are not judged.
 _NAMED_LINKS = (("en", "Ethernet"), ("eth", "Ethernet"), ("ib", "InfiniBand"))
 # What each network type runs on: RoCE over Ethernet, IPoIB over InfiniBand.
-_TYPE_LINKS = {"infiniband": "InfiniBand", "roce": "Ethernet"}
+_TYPE_LINKS = {"infiniband": "InfiniBand", "roce": "Ethernet", "spectrum-x": "Ethernet"}
 
 
 def _named_link(netdev: str) -> str | None:
@@ -139,7 +139,7 @@ def roce_addresses(cluster: ResolvedCluster) -> list[Problem]:
     (interfaces.rails, else interfaces.fabric) has no GID NCCL can use, and NCCL_IB_HCA,
     which lists it, sends a share of every collective to a port that cannot connect."""
     fabric = cluster.spec.network.fabric
-    if fabric is None or fabric.type != "roce":
+    if fabric is None or not fabric.ethernet:
         return []
     problems = []
     for profile, hardware in cluster.spec.hardware.items():

@@ -94,11 +94,7 @@ def settings(cluster: ResolvedCluster) -> list[Problem]:
                 )
             if name == "NCCL_IB_HCA":
                 problems.extend(_hcas_exist(cluster, where, str(value), profiles))
-    if (
-        fabric is not None
-        and fabric.type == "roce"
-        and (fabric.roce is None or fabric.roce.traffic_class is None)
-    ):
+    if fabric is not None and fabric.ethernet and fabric.traffic_class is None:
         problems.append(
             Problem(
                 codes.NCCL_ROCE_SETTINGS_MISSING,

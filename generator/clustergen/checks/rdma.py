@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from clustergen.base import codes
-from clustergen.base.errors import Problem
+from clustergen.base.errors import Problem, SpecPath
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.fabric_packages import rdma_versions
+from clustergen.catalog.switches import catalog_switch
+from clustergen.model.network import SPECTRUM_X_PRIORITY, Fabric
 from clustergen.resolve import ResolvedCluster, opensm_nodes, rdma_profiles
 from clustergen.resolve.fabric import SwitchPlane, planes
 from clustergen.spec.hosts import compress
@@ -34,13 +36,8 @@ def stack(cluster: ResolvedCluster) -> list[Problem]:
     core, _ = rdma_versions(software)
     where = ("software", "rdma") if rdma is not None else ("software", "os")
     if rdma is not None and rdma.stack == "doca-ofed":
-        message = (
-            f"the nodes of {', '.join(profiles)} run DOCA-OFED {rdma.version} from repository "
-            f"'{rdma.repository}', which clustergen does not install: install it (host "
-            "profile) before site.yml; the rdma role still loads nvidia-peermem, sets the "
-            "locked-memory limits and checks the devices"
-        )
-    elif core is None:
+        return problems  # concern doca installs DOCA-OFED from its repository
+    if core is None:
         message = (
             f"the nodes of {', '.join(profiles)} have fabric HCAs, but clustergen knows no "
             f"rdma-core version of {DISTRIBUTIONS[software.os].title}: no RDMA package "
@@ -167,6 +164,13 @@ def _opensm_nodes(cluster: ResolvedCluster) -> list[Problem]:
     return problems
 
 
+def _traffic_class_path(fabric: Fabric) -> SpecPath:
+    """Where the traffic class was written: roce.traffic_class, or Spectrum-X's type."""
+    if fabric.roce is not None and fabric.roce.traffic_class is not None:
+        return ("network", "fabric", "roce", "traffic_class")
+    return ("network", "fabric", "type")
+
+
 def roce_host_qos(cluster: ResolvedCluster) -> list[Problem]:
     """A RoCE traffic class with the distribution's RDMA stack: the host half of the
     lossless class (DSCP trust, PFC on its priority) is set by mlnx_qos, which comes with
@@ -176,17 +180,15 @@ def roce_host_qos(cluster: ResolvedCluster) -> list[Problem]:
     spec = cluster.spec
     fabric = spec.network.fabric
     rdma = spec.software.rdma
-    if fabric is None or fabric.type != "roce" or fabric.roce is None:
-        return []
-    if fabric.roce.traffic_class is None:
+    if fabric is None or fabric.traffic_class is None:
         return []
     if rdma is not None and rdma.stack == "doca-ofed":
         return []
     return [
         Problem(
             codes.RDMA_ROCE_QOS_WITHOUT_MLNX_QOS,
-            ("network", "fabric", "roce", "traffic_class"),
-            f"traffic class {fabric.roce.traffic_class} on RoCE with the distribution's RDMA "
+            _traffic_class_path(fabric),
+            f"traffic class {fabric.traffic_class} on RoCE with the distribution's RDMA "
             "stack: clustergen-roce-qos sets the NIC's DSCP trust and PFC with mlnx_qos, "
             "which comes with NVIDIA's mlnx-tools (DOCA-OFED), not with rdma-core, so it is "
             "skipped on every node and the class is not lossless on the host; use "
@@ -194,3 +196,50 @@ def roce_host_qos(cluster: ResolvedCluster) -> list[Problem]:
             "(docs/rdma.md)",
         )
     ]
+
+
+# The switches Spectrum-X runs on. NVIDIA: Spectrum-X "combines NVIDIA Spectrum switches
+# with the BlueField-3 SuperNIC, ConnectX-7 NIC, and ConnectX-8 and ConnectX-9 SuperNIC
+# families" (Network Operator 26.10, "NVIDIA Spectrum-X Ethernet Networking Platform",
+# docs.nvidia.com/networking/display/kubernetes26100/spectrum-x/spectrum-x.html); of the
+# Spectrum generations, NetQ monitors adaptive routing on Spectrum-4 alone (NetQ 4.11,
+# "Spectrum Support": Spectrum-1 to -3 "No"). Spectrum-6 is Spectrum-X's for Rubin.
+SPECTRUM_X_ASICS = ("Spectrum-4", "Spectrum-6")
+
+
+def spectrum_x(cluster: ResolvedCluster) -> list[Problem]:
+    """A Spectrum-X fabric whose lossless class is not on priority 3, the one NVIDIA's
+    Spectrum-X host configuration makes lossless, and switches of a catalog model that is
+    not a Spectrum-4 or later (an SN4700, an Arista): the adaptive routing and congestion
+    control of Spectrum-X live in those switches."""
+    fabric = cluster.spec.network.fabric
+    if fabric is None or not fabric.spectrum_x or fabric.traffic_class is None:
+        return []
+    problems = []
+    priority = (fabric.traffic_class >> 2) >> 3
+    if priority != SPECTRUM_X_PRIORITY:
+        problems.append(
+            Problem(
+                codes.NETWORK_SPECTRUM_X_PRIORITY,
+                _traffic_class_path(fabric),
+                f"traffic class {fabric.traffic_class} is DSCP {fabric.traffic_class >> 2}, "
+                f"priority {priority} under the NIC's default DSCP map; NVIDIA's Spectrum-X "
+                f"configuration makes priority {SPECTRUM_X_PRIORITY} lossless (PFC, DSCP "
+                "trust), so RDMA would run in a lossy class: use a DSCP of 24-31 (traffic "
+                "class 96-127, 106 by default) or leave roce.traffic_class out",
+            )
+        )
+    for index, switch in enumerate(fabric.switches):
+        model = catalog_switch(switch.model)
+        if model is None or any(asic in model.name for asic in SPECTRUM_X_ASICS):
+            continue
+        problems.append(
+            Problem(
+                codes.NETWORK_SPECTRUM_X_SWITCH,
+                ("network", "fabric", "switches", index, "model"),
+                f"switch '{switch.name}' ({model.name}) is not a Spectrum-4 or later: "
+                "Spectrum-X's adaptive routing and congestion control run in NVIDIA "
+                "Spectrum-4/6 switches (sn5600, sn6810); use one, or type roce",
+            )
+        )
+    return problems

@@ -139,12 +139,21 @@ def _cuda_and_driver(spec: Spec) -> list[Problem]:
             Problem(
                 codes.SOFTWARE_DRIVER_BELOW_CUDA_MINIMUM,
                 ("software", "nvidia_driver"),
-                f"driver {software.nvidia_driver} is older than {_dotted(minimum)}, "
+                f"driver {software.nvidia_driver} is older than {_driver_floor(minimum)}, "
                 "the minimum for "
-                f"CUDA {software.cuda} ({rule} row of the CUDA release notes)",
+                f"CUDA {software.cuda} ({rule} {_row_source(minimum)})",
             )
         ]
     return []
+
+
+def _driver_floor(minimum: tuple[int, ...]) -> str:
+    """A driver table row as said: a full version, or a branch (CUDA 13.4 on)."""
+    return f"branch {minimum[0]}" if len(minimum) == 1 else _dotted(minimum)
+
+
+def _row_source(minimum: tuple[int, ...]) -> str:
+    return "branch: catalog/cuda.py" if len(minimum) == 1 else "row of the CUDA release notes"
 
 
 def _gpu_architectures(spec: Spec) -> list[Problem]:
@@ -167,6 +176,16 @@ def _gpu_architectures(spec: Spec) -> list[Problem]:
                     f"hardware.{name}); it needs CUDA {_dotted(arch.first_cuda)} or newer",
                 )
             )
+        elif arch.production_cuda and cuda < arch.production_cuda:
+            problems.append(
+                Problem(
+                    codes.SOFTWARE_CUDA_PREVIEW_FOR_GPU,
+                    ("software", "cuda"),
+                    f"CUDA {spec.software.cuda} supports {model.name} ({arch.sm}, "
+                    f"hardware.{name}) as a preview only; CUDA "
+                    f"{_dotted(arch.production_cuda)} is the first with production support",
+                )
+            )
         elif arch.last_cuda_exclusive and cuda >= arch.last_cuda_exclusive:
             problems.append(
                 Problem(
@@ -178,7 +197,24 @@ def _gpu_architectures(spec: Spec) -> list[Problem]:
                 )
             )
         problems += _driver_for_gpu(spec, name, model)
+        problems += _nccl_for_gpu(spec, name, model)
     return problems
+
+
+def _nccl_for_gpu(spec: Spec, profile: str, model: GpuModel) -> list[Problem]:
+    """An NCCL older than the first release that supports the GPU's architecture (Rubin:
+    2.32.3, catalog/gpus.py)."""
+    first = model.architecture.first_nccl
+    if first is None or parse_version(spec.software.nccl)[:3] >= first:
+        return []
+    return [
+        Problem(
+            codes.SOFTWARE_NCCL_TOO_OLD_FOR_GPU,
+            ("software", "nccl"),
+            f"NCCL {spec.software.nccl} predates {model.name} ({model.architecture.sm}, "
+            f"hardware.{profile}): NCCL {_dotted(first)} is the first release that supports it",
+        )
+    ]
 
 
 def _driver_for_gpu(spec: Spec, profile: str, model: GpuModel) -> list[Problem]:
@@ -196,7 +232,7 @@ def _driver_for_gpu(spec: Spec, profile: str, model: GpuModel) -> list[Problem]:
             codes.SOFTWARE_DRIVER_TOO_OLD_FOR_GPU,
             ("software", "nvidia_driver"),
             f"driver {spec.software.nvidia_driver} predates {model.name} ({arch.sm}, "
-            f"hardware.{profile}): it needs {_dotted(needed[0])} or newer, the driver of "
+            f"hardware.{profile}): it needs {_driver_floor(needed[0])} or newer, the driver of "
             f"CUDA {_dotted(arch.first_cuda)}, the first CUDA for {arch.sm}",
         )
     ]

@@ -327,6 +327,8 @@ def _package_changes(
     rolling_nodes: set[str] = set()
     others: list[tuple[Concern, list[PackageChange]]] = []
     for concern in CONCERNS:
+        if not cluster.members.get(concern.group):
+            continue  # no node gets it: the lock lists no group without nodes
         old_packages = lock_packages(old_lock, concern.group)
         new_packages = cluster.pins.by_concern[concern.name]
         changed = [
@@ -336,7 +338,7 @@ def _package_changes(
         ]
         if not changed:
             continue
-        if concern.change.action == "reboot":
+        if concern.rolled_out:
             rollout += changed
             rolling_nodes |= steps.members(concern.group)
         else:

@@ -137,6 +137,8 @@ def _batch_lines(batches: list[list[str]], domains: list[list[str]], shown: int 
 
 # Said under a section, once: what its steps do that the step lines cannot.
 _NOTES: dict[PlanAction, str] = {
+    "reboot": "site.yml installs these and reboots none of these nodes: the change takes "
+    "effect at each node's next boot, which the site schedules (drain, reboot, resume).",
     "format": "A target new in the spec: nothing on it to lose. Its format script formats "
     "only a blank device; where the device holds a file system, a label or a partition "
     "table, the script stops and changes nothing.",

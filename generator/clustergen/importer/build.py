@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from clustergen.base.errors import UsageError
+from clustergen.catalog.gpus import GpuModel, gpu_model
+from clustergen.catalog.versions import parse_version
 from clustergen.importer.partitions import read_partitions
 from clustergen.importer.profiles import (
     GroupRun,
@@ -46,6 +49,37 @@ SOFTWARE = {
     "dcgm": "4.1.1",
     "slurm": PINNED_SLURM,
 }
+# The placeholder's NVIDIA stack where an imported GPU needs a later one than SOFTWARE's
+# (Rubin, sm_107: CUDA 13.5 on R620 with NCCL 2.32.6, docs/platforms.md), so that the
+# imported spec validates as it stands.
+LATER_STACKS: tuple[dict[str, str], ...] = (
+    {"nvidia_driver": "620.70.10", "cuda": "13.5.0", "nccl": "2.32.6"},
+)
+
+
+def _software(hardware: dict[str, Any]) -> dict[str, str]:
+    """The placeholder stack: SOFTWARE's, or the first of LATER_STACKS that targets every
+    imported GPU model the catalog knows."""
+    models = [
+        found
+        for profile in hardware.values()
+        for gpu in [profile.get("gpu"), *profile.get("other_gpus", [])]
+        if gpu and (found := gpu_model(str(gpu.get("model", "")))) is not None
+    ]
+    software = dict(SOFTWARE)
+    for stack in LATER_STACKS:
+        if all(_runs(model, software) for model in models):
+            break
+        software |= stack
+    return software
+
+
+def _runs(model: GpuModel, software: dict[str, str]) -> bool:
+    arch = model.architecture
+    nccl_ok = arch.first_nccl is None or parse_version(software["nccl"])[:3] >= arch.first_nccl
+    return parse_version(software["cuda"])[:2] >= arch.first_cuda and nccl_ok
+
+
 REVIEW = (
     "cluster.domain (a placeholder under .invalid)",
     "software (a placeholder stack: pin what the cluster runs)",
@@ -152,7 +186,7 @@ def _build(
     return {
         "version": 1,
         "cluster": {"name": name, "domain": _domain(name)},
-        "software": dict(SOFTWARE),
+        "software": _software(hardware),
         "hardware": hardware,
         "network": _network(side.switches),
         "nodes": _node_groups(imported_groups(nodes, profiles), hosts, fabric),

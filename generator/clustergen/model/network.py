@@ -170,6 +170,19 @@ class Switch(StrictModel):
         return self
 
 
+FabricType = Literal["infiniband", "roce", "spectrum-x"]
+# Spectrum-X's lossless class: NVIDIA's Spectrum-X host configuration makes priority 3
+# lossless with DSCP trust ("Configure pfc (Priority Flow Control) for priority 3, set
+# trust to dscp on each PF": NVIDIA Network Operator 26.10, "NIC Configuration Operator,
+# Configuration Details", docs.nvidia.com/networking/display/kubernetes26100). Under
+# mlx5's default dscp2prio (DSCP 8p..8p+7 on priority p) DSCP 26 is priority 3, and the
+# traffic class is the ToS byte: DSCP 26 << 2, with ECN's ECT(0) bit, 106.
+SPECTRUM_X_PRIORITY = 3
+SPECTRUM_X_TRAFFIC_CLASS = 106
+# The fabric types that are Ethernet, carrying RDMA as RoCE v2.
+ETHERNET_FABRICS: tuple[str, ...] = ("roce", "spectrum-x")
+
+
 class Roce(StrictModel):
     """RoCE settings for NCCL."""
 
@@ -273,21 +286,30 @@ class Fabric(StrictModel):
                         }
                     },
                 ),
-                when_equal(
-                    "type",
-                    "roce",
-                    {
-                        "properties": {
-                            "rate": {"enum": list(ROCE_RATES)},
-                            "subnet_manager": {"type": "null"},
-                        }
-                    },
+                *(
+                    when_equal(
+                        "type",
+                        kind,
+                        {
+                            "properties": {
+                                "rate": {"enum": list(ROCE_RATES)},
+                                "subnet_manager": {"type": "null"},
+                            }
+                        },
+                    )
+                    for kind in ETHERNET_FABRICS
                 ),
             ]
         }
     )
 
-    type: Literal["infiniband", "roce"] = Field(description="Fabric technology.")
+    type: FabricType = Field(
+        description="Fabric technology: infiniband; roce (RDMA over Converged Ethernet); "
+        "spectrum-x, NVIDIA Spectrum-X Ethernet: RoCE on Spectrum-4/6 switches and SuperNICs, "
+        "whose hosts get NVIDIA's Spectrum-X QoS (DSCP trust, lossless priority 3: traffic "
+        "class 106 unless roce.traffic_class says otherwise) and NCCL settings (docs/fabric.md"
+        "#spectrum-x-ethernet)."
+    )
     rate: str = Field(
         json_schema_extra={"enum": [*INFINIBAND_RATES, *ROCE_RATES]},
         description="Link rate: infiniband qdr | fdr | edr | hdr | ndr | xdr (40, 56, 100, 200, "
@@ -303,7 +325,9 @@ class Fabric(StrictModel):
         "rail r's is that plus (r - 1) x 2^(32 - rail_prefix). Without it every node has one "
         "address on this network (docs/networks.md).",
     )
-    roce: Roce | None = Field(default=None, description="RoCE settings; only with type roce.")
+    roce: Roce | None = Field(
+        default=None, description="RoCE settings; only with type roce or spectrum-x."
+    )
     mtu: Mtu | None = Field(
         default=None,
         description="MTU of the nodes' interfaces on this fabric. Default: 4092 on "
@@ -329,6 +353,23 @@ class Fabric(StrictModel):
         "OpenSM on named nodes, or UFM or the switches, which clustergen leaves alone. "
         "Without it validate warns that nothing in the spec runs one.",
     )
+
+    @property
+    def ethernet(self) -> bool:
+        """RoCE on Ethernet (roce, spectrum-x), not InfiniBand."""
+        return self.type in ETHERNET_FABRICS
+
+    @property
+    def spectrum_x(self) -> bool:
+        return self.type == "spectrum-x"
+
+    @property
+    def traffic_class(self) -> int | None:
+        """The RDMA traffic class (NCCL_IB_TC): roce.traffic_class, else on Spectrum-X
+        SPECTRUM_X_TRAFFIC_CLASS; None on InfiniBand or a RoCE fabric that does not say."""
+        if self.roce is not None and self.roce.traffic_class is not None:
+            return self.roce.traffic_class
+        return SPECTRUM_X_TRAFFIC_CLASS if self.spectrum_x else None
 
     @field_validator("rate")
     @classmethod
@@ -365,7 +406,7 @@ class Fabric(StrictModel):
         if roce is not None and info.data.get("type") == "infiniband":
             raise invalid(
                 codes.NETWORK_ROCE_ON_INFINIBAND,
-                "'roce' settings apply only to a fabric of type roce",
+                "'roce' settings apply only to a fabric of type roce or spectrum-x",
             )
         return roce
 
@@ -374,7 +415,7 @@ class Fabric(StrictModel):
     def _no_subnet_manager_on_roce(
         cls, manager: SubnetManager | None, info: ValidationInfo
     ) -> SubnetManager | None:
-        if manager is not None and info.data.get("type") == "roce":
+        if manager is not None and info.data.get("type") in ETHERNET_FABRICS:
             raise invalid(
                 codes.NETWORK_SUBNET_MANAGER_ON_ROCE,
                 "a RoCE fabric is Ethernet and has no subnet manager; remove subnet_manager",

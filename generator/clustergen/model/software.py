@@ -159,17 +159,17 @@ class Rdma(StrictModel):
         default="distribution",
         description="distribution: the OS's own rdma-core, its diagnostics (ibverbs-utils, "
         "infiniband-diags) and perftest (ib_write_bw), installed, pinned and held by the rdma "
-        "role on every node with fabric HCAs. doca-ofed: the site installs NVIDIA DOCA-OFED "
-        "(host profile) itself; clustergen installs no RDMA package then (DOCA's packages "
-        "replace rdma-core's), and says so in a warning, but still loads nvidia-peermem, sets "
-        "the locked-memory limits and checks the devices.",
+        "role on every node with fabric HCAs. doca-ofed: NVIDIA DOCA-OFED in their place "
+        "(its drivers, rdma-core, perftest and mlnx-tools), the `doca-ofed` meta package at "
+        "the DOCA release of 'version' from 'repository', installed and held by the rdma "
+        "role, which also loads nvidia-peermem on GPU nodes (docs/rdma.md).",
     )
     version: Version | None = Field(
         default=None,
         description="stack distribution: the upstream rdma-core version the OS ships (e.g. "
         "50.0), pinned with any packaging revision (50.0-*). Default: the version of the "
         "catalog for software.os (docs/rdma.md), where it has one. stack doca-ofed: the DOCA "
-        "version the site installs (e.g. 2.9.1), recorded for the reader.",
+        "release (e.g. 3.2.1), pinned as doca-ofed <version>-* (any build of the release).",
     )
     perftest: PackageVersion | None = Field(
         default=None,
@@ -179,8 +179,9 @@ class Rdma(StrictModel):
     repository: Identifier | None = Field(
         default=None,
         description="stack doca-ofed: the software.repositories entry that serves DOCA "
-        "(linux.mellanox.com/public/repo/doca/<version>/...), named for the reader and the "
-        "site's own installation; required with doca-ofed.",
+        "(NVIDIA's linux.mellanox.com/public/repo/doca/<version>/<distro>/<arch>/, or the "
+        "site's mirror of it), from which the rdma role installs DOCA-OFED; required with "
+        "doca-ofed.",
     )
 
     @model_validator(mode="after")

@@ -296,7 +296,7 @@ def host_network_nodes(network: Network, hosts: tuple[Host, ...]) -> Members:
     write (network.hosts), and those with RoCE compute HCAs, which get the RoCE QoS."""
     config = network.hosts
     fabric, storage, front = network.fabric, network.storage, network.frontend
-    roce = fabric is not None and fabric.type == "roce"
+    roce = fabric is not None and fabric.ethernet
     found = []
     for host in hosts:
         if not host.profiled:

@@ -61,7 +61,7 @@ def settings_for(
         )
     if fabric is not None and profile.interfaces.fabric is not None:
         put("NCCL_SOCKET_IFNAME", "=" + profile.interfaces.fabric, f"{at}.interfaces.fabric")
-    if fabric is not None and fabric.type == "roce":
+    if fabric is not None and fabric.ethernet:
         roce = fabric.roce
         gid = roce_gid_index(roce.gid_index if roce else None, cluster.spec.software.nccl)
         if gid is not None:
@@ -70,6 +70,12 @@ def settings_for(
             put("NCCL_IB_GID_INDEX", gid, source if given else f"{source} unset, NCCL < 2.21")
         if roce is not None and roce.traffic_class is not None:
             put("NCCL_IB_TC", roce.traffic_class, "network.fabric.roce.traffic_class")
+        elif fabric.traffic_class is not None:
+            put(
+                "NCCL_IB_TC",
+                fabric.traffic_class,
+                "network.fabric.type spectrum-x: DSCP 26, Spectrum-X's lossless priority 3",
+            )
     for variable, setting, source in _fabric_settings(cluster, name):
         put(variable, setting, source)
     for path, block in blocks:

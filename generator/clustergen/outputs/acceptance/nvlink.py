@@ -30,12 +30,17 @@ from clustergen.spec.hosts import compress
 # (NVIDIA H100 Tensor Core GPU Architecture whitepaper; GH200 alike). nccl-tests' bus
 # bandwidth is the figure to set against the hardware's peak each way ("busbw ... reflects
 # how optimally the hardware is used", nccl-tests doc/PERFORMANCE.md).
+# Rubin's sixth generation: "3.6 TB/s" GPU-to-GPU per GPU, both ways, on HGX Rubin NVL8 and
+# across the 72 GPUs of Vera Rubin NVL72 (nvidia.com/en-us/data-center/hgx/, "GPU-to-GPU
+# bandwidth"; "Inside the NVIDIA Rubin Platform", NVIDIA Technical Blog, 2026-01-05).
+RUBIN_NVLINK = "NVLink 6: 3.6 TB/s per GPU both ways (NVIDIA HGX page, Rubin platform blog)"
 BLACKWELL_NVLINK = "NVLink 5: 18 links, 1.8 TB/s per GPU both ways (Blackwell technical brief)"
 NVLINK_GBYTES: MappingProxyType[str, tuple[int, str]] = MappingProxyType(
     {
         "hopper": (450, "NVLink 4: 18 links, 900 GB/s per GPU both ways (H100 whitepaper)"),
         "blackwell": (900, BLACKWELL_NVLINK),
         "blackwell-ultra": (900, BLACKWELL_NVLINK),
+        "rubin": (1800, RUBIN_NVLINK),
     }
 )
 

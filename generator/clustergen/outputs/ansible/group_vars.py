@@ -163,8 +163,8 @@ def all_group_vars(cluster: ResolvedCluster) -> list[GroupVars]:
     variables.setdefault(RDMA_GROUP, []).append(
         Variable(
             "rdma_stack",
-            "software.rdma.stack: distribution (the packages above) or doca-ofed (the site "
-            "installs DOCA-OFED; the rdma role then loads nvidia-peermem on GPU nodes)",
+            "software.rdma.stack: distribution (rdma_packages) or doca-ofed (doca_packages; "
+            "the rdma role then loads nvidia-peermem on GPU nodes)",
             rdma.stack if rdma is not None else "distribution",
         )
     )

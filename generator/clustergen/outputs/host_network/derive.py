@@ -354,7 +354,7 @@ def roce_qos(cluster: ResolvedCluster) -> tuple[RoceQos, ...]:
     (nccl_settings.settings_for: network.fabric.roce.traffic_class unless nccl.env sets
     it), so NCCL, ib_write_bw --tclass and the NIC agree."""
     fabric = cluster.spec.network.fabric
-    if fabric is None or fabric.type != "roce":
+    if fabric is None or not fabric.ethernet:
         return ()
     found = []
     for profile in cluster.spec.hardware:
