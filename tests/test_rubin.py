@@ -13,7 +13,9 @@ import yaml
 
 from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
 from clustergen.catalog.gpus import GPU_MODELS, RUBIN, gpu_model, profile_cpu_arch
+from clustergen.catalog.nvidia_packages import fabric_manager_pins, imex_pins
 from clustergen.catalog.switches import SWITCH_MODELS, switch_radix
+from clustergen.model.software import Software
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
 from clustergen.spec.load import LoadedSpec
@@ -283,3 +285,33 @@ def test_spectrum_x_is_documented_and_in_the_schema() -> None:
     assert "\n## Spectrum-X Ethernet\n" in fabric_doc
     platforms = (REPO / "docs" / "platforms.md").read_text(encoding="utf-8")
     assert "\n### Rubin: what is published, and what is not\n" in platforms
+
+
+@pytest.mark.parametrize(
+    ("driver", "suffix"), [("570.133.20", "-570"), ("580.95.05", ""), ("620.70.10", "")]
+)
+def test_the_drivers_companions_lose_the_branch_from_580_on_apt(driver: str, suffix: str) -> None:
+    """NVIDIA's driver container installs nvidia-fabricmanager, nvidia-imex, libnvidia-nscq
+    and libnvsdm by their bare names from branch 580 (catalog/nvidia_packages.py): a
+    suffixed pin there names no package. dnf's names never carried the branch."""
+    software = Software.model_validate(
+        {
+            "os": "ubuntu-24.04",
+            "nvidia_driver": driver,
+            "fabric_manager": driver,
+            "nvlsm": "2025.06.6",
+            "cuda": "12.8.1",
+            "nccl": "2.26.2",
+            "dcgm": "4.1.1",
+            "slurm": "25.11.2",
+        }
+    )
+    version = f"{driver}-1"
+    assert fabric_manager_pins("apt", software) == {
+        f"nvidia-fabricmanager{suffix}": version,
+        "nvlsm": "2025.06.6-1",
+        f"libnvidia-nscq{suffix}": version,
+        f"libnvsdm{suffix}": version,
+    }
+    assert imex_pins("apt", software) == {f"nvidia-imex{suffix}": version}
+    assert imex_pins("dnf", software) == {"nvidia-imex": f"3:{version}"}

@@ -13,8 +13,8 @@ Sources (as recorded in shared/reference/domain-facts.md):
   pinned (driver_branch_packages), and on apt one preferences record holds every other
   package of the driver's build at its version (driver_sibling_pins); EL driver RPMs carry
   Epoch 3. Fabric manager [2nd]:
-  `nvidia-fabricmanager-<branch>` (apt) / `nvidia-fabric-manager` (dnf), version equal
-  to the driver.
+  `nvidia-fabricmanager-<branch>` (apt; `nvidia-fabricmanager` from branch 580) /
+  `nvidia-fabric-manager` (dnf), version equal to the driver.
 - DCGM: `datacenter-gpu-manager` for 3.x, `datacenter-gpu-manager-4-*` for 4.x; the
   packages carry epoch 1.
 """
@@ -210,17 +210,32 @@ NVLSM_PACKAGE = "nvlsm"
 # NVSDM, with NVLSM on fourth-generation NVSwitch: "a library designed for monitoring
 # NVSwitch-based systems on NVIDIA Blackwell platforms" [doc: NVSDM API Reference,
 # docs.nvidia.com/datacenter/tesla/nvsdm; "Installation": `libnvsdm-<driver-branch>` from
-# the CUDA repository, apt and dnf]. From branch 590 both keep their names unsuffixed
-# (the driver installation guide's 590 renames: libnvidia-nscq and libnvsdm "no change").
+# the CUDA repository, apt and dnf]. From branch 580 the apt names of NSCQ, NVSDM, the
+# fabric manager and IMEX carry no branch (_NVSWITCH_UNSUFFIXED_BRANCH below); the driver
+# installation guide's 590 renames list libnvidia-nscq and libnvsdm as "no change".
 def _nvswitch_monitoring(s: Software) -> Pins:
     if s.dcgm is None:
         return {}
-    branch = _branch(s.nvidia_driver)
-    suffix = "" if branch >= _UNSUFFIXED_BRANCH else f"-{branch}"
-    pins = {f"libnvidia-nscq{suffix}": f"{s.nvidia_driver}-1"}
+    driver = s.nvidia_driver
+    pins = {_with_branch("libnvidia-nscq", driver): f"{driver}-1"}
     if s.nvlsm is not None:
-        pins[f"libnvsdm{suffix}"] = f"{s.nvidia_driver}-1"
+        pins[_with_branch("libnvsdm", driver)] = f"{driver}-1"
     return pins
+
+
+# The apt names of the packages built with the driver beside it (the fabric manager, IMEX,
+# NSCQ, NVSDM) drop the branch from 580 on: NVIDIA's own driver container installs
+# `nvidia-fabricmanager=<driver>-1`, `libnvidia-nscq=`, `libnvsdm=` and `nvidia-imex=` from
+# branch 580 and `nvidia-fabricmanager-<branch>=<driver>-1` and alike before it [src:
+# NVIDIA/gpu-driver-container ubuntu22.04/install.sh at 8cbaa514, fabricmanager_install,
+# nscq_install, nvsdm_install, imex_install: `if [ "$DRIVER_BRANCH" -ge "580" ]`].
+_NVSWITCH_UNSUFFIXED_BRANCH = 580
+
+
+def _with_branch(name: str, driver: str) -> str:
+    """An apt name of the driver's companions: `<name>-<branch>` before 580, `<name>` on."""
+    branch = _branch(driver)
+    return name if branch >= _NVSWITCH_UNSUFFIXED_BRANCH else f"{name}-{branch}"
 
 
 def fabric_manager_pins(family: PackageFamily, s: Software) -> Pins:
@@ -229,19 +244,20 @@ def fabric_manager_pins(family: PackageFamily, s: Software) -> Pins:
     nvlsm = {NVLSM_PACKAGE: f"{s.nvlsm}-1"} if s.nvlsm is not None else {}
     monitoring = _nvswitch_monitoring(s)
     if family == "apt":
-        fm = f"nvidia-fabricmanager-{_branch(s.fabric_manager)}"
+        fm = _with_branch("nvidia-fabricmanager", s.fabric_manager)
         return {fm: f"{s.fabric_manager}-1", **nvlsm, **monitoring}
     fm_rpm = f"{_NVIDIA_RPM_EPOCH}:{s.fabric_manager}-1"
     return {"nvidia-fabric-manager": fm_rpm, **nvlsm, **monitoring}
 
 
 # NVIDIA's IMEX service on the compute trays of NVLink domains, built with the driver and
-# at its version: `nvidia-imex-<branch>` (apt) / `nvidia-imex` (dnf) [doc: NVIDIA IMEX
-# Service User Guide, "Installation" (docs.nvidia.com/multi-node-nvlink-systems/imex-guide)].
+# at its version: `nvidia-imex-<branch>` (apt, `nvidia-imex` from branch 580) / `nvidia-imex`
+# (dnf) [doc: NVIDIA IMEX Service User Guide, "Installation"
+# (docs.nvidia.com/multi-node-nvlink-systems/imex-guide); _NVSWITCH_UNSUFFIXED_BRANCH].
 def imex_pins(family: PackageFamily, s: Software) -> Pins:
     driver = s.nvidia_driver
     if family == "apt":
-        return {f"nvidia-imex-{_branch(driver)}": f"{driver}-1"}
+        return {_with_branch("nvidia-imex", driver): f"{driver}-1"}
     return {"nvidia-imex": f"{_NVIDIA_RPM_EPOCH}:{driver}-1"}
 
 
