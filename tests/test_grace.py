@@ -115,8 +115,14 @@ def test_an_all_x86_64_cluster_gets_no_architecture_groups() -> None:
 
 
 def test_a_one_architecture_repository_for_every_node_is_a_warning() -> None:
+    """A site's mirror whose path names one architecture, given to every node, is warned;
+    NVIDIA's own DOCA (and CUDA) repository is not: each architecture gets its build
+    (tests/test_rdma.py)."""
     data = _mixed()
-    del data["software"]["repositories"][1]["architectures"]
+    doca = data["software"]["repositories"][1]
+    del doca["architectures"]
+    assert _codes(data) == []
+    doca["url"] = "https://mirror.hpc.example.org/doca/2.9.1/ubuntu24.04/x86_64/"
     assert _codes(data) == ["software.repository-architecture"]
 
 

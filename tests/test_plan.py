@@ -80,7 +80,11 @@ def test_a_new_doca_release_reboots_the_rdma_nodes(cli, tmp_path: Path) -> None:
     roll-out, which site.yml runs for the driver alone."""
     example = "vera-rubin-nvl72-spectrumx.yaml"
     spec, tree = applied(cli, (EXAMPLES / example).read_text(encoding="utf-8"), tmp_path, example)
-    edit(spec, ("version: 3.2.1, repository: doca", "version: 3.2.3, repository: doca"))
+    edit(
+        spec,
+        ("version: 3.2.1, repository: doca", "version: 3.2.3, repository: doca"),
+        ("/doca/3.2.1/ubuntu24.04/", "/doca/3.2.3/ubuntu24.04/"),
+    )
     result = cli("plan", str(spec), "-o", str(tree))
     assert "### Reboot\n\n- **reboot** on vr[001-036]\n" in result.out, result.out
     assert "Rolling upgrade" not in result.out  # site.yml rolls out the driver alone

@@ -12,7 +12,7 @@ import yaml
 
 from clustergen.render import render_all
 from clustergen.resolve import ResolvedCluster
-from clustergen.spec.load import load_spec
+from clustergen.spec.load import LoadedSpec, load_spec
 from clustergen.validate import validate_cluster
 
 from support.ci import skip_or_fail, tool
@@ -360,3 +360,29 @@ def test_every_plane_needs_a_subnet_manager_and_joined_rails_are_one_plane(
         "it, so no subnet manager runs there and its links stay down: add a node with a port "
         "on it to subnet_manager.nodes, or join the planes"
     ]
+
+
+def test_nvidias_doca_repository_follows_each_nodes_architecture() -> None:
+    """NVIDIA's DOCA repository written once, with its x86_64 path: the aarch64 trays get
+    its arm64-sbsa build and the x86_64 head node the x86_64 one, as for NVIDIA's CUDA
+    repository, and validate does not ask for `architectures`."""
+    data = yaml.safe_load(
+        (EXAMPLES / "vera-rubin-nvl72-spectrumx.yaml").read_text(encoding="utf-8")
+    )
+    doca = next(r for r in data["software"]["repositories"] if r["name"] == "doca")
+    doca.pop("architectures")
+    doca["url"] = "https://linux.mellanox.com/public/repo/doca/3.2.1/ubuntu24.04/x86_64/"
+    doca["key_url"] = "https://linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub"
+    cluster, problems = validate_cluster(LoadedSpec(file="spec.yaml", name="spec.yaml", data=data))
+    assert cluster is not None and problems == [], [p.format() for p in problems]
+    tree = render_all(cluster)
+    urls = {}
+    for arch in ("x86_64", "aarch64"):
+        group = yaml.safe_load(tree[f"inventory/group_vars/arch_{arch}.yml"].text)
+        [entry] = [r for r in group["repositories_list"] if r["name"] == "doca"]
+        urls[arch] = entry["url"]
+        assert entry["key_url"] == doca["key_url"]
+    assert urls == {
+        "x86_64": "https://linux.mellanox.com/public/repo/doca/3.2.1/ubuntu24.04/x86_64/",
+        "aarch64": "https://linux.mellanox.com/public/repo/doca/3.2.1/ubuntu24.04/arm64-sbsa/",
+    }

@@ -149,6 +149,8 @@ SCHEMA_CANNOT_CATCH: dict[str, str] = {
     "cpu-arch-beside-grace": "the CPU a GPU model comes with; " + _CATALOG,
     "cuda-too-old-for-b200": _CATALOG,
     "rubin-nccl-too-old": _CATALOG,
+    "doca-release-not-served": "compares software.rdma.version with a segment of the URL "
+    "of the repository it names",
     "v100-with-cuda-13": _CATALOG,
     "driver-below-cuda-minimum": _CATALOG,
     "driver-too-old-for-os": "catalog knowledge: which driver branches NVIDIA publishes per OS",

@@ -632,6 +632,11 @@ SOFTWARE_RDMA_UNPINNED = Code(
     "nodes with fabric HCAs whose RDMA packages clustergen does not install: an OS whose "
     "rdma-core version the catalog does not know, and no software.rdma.version",
 )
+SOFTWARE_RDMA_RELEASE_NOT_SERVED = Code(
+    "software.rdma-release-not-served",
+    "error",
+    "software.rdma.version names another DOCA release than its repository's path serves",
+)
 SOFTWARE_RDMA_REPOSITORY_UNKNOWN = Code(
     "software.rdma-repository-unknown",
     "error",

@@ -13,6 +13,12 @@ System Architecture: Grace, the Arm server CPUs); the signing key lies beside th
 in each (`3bf863cc.pub` for ubuntu2204/ubuntu2404). Package names and versions are the
 same in both builds (cuda-toolkit-12-8, libnccl2, the driver branch), so the pins of
 versions.lock hold for both architectures and only the repository differs.
+
+NVIDIA's DOCA repository (DOCA-OFED, software.rdma stack doca-ofed) is per architecture
+too: `https://linux.mellanox.com/public/repo/doca/<release>/<distro>/<arch>/`, where <arch>
+is `x86_64` or `arm64-sbsa` (NVIDIA's hpc-container-maker, building block doca_ofed:
+"archlabel: ... x86_64 for x86_64 processors and arm64-sbsa for aarch64 processors"), and
+is given the build of each node's architecture the same way.
 """
 
 from __future__ import annotations
@@ -36,6 +42,16 @@ _NVIDIA_CUDA_REPOSITORY = re.compile(
     r"^(?P<head>https://developer\.download\.nvidia\.com/compute/cuda/repos/[^/]+/)"
     r"(?P<arch>x86_64|sbsa)(?P<tail>/.*)?$"
 )
+# NVIDIA's name for each architecture in its DOCA repository paths, and those paths.
+DOCA_REPOSITORY_ARCH: dict[CpuArch, str] = {"x86_64": "x86_64", "aarch64": "arm64-sbsa"}
+_NVIDIA_DOCA_REPOSITORY = re.compile(
+    r"^(?P<head>https://linux\.mellanox\.com/public/repo/doca/[^/]+/[^/]+/)"
+    r"(?P<arch>x86_64|arm64-sbsa)(?P<tail>/.*)?$"
+)
+_PER_ARCHITECTURE = (
+    (_NVIDIA_CUDA_REPOSITORY, NVIDIA_REPOSITORY_ARCH),
+    (_NVIDIA_DOCA_REPOSITORY, DOCA_REPOSITORY_ARCH),
+)
 
 
 def arch_group(arch: CpuArch) -> str:
@@ -47,11 +63,19 @@ ARCH_GROUPS: tuple[str, ...] = tuple(arch_group(arch) for arch in CPU_ARCHES)
 
 
 def nvidia_repository_url(url: str, arch: CpuArch) -> str:
-    """NVIDIA's CUDA repository URL (or its key's) for `arch`; any other URL as it is."""
-    match = _NVIDIA_CUDA_REPOSITORY.match(url)
-    if match is None:
-        return url
-    return match["head"] + NVIDIA_REPOSITORY_ARCH[arch] + (match["tail"] or "")
+    """NVIDIA's CUDA or DOCA repository URL (or its key's) for `arch`; any other URL as
+    it is."""
+    for pattern, names in _PER_ARCHITECTURE:
+        match = pattern.match(url)
+        if match is not None:
+            return match["head"] + names[arch] + (match["tail"] or "")
+    return url
+
+
+def follows_architecture(url: str) -> bool:
+    """A repository clustergen gives each architecture's nodes their own build of (NVIDIA's
+    CUDA and DOCA repositories)."""
+    return any(pattern.match(url) is not None for pattern, _names in _PER_ARCHITECTURE)
 
 
 def is_nvidia_cuda_repository(url: str) -> bool:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from clustergen.base import codes
 from clustergen.base.errors import Problem, SpecPath
 from clustergen.catalog.distributions import DISTRIBUTIONS
 from clustergen.catalog.fabric_packages import rdma_versions
 from clustergen.catalog.switches import catalog_switch
 from clustergen.model.network import SPECTRUM_X_PRIORITY, Fabric
+from clustergen.model.software import Software
 from clustergen.resolve import ResolvedCluster, opensm_nodes, rdma_profiles
 from clustergen.resolve.fabric import SwitchPlane, planes
 from clustergen.spec.hosts import compress
@@ -30,6 +33,7 @@ def stack(cluster: ResolvedCluster) -> list[Problem]:
                 f" ({', '.join(sorted(names)) or 'none listed'})",
             )
         )
+    problems += _doca_release(software)
     profiles = rdma_profiles(spec.hardware, spec.network)
     if not profiles:
         return problems
@@ -47,6 +51,36 @@ def stack(cluster: ResolvedCluster) -> list[Problem]:
         return problems
     problems.append(Problem(codes.SOFTWARE_RDMA_UNPINNED, where, message))
     return problems
+
+
+# A DOCA repository's path names its release: NVIDIA's is
+# linux.mellanox.com/public/repo/doca/<release>/<distro>/<arch>/ (docs/rdma.md), and a
+# mirror that keeps the layout keeps the segment.
+_DOCA_RELEASE_IN_URL = re.compile(r"/doca/(?P<release>\d+\.\d+(?:\.\d+)?)/")
+
+
+def _doca_release(software: Software) -> list[Problem]:
+    """stack doca-ofed from a repository whose path names another DOCA release than
+    software.rdma.version: the pin `doca-ofed <version>-*` finds no package there."""
+    rdma = software.rdma
+    if rdma is None or rdma.stack != "doca-ofed" or rdma.version is None:
+        return []
+    served = next((r for r in software.repositories if r.name == rdma.repository), None)
+    if served is None:
+        return []  # stack() reports the unknown name
+    found = _DOCA_RELEASE_IN_URL.search(served.url)
+    if found is None or found["release"] == rdma.version:
+        return []
+    return [
+        Problem(
+            codes.SOFTWARE_RDMA_RELEASE_NOT_SERVED,
+            ("software", "rdma", "version"),
+            f"DOCA {rdma.version} is pinned, but repository '{served.name}' "
+            f"({found.string}) serves DOCA {found['release']}: the pin doca-ofed "
+            f"{rdma.version}-* finds no package there; pin {found['release']} or name the "
+            f"repository of {rdma.version}",
+        )
+    ]
 
 
 def subnet_manager(cluster: ResolvedCluster) -> list[Problem]:

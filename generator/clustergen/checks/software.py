@@ -7,7 +7,7 @@ import re
 from clustergen.base import codes
 from clustergen.base.errors import Problem, SpecPath
 from clustergen.base.suggest import did_you_mean
-from clustergen.catalog.architectures import is_nvidia_cuda_repository
+from clustergen.catalog.architectures import follows_architecture, is_nvidia_cuda_repository
 from clustergen.catalog.cuda import MIN_DRIVER, minimum_driver
 from clustergen.catalog.gpus import GpuModel, profile_cpu_arch, profile_gpu, profile_gpu_sets
 from clustergen.catalog.pins import OS_PACKAGE_FAMILY
@@ -506,7 +506,7 @@ def repository_architectures(cluster: ResolvedCluster) -> list[Problem]:
                 )
             continue
         named = _ARCH_SEGMENT.search(repository.url)
-        if len(nodes) > 1 and named and not is_nvidia_cuda_repository(repository.url):
+        if len(nodes) > 1 and named and not follows_architecture(repository.url):
             problems.append(
                 Problem(
                     codes.SOFTWARE_REPOSITORY_ARCHITECTURE,
