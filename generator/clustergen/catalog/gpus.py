@@ -41,7 +41,7 @@ Edition". A board the database names otherwise (V100S PCIe 1df6, H800, A800, H20
 catalog model.
 
 Rubin (issue 43), from NVIDIA's own publications; what NVIDIA has not published is left
-out, not guessed (docs/platforms.md, "Rubin: what is unpublished"):
+out, not guessed (docs/platforms.md, "Rubin: what is published, and what is not"):
 - Compute capability 10.7 (sm_107): the CUDA 13.4 release notes, "adds support for the
   NVIDIA Rubin Architecture (compute capability 10.7)"; NVIDIA's cuBLASDx 0.8.0 release
   notes (docs.nvidia.com/cuda/cublasdx/0.8.0/release_notes.html), "functional support for
@@ -92,6 +92,13 @@ class Architecture:
     production_cuda: VersionTuple | None = None
     # The first NCCL release that supports it, where that is later than the CUDA's NCCL.
     first_nccl: VersionTuple | None = None
+
+    def targeted_by(self, cuda: VersionTuple) -> bool:
+        """Whether a CUDA release (major, minor, ...) can target it at all."""
+        return cuda[:2] >= self.first_cuda
+
+    def supported_by_nccl(self, nccl: VersionTuple) -> bool:
+        return self.first_nccl is None or nccl[:3] >= self.first_nccl
 
     @property
     def sm(self) -> str:

@@ -167,7 +167,7 @@ def _gpu_architectures(spec: Spec) -> list[Problem]:
     ]
     for name, model in models:
         arch = model.architecture
-        if cuda < arch.first_cuda:
+        if not arch.targeted_by(cuda):
             problems.append(
                 Problem(
                     codes.SOFTWARE_CUDA_TOO_OLD_FOR_GPU,
@@ -205,7 +205,7 @@ def _nccl_for_gpu(spec: Spec, profile: str, model: GpuModel) -> list[Problem]:
     """An NCCL older than the first release that supports the GPU's architecture (Rubin:
     2.32.3, catalog/gpus.py)."""
     first = model.architecture.first_nccl
-    if first is None or parse_version(spec.software.nccl)[:3] >= first:
+    if first is None or model.architecture.supported_by_nccl(parse_version(spec.software.nccl)):
         return []
     return [
         Problem(

@@ -76,8 +76,8 @@ def _software(hardware: dict[str, Any]) -> dict[str, str]:
 
 def _runs(model: GpuModel, software: dict[str, str]) -> bool:
     arch = model.architecture
-    nccl_ok = arch.first_nccl is None or parse_version(software["nccl"])[:3] >= arch.first_nccl
-    return parse_version(software["cuda"])[:2] >= arch.first_cuda and nccl_ok
+    cuda, nccl = parse_version(software["cuda"]), parse_version(software["nccl"])
+    return arch.targeted_by(cuda) and arch.supported_by_nccl(nccl)
 
 
 REVIEW = (
