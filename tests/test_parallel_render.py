@@ -318,18 +318,39 @@ def test_no_second_process_renders_in_one(
 
 @pytest.mark.usefixtures("two_processes")
 @pytest.mark.parametrize("spec", [ML, "large"])
-def test_the_commands_that_write_nothing_render_the_serial_files(
-    spec: Path | str, large: Path
-) -> None:
-    """render --check and --diff, and plan, render in two processes too: the files are
-    render_all's, byte for byte, with the same install metadata."""
+def test_the_commands_that_write_nothing_render_and_compare_as_serially(
+    cli, spec: Path | str, large: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """render --check and --diff, and plan, render in two processes too, and compare
+    what each process rendered with the tree while the other works: the files are
+    render_all's, byte for byte, with the same install metadata, and each change is
+    what compare makes of the whole render, in path order."""
     from clustergen.render import render_all
     from clustergen.spec.load import load_spec
     from clustergen.validate import validate_cluster
+    from clustergen.write.changes import compare
+    from clustergen.write.manifest import with_manifest
 
-    cluster, _ = validate_cluster(load_spec(str(large if spec == "large" else spec)))
+    path = large if spec == "large" else spec
+    out = tmp_path / "site"
+    assert cli("render", str(path), "-o", str(out)).code == 0
+    # Each process's share changed on disk, and one file of each gone.
+    (out / "slurm" / "slurm.conf").write_text("# edited\n", encoding="utf-8")
+    (out / "facility" / "racks.csv").write_text("# edited\n", encoding="utf-8")
+    (out / "site.yml").unlink()
+    (out / "facility" / "racks.md").unlink()
+    cluster, _ = validate_cluster(load_spec(str(path)))
     assert cluster is not None
-    assert parallel.render_all_in_two(cluster) == render_all(cluster)
+    files, compared = parallel.compared_in_two(out, cluster)
+    serial = with_manifest(render_all(cluster), cluster.spec.cluster.name)
+    assert files == serial
+    assert compared == compare(out, serial)
+    assert [(c.path, c.action) for c in compared if c.action != "unchanged"] == [
+        ("facility/racks.csv", "change"),
+        ("facility/racks.md", "create"),
+        ("site.yml", "create"),
+        ("slurm/slurm.conf", "change"),
+    ]
 
 
 @pytest.mark.usefixtures("two_processes")
@@ -345,6 +366,8 @@ def test_check_diff_and_plan_say_what_the_serial_ones_say(
     for mode in ("serial", "two"):
         out = tmp_path / mode  # --diff writes: a tree of its own for each
         assert cli("render", str(large), "-o", str(out)).code == 0
+        # A file of the child's share changed too (the processes compare a share each).
+        (out / "facility" / "racks.csv").write_text("# edited\n", encoding="utf-8")
         if mode == "serial":
             monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
         else:
@@ -358,6 +381,12 @@ def test_check_diff_and_plan_say_what_the_serial_ones_say(
     assert said["two"] == said["serial"]
     assert said["two"][0] == (1 if argv == ["--check"] else 0), said["two"][2]
     assert said["two"][3] == 4 and "slurm.conf" in said["two"][4]
+    assert "facility/racks.csv (changed)" in said["two"][4]
+    if argv == ["--check"]:
+        assert "stale: change OUT/facility/racks.csv" in said["two"][2]
+        assert "stale: change OUT/slurm/slurm.conf" in said["two"][2]
+    else:
+        assert "+++ b/facility/racks.csv" in said["two"][1]
 
 
 @pytest.mark.usefixtures("two_processes")

@@ -397,6 +397,26 @@ def test_an_export_that_trusts_its_clients_says_why() -> None:
     assert [e for e in _all_errors(data) if e[1] == code] == []
 
 
+@pytest.mark.parametrize(
+    ("expression", "parts"),
+    [
+        ("gpu01", ["gpu01"]),
+        ("a,b,c", ["a", "b", "c"]),
+        ("gpu[01-04],n[1,3,5-6],x", ["gpu[01-04]", "n[1,3,5-6]", "x"]),
+        ("a[1-2][1,3],b", ["a[1-2][1,3]", "b"]),
+        ("a,,b,", ["a", "", "b", ""]),
+        # Unbalanced brackets (refused when expanded): a comma inside counts as inside.
+        ("a[1,2", ["a[1,2"]),
+        ("a]b,c", ["a]b,c"]),
+    ],
+)
+def test_a_hostlist_splits_at_its_top_level_commas(expression: str, parts: list[str]) -> None:
+    from clustergen.model.common import hostlist_parts, hostlist_size
+
+    assert hostlist_parts(expression) == parts
+    assert hostlist_size(expression) >= len(parts)
+
+
 def test_hostlists_are_counted_before_they_are_expanded() -> None:
     """Fifty ranges of 100,000 in one switch's nodes (an 8 KB spec) took 3 GB and 74 s;
     fifty switches of 100,000 names each were the same in many expressions. One

@@ -17,12 +17,11 @@ if TYPE_CHECKING:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from clustergen.commands.parallel import render_all_in_two
+    from clustergen.commands.parallel import compared_in_two
     from clustergen.commands.plan import make_plan
     from clustergen.commands.plan_text import json_text, markdown
     from clustergen.write.changes import unrendered_ansible_files, unrendered_message
     from clustergen.write.journal import pending
-    from clustergen.write.manifest import with_manifest
 
     out_dir = Path(args.output)
     if not out_dir.is_dir():
@@ -36,8 +35,15 @@ def execute(args: argparse.Namespace) -> int:
     if cluster is None:
         raise SpecInvalid(problems)
     print_problems(problems, "text")
-    files = with_manifest(render_all_in_two(cluster), cluster.spec.cluster.name)
-    plan = make_plan(cluster, files, out_dir, args.driver_batch_size, args.driver_domains_per_batch)
+    files, compared = compared_in_two(out_dir, cluster)
+    plan = make_plan(
+        cluster,
+        files,
+        out_dir,
+        args.driver_batch_size,
+        args.driver_domains_per_batch,
+        compared=compared,
+    )
     for path in unrendered_ansible_files(out_dir, files):
         print(unrendered_message(out_dir, path), file=sys.stderr)
     sys.stdout.write(markdown(plan) if args.plan_format == "markdown" else json_text(plan))

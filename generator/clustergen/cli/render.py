@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from clustergen.base.artifacts import Artifact
 from clustergen.base.errors import ExitCode, UsageError
 from clustergen.cli.common import load_valid
 from clustergen.resolve import ResolvedCluster
@@ -63,7 +62,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.diff and args.format == "json":
         raise UsageError("--diff writes to standard output, where --format json writes problems")
     # Only render needs jinja2 and the writer; validate starts faster without them.
-    from clustergen.commands.parallel import render_all_in_two, render_into
+    from clustergen.commands.parallel import compared_in_two, render_into
     from clustergen.outputs import FAMILIES
     from clustergen.write.changes import (
         file_changes,
@@ -74,9 +73,9 @@ def execute(args: argparse.Namespace) -> int:
     )
     from clustergen.write.journal import pending, recover
     from clustergen.write.manifest import (
+        MANIFEST,
         refuse_other_cluster,
         refuse_unknown_directory,
-        with_manifest,
     )
     from clustergen.write.transaction import write
 
@@ -111,10 +110,11 @@ def execute(args: argparse.Namespace) -> int:
             print(unrendered_message(out_dir, path), file=sys.stderr)
         _summary(out_dir, changes, say)
         return int(ExitCode.OK)
-    rendered = render_all_in_two(cluster)
-    files: dict[str, Artifact] = with_manifest(rendered, cluster.spec.cluster.name)
+    files, compared = compared_in_two(out_dir, cluster)
     # --check replaces nothing, so files clustergen did not write only make the tree stale.
-    changes = file_changes(out_dir, files, adopt=args.adopt or args.check, families=FAMILIES)
+    changes = file_changes(
+        out_dir, files, adopt=args.adopt or args.check, families=FAMILIES, compared=compared
+    )
     stale = [c for c in changes if c.action not in ("unchanged", "keep")]
     if args.diff:
         sys.stdout.write("".join(unified_diff(c) for c in stale))
@@ -122,6 +122,7 @@ def execute(args: argparse.Namespace) -> int:
     planted = unrendered_ansible_files(out_dir, files)
     if args.check:
         return _checked(args, out_dir, stale, kept, planted, left)
+    rendered = {path: artifact for path, artifact in files.items() if path != MANIFEST}
     changes = write(
         out_dir, rendered, cluster.spec.cluster.name, adopt=args.adopt, families=FAMILIES
     )

@@ -40,7 +40,8 @@ from clustergen.outputs import FAMILIES, UNINSTALLED
 from clustergen.render import by_path, render_all, render_families, render_rest
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment
-from clustergen.write.changes import FileChange
+from clustergen.write.changes import FileChange, compare
+from clustergen.write.manifest import MANIFEST, manifest
 from clustergen.write.transaction import Part, TreeWrite, write
 
 T = typing.TypeVar("T")
@@ -64,28 +65,51 @@ def render_into(
     return write(out_dir, render_all(cluster), name, adopt=adopt, families=FAMILIES)
 
 
-def render_all_in_two(cluster: ResolvedCluster) -> dict[str, Artifact]:
-    """render_all's files, on two cores where the spec is large (as render_into): for
-    the commands that read the tree and write nothing (render --check and --diff,
-    plan). The child renders the uninstalled families and sends their files back; the
-    Ansible family never sees them (it installs only what declares an install), so the
-    files are byte for byte render_all's."""
-    if not _two_processes(cluster):
-        return render_all(cluster)
+def compared_in_two(
+    out_dir: Path, cluster: ResolvedCluster
+) -> tuple[dict[str, Artifact], list[FileChange]]:
+    """render_all's files with their manifest (write.with_manifest), and each compared
+    with the tree in out_dir (write.compare), for the commands that read the tree and
+    write nothing (render --check and --diff, plan). On two cores where the spec is
+    large (as render_into), the child renders the uninstalled families and sends their
+    files back, while this process renders the rest and compares it with the tree: on a
+    rail fabric the child's share is the longer, so the comparing is done in its shadow,
+    as a render stages its part while it waits. The Ansible family never sees the
+    child's files (it installs only what declares an install), so the files are byte
+    for byte render_all's, and the changes compare's, in path order."""
+    name = cluster.spec.cluster.name
+    child = None
     env = environment()
+    if _two_processes(cluster):
+        with contextlib.suppress(OSError):  # no second process: all of it here
+            child = _Child.start(_Job(None, cluster, env, sorted(UNINSTALLED)))
+    if child is None:
+        files = render_all(cluster)
+        return _with_manifest(out_dir, name, files, compare(out_dir, files))
     try:
-        child = _Child.start(_Job(None, cluster, env, sorted(UNINSTALLED)))
-    except OSError:
-        return render_all(cluster)
-    try:
-        installed = [name for name in FAMILIES if name not in UNINSTALLED]
+        installed = [family for family in FAMILIES if family not in UNINSTALLED]
         rest = render_rest(cluster, env, render_families(cluster, env, installed))
+        mine = compare(out_dir, rest)
     except BaseException:
         child.finish(failed=True)
         raise
-    files = child.finish().files
-    assert files is not None
-    return by_path([*rest.values(), *files.values()])
+    theirs = child.finish().files
+    assert theirs is not None
+    files = by_path([*rest.values(), *theirs.values()])
+    return _with_manifest(out_dir, name, files, [*mine, *compare(out_dir, theirs)])
+
+
+def _with_manifest(
+    out_dir: Path, cluster: str, files: dict[str, Artifact], compared: list[FileChange]
+) -> tuple[dict[str, Artifact], list[FileChange]]:
+    """files with their manifest (as write.with_manifest, from the digests the compare
+    took: at 65,536 nodes 600 MB are not digested twice), and the changes with the
+    manifest's, in path order."""
+    installs = {path: artifact.install for path, artifact in files.items()}
+    digests = {c.path: c.new_digest for c in compared if c.new_digest is not None}
+    listing = manifest(installs, digests, cluster)
+    changes = [*compared, *compare(out_dir, {MANIFEST: listing})]
+    return {**files, MANIFEST: listing}, sorted(changes, key=lambda change: change.path)
 
 
 def _two_processes(cluster: ResolvedCluster) -> bool:

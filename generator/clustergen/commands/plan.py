@@ -32,7 +32,7 @@ from clustergen.commands.plan_tree import (
 )
 from clustergen.outputs import FAMILIES
 from clustergen.resolve import ResolvedCluster
-from clustergen.write.changes import file_changes
+from clustergen.write.changes import FileChange, file_changes
 from clustergen.write.manifest import MANIFEST, Installed, listed
 from clustergen.write.tree import Tree
 
@@ -106,11 +106,16 @@ def make_plan(
     out_dir: Path,
     batch_size: int = 1,
     domains_per_batch: int = 1,
+    *,
+    compared: list[FileChange] | None = None,
 ) -> Plan:
+    """What writing files (render_all's, with their manifest) over the tree in out_dir
+    means on the nodes; `compared`: `write.compare(out_dir, files)` where the caller
+    has made it already."""
     order = {host.name: index for index, host in enumerate(cluster.hosts)}
     old_hosts = applied_hosts(out_dir)
     steps = _Steps(cluster, old_hosts)
-    tree_only = _file_steps(steps, files, out_dir)
+    tree_only = _file_steps(steps, files, out_dir, compared)
     rollout, rolling_nodes = _package_changes(steps, cluster, out_dir, tree_only)
     rolling = sorted(rolling_nodes, key=order.__getitem__)
     batches, batch_domains = driver_batches(cluster, rolling, batch_size, domains_per_batch)
@@ -213,14 +218,19 @@ class _Steps:
         )
 
 
-def _file_steps(steps: _Steps, files: dict[str, Artifact], out_dir: Path) -> list[str]:
+def _file_steps(
+    steps: _Steps, files: dict[str, Artifact], out_dir: Path, compared: list[FileChange] | None
+) -> list[str]:
     """Adds the steps the tree's changed, new and removed files need; returns the lines of
     the files that need nothing on the nodes."""
     entries = listed(out_dir)  # the applied manifest, read once for both uses
     applied = AppliedManifest.of({path: entry.installed for path, entry in entries.items()})
     previous = {path: entry.digest for path, entry in entries.items()}
     tree_only = []
-    for change in file_changes(out_dir, files, adopt=True, families=FAMILIES, previous=previous):
+    changes = file_changes(
+        out_dir, files, adopt=True, families=FAMILIES, previous=previous, compared=compared
+    )
+    for change in changes:
         if change.action == "unchanged" or change.path == MANIFEST:
             continue
         if change.action == "keep":

@@ -77,6 +77,8 @@ _RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 def hostlist_size(expression: str) -> int:
     """How many names `expression` gives, counted from its ranges without expanding them
     (a range hostlist cannot read counts as one name: expansion then says why)."""
+    if "[" not in expression and "]" not in expression:  # names only
+        return expression.count(",") + 1
     total = 0
     for part in hostlist_parts(expression):
         size = 1
@@ -195,15 +197,18 @@ def _expand_hostlist(expression: str) -> tuple[str, ...]:
 
 def hostlist_parts(expression: str) -> list[str]:
     """A hostlist expression split at its top-level commas (not those inside brackets)."""
-    parts, depth, current = [], 0, ""
-    for char in expression:
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
+    if "[" not in expression and "]" not in expression:
+        return expression.split(",")
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(expression):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(expression[start:index])
+            start = index + 1
+    parts.append(expression[start:])
     return parts
 
 

@@ -406,9 +406,20 @@ class SwitchPlane:
     nodes: frozenset[str]
 
 
+_PLANES: weakref.WeakKeyDictionary[ResolvedCluster, tuple[SwitchPlane, ...]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def planes(cluster: ResolvedCluster) -> tuple[SwitchPlane, ...]:
     """The fabric's planes that have nodes cabled to them, in the order of their first
-    switch in the spec."""
+    switch in the spec; found once for the checks that read them."""
+    if cluster not in _PLANES:
+        _PLANES[cluster] = _planes(cluster)
+    return _PLANES[cluster]
+
+
+def _planes(cluster: ResolvedCluster) -> tuple[SwitchPlane, ...]:
     parent = {row.name: row.name for row in cluster.switch_ports}
     for row in cluster.switch_ports:
         for above, _ in row.up:

@@ -9,7 +9,7 @@ import difflib
 import os
 import re
 import stat
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -44,26 +44,24 @@ def file_changes(
     adopt: bool = False,
     families: Collection[str] = (),
     previous: Mapping[str, str | None] | None = None,
+    compared: list[FileChange] | None = None,
 ) -> list[FileChange]:
     """What writing files into out_dir would do. Files clustergen did not write (absent
     from the manifest) are never overwritten unless adopt is set; `families` as in
     `removals`; `previous`: the manifest's paths and digests where the caller has read
-    them already (manifest.previous_outputs)."""
+    them already (manifest.previous_outputs); `compared`: `compare(out_dir, files)`
+    where the caller has made it already (commands.parallel, on two cores)."""
     previous = previous_outputs(out_dir) if previous is None else previous
-    changes, foreign = compare(out_dir, files, previous)
+    changes = compare(out_dir, files) if compared is None else compared
     if not adopt:
-        refuse_foreign(out_dir, foreign)
+        refuse_foreign(out_dir, foreign(changes, previous))
     return changes + removals(out_dir, previous, files, families)
 
 
-def compare(
-    out_dir: Path, files: Mapping[str, Artifact], previous: Collection[str]
-) -> tuple[list[FileChange], list[str]]:
-    """Each rendered file against what is on disk, in path order, and the paths of files
-    clustergen did not write (absent from the previous manifest) that it would change.
-    Every path is read without following a link (a link is refused)."""
+def compare(out_dir: Path, files: Mapping[str, Artifact]) -> list[FileChange]:
+    """Each rendered file against what is on disk, in path order. Every path is read
+    without following a link (a link is refused)."""
     changes = []
-    foreign = []
     with Tree(out_dir) as tree:
         # A new tree (no folder yet) holds nothing: every file is created, and no path is
         # looked up (at 16k nodes, 77,000 lookups that each fail at the top).
@@ -82,18 +80,24 @@ def compare(
                 action: FileAction = "unchanged"
                 if _executable(mode) != _executable(rendered.mode):
                     action = "change"
-                    if path not in previous and path != MANIFEST:
-                        foreign.append(path)
                 changes.append(
                     FileChange(path, action, rendered.text, rendered.text, new_digest, new_digest)
                 )
                 continue
-            # A file clustergen did not write is in the way only if rendering would change it.
-            if path not in previous and path != MANIFEST:
-                foreign.append(path)
             text = _decoded(tree, path, old)
             changes.append(FileChange(path, "change", text, rendered.text, digest(old), new_digest))
-    return changes, foreign
+    return changes
+
+
+def foreign(changes: Iterable[FileChange], previous: Collection[str]) -> list[str]:
+    """The paths of files clustergen did not write (absent from the previous manifest)
+    that writing would change, in the changes' order. A file in the way only if
+    rendering would change it: one with the rendered bytes and mode is left as it is."""
+    return [
+        c.path
+        for c in changes
+        if c.action == "change" and c.path not in previous and c.path != MANIFEST
+    ]
 
 
 # Where ansible-playbook, run at the tree's top, loads files without being told their

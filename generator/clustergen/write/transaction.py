@@ -15,7 +15,7 @@ from pathlib import Path
 from clustergen.base.artifacts import Artifact, Install
 from clustergen.base.errors import UsageError
 from clustergen.write import disk
-from clustergen.write.changes import FileChange, compare, refuse_foreign, removals
+from clustergen.write.changes import FileChange, compare, foreign, refuse_foreign, removals
 from clustergen.write.disk import (
     make_directories,
     remove_folders,
@@ -158,9 +158,10 @@ class TreeWrite:
         """Compare files with the tree and stage the created and changed ones (none if
         any would replace a file clustergen did not write, unless adopt); the folders
         made for them are told to folders_made before any file is staged."""
-        changes, foreign = compare(self.out_dir, files, self.previous)
+        changes = compare(self.out_dir, files)
+        in_the_way = foreign(changes, self.previous)
         staged = Staged()
-        if self.adopt or not foreign:
+        if self.adopt or not in_the_way:
             staged = stage(self.target, files, changes, folders_made=folders_made)
         part = Part(
             installs={path: artifact.install for path, artifact in files.items()},
@@ -169,7 +170,7 @@ class TreeWrite:
                 FileChange(c.path, c.action, None, None, c.old_digest, c.new_digest)
                 for c in changes
             ],
-            foreign=foreign,
+            foreign=in_the_way,
             staged=staged,
         )
         self.parts.append(part)
@@ -183,9 +184,10 @@ class TreeWrite:
         """Refuse the files clustergen did not write (unless adopt), stage the manifest of
         every part, and commit it all as one transaction, or take it back when nothing
         changes; the changes, in path order, then the removals."""
-        foreign = sorted(path for part in self.parts for path in part.foreign)
         if not self.adopt:
-            refuse_foreign(self.out_dir, foreign)
+            refuse_foreign(
+                self.out_dir, sorted(path for part in self.parts for path in part.foreign)
+            )
         installs: dict[str, Install | None] = {}
         for part in self.parts:
             for path in part.installs:
