@@ -206,6 +206,33 @@ def test_files_clustergen_did_not_write_are_refused_as_serially(
 
 
 @pytest.mark.usefixtures("two_processes")
+@pytest.mark.parametrize("command", ["check", "plan"])
+def test_a_link_in_the_childs_share_is_refused_as_serially(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: str
+) -> None:  # type: ignore[no-untyped-def]
+    """render --check and plan compare each process's share of the tree where it was
+    rendered: a link where the child's file lies is refused there, in the serial
+    words, and nothing is followed or written."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("not the tree's\n", encoding="utf-8")
+
+    def argv(out: Path) -> list[str]:
+        assert cli("render", str(ML), "-o", str(out)).code == 0
+        target = out / "facility" / "racks.csv"
+        target.unlink()
+        target.symlink_to(elsewhere)
+        if command == "check":
+            return ["render", str(ML), "-o", str(out), "--check"]
+        return ["plan", str(ML), "-o", str(out)]
+
+    serial, two = render_both(cli, monkeypatch, argv, tmp_path)
+    assert serial[0] == 2, serial[2]
+    assert "facility/racks.csv" in serial[2] and "link" in serial[2], serial[2]
+    assert two == serial
+    assert elsewhere.read_text(encoding="utf-8") == "not the tree's\n"
+
+
+@pytest.mark.usefixtures("two_processes")
 def test_a_bug_in_the_child_is_an_internal_error_and_writes_nothing(
     cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

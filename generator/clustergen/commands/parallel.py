@@ -71,18 +71,18 @@ def compared_in_two(
     """render_all's files with their manifest (write.with_manifest), and each compared
     with the tree in out_dir (write.compare), for the commands that read the tree and
     write nothing (render --check and --diff, plan). On two cores where the spec is
-    large (as render_into), the child renders the uninstalled families and sends their
-    files back, while this process renders the rest and compares it with the tree: on a
-    rail fabric the child's share is the longer, so the comparing is done in its shadow,
-    as a render stages its part while it waits. The Ansible family never sees the
-    child's files (it installs only what declares an install), so the files are byte
-    for byte render_all's, and the changes compare's, in path order."""
+    large (as render_into), each process compares what it renders, as a render has each
+    stage its own: the child renders the uninstalled families, compares them and sends
+    files and changes back, while this process renders and compares the rest. The
+    Ansible family never sees the child's files (it installs only what declares an
+    install), so the files are byte for byte render_all's, and the changes compare's,
+    in path order."""
     name = cluster.spec.cluster.name
     child = None
     env = environment()
     if _two_processes(cluster):
         with contextlib.suppress(OSError):  # no second process: all of it here
-            child = _Child.start(_Job(None, cluster, env, sorted(UNINSTALLED)))
+            child = _Child.start(_Job(None, cluster, env, sorted(UNINSTALLED), tree=out_dir))
     if child is None:
         files = render_all(cluster)
         return _with_manifest(out_dir, name, files, compare(out_dir, files))
@@ -93,10 +93,10 @@ def compared_in_two(
     except BaseException:
         child.finish(failed=True)
         raise
-    theirs = child.finish().files
-    assert theirs is not None
-    files = by_path([*rest.values(), *theirs.values()])
-    return _with_manifest(out_dir, name, files, [*mine, *compare(out_dir, theirs)])
+    theirs = child.finish()
+    assert theirs.files is not None and theirs.changes is not None
+    files = by_path([*rest.values(), *theirs.files.values()])
+    return _with_manifest(out_dir, name, files, [*mine, *theirs.changes])
 
 
 def _with_manifest(
@@ -135,26 +135,30 @@ class _Done:
 
     part: Part
     files: dict[str, Artifact] | None = None
+    changes: list[FileChange] | None = None  # the files' against the tree (compare)
     result: object = None
 
 
 @dataclass(frozen=True)
 class _Job:
     """The child's part, inherited through the fork: the families it renders, the
-    resolved cluster and template environment, and the write it stages into (None: it
-    sends its files back instead, for a command that writes nothing)."""
+    resolved cluster and template environment, and the write it stages into; or, for a
+    command that writes nothing (writer None), the tree it compares its files with
+    before it sends them back with their changes."""
 
     writer: TreeWrite | None
     cluster: ResolvedCluster
     env: jinja2.Environment
     names: list[str]
     what: str = "rendering the uninstalled families"
+    tree: Path | None = None
 
     def part(self, pipe: int) -> _Done:
         rendered = render_families(self.cluster, self.env, self.names).values()
         files = by_path(artifact for artifacts in rendered for artifact in artifacts)
         if self.writer is None:
-            return _Done(Part(), files)
+            assert self.tree is not None
+            return _Done(Part(), files, changes=compare(self.tree, files))
         made = lambda folders: _send(pipe, _Made(list(folders)))  # noqa: E731
         return _Done(self.writer.stage(files, folders_made=made))
 
@@ -279,6 +283,7 @@ class _Child:
         with contextlib.suppress(EOFError, pickle.UnpicklingError):  # cut short by a kill
             while stream.tell() < len(self.received):
                 messages.append(pickle.load(stream))
+        self.received = bytearray()  # read whole: let go (at 65k nodes, 150 MB of files)
         if messages and isinstance(messages[-1], _Done | _Failed):
             report: _Done | _Failed = messages[-1]
             return report
