@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from clustergen.base import cores
 from clustergen.base.errors import UsageError
 from clustergen.commands import parallel
 from clustergen.write.disk import TEMPORARY, staging_folder
@@ -41,7 +42,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
         monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
     else:
         monkeypatch.delenv("CLUSTERGEN_SERIAL", raising=False)
-        monkeypatch.setattr(parallel, "MIN_HOSTS", 0)
+        monkeypatch.setattr(cores, "MIN_HOSTS", 0)
         monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
     return str(request.param)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from clustergen.base import cores
 from clustergen.base.artifacts import NO_CHANGE, Artifact, Install
 from clustergen.commands import parallel
 from clustergen.dev import large_spec as large_spec_module
@@ -34,7 +35,7 @@ PARENT = os.getpid()
 @pytest.fixture
 def two_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CLUSTERGEN_SERIAL", raising=False)
-    monkeypatch.setattr(parallel, "MIN_HOSTS", 0)
+    monkeypatch.setattr(cores, "MIN_HOSTS", 0)
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
 
 
@@ -128,7 +129,7 @@ def test_large_specs_only_use_two_processes(large: Path, monkeypatch: pytest.Mon
     small, _ = validate_cluster(load_spec(str(ML)), set())
     big, _ = validate_cluster(load_spec(str(large)), set())
     assert small is not None and big is not None
-    monkeypatch.setattr(parallel, "MIN_HOSTS", 100)
+    monkeypatch.setattr(cores, "MIN_HOSTS", 100)
     assert not parallel._two_processes(small)
     assert parallel._two_processes(big)
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0})
@@ -136,6 +137,36 @@ def test_large_specs_only_use_two_processes(large: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
     assert not parallel._two_processes(big)
+
+
+@pytest.mark.usefixtures("two_processes")
+def test_validate_walks_the_fabric_beside_the_other_checks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """On a large spec the checks marked apart (the fabric's walks) run in a second
+    process (the in_two the CLI hands validation) while this one runs the rest: every
+    problem is the serial run's, in the same order, those of the checks apart
+    included."""
+    from clustergen.spec.load import load_spec
+    from clustergen.validate import validate_cluster
+
+    path = tmp_path / "rails.yaml"
+    path.write_text(large_spec_module.compact_rail_spec(512), encoding="utf-8")
+    forked = []
+    real = parallel.in_two
+
+    def spy(first, second, what):  # type: ignore[no-untyped-def]
+        forked.append(what)
+        return real(first, second, what)
+
+    two = validate_cluster(load_spec(str(path)), (), spy)[1]
+    monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
+    serial = validate_cluster(load_spec(str(path)), (), spy)[1]
+    assert forked == ["running the fabric's checks"]  # not when serial
+    assert two == serial
+    found = {problem.code.name for problem in two}
+    assert "network.rails-not-joined" in found  # a check apart
+    assert "network.subnet-manager-planes" in found  # one beside it
 
 
 def _fail_on(
@@ -320,8 +351,8 @@ def test_no_second_process_renders_in_one(
     tmp_path: Path,
     failing: str,
 ) -> None:
-    """No process or pipe left (EAGAIN, EMFILE): the render is made in one process, the
-    same tree, and nothing of the attempt is left beside it."""
+    """No process or pipe left (EAGAIN, EMFILE): the checks and the render are made in
+    one process, the same tree, and nothing of the attempts is left beside it."""
     serial = tmp_path / "serial"
     monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
     assert cli("render", str(ML), "-o", str(serial)).code == 0
@@ -338,7 +369,7 @@ def test_no_second_process_renders_in_one(
     out = tmp_path / "new" / "site"
     result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 0, result.err
-    assert refused == [failing]
+    assert refused == [failing, failing]  # validate's checks, then the render
     assert tree_state(out) == tree_state(serial)
     assert sorted(p.name for p in out.parent.iterdir()) == ["site"]
 

@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from clustergen.base import codes
 from clustergen.base.codes import CODES, WARNINGS
+from clustergen.base.cores import two_processes
 from clustergen.base.errors import (
     NAMES_SHOWN,
     LocatedProblem,
@@ -29,7 +30,7 @@ from clustergen.base.errors import (
 )
 from clustergen.base.suggest import did_you_mean, nearest
 from clustergen.catalog.distributions import REFUSED_DISTRIBUTIONS
-from clustergen.checks import run_checks
+from clustergen.checks import InTwo, run_checks
 from clustergen.model import Spec
 from clustergen.model.common import HostlistBudget, StrictModel
 from clustergen.resolve import ResolvedCluster
@@ -56,28 +57,31 @@ _GENERIC_TYPES = frozenset(
 
 
 def validate(
-    loaded: LoadedSpec, ignore: Collection[str] = ()
+    loaded: LoadedSpec, ignore: Collection[str] = (), in_two: InTwo | None = None
 ) -> tuple[Spec | None, list[LocatedProblem]]:
     """The model (None if the spec has errors) and every problem, sorted by position.
 
     Warnings whose codes are in `ignore` or in the spec's own `ignore` list are left out.
     """
-    cluster, problems = validate_cluster(loaded, ignore)
+    cluster, problems = validate_cluster(loaded, ignore, in_two)
     return (cluster.spec if cluster else None), problems
 
 
 def validate_cluster(
-    loaded: LoadedSpec, ignore: Collection[str] = ()
+    loaded: LoadedSpec, ignore: Collection[str] = (), in_two: InTwo | None = None
 ) -> tuple[ResolvedCluster | None, list[LocatedProblem]]:
     """The resolved cluster (None if the spec has errors) and every problem, sorted by
     position; the checks' work on the cluster is kept for the render. Every hostlist of
-    the spec within one budget of names (model.common.HostlistBudget)."""
+    the spec within one budget of names (model.common.HostlistBudget). `in_two`: how a
+    command may run work in a second process (commands.parallel.in_two, which the CLI
+    hands down): a large spec's walks of its fabric then run beside the other checks
+    (checks.run_checks), on two cores as the render."""
     with HostlistBudget():
-        return _validate_cluster(loaded, ignore)
+        return _validate_cluster(loaded, ignore, in_two)
 
 
 def _validate_cluster(
-    loaded: LoadedSpec, ignore: Collection[str]
+    loaded: LoadedSpec, ignore: Collection[str], in_two: InTwo | None
 ) -> tuple[ResolvedCluster | None, list[LocatedProblem]]:
     problems: list[Problem]
     written: list[Problem] = []  # problems of patterns, at paths as written, not expanded
@@ -116,7 +120,8 @@ def _validate_cluster(
         else:
             assert spec is not None
             cluster = ResolvedCluster(spec, loaded.name)
-            problems = run_checks(cluster, Spec.model_fields)
+            apart = in_two if two_processes(len(cluster.hosts)) else None
+            problems = run_checks(cluster, Spec.model_fields, apart)
             # Handed to the render (the facility overview lists them), from this one run.
             cluster.warnings = tuple(p for p in problems if p.severity == "warning")
             ignored.update(spec.ignore)

@@ -46,10 +46,17 @@ from clustergen.resolve import ResolvedCluster
 class Check:
     run: Callable[[ResolvedCluster], list[Problem]]
     needs: frozenset[str]
+    # A walk of the whole fabric that leaves nothing the render reads: on a large spec it
+    # runs in a second process beside the other checks (run_checks).
+    apart: bool = False
 
 
 def _check(run: Callable[[ResolvedCluster], list[Problem]], *needs: str) -> Check:
     return Check(run, frozenset(needs))
+
+
+def _apart(run: Callable[[ResolvedCluster], list[Problem]], *needs: str) -> Check:
+    return Check(run, frozenset(needs), apart=True)
 
 
 CHECKS: tuple[Check, ...] = (
@@ -93,9 +100,9 @@ CHECKS: tuple[Check, ...] = (
     _check(trusted_paths.paths, "slurm", "software", "hardware"),
     _check(slurm.folders, "slurm"),
     _check(slurm.state_save, "slurm", "storage", "hardware", "nodes"),
-    _check(topology.check, "network", "hardware", "nodes"),
+    _apart(topology.check, "network", "hardware", "nodes"),
     _check(topology.storage_switches, "network"),
-    _check(topology.oversubscription, "network", "hardware", "nodes", "slurm"),
+    _apart(topology.oversubscription, "network", "hardware", "nodes", "slurm"),
     _check(nvlink.check, "network", "racks", "hardware", "nodes"),
     _check(nvlink.partitions, "network", "racks", "hardware", "nodes", "slurm"),
     _check(slurm_network.check, "network", "racks", "hardware", "nodes", "slurm", "software"),
@@ -125,8 +132,33 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def run_checks(cluster: ResolvedCluster, valid: Collection[str]) -> list[Problem]:
-    """Every check whose sections are all in `valid` (the spec's other sections are absent)."""
-    return [
-        problem for check in CHECKS if check.needs <= set(valid) for problem in check.run(cluster)
-    ]
+# Runs `first` here and `second` in a second process, and returns both results; None
+# when no second process could be started (commands.parallel.in_two).
+InTwo = Callable[
+    [Callable[[], list[list[Problem]]], Callable[[], list[list[Problem]]], str],
+    tuple[list[list[Problem]], list[list[Problem]]] | None,
+]
+
+
+def run_checks(
+    cluster: ResolvedCluster, valid: Collection[str], in_two: InTwo | None = None
+) -> list[Problem]:
+    """Every check whose sections are all in `valid` (the spec's other sections are
+    absent), their problems in CHECKS's order. With `in_two` (a large spec, two cores),
+    the checks marked apart run in a second process while this one runs the others: what
+    those compute is kept here for the render, what the walks apart compute is not
+    needed by it."""
+    runnable = [check for check in CHECKS if check.needs <= set(valid)]
+    both = None
+    if in_two is not None and any(check.apart for check in runnable):
+        both = in_two(
+            lambda: [check.run(cluster) for check in runnable if not check.apart],
+            lambda: [check.run(cluster) for check in runnable if check.apart],
+            "running the fabric's checks",
+        )
+    if both is None:
+        found = [check.run(cluster) for check in runnable]
+    else:
+        here, there = iter(both[0]), iter(both[1])
+        found = [next(there) if check.apart else next(here) for check in runnable]
+    return [problem for problems in found for problem in problems]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clustergen.base.errors import ExitCode, SpecInvalid, UsageError
-from clustergen.cli.common import ignored_codes, print_problems
+from clustergen.cli.common import fork_in_two, ignored_codes, print_problems
 from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
@@ -23,7 +23,7 @@ def execute(args: argparse.Namespace) -> int:
     if not out_dir.is_dir():
         raise UsageError(f"{out_dir}: no rendered tree there (-o names it)")
     # The spec's warnings are validate's to report; audit reports the nodes.
-    cluster, problems = validate_cluster(load_spec(args.spec), ignored_codes(args))
+    cluster, problems = validate_cluster(load_spec(args.spec), ignored_codes(args), fork_in_two)
     if cluster is None:
         raise SpecInvalid(problems)
     # --ignore and the spec's own ignore list silence audit's warnings as validate's.

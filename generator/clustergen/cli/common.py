@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from clustergen.base.codes import ignorable
 from clustergen.base.errors import LocatedProblem, SpecInvalid, UsageError
@@ -18,6 +18,19 @@ from clustergen.validate import validate_cluster
 
 if TYPE_CHECKING:
     pass
+
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def fork_in_two(first: Callable[[], T], second: Callable[[], U], what: str) -> tuple[T, U] | None:
+    """commands.parallel.in_two, which validation is handed (validate.validate_cluster),
+    imported only when a large spec needs it: it brings the render's modules, which
+    validate of a small spec starts without."""
+    from clustergen.commands.parallel import in_two as forked
+
+    return forked(first, second, what)
 
 
 def ignored_codes(args: argparse.Namespace) -> list[str]:
@@ -45,7 +58,7 @@ def print_problems(
 
 def load_valid(path: str, args: argparse.Namespace) -> ResolvedCluster:
     """Load, validate and resolve one spec; warnings are printed, errors raise SpecInvalid."""
-    cluster, problems = validate_cluster(load_spec(path), ignored_codes(args))
+    cluster, problems = validate_cluster(load_spec(path), ignored_codes(args), fork_in_two)
     if cluster is None:
         raise SpecInvalid(problems)
     print_problems(problems, args.format, complete=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clustergen.base.errors import ExitCode, SpecInvalid
-from clustergen.cli.common import ignored_codes, print_problems, write_output
+from clustergen.cli.common import fork_in_two, ignored_codes, print_problems, write_output
 from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
@@ -20,7 +20,7 @@ def execute(args: argparse.Namespace) -> int:
     from clustergen.spec.long_form import expand, long_form_text
 
     loaded = load_spec(args.spec)
-    cluster, problems = validate_cluster(loaded, ignored_codes(args))
+    cluster, problems = validate_cluster(loaded, ignored_codes(args), fork_in_two)
     if cluster is None:
         raise SpecInvalid(problems)
     print_problems(problems, args.format, complete=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clustergen.base.errors import SpecInvalid, UsageError
-from clustergen.cli.common import ignored_codes, print_problems
+from clustergen.cli.common import fork_in_two, ignored_codes, print_problems
 from clustergen.spec.load import load_spec
 from clustergen.validate import validate_cluster
 
@@ -31,7 +31,7 @@ def execute(args: argparse.Namespace) -> int:
     left = pending(out_dir, staging_too=False)
     if left:
         print(left, file=sys.stderr)
-    cluster, problems = validate_cluster(load_spec(args.spec), ignored_codes(args))
+    cluster, problems = validate_cluster(load_spec(args.spec), ignored_codes(args), fork_in_two)
     if cluster is None:
         raise SpecInvalid(problems)
     print_problems(problems, "text")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from clustergen.base.errors import ExitCode, LocatedProblem, SpecInvalid, UsageError
 from clustergen.base.report import json_document
-from clustergen.cli.common import ignored_codes, print_problems
+from clustergen.cli.common import fork_in_two, ignored_codes, print_problems
 from clustergen.spec.load import load_spec
 from clustergen.validate import validate
 
@@ -23,7 +23,7 @@ def execute(args: argparse.Namespace) -> int:
     everything: list[LocatedProblem] = []
     for path in args.specs:
         try:
-            spec, problems = validate(load_spec(path), ignore)
+            spec, problems = validate(load_spec(path), ignore, fork_in_two)
         except SpecInvalid as exc:
             spec, problems = None, exc.problems
         except UsageError as exc:

@@ -35,6 +35,7 @@ from pathlib import Path
 import jinja2
 
 from clustergen.base.artifacts import Artifact
+from clustergen.base.cores import two_processes
 from clustergen.base.errors import UsageError
 from clustergen.outputs import FAMILIES, UNINSTALLED
 from clustergen.render import by_path, render_all, render_families, render_rest
@@ -46,10 +47,6 @@ from clustergen.write.transaction import Part, TreeWrite, write
 
 T = typing.TypeVar("T")
 U = typing.TypeVar("U")
-
-# Below this many hosts the uninstalled families take a few hundredths of a second,
-# less than a fork and the report cost.
-MIN_HOSTS = 1024
 
 
 def render_into(
@@ -113,19 +110,7 @@ def _with_manifest(
 
 
 def _two_processes(cluster: ResolvedCluster) -> bool:
-    return two_cores() and len(cluster.hosts) >= MIN_HOSTS
-
-
-def two_cores() -> bool:
-    """Whether a second process may run beside this one: two cores or more are this
-    process's to use, it can fork, and CLUSTERGEN_SERIAL=1 does not forbid it."""
-    if os.environ.get("CLUSTERGEN_SERIAL") == "1" or not hasattr(os, "fork"):
-        return False
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return cores >= 2
+    return two_processes(len(cluster.hosts))
 
 
 @dataclass(frozen=True)

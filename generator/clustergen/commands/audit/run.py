@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clustergen.base import codes
+from clustergen.base.cores import two_cores
 from clustergen.base.errors import LocatedProblem
 from clustergen.commands.audit.cabling import check_cables
 from clustergen.commands.audit.compare import NODE_CHECKS, Report
@@ -18,7 +19,7 @@ from clustergen.commands.audit.expect import (
     read_tree,
 )
 from clustergen.commands.audit.facts import NodeFacts, fact_files, read_facts
-from clustergen.commands.parallel import in_two, two_cores
+from clustergen.commands.parallel import in_two
 from clustergen.resolve import ResolvedCluster
 
 # Below this many fact files a second process costs more than it saves (a file takes
