@@ -143,13 +143,15 @@ def test_large_specs_only_use_two_processes(large: Path, monkeypatch: pytest.Mon
 def test_validate_walks_the_fabric_beside_the_other_checks(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """On a large spec the checks marked apart (the fabric's walks) run in a second
-    process (the in_two the CLI hands validation) while this one runs the rest: every
-    problem is the serial run's, in the same order, those of the checks apart
-    included."""
+    """On a large fabric the checks marked apart (its walks) run in a second process
+    (the in_two the CLI hands validation) while this one runs the rest: every problem
+    is the serial run's, in the same order, those of the checks apart included; a
+    smaller fabric is walked here."""
+    from clustergen import checks
     from clustergen.spec.load import load_spec
     from clustergen.validate import validate_cluster
 
+    monkeypatch.setattr(checks, "APART_SWITCHES", 100)
     path = tmp_path / "rails.yaml"
     path.write_text(large_spec_module.compact_rail_spec(512), encoding="utf-8")
     forked = []
@@ -163,6 +165,10 @@ def test_validate_walks_the_fabric_beside_the_other_checks(
     monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
     serial = validate_cluster(load_spec(str(path)), (), spy)[1]
     assert forked == ["running the fabric's checks"]  # not when serial
+    monkeypatch.delenv("CLUSTERGEN_SERIAL")
+    monkeypatch.setattr(checks, "APART_SWITCHES", 100_000)
+    assert validate_cluster(load_spec(str(path)), (), spy)[1] == serial
+    assert len(forked) == 1
     assert two == serial
     found = {problem.code.name for problem in two}
     assert "network.rails-not-joined" in found  # a check apart
@@ -351,8 +357,8 @@ def test_no_second_process_renders_in_one(
     tmp_path: Path,
     failing: str,
 ) -> None:
-    """No process or pipe left (EAGAIN, EMFILE): the checks and the render are made in
-    one process, the same tree, and nothing of the attempts is left beside it."""
+    """No process or pipe left (EAGAIN, EMFILE): the render is made in one process, the
+    same tree, and nothing of the attempt is left beside it."""
     serial = tmp_path / "serial"
     monkeypatch.setenv("CLUSTERGEN_SERIAL", "1")
     assert cli("render", str(ML), "-o", str(serial)).code == 0
@@ -369,7 +375,7 @@ def test_no_second_process_renders_in_one(
     out = tmp_path / "new" / "site"
     result = cli("render", str(ML), "-o", str(out), "--replace-cluster")
     assert result.code == 0, result.err
-    assert refused == [failing, failing]  # validate's checks, then the render
+    assert refused == [failing]
     assert tree_state(out) == tree_state(serial)
     assert sorted(p.name for p in out.parent.iterdir()) == ["site"]
 

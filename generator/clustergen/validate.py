@@ -19,7 +19,6 @@ from pydantic_core import ErrorDetails
 
 from clustergen.base import codes
 from clustergen.base.codes import CODES, WARNINGS
-from clustergen.base.cores import two_processes
 from clustergen.base.errors import (
     NAMES_SHOWN,
     LocatedProblem,
@@ -74,7 +73,7 @@ def validate_cluster(
     position; the checks' work on the cluster is kept for the render. Every hostlist of
     the spec within one budget of names (model.common.HostlistBudget). `in_two`: how a
     command may run work in a second process (commands.parallel.in_two, which the CLI
-    hands down): a large spec's walks of its fabric then run beside the other checks
+    hands down): the walks of a large fabric then run beside the other checks
     (checks.run_checks), on two cores as the render."""
     with HostlistBudget():
         return _validate_cluster(loaded, ignore, in_two)
@@ -120,8 +119,7 @@ def _validate_cluster(
         else:
             assert spec is not None
             cluster = ResolvedCluster(spec, loaded.name)
-            apart = in_two if two_processes(len(cluster.hosts)) else None
-            problems = run_checks(cluster, Spec.model_fields, apart)
+            problems = run_checks(cluster, Spec.model_fields, in_two)
             # Handed to the render (the facility overview lists them), from this one run.
             cluster.warnings = tuple(p for p in problems if p.severity == "warning")
             ignored.update(spec.ignore)
