@@ -47,8 +47,8 @@ from clustergen.resolve import ResolvedCluster
 class Check:
     run: Callable[[ResolvedCluster], list[Problem]]
     needs: frozenset[str]
-    # A walk of the whole fabric that leaves nothing the render reads: on a large spec it
-    # runs in a second process beside the other checks (run_checks).
+    # A walk of the whole fabric that leaves nothing the render reads: on a large fabric
+    # it runs in a second process beside the other checks (run_checks).
     apart: bool = False
 
 
