@@ -200,7 +200,7 @@ def _opensm_nodes(cluster: ResolvedCluster) -> list[Problem]:
 
 def _traffic_class_path(fabric: Fabric) -> SpecPath:
     """Where the traffic class was written: roce.traffic_class, or Spectrum-X's type."""
-    if fabric.roce is not None and fabric.roce.traffic_class is not None:
+    if fabric.traffic_class_written:
         return ("network", "fabric", "roce", "traffic_class")
     return ("network", "fabric", "type")
 

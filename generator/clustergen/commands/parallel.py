@@ -42,7 +42,7 @@ from clustergen.render import by_path, render_all, render_families, render_rest
 from clustergen.resolve import ResolvedCluster
 from clustergen.templating import environment
 from clustergen.write.changes import FileChange, compare
-from clustergen.write.manifest import MANIFEST, manifest
+from clustergen.write.manifest import MANIFEST, with_manifest
 from clustergen.write.transaction import Part, TreeWrite, write
 
 T = typing.TypeVar("T")
@@ -99,14 +99,13 @@ def compared_in_two(
 def _with_manifest(
     out_dir: Path, cluster: str, files: dict[str, Artifact], compared: list[FileChange]
 ) -> tuple[dict[str, Artifact], list[FileChange]]:
-    """files with their manifest (as write.with_manifest, from the digests the compare
-    took: at 65,536 nodes 600 MB are not digested twice), and the changes with the
-    manifest's, in path order."""
-    installs = {path: artifact.install for path, artifact in files.items()}
+    """files with their manifest, made from the digests the compare took (at 65,536
+    nodes 600 MB are not digested twice), and the changes with the manifest's, in path
+    order."""
     digests = {c.path: c.new_digest for c in compared if c.new_digest is not None}
-    listing = manifest(installs, digests, cluster)
-    changes = [*compared, *compare(out_dir, {MANIFEST: listing})]
-    return {**files, MANIFEST: listing}, sorted(changes, key=lambda change: change.path)
+    listed = with_manifest(files, cluster, digests)
+    changes = [*compared, *compare(out_dir, {MANIFEST: listed[MANIFEST]})]
+    return listed, sorted(changes, key=lambda change: change.path)
 
 
 def _two_processes(cluster: ResolvedCluster) -> bool:

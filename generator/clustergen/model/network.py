@@ -364,6 +364,11 @@ class Fabric(StrictModel):
         return self.type == "spectrum-x"
 
     @property
+    def traffic_class_written(self) -> bool:
+        """Whether roce.traffic_class sets the traffic class (not Spectrum-X's default)."""
+        return self.roce is not None and self.roce.traffic_class is not None
+
+    @property
     def traffic_class(self) -> int | None:
         """The RDMA traffic class (NCCL_IB_TC): roce.traffic_class, else on Spectrum-X
         SPECTRUM_X_TRAFFIC_CLASS; None on InfiniBand or a RoCE fabric that does not say."""

@@ -69,12 +69,11 @@ def settings_for(
             source = "network.fabric.roce.gid_index"
             put("NCCL_IB_GID_INDEX", gid, source if given else f"{source} unset, NCCL < 2.21")
         if fabric.traffic_class is not None:
-            given = roce is not None and roce.traffic_class is not None
             put(
                 "NCCL_IB_TC",
                 fabric.traffic_class,
                 "network.fabric.roce.traffic_class"
-                if given
+                if fabric.traffic_class_written
                 else "network.fabric.type spectrum-x: DSCP 26, Spectrum-X's lossless priority 3",
             )
     for variable, setting, source in _fabric_settings(cluster, name):

@@ -30,10 +30,14 @@ _MANIFEST_HEADER = (
 _CLUSTER_LINE = "# cluster: "
 
 
-def with_manifest(files: dict[str, Artifact], cluster: str) -> dict[str, Artifact]:
-    """Add the manifest (see `manifest`) of cluster's rendered tree."""
+def with_manifest(
+    files: dict[str, Artifact], cluster: str, digests: Mapping[str, str] | None = None
+) -> dict[str, Artifact]:
+    """Add the manifest (see `manifest`) of cluster's rendered tree; `digests`: each
+    file's (tree.digest) where the caller has taken them already."""
     installs = {path: a.install for path, a in files.items()}
-    digests = {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
+    if digests is None:
+        digests = {path: digest(a.text.encode("utf-8")) for path, a in files.items()}
     return {**files, MANIFEST: manifest(installs, digests, cluster)}
 
 
